@@ -1,0 +1,92 @@
+"""The one declaration of how the ten exercises are graded: points, tests, visibility, limits.
+
+Everything that scores or exports an exercise reads this module: the release tool (which files a
+student gets), the grader (points, time and memory limits, visibility in results.json), the
+Gradescope builder and the nbgrader / Otter exports. Points total 100.
+
+Per exercise, `public_share` of the points come from the public cases (the ones students run
+locally: `solutions/tests/public_exNN.py`, released to `assignments/tests/`) and the rest from the
+hidden cases (`autograder/tests/exNN_hidden.py`, never released). Inside each share, points are
+split in proportion to each case's `points` weight.
+
+Visibility uses Gradescope's four levels (hidden, after_due_date, after_published, visible):
+`public_visibility` for public cases; `hidden_visibility` for the pass/fail line of a hidden case
+(its message names the likely mistake but not the inputs or the expected value); and
+`hidden_detail_visibility` for a zero-point companion entry that shows the hidden inputs and expected
+values.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+VISIBILITY_LEVELS = ("hidden", "after_due_date", "after_published", "visible")
+
+
+@dataclass(frozen=True)
+class Exercise:
+    id: str  # "ex02": the task id in stubs, exceptions, pytest markers and Gradescope test names
+    module: str  # file stem in solutions/ and assignments/
+    title: str
+    lecture: str  # lecture section(s) the exercise comes from
+    points: float
+    public_share: float  # fraction of `points` earned by the public cases
+    timeout_s: float  # wall-clock limit for all of this exercise's cases in one child process
+    cpu_s: float  # CPU-time limit (RLIMIT_CPU) for that process
+    memory_mb: int  # address-space limit for that process
+    public_visibility: str = "visible"
+    hidden_visibility: str = "visible"
+    hidden_detail_visibility: str = "after_due_date"
+
+    @property
+    def filename(self) -> str:
+        return f"{self.module}.py"
+
+    @property
+    def public_cases_path(self) -> Path:
+        return ROOT / "solutions" / "tests" / f"public_{self.id}.py"
+
+    @property
+    def hidden_cases_path(self) -> Path:
+        return ROOT / "autograder" / "tests" / f"{self.id}_hidden.py"
+
+
+EXERCISES: tuple[Exercise, ...] = (
+    Exercise("ex01", "ex01_cost_per_gb", "What a dollar buys: $/GB, $/(GB/s), per-$1000 purchases",
+             "§1.2, §7 Q1", 6, 0.4, 20, 20, 2048),
+    Exercise("ex02", "ex02_kv_capacity", "KV bytes per token and how many tokens fit in HBM",
+             "§1.2, §2.2, §7 Q2", 10, 0.4, 20, 20, 2048),
+    Exercise("ex03", "ex03_cache_pool", "Local vs global KV cache: duplication, effective capacity, TTFT-aware dispatch",
+             "§2.1, §2.3, §7 Q3", 12, 0.4, 60, 60, 3072),
+    Exercise("ex04", "ex04_nic_line_rate", "Transfer engine: NIC line rate, efficiency, transfer vs recompute",
+             "§2.4, §7 Q4", 6, 0.4, 20, 20, 2048),
+    Exercise("ex05", "ex05_overload", "Prediction-based early rejection and the anti-phase oscillation",
+             "§3.2, §7 Q5", 14, 0.4, 90, 90, 3072),
+    Exercise("ex06", "ex06_expert_bytes", "Expert bytes per token and the CPU decode bound",
+             "§4.2, §4.3, §7 Q6", 8, 0.4, 20, 20, 2048),
+    Exercise("ex07", "ex07_arithmetic_intensity", "Tokens per expert at batch B and the offload order",
+             "§4.2, §7 Q7", 8, 0.4, 20, 20, 2048),
+    Exercise("ex08", "ex08_deferral_overlap", "Expert deferral: the CPU/GPU overlap model",
+             "§4.3, §7 Q8", 10, 0.4, 20, 20, 2048),
+    Exercise("ex09", "ex09_amx_tops", "AMX: ops per instruction, peak TOPS, prefill time",
+             "§4.5, §7 Q9", 6, 0.4, 20, 20, 2048),
+    Exercise("ex10", "ex10_deferral_accuracy", "Skip vs defer on the small MoE",
+             "§4.4", 20, 0.4, 120, 120, 4096),
+)
+
+BY_ID: dict[str, Exercise] = {e.id: e for e in EXERCISES}
+
+
+def check() -> None:
+    """Fail loudly if the manifest is inconsistent (run by the test suite)."""
+    total = sum(e.points for e in EXERCISES)
+    if abs(total - 100) > 1e-9:
+        raise ValueError(f"exercise points total {total}, not 100")
+    for e in EXERCISES:
+        for level in (e.public_visibility, e.hidden_visibility, e.hidden_detail_visibility):
+            if level not in VISIBILITY_LEVELS:
+                raise ValueError(f"{e.id}: unknown visibility {level!r}")
+        if not 0 <= e.public_share <= 1:
+            raise ValueError(f"{e.id}: public_share must lie in [0, 1]")

@@ -1,0 +1,348 @@
+"""Test cases as data, their plain-data encoding, and the comparison that grades them.
+
+One format serves every place an exercise is checked:
+- the public tests (`assignments/tests/`), which students run in-process with pytest;
+- the autograder, which runs a case's call inside a sandboxed child process, receives only the
+  *encoded* return value (JSON; arrays as raw bytes, never pickle) and compares it here, in the
+  trusted parent, against an expected value computed from the answer key when the grader was built;
+- the notebook exports, whose test cells call `check_call`.
+
+A `Case` names an exercise function and its arguments. Arguments are plain data, or `Gen` specs
+that `hetero.casegen` expands into inputs (tensors, simulator scenarios) inside the process that
+runs the call. A `harness` case calls a `hetero` function with the exercise module as its first
+argument (e.g. the overload simulator driven by the student's admission rule).
+"""
+
+from __future__ import annotations
+
+import base64
+import math
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+import numpy as np
+
+NO_EXPECT = "__no_expect__"  # sentinel: the expected value is filled in from the answer key
+
+
+@dataclass(frozen=True)
+class Gen:
+    """An input built by `hetero.casegen.build(name, **params)` where the call runs."""
+
+    name: str
+    params: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Case:
+    """One checked call of an exercise function.
+
+    id:        unique, "exNN.<function>.<what>"; it is the Gradescope test name's suffix.
+    func:      function name in the exercise module (or the harness's label when `harness` is set).
+    args/kwargs: plain data or `Gen` specs.
+    expect:    the expected return value; NO_EXPECT in hidden cases (filled from the answer key).
+    raises:    name of the exception class expected instead of a value ("ValueError").
+    rel_tol/abs_tol: for floats and float arrays; `tol_note` says why that tolerance.
+    unit:      unit of the returned value, shown in feedback ("GB", "tokens/s", "$ per GB/s").
+    hint:      the likely mistake when the check fails.
+    points:    relative weight of the case inside its exercise's public or hidden share.
+    harness:   "module:function" in `hetero`, called as harness(exercise_module, *args, **kwargs).
+    """
+
+    id: str
+    func: str
+    args: tuple = ()
+    kwargs: Mapping[str, Any] = field(default_factory=dict)
+    expect: Any = NO_EXPECT
+    raises: str | None = None
+    rel_tol: float = 1e-9
+    abs_tol: float = 0.0
+    tol_note: str = "exact up to float rounding"
+    unit: str = ""
+    hint: str = ""
+    points: float = 1.0
+    harness: str | None = None
+
+    @property
+    def ex_id(self) -> str:
+        return self.id.split(".", 1)[0]
+
+    def with_expect(self, value: Any) -> "Case":
+        return Case(**{**self.__dict__, "expect": value})
+
+
+# ---------------------------------------------------------------------------------------------
+# Plain-data encoding. The child encodes what the student's function returned; the parent decodes
+# it without running any of the student's code. Only exact built-in types and numpy/torch arrays
+# are accepted: a subclass (for instance a float whose __eq__ is always True) is refused.
+
+class EncodeError(TypeError):
+    """A returned value that is not plain data (wrong type, subclass, object)."""
+
+
+def encode(value: Any) -> Any:
+    """Encode a return value (or an argument) as JSON-safe plain data."""
+    kind = type(value)
+    if value is None or kind in (bool, int, str):
+        return value
+    if kind is float:
+        return value if math.isfinite(value) else {"__float__": repr(value)}
+    if kind in (list, tuple):
+        items = [encode(v) for v in value]
+        return items if kind is list else {"__tuple__": items}
+    if kind is dict:
+        if not all(type(k) is str for k in value):
+            raise EncodeError("dict keys must be str")
+        return {"__dict__": {k: encode(v) for k, v in value.items()}}
+    if kind is Gen:
+        return {"__gen__": value.name, "params": encode(dict(value.params))}
+    if isinstance(value, np.generic) and type(value).__module__ == "numpy":
+        return encode(value.item())
+    if kind is np.ndarray:
+        return _encode_array(value, "ndarray")
+    torch = _torch()
+    if torch is not None and kind in (torch.Tensor, torch.nn.Parameter):
+        return _encode_array(value.detach().cpu().contiguous().numpy(), "tensor", str(value.dtype))
+    raise EncodeError(f"returned an object of type {kind.__module__}.{kind.__qualname__}, "
+                      "which is not plain data (float, int, bool, str, list, tuple, dict, ndarray, tensor)")
+
+
+def _encode_array(arr: np.ndarray, tag: str, torch_dtype: str | None = None) -> dict:
+    arr = np.ascontiguousarray(arr)
+    if arr.dtype.kind not in "biuf":
+        raise EncodeError(f"array of dtype {arr.dtype} is not numeric")
+    return {"__array__": tag, "dtype": arr.dtype.str, "shape": list(arr.shape),
+            "torch_dtype": torch_dtype, "b64": base64.b64encode(arr.tobytes()).decode("ascii")}
+
+
+def decode(data: Any) -> Any:
+    """Inverse of `encode`; arrays come back as numpy arrays wrapped in `Array` (keeps the tag)."""
+    if isinstance(data, list):
+        return [decode(v) for v in data]
+    if isinstance(data, dict):
+        if "__float__" in data:
+            return float(data["__float__"])
+        if "__tuple__" in data:
+            return tuple(decode(v) for v in data["__tuple__"])
+        if "__dict__" in data:
+            return {k: decode(v) for k, v in data["__dict__"].items()}
+        if "__gen__" in data:
+            return Gen(data["__gen__"], decode(data["params"]))
+        if "__array__" in data:
+            dtype = np.dtype(data["dtype"])
+            if dtype.kind not in "biuf" or dtype.hasobject:
+                raise EncodeError(f"refused array dtype {dtype}")
+            raw = base64.b64decode(data["b64"])
+            arr = np.frombuffer(raw, dtype=dtype).reshape(data["shape"]).copy()
+            return Array(arr, data["__array__"], data.get("torch_dtype"))
+        raise EncodeError(f"unknown encoded object with keys {sorted(data)}")
+    return data
+
+
+@dataclass(frozen=True)
+class Array:
+    """A decoded array plus where it came from ("ndarray" or "tensor", and the torch dtype)."""
+
+    value: np.ndarray
+    tag: str
+    torch_dtype: str | None = None
+
+
+def _torch():
+    try:
+        import torch
+    except ImportError:  # the parent can compare arrays without torch installed
+        return None
+    return torch
+
+
+# ---------------------------------------------------------------------------------------------
+# Comparison. `compare(expected, got)` returns None when they agree, else a sentence saying what
+# differs. Both sides are *decoded* plain data.
+
+def compare(expected: Any, got: Any, rel_tol: float, abs_tol: float, path: str = "") -> str | None:
+    where = f" at {path}" if path else ""
+    if isinstance(expected, bool):
+        if type(got) is not bool:
+            return f"expected a bool{where}, got {_describe(got)}"
+        return None if got == expected else f"expected {expected}{where}, got {got}"
+    if isinstance(expected, int):
+        if type(got) is not int:
+            return f"expected an int{where} ({expected}), got {_describe(got)}"
+        return None if got == expected else f"expected {expected}{where}, got {got}"
+    if isinstance(expected, float):
+        if type(got) not in (float, int) or type(got) is bool:
+            return f"expected a float{where} ({_fmt(expected)}), got {_describe(got)}"
+        if math.isnan(expected):
+            return None if math.isnan(got) else f"expected nan{where}, got {_fmt(got)}"
+        if not math.isfinite(got):
+            return f"expected {_fmt(expected)}{where}, got {got}"
+        if math.isclose(got, expected, rel_tol=rel_tol, abs_tol=abs_tol):
+            return None
+        return f"expected {_fmt(expected)}{where}, got {_fmt(got)}"
+    if isinstance(expected, str):
+        if type(got) is not str:
+            return f"expected a str{where} ({expected!r}), got {_describe(got)}"
+        return None if got == expected else f"expected {expected!r}{where}, got {got!r}"
+    if expected is None:
+        return None if got is None else f"expected None{where}, got {_describe(got)}"
+    if isinstance(expected, (list, tuple)):
+        if type(got) is not type(expected):
+            return f"expected a {type(expected).__name__}{where}, got {_describe(got)}"
+        if len(got) != len(expected):
+            return f"expected {len(expected)} items{where}, got {len(got)}"
+        for i, (e, g) in enumerate(zip(expected, got)):
+            problem = compare(e, g, rel_tol, abs_tol, f"{path}[{i}]")
+            if problem:
+                return problem
+        return None
+    if isinstance(expected, dict):
+        if type(got) is not dict:
+            return f"expected a dict{where}, got {_describe(got)}"
+        if set(got) != set(expected):
+            return f"expected keys {sorted(expected)}{where}, got {sorted(got)}"
+        for k in expected:
+            problem = compare(expected[k], got[k], rel_tol, abs_tol, f"{path}[{k!r}]")
+            if problem:
+                return problem
+        return None
+    if isinstance(expected, Array):
+        return _compare_arrays(expected, got, rel_tol, abs_tol, where)
+    raise TypeError(f"cannot compare against expected value of type {type(expected).__name__}")
+
+
+def _compare_arrays(expected: Array, got: Any, rel_tol: float, abs_tol: float, where: str) -> str | None:
+    if not isinstance(got, Array):
+        return f"expected a {expected.tag}{where}, got {_describe(got)}"
+    if got.tag != expected.tag:
+        return f"expected a {expected.tag}{where}, got a {got.tag}"
+    e, g = expected.value, got.value
+    if expected.torch_dtype and got.torch_dtype != expected.torch_dtype:
+        return f"expected dtype {expected.torch_dtype}{where}, got {got.torch_dtype}"
+    if g.dtype.kind != e.dtype.kind:
+        return f"expected dtype {e.dtype}{where}, got {g.dtype}"
+    if g.shape != e.shape:
+        return f"expected shape {tuple(e.shape)}{where}, got {tuple(g.shape)}"
+    if e.dtype.kind in "biu":
+        bad = np.argwhere(g != e)
+    else:
+        if not np.all(np.isfinite(g)) and np.all(np.isfinite(e)):
+            return f"got non-finite values{where} (nan or inf)"
+        close = np.isclose(g, e, rtol=rel_tol, atol=abs_tol, equal_nan=True)
+        bad = np.argwhere(~close)
+    if len(bad) == 0:
+        return None
+    idx = tuple(int(i) for i in bad[0])
+    return (f"{len(bad)} of {e.size} elements differ{where}; first at index {idx}: "
+            f"expected {_fmt(e[idx].item())}, got {_fmt(g[idx].item())}")
+
+
+def _fmt(x: Any) -> str:
+    if isinstance(x, float):
+        return f"{x:.6g}"
+    return repr(x)
+
+
+def _describe(got: Any) -> str:
+    if isinstance(got, Array):
+        return f"a {got.tag} of shape {tuple(got.value.shape)}"
+    return f"{type(got).__name__} {_fmt(got)}" if isinstance(got, (int, float, str)) else type(got).__name__
+
+
+# ---------------------------------------------------------------------------------------------
+# Running a case in the current process (public tests, answer-key builds, the sandboxed child).
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a call produced, as plain data: a value, or an exception's class name and message."""
+
+    value: Any = None  # encoded
+    error_type: str | None = None
+    error_message: str = ""
+
+    def to_json(self) -> dict:
+        return {"value": self.value, "error_type": self.error_type, "error_message": self.error_message}
+
+    @staticmethod
+    def from_json(data: Mapping[str, Any]) -> "Outcome":
+        return Outcome(data.get("value"), data.get("error_type"), str(data.get("error_message", ""))[:2000])
+
+
+def run_call(case: Case, module: Any) -> Outcome:
+    """Call the case's function on `module` (an exercise module); never raises for student errors."""
+    from hetero import casegen  # imported here: casegen may import torch
+
+    try:
+        args = tuple(casegen.expand(a) for a in case.args)
+        kwargs = {k: casegen.expand(v) for k, v in case.kwargs.items()}
+        if case.harness:
+            mod_name, fn_name = case.harness.split(":")
+            if not mod_name.startswith("hetero."):
+                raise ValueError(f"harness must live in hetero, not {mod_name}")
+            import importlib
+
+            target = getattr(importlib.import_module(mod_name), fn_name)
+            value = target(module, *args, **kwargs)
+        else:
+            value = getattr(module, case.func)(*args, **kwargs)
+    except Exception as exc:  # the student's exception is data here
+        return Outcome(None, type(exc).__name__, str(exc)[:2000])
+    try:
+        return Outcome(encode(value))
+    except EncodeError as exc:
+        return Outcome(None, "EncodeError", str(exc))
+
+
+@dataclass(frozen=True)
+class Verdict:
+    passed: bool
+    message: str  # what was checked, expected vs got with units, likely mistake
+    not_implemented: bool = False
+
+
+def judge(case: Case, outcome: Outcome, expect_encoded: Any = None,
+          mistakes: Mapping[str, tuple[str, Any]] | None = None) -> Verdict:
+    """Grade an outcome. `expect_encoded` overrides `case.expect` (hidden cases, from the answer key).
+
+    `mistakes` maps a known-wrong implementation's name to (description, its encoded output on this
+    case); when the student's output matches one, the feedback names that mistake.
+    """
+    unit = f" {case.unit}" if case.unit else ""
+    what = f"{case.func}: {case.id}"
+    if outcome.error_type == "NotImplementedError":
+        return Verdict(False, f"{what}: not implemented yet ({outcome.error_message})", True)
+    if case.raises:
+        if outcome.error_type == case.raises:
+            return Verdict(True, f"{what}: raised {case.raises} as required")
+        got = (f"raised {outcome.error_type}: {outcome.error_message}" if outcome.error_type
+               else "returned a value")
+        return Verdict(False, _join(f"{what}: expected {case.raises} for this invalid input, but it {got}.",
+                                    case.hint))
+    if outcome.error_type:
+        return Verdict(False, f"{what}: raised {outcome.error_type}: {outcome.error_message}")
+    expected = decode(expect_encoded if expect_encoded is not None else encode(case.expect))
+    try:
+        got = decode(outcome.value)
+    except (EncodeError, KeyError, ValueError, TypeError) as exc:
+        return Verdict(False, f"{what}: returned value could not be read ({exc})")
+    problem = compare(expected, got, case.rel_tol, case.abs_tol)
+    if problem is None:
+        return Verdict(True, f"{what}: ok")
+    message = f"{what}: {problem}{unit} (tolerance: {case.tol_note})."
+    for name, (description, value) in (mistakes or {}).items():
+        try:
+            if compare(decode(value), got, case.rel_tol, case.abs_tol) is None:
+                return Verdict(False, _join(message, f"Your result matches a known mistake: {description}"))
+        except (EncodeError, TypeError):
+            continue
+    return Verdict(False, _join(message, case.hint))
+
+
+def _join(message: str, hint: str) -> str:
+    return f"{message} Likely mistake: {hint}" if hint and "Likely mistake" not in hint and not hint.startswith("Your") else (
+        f"{message} {hint}" if hint else message)
+
+
+def check_call(case: Case, module: Any) -> Verdict:
+    """Run and judge a public case in this process (what the public tests do)."""
+    return judge(case, run_call(case, module))
