@@ -1,0 +1,31 @@
+"""`python -m autograder <command> ...`: one entry point, each command in its own module."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+COMMANDS = {
+    "release": ("autograder.release", "turn solutions/ into the student release assignments/ (--check: drift check)"),
+    "expected": ("autograder.expected", "compute hidden-case expected values from solutions/ (--check: freshness)"),
+    "grade": ("autograder.grader", "grade one submission (folder or zip) into results.json"),
+    "grade-all": ("autograder.bulk", "grade a folder of submissions in parallel into a gradebook + CSV"),
+    "build": ("autograder.build", "build the Gradescope autograder zip"),
+    "pack": ("autograder.pack", "zip a student's exercise files for upload"),
+    "export-nbgrader": ("autograder.export_nbgrader", "write an nbgrader course"),
+    "export-otter": ("autograder.export_otter", "write Otter-Grader master notebooks"),
+}
+
+
+def main(argv: list[str]) -> int:
+    if not argv or argv[0] in ("-h", "--help") or argv[0] not in COMMANDS:
+        print("usage: python -m autograder <command> [options]\n\ncommands:")
+        for name, (_, text) in COMMANDS.items():
+            print(f"  {name:<16} {text}")
+        return 0 if argv and argv[0] in ("-h", "--help") else 2
+    module = importlib.import_module(COMMANDS[argv[0]][0])
+    return int(module.main(argv[1:]) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
