@@ -268,23 +268,26 @@ class Outcome:
         return Outcome(data.get("value"), data.get("error_type"), str(data.get("error_message", ""))[:2000])
 
 
+def invoke(case: Case, module: Any) -> Any:
+    """Expand the case's inputs and call its function on `module`; exceptions propagate."""
+    from hetero import casegen  # imported here: casegen's providers may import torch
+
+    args = tuple(casegen.expand(a) for a in case.args)
+    kwargs = {k: casegen.expand(v) for k, v in case.kwargs.items()}
+    if case.harness:
+        import importlib
+
+        mod_name, fn_name = case.harness.split(":")
+        if not mod_name.startswith("hetero."):
+            raise ValueError(f"harness must live in hetero, not {mod_name}")
+        return getattr(importlib.import_module(mod_name), fn_name)(module, *args, **kwargs)
+    return getattr(module, case.func)(*args, **kwargs)
+
+
 def run_call(case: Case, module: Any) -> Outcome:
     """Call the case's function on `module` (an exercise module); never raises for student errors."""
-    from hetero import casegen  # imported here: casegen may import torch
-
     try:
-        args = tuple(casegen.expand(a) for a in case.args)
-        kwargs = {k: casegen.expand(v) for k, v in case.kwargs.items()}
-        if case.harness:
-            mod_name, fn_name = case.harness.split(":")
-            if not mod_name.startswith("hetero."):
-                raise ValueError(f"harness must live in hetero, not {mod_name}")
-            import importlib
-
-            target = getattr(importlib.import_module(mod_name), fn_name)
-            value = target(module, *args, **kwargs)
-        else:
-            value = getattr(module, case.func)(*args, **kwargs)
+        value = invoke(case, module)
     except Exception as exc:  # the student's exception is data here
         return Outcome(None, type(exc).__name__, str(exc)[:2000])
     try:

@@ -1,0 +1,146 @@
+"""Compute the answer key's values for every case, once, and store them as data.
+
+`python -m autograder expected` runs each exercise's solution (`solutions/exNN_*.py`) on its public
+and hidden cases and writes `autograder/expected/exNN.json`:
+    {"exercise": "exNN",
+     "cases": {case_id: {"expect": <encoded value> | null, "raises": "ValueError" | null,
+                         "mistakes": {fixture: [description, <encoded value>]}}}}
+`mistakes` holds what each known-wrong submission (`autograder/fixtures/wrong/exNN_<slug>/`, whose
+docstring starts with `MISTAKE: ...`) returns where that differs from the answer key, so feedback can
+name the mistake. Grading reads only these files: it never imports `solutions/`.
+
+`--check` recomputes everything and fails when a stored file is stale. The build fails loudly when
+the answer key contradicts a public case, raises where it should return (or the reverse), or when a
+wrong fixture passes every case (it would test nothing).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from autograder.cases import hidden_cases, public_cases
+from autograder.manifest import BY_ID, EXERCISES, ROOT
+from hetero.checks import NO_EXPECT, Case, judge, run_call
+
+EXPECTED_DIR = ROOT / "autograder" / "expected"
+WRONG_DIR = ROOT / "autograder" / "fixtures" / "wrong"
+
+
+class AnswerKeyError(RuntimeError):
+    """The answer key and the cases disagree."""
+
+
+def load_file_module(path: Path, name: str):
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def mistake_description(path: Path) -> str:
+    """The `MISTAKE: ...` first docstring line of a wrong fixture file."""
+    import ast
+
+    doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
+    first = doc.strip().splitlines()[0] if doc.strip() else ""
+    if not first.startswith("MISTAKE:"):
+        raise AnswerKeyError(f"{path}: docstring must start with 'MISTAKE: <sentence>'")
+    return first[len("MISTAKE:"):].strip()
+
+
+def wrong_fixtures(ex_id: str) -> list[tuple[str, Path]]:
+    """(fixture name, exercise file) for each wrong fixture of `ex_id`."""
+    filename = BY_ID[ex_id].filename
+    found = []
+    for folder in sorted(WRONG_DIR.glob(f"{ex_id}_*")):
+        path = folder / filename
+        if path.is_file():
+            found.append((folder.name, path))
+    return found
+
+
+def all_cases(ex_id: str) -> list[tuple[str, Case]]:
+    return [("public", c) for c in public_cases(ex_id)] + [("hidden", c) for c in hidden_cases(ex_id)]
+
+
+def compute(ex_id: str) -> dict[str, Any]:
+    ex = BY_ID[ex_id]
+    key = load_file_module(ROOT / "solutions" / ex.filename, f"_a2_key_{ex_id}")
+    entries: dict[str, dict[str, Any]] = {}
+    for kind, case in all_cases(ex_id):
+        outcome = run_call(case, key)
+        if case.raises:
+            if outcome.error_type != case.raises:
+                raise AnswerKeyError(f"{case.id}: the answer key should raise {case.raises}, got "
+                                     f"{outcome.error_type or 'a value'} {outcome.error_message}")
+            entries[case.id] = {"expect": None, "raises": case.raises, "mistakes": {}}
+            continue
+        if outcome.error_type:
+            raise AnswerKeyError(f"{case.id}: the answer key raised {outcome.error_type}: {outcome.error_message}")
+        if kind == "public" or case.expect is not NO_EXPECT:
+            verdict = judge(case, outcome)
+            if not verdict.passed:
+                raise AnswerKeyError(f"{case.id}: the answer key fails its own case: {verdict.message}")
+        entries[case.id] = {"expect": outcome.value, "raises": None, "mistakes": {}}
+    for name, path in wrong_fixtures(ex_id):
+        description = mistake_description(path)
+        module = load_file_module(path, f"_a2_wrong_{name}")
+        caught = False
+        for _, case in all_cases(ex_id):
+            entry = entries[case.id]
+            outcome = run_call(case, module)
+            verdict = judge(case, outcome, entry["expect"])
+            if verdict.passed:
+                continue
+            caught = True
+            if not outcome.error_type and outcome.value is not None:
+                entry["mistakes"][name] = [description, outcome.value]
+        if not caught:
+            raise AnswerKeyError(f"wrong fixture {name} passes every case of {ex_id}: no case detects its mistake")
+    return {"exercise": ex_id, "cases": entries}
+
+
+def render(data: dict[str, Any]) -> str:
+    return json.dumps(data, indent=1, sort_keys=True) + "\n"
+
+
+def available_exercises() -> list[str]:
+    """Exercises whose solution, public cases and hidden cases all exist."""
+    return [ex.id for ex in EXERCISES
+            if (ROOT / "solutions" / ex.filename).is_file() and ex.public_cases_path.is_file()
+            and ex.hidden_cases_path.is_file()]
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m autograder expected", description=__doc__.split("\n")[0])
+    parser.add_argument("exercises", nargs="*", help="exercise ids (default: every exercise with cases)")
+    parser.add_argument("--check", action="store_true", help="fail if a stored file is stale")
+    args = parser.parse_args(argv)
+    ids = args.exercises or available_exercises()
+    stale = []
+    for ex_id in ids:
+        try:
+            text = render(compute(ex_id))
+        except AnswerKeyError as exc:
+            print(f"expected values for {ex_id}: {exc}", file=sys.stderr)
+            return 1
+        path = EXPECTED_DIR / f"{ex_id}.json"
+        if args.check:
+            if not path.is_file() or path.read_text(encoding="utf-8") != text:
+                stale.append(str(path.relative_to(ROOT)))
+            continue
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        print(f"wrote {path.relative_to(ROOT)}")
+    if stale:
+        print("stale expected values (run `python -m autograder expected`): " + ", ".join(stale), file=sys.stderr)
+        return 1
+    return 0

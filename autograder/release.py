@@ -1,0 +1,176 @@
+"""Turn the answer key `solutions/` into the student release `assignments/` (and check for drift).
+
+`python -m autograder release` rewrites `assignments/` from scratch:
+- each `solutions/exNN_*.py` becomes a stub: every block between a line `# BEGIN SOLUTION` and a line
+  `# END SOLUTION` is replaced, at the block's indentation, by
+      # TODO(exNN): implement <function>
+      raise NotImplementedError("exNN: <function>")
+  where <function> is the function the block sits in;
+- the public tests (`solutions/tests/`: public_exNN.py, test_public.py, conftest.py) are copied, with
+  `tests/exercises.json` (ids, titles, points from the manifest) for the summary;
+- the handout `solutions/HANDOUT.md` becomes `assignments/README.md`.
+Hidden tests live in `autograder/tests/` and are never copied.
+
+`python -m autograder release --check` builds the release in a temporary folder and fails (exit 1,
+listing the files) when `assignments/` differs from it. Malformed markers (nested, unterminated,
+END without BEGIN, a block outside any function, a file without any block) fail loudly with the
+file and line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import filecmp
+import json
+import re
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+from autograder.manifest import EXERCISES, ROOT
+
+BEGIN = "# BEGIN SOLUTION"
+END = "# END SOLUTION"
+DEF_RE = re.compile(r"^(\s*)(?:async\s+)?def\s+(\w+)\s*\(")
+PUBLIC_TEST_FILES = ("conftest.py", "test_public.py")
+HANDOUT = "HANDOUT.md"
+
+
+class MarkerError(ValueError):
+    """A malformed solution marker: names the file and line."""
+
+
+def strip_solutions(source_text: str, ex_id: str, filename: str = "<source>") -> str:
+    """The stub text of one solution file (see the module docstring for the rules)."""
+    out: list[str] = []
+    open_at: int | None = None  # 1-based line of the open BEGIN marker
+    defs: list[tuple[int, str]] = []  # (indent, name) of enclosing defs
+    blocks = 0
+    for line_no, line in enumerate(source_text.splitlines(keepends=True), start=1):
+        stripped = line.strip()
+        indent = len(line) - len(line.lstrip())
+        if open_at is None:
+            match = DEF_RE.match(line)
+            if match:
+                while defs and defs[-1][0] >= len(match.group(1)):
+                    defs.pop()
+                defs.append((len(match.group(1)), match.group(2)))
+        if stripped.startswith(BEGIN):
+            if open_at is not None:
+                raise MarkerError(f"{filename}:{line_no}: nested '{BEGIN}' (the block opened at line {open_at} "
+                                  "is not closed)")
+            enclosing = [name for def_indent, name in defs if def_indent < indent]
+            if not enclosing:
+                raise MarkerError(f"{filename}:{line_no}: '{BEGIN}' outside any function")
+            open_at = line_no
+            func = enclosing[-1]
+            pad = line[:indent]
+            out.append(f"{pad}# TODO({ex_id}): implement {func}\n")
+            out.append(f'{pad}raise NotImplementedError("{ex_id}: {func}")\n')
+            blocks += 1
+            continue
+        if stripped.startswith(END):
+            if open_at is None:
+                raise MarkerError(f"{filename}:{line_no}: '{END}' without a matching '{BEGIN}'")
+            open_at = None
+            continue
+        if open_at is None:
+            out.append(line)
+    if open_at is not None:
+        raise MarkerError(f"{filename}:{open_at}: unterminated '{BEGIN}' (no '{END}' before the end of the file)")
+    if blocks == 0:
+        raise MarkerError(f"{filename}: no '{BEGIN}' block: every exercise file needs at least one")
+    text = "".join(out)
+    try:
+        ast.parse(text, filename=filename)
+    except SyntaxError as exc:
+        raise MarkerError(f"{filename}: the stub does not parse after stripping ({exc.msg}, line {exc.lineno})") from None
+    return text
+
+
+def build_release(dest: Path, root: Path = ROOT) -> list[Path]:
+    """Write the complete release into `dest` (created; must be empty or absent). Returns the files written."""
+    solutions = root / "solutions"
+    written: list[Path] = []
+    dest.mkdir(parents=True, exist_ok=True)
+    for ex in EXERCISES:
+        src = solutions / ex.filename
+        if not src.is_file():
+            raise FileNotFoundError(f"{src}: solution file missing for {ex.id}")
+        target = dest / ex.filename
+        target.write_text(strip_solutions(src.read_text(encoding="utf-8"), ex.id, str(src)), encoding="utf-8")
+        written.append(target)
+    tests_dest = dest / "tests"
+    tests_dest.mkdir(exist_ok=True)
+    public_files = list(PUBLIC_TEST_FILES) + [f"public_{ex.id}.py" for ex in EXERCISES]
+    for name in public_files:
+        src = solutions / "tests" / name
+        if not src.is_file():
+            raise FileNotFoundError(f"{src}: public test file missing")
+        text = src.read_text(encoding="utf-8")
+        if BEGIN in text or END in text:
+            raise MarkerError(f"{src}: public tests must not contain solution markers")
+        shutil.copyfile(src, tests_dest / name)
+        written.append(tests_dest / name)
+    listing = [{"id": ex.id, "module": ex.module, "title": ex.title, "lecture": ex.lecture, "points": ex.points}
+               for ex in EXERCISES]
+    (tests_dest / "exercises.json").write_text(json.dumps(listing, indent=1, ensure_ascii=False) + "\n",
+                                               encoding="utf-8")
+    written.append(tests_dest / "exercises.json")
+    handout = solutions / HANDOUT
+    if not handout.is_file():
+        raise FileNotFoundError(f"{handout}: the handout source is missing")
+    shutil.copyfile(handout, dest / "README.md")
+    written.append(dest / "README.md")
+    return written
+
+
+def _tree(folder: Path) -> set[str]:
+    return {str(p.relative_to(folder)) for p in folder.rglob("*")
+            if p.is_file() and "__pycache__" not in p.parts and ".pytest_cache" not in p.parts}
+
+
+def drift(assignments: Path, root: Path = ROOT) -> list[str]:
+    """Differences between `assignments` and a fresh release, as readable lines (empty: no drift)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        fresh = Path(tmp) / "release"
+        build_release(fresh, root)
+        have, want = _tree(assignments) if assignments.is_dir() else set(), _tree(fresh)
+        problems = [f"missing from assignments/: {name}" for name in sorted(want - have)]
+        problems += [f"not part of the release: assignments/{name}" for name in sorted(have - want)]
+        problems += [f"differs from a fresh release: assignments/{name}" for name in sorted(want & have)
+                     if not filecmp.cmp(assignments / name, fresh / name, shallow=False)]
+        return problems
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m autograder release", description=__doc__.split("\n")[0])
+    parser.add_argument("--check", action="store_true", help="fail if assignments/ differs from a fresh release")
+    parser.add_argument("--out", type=Path, default=ROOT / "assignments", help="release folder (default: assignments/)")
+    args = parser.parse_args(argv)
+    try:
+        if args.check:
+            problems = drift(args.out)
+            if problems:
+                print("assignments/ has drifted from solutions/; run `python -m autograder release`:", file=sys.stderr)
+                for line in problems:
+                    print(f"  {line}", file=sys.stderr)
+                return 1
+            print("assignments/ matches a fresh release of solutions/")
+            return 0
+        with tempfile.TemporaryDirectory() as tmp:
+            fresh = Path(tmp) / "release"
+            files = build_release(fresh)
+            keep = {".pytest_cache"}
+            if args.out.exists():
+                for child in args.out.iterdir():
+                    if child.name not in keep:
+                        shutil.rmtree(child) if child.is_dir() else child.unlink()
+            shutil.copytree(fresh, args.out, dirs_exist_ok=True)
+        print(f"released {len(files)} files into {args.out}")
+        return 0
+    except (MarkerError, FileNotFoundError) as exc:
+        print(f"release failed: {exc}", file=sys.stderr)
+        return 1
