@@ -157,6 +157,26 @@ SSDS: dict[str, Ssd] = {
     for s in (Ssd("NVMe-7.68TB", 7.68, 8, "a common 8 x 7.68 TB NVMe storage node (assumption; lecture §1.2 says only 'hundreds of millions of tokens')"),)
 }
 
+@dataclass(frozen=True)
+class Server:
+    """One serving node: its GPUs, host DRAM and local SSDs (the §1.2 KV-capacity comparison)."""
+
+    name: str
+    gpu: str  # key into GPUS
+    num_gpus: int
+    dram_gb: float  # host DRAM, 1e9 B
+    ssd: str  # key into SSDS
+    source: str
+
+
+SERVERS: dict[str, Server] = {
+    s.name: s
+    for s in (
+        Server("8xH800", "H800", 8, 2000.0, "NVMe-7.68TB",
+               "lecture §1.2: an 8 x H800 server with 2 TB of DRAM; its SSDs are the NVMe node above (assumption)"),
+    )
+}
+
 MODELS: dict[str, DenseModel | MoEModel] = {
     m.name: m
     for m in (
@@ -201,6 +221,14 @@ def cpu_socket(name: str) -> CpuSocket:
 
 def nic(name: str) -> Nic:
     return _lookup(NICS, name, UnknownHardware, "NIC")
+
+
+def server(name: str) -> Server:
+    return _lookup(SERVERS, name, UnknownHardware, "server")
+
+
+def ssd(name: str) -> Ssd:
+    return _lookup(SSDS, name, UnknownHardware, "SSD")
 
 
 def model(name: str) -> DenseModel | MoEModel:
