@@ -1,0 +1,112 @@
+"""The case format: plain-data encoding refuses objects, comparisons check types before values."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from hetero.checks import (Array, Case, EncodeError, Gen, Outcome, compare, decode, encode, judge, run_call)
+
+
+class AlwaysEqual(float):
+    def __eq__(self, other):
+        return True
+
+
+class Anything:
+    def __eq__(self, other):
+        return True
+
+
+def roundtrip(value):
+    return decode(encode(value))
+
+
+def test_plain_values_roundtrip():
+    value = {"a": [1, 2.5, True, None, "x"], "b": (3, float("inf"))}
+    assert roundtrip(value) == value
+    assert math.isnan(roundtrip(float("nan")))
+
+
+def test_numpy_scalars_become_python_numbers():
+    assert type(roundtrip(np.float64(2.5))) is float
+    assert type(roundtrip(np.int64(3))) is int
+
+
+@pytest.mark.parametrize("bad", [AlwaysEqual(1.0), Anything(), {1: 2}, object(), np.array(["a"])])
+def test_objects_and_subclasses_are_refused(bad):
+    with pytest.raises(EncodeError):
+        encode(bad)
+
+
+def test_arrays_keep_kind_dtype_and_shape():
+    arr = np.arange(6, dtype=np.float32).reshape(2, 3)
+    back = roundtrip(arr)
+    assert isinstance(back, Array) and back.tag == "ndarray"
+    np.testing.assert_array_equal(back.value, arr)
+    t = roundtrip(torch.ones(2, 2, dtype=torch.float64))
+    assert t.tag == "tensor" and t.torch_dtype == "torch.float64" and t.value.shape == (2, 2)
+
+
+def test_compare_types_before_values():
+    assert compare(1.0, 1.0 + 1e-12, 1e-9, 0.0) is None
+    assert "expected a float" in compare(1.0, "1.0", 1e-9, 0.0)
+    assert "expected an int" in compare(159, 159.0, 1e-9, 0.0)
+    assert "expected a bool" in compare(True, 1, 1e-9, 0.0)
+    assert "got nan" in compare(2.0, float("nan"), 1e-9, 0.0)
+    assert "expected a list" in compare([1], (1,), 1e-9, 0.0)
+    assert "keys" in compare({"a": 1.0}, {"b": 1.0}, 1e-9, 0.0)
+
+
+def test_array_comparison_reports_first_difference():
+    e = roundtrip(np.zeros((2, 2)))
+    g = roundtrip(np.array([[0.0, 0.0], [0.0, 1.0]]))
+    msg = compare(e, g, 1e-6, 1e-9)
+    assert "1 of 4 elements differ" in msg and "(1, 1)" in msg
+    assert "shape" in compare(e, roundtrip(np.zeros(4)), 1e-6, 0.0)
+    assert "expected a tensor" in compare(roundtrip(torch.zeros(2)), roundtrip(np.zeros(2)), 1e-6, 0.0)
+
+
+class _Module:
+    @staticmethod
+    def twice(x):
+        return 2 * x
+
+    @staticmethod
+    def fails(x):
+        raise NotImplementedError("ex99: fails")
+
+    @staticmethod
+    def liar(x):
+        return AlwaysEqual(0.0)
+
+
+def test_judge_passes_fails_and_names_mistakes():
+    case = Case("ex99.twice.a", "twice", (2.0,), expect=4.0, unit="GB", hint="doubling")
+    assert judge(case, run_call(case, _Module)).passed
+    wrong = Outcome(encode(4.294967296))
+    verdict = judge(case, wrong, mistakes={"gib": ("used GiB where GB is meant", encode(4.294967296))})
+    assert not verdict.passed and "GiB" in verdict.message and "GB" in verdict.message
+
+
+def test_judge_not_implemented_and_liars():
+    case = Case("ex99.fails.a", "fails", (1,), expect=1.0)
+    verdict = judge(case, run_call(case, _Module))
+    assert verdict.not_implemented and not verdict.passed
+    liar = Case("ex99.liar.a", "liar", (1,), expect=3.0)
+    verdict = judge(liar, run_call(liar, _Module))
+    assert not verdict.passed and "not plain data" in verdict.message
+
+
+def test_judge_raises_cases():
+    case = Case("ex99.twice.bad", "twice", (None,), raises="ValueError", hint="validate the input")
+    verdict = judge(case, run_call(case, _Module))  # TypeError, not ValueError
+    assert not verdict.passed and "ValueError" in verdict.message and "validate" in verdict.message
+
+
+def test_gen_specs_encode():
+    spec = Gen("tiny", {"seed": 3})
+    assert decode(encode(spec)) == spec

@@ -1,0 +1,72 @@
+"""The release tool: stub generation, loud marker errors, and the drift check on the real tree."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from autograder.release import MarkerError, drift, strip_solutions
+
+ROOT = Path(__file__).resolve().parents[1]
+
+SOURCE = '''"""doc"""
+
+
+def f(x: float) -> float:
+    """Double x."""
+    # BEGIN SOLUTION
+    if x < 0:
+        raise ValueError("x must be >= 0")
+    return 2 * x
+    # END SOLUTION
+
+
+class K:
+    def g(self) -> int:
+        # BEGIN SOLUTION
+        return 1
+        # END SOLUTION
+'''
+
+
+def test_blocks_become_todo_and_raise():
+    stub = strip_solutions(SOURCE, "ex07")
+    assert '    # TODO(ex07): implement f\n    raise NotImplementedError("ex07: f")\n' in stub
+    assert '        # TODO(ex07): implement g\n        raise NotImplementedError("ex07: g")\n' in stub
+    assert "2 * x" not in stub and "BEGIN SOLUTION" not in stub and '"""Double x."""' in stub
+
+
+@pytest.mark.parametrize("text, problem", [
+    ("def f():\n    # BEGIN SOLUTION\n    # BEGIN SOLUTION\n    return 1\n    # END SOLUTION\n", "nested"),
+    ("def f():\n    # BEGIN SOLUTION\n    return 1\n", "unterminated"),
+    ("def f():\n    return 1\n    # END SOLUTION\n", "without a matching"),
+    ("# BEGIN SOLUTION\nx = 1\n# END SOLUTION\n", "outside any function"),
+    ("def f():\n    return 1\n", "no '# BEGIN SOLUTION' block"),
+])
+def test_malformed_markers_fail_loudly(text, problem):
+    with pytest.raises(MarkerError, match=problem):
+        strip_solutions(text, "ex01", "bad.py")
+
+
+def test_marker_error_names_file_and_line():
+    with pytest.raises(MarkerError, match=r"bad\.py:2: nested|bad\.py:3: nested"):
+        strip_solutions("def f():\n    # BEGIN SOLUTION\n    # BEGIN SOLUTION\n", "ex01", "bad.py")
+
+
+def test_assignments_match_a_fresh_release():
+    problems = drift(ROOT / "assignments")
+    assert not problems, "assignments/ drifted from solutions/ (run `python -m autograder release`):\n" + "\n".join(problems)
+
+
+def test_release_check_command_detects_drift(tmp_path):
+    out = tmp_path / "release"
+    run = lambda *a: subprocess.run([sys.executable, "-m", "autograder", "release", "--out", str(out), *a],
+                                    capture_output=True, text=True, cwd=ROOT)
+    assert run().returncode == 0
+    assert run("--check").returncode == 0
+    (out / "ex01_cost_per_gb.py").write_text("# edited by hand\n")
+    result = run("--check")
+    assert result.returncode == 1 and "ex01_cost_per_gb.py" in result.stderr
