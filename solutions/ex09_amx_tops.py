@@ -1,0 +1,125 @@
+"""Exercise 09: Intel AMX in numbers: ops per instruction, peak TOPS, and the CPU's prefill time.
+
+Lecture §4.5 and §7 Q9. In prefill every expert weight serves many tokens, so the CPU side becomes
+compute-bound. An AMX tile instruction (TDPBSSD) multiplies an m x k INT8 tile by a k x n INT8 tile
+and accumulates into m x n INT32; a multiply-accumulate counts as 2 operations.
+
+Units: ops are integer/float operations (a MAC = 2); `_ghz` is 1e9 cycles per second; `_tops` is
+1e12 operations per second; `_tflops` is 1e12 floating-point operations per second; `_s` seconds.
+"""
+
+from __future__ import annotations
+
+
+def amx_ops_per_instruction(m: int, k: int, n: int) -> int:
+    """Operations of one tile matrix product (m x k) . (k x n) (lecture §4.5).
+
+    A multiply-accumulate counts as 2 ops. Lecture: a 16 x 64 x 16 INT8 tile product is 32,768 ops.
+
+    Args:
+        m, k, n: tile dimensions (count, >= 1 each).
+    Returns:
+        ops per instruction (int, ops).
+    Raises:
+        ValueError: naming the argument, if a dimension is < 1.
+    """
+    # BEGIN SOLUTION
+    for name, value in (("m", m), ("k", k), ("n", n)):
+        if value < 1:
+            raise ValueError(f"{name} must be >= 1, got {value}")
+    return int(2 * m * k * n)
+    # END SOLUTION
+
+
+def ops_per_cycle_per_core(ops_per_instruction: int, cycles_per_instruction: int) -> float:
+    """Throughput of one core issuing back-to-back tile instructions (lecture §4.5).
+
+    Lecture: 32,768 ops every 16 cycles = 2,048 ops per cycle per core (AVX-512 VNNI: 256).
+
+    Args:
+        ops_per_instruction: ops of one instruction (ops, >= 1).
+        cycles_per_instruction: cycles one instruction occupies the unit (cycles, >= 1).
+    Returns:
+        ops per cycle per core (float, ops/cycle).
+    Raises:
+        ValueError: naming the argument, if either is < 1.
+    """
+    # BEGIN SOLUTION
+    if ops_per_instruction < 1:
+        raise ValueError(f"ops_per_instruction must be >= 1, got {ops_per_instruction}")
+    if cycles_per_instruction < 1:
+        raise ValueError(f"cycles_per_instruction must be >= 1, got {cycles_per_instruction}")
+    return ops_per_instruction / cycles_per_instruction
+    # END SOLUTION
+
+
+def peak_tops(cores: int, clock_ghz: float, ops_per_cycle_per_core: float) -> float:
+    """Theoretical peak of a CPU socket in TOPS (lecture §7 Q9).
+
+    Lecture: 56 cores at 2.0 GHz with 2,048 ops/cycle/core is about 229 TOPS.
+
+    Args:
+        cores: cores of the socket (count, >= 1).
+        clock_ghz: sustained clock (1e9 cycles/s, > 0).
+        ops_per_cycle_per_core: ops per cycle per core (ops/cycle, > 0).
+    Returns:
+        peak throughput (float, TOPS = 1e12 ops/s).
+    Raises:
+        ValueError: naming the argument, if cores < 1 or clock_ghz or ops_per_cycle_per_core <= 0.
+    """
+    # BEGIN SOLUTION
+    if cores < 1:
+        raise ValueError(f"cores must be >= 1, got {cores}")
+    if not clock_ghz > 0:
+        raise ValueError(f"clock_ghz must be > 0, got {clock_ghz}")
+    if not ops_per_cycle_per_core > 0:
+        raise ValueError(f"ops_per_cycle_per_core must be > 0, got {ops_per_cycle_per_core}")
+    return cores * clock_ghz * 1e9 * ops_per_cycle_per_core / 1e12
+    # END SOLUTION
+
+
+def fraction_of_peak(measured_tops: float, peak_tops: float) -> float:
+    """Measured throughput as a fraction of the peak (lecture §7 Q9: 37 / 229 = 0.16).
+
+    Args:
+        measured_tops: measured throughput (TOPS, >= 0).
+        peak_tops: theoretical peak (TOPS, > 0).
+    Returns:
+        fraction (float, dimensionless, 0.16 means 16%; may exceed 1 if the peak is wrong).
+    Raises:
+        ValueError: naming the argument, if measured_tops < 0 or peak_tops <= 0.
+    """
+    # BEGIN SOLUTION
+    if not measured_tops >= 0:
+        raise ValueError(f"measured_tops must be >= 0, got {measured_tops}")
+    if not peak_tops > 0:
+        raise ValueError(f"peak_tops must be > 0, got {peak_tops}")
+    return measured_tops / peak_tops
+    # END SOLUTION
+
+
+def prefill_expert_time_s(num_tokens: int, active_params_per_token: float, achieved_tflops: float) -> float:
+    """CPU time for the routed experts of a prompt's prefill (lecture §4.5).
+
+    Each token multiplies its activations by every active expert parameter once: 2 FLOP (one
+    multiply-accumulate) per parameter per token. Lecture: a 1K-token DeepSeek-V3 prompt takes about
+    17 s with AVX-512 and about 2 s with AMX.
+
+    Args:
+        num_tokens: prompt tokens (count, >= 1).
+        active_params_per_token: routed-expert parameters each token uses, all layers (count, > 0).
+        achieved_tflops: sustained throughput of the CPU kernel (1e12 FLOP/s, > 0).
+    Returns:
+        seconds (float, s).
+    Raises:
+        ValueError: naming the argument, if num_tokens < 1 or another argument is <= 0.
+    """
+    # BEGIN SOLUTION
+    if num_tokens < 1:
+        raise ValueError(f"num_tokens must be >= 1, got {num_tokens}")
+    if not active_params_per_token > 0:
+        raise ValueError(f"active_params_per_token must be > 0, got {active_params_per_token}")
+    if not achieved_tflops > 0:
+        raise ValueError(f"achieved_tflops must be > 0, got {achieved_tflops}")
+    return 2.0 * num_tokens * active_params_per_token / (achieved_tflops * 1e12)
+    # END SOLUTION
