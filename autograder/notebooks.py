@@ -1,0 +1,381 @@
+"""Student notebooks generated from the exercise files, and the rule that reads a notebook submission back.
+
+One notebook per exercise, built from the same sources as the `.py` release:
+- a markdown cell with the exercise's title, lecture section and points (manifest) and the exercise
+  file's module docstring;
+- the EXERCISE CELL: the released stub of `solutions/exNN_<name>.py` (solution blocks replaced by
+  `# TODO(exNN)` + `raise NotImplementedError`), tagged `a2-exercise` and starting with the marker line
+  `# a2-exercise exNN: ...`;
+- one cell per public case, calling `hetero.checks.check_call` on the notebook's own namespace.
+
+The grading rule for a notebook submission (`extract_code`): the exercise code is the concatenation, in
+notebook order and separated by a blank line, of every code cell that carries the tag `a2-exercise`,
+or, when no cell carries the tag (some front-ends drop cell tags), of every code cell whose first line
+is the marker `# a2-exercise exNN...`. The marker line itself is dropped, and top-level IPython lines
+(`%magic`, `%%cell-magic`, `!shell`) are turned into comments. Outputs, markdown cells and any other
+cell are ignored. The resulting text is graded exactly like the `.py` file. A file that is not a
+version-4 notebook, a notebook without any exercise cell, or exercise cells of another exercise raise
+`NotebookError` with a sentence saying what is wrong.
+
+The nbgrader and Otter exports (`export_nbgrader.py`, `export_otter.py`) reuse the pieces here: the case
+literals (`case_source`), the test-cell code (`public_test_code`, `hidden_test_code`) and the points of
+each case (`case_points`), so every channel grades with the same `hetero.checks.judge` and points.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import math
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from autograder import cases as case_store
+from autograder.manifest import BY_ID, EXERCISES, ROOT, Exercise
+from hetero.checks import NO_EXPECT, Case, Gen
+
+EXERCISE_TAG = "a2-exercise"
+MARKER_RE = re.compile(r"^# a2-exercise (ex\d\d)\b")
+KERNELSPEC = {"name": "python3", "display_name": "Python 3", "language": "python"}
+LANGUAGE_INFO = {"name": "python"}
+
+
+class NotebookError(ValueError):
+    """A notebook submission that cannot be read as an exercise file."""
+
+
+# ---------------------------------------------------------------------------------------------
+# The sources of one exercise.
+
+@dataclass(frozen=True)
+class ExerciseSources:
+    """Everything the notebooks of one exercise are built from (trusted side: includes the answer key)."""
+
+    exercise: Exercise
+    solution: str  # text of solutions/exNN_<name>.py
+    stub: str  # the released stub of that file
+    docstring: str  # its module docstring
+    public: tuple[Case, ...]
+    hidden: tuple[Case, ...]  # empty when the exercise has no hidden cases yet
+    expected: dict[str, Any]  # {case_id: {"expect": encoded, "mistakes": {...}}} for hidden cases
+
+
+def available_exercises(root: Path = ROOT) -> list[Exercise]:
+    """Manifest exercises whose solution file and public cases exist under `root`."""
+    return [ex for ex in EXERCISES
+            if (root / "solutions" / ex.filename).is_file()
+            and (root / "solutions" / "tests" / f"public_{ex.id}.py").is_file()]
+
+
+def gradable_exercises(root: Path = ROOT) -> list[Exercise]:
+    """Available exercises that also have hidden cases and their stored expected values."""
+    return [ex for ex in available_exercises(root)
+            if (root / "autograder" / "tests" / f"{ex.id}_hidden.py").is_file()
+            and (root / "autograder" / "expected" / f"{ex.id}.json").is_file()]
+
+
+def load_sources(ex_id: str, root: Path = ROOT, with_hidden: bool = True) -> ExerciseSources:
+    """Read the solution, stub, public and (if asked and present) hidden cases of one exercise."""
+    from autograder.release import strip_solutions  # imported here: release is a sibling tool
+
+    ex = BY_ID[ex_id]
+    path = root / "solutions" / ex.filename
+    solution = path.read_text(encoding="utf-8")
+    hidden: list[Case] = []
+    expected: dict[str, Any] = {}
+    if with_hidden:
+        hidden = case_store.hidden_cases(ex_id, root)
+        expected = case_store.expected_values(ex_id, root)
+        missing = [c.id for c in hidden if c.id not in expected]
+        if missing:
+            raise ValueError(f"{ex_id}: no stored expected value for hidden cases {missing}; "
+                             "run `python -m autograder expected`")
+    return ExerciseSources(ex, solution, strip_solutions(solution, ex_id, str(path)),
+                           ast.get_docstring(ast.parse(solution)) or "",
+                           tuple(case_store.public_cases(ex_id, root)), tuple(hidden), expected)
+
+
+def case_points(ex: Exercise, public: tuple[Case, ...] | list[Case],
+                hidden: tuple[Case, ...] | list[Case]) -> dict[str, float]:
+    """Points of each case: `public_share` of the exercise's points split over the public cases by
+    `Case.points`, the rest over the hidden cases (manifest rule)."""
+    points: dict[str, float] = {}
+    for group, share in ((public, ex.public_share), (hidden, 1.0 - ex.public_share)):
+        weight = sum(c.points for c in group)
+        for c in group:
+            points[c.id] = ex.points * share * c.points / weight if weight > 0 else 0.0
+    return points
+
+
+# ---------------------------------------------------------------------------------------------
+# Python literals for cases: readable in the notebook, exact (every value round-trips).
+
+def value_source(value: Any) -> str:
+    """Python source that evaluates (with `Gen`, `np` and `torch` in scope) to `value`."""
+    kind = type(value)
+    if value is None or kind in (bool, int, str):
+        return repr(value)
+    if kind is float:
+        return repr(value) if math.isfinite(value) else f"float({str(value)!r})"
+    if kind is list:
+        return "[" + ", ".join(value_source(v) for v in value) + "]"
+    if kind is tuple:
+        inner = ", ".join(value_source(v) for v in value)
+        return f"({inner},)" if len(value) == 1 else f"({inner})"
+    if kind is dict:
+        if not all(type(k) is str for k in value):
+            raise TypeError("only dicts with str keys can be written into a notebook")
+        return "{" + ", ".join(f"{k!r}: {value_source(v)}" for k, v in value.items()) + "}"
+    if kind is Gen:
+        return f"Gen({value.name!r}, {value_source(dict(value.params))})"
+    if isinstance(value, np.generic):
+        return value_source(value.item())
+    if kind is np.ndarray:
+        return f"np.array({value_source(value.tolist())}, dtype={value.dtype.str!r}).reshape({tuple(value.shape)!r})"
+    if kind.__module__ == "torch" and kind.__name__ == "Tensor":
+        array = value.detach().cpu().numpy()
+        return (f"torch.tensor({value_source(array.tolist())}, dtype={value.dtype!s})"
+                f".reshape({tuple(array.shape)!r})")
+    raise TypeError(f"cannot write a value of type {kind.__name__} into a notebook")
+
+
+def _needs(source: str) -> list[str]:
+    return [line for token, line in (("np.", "import numpy as np"), ("torch.", "import torch")) if token in source]
+
+
+def case_source(case: Case, with_expect: bool = True) -> str:
+    """`Case(...)` source for `case`; fields at their default are left out."""
+    fields: list[str] = [f"id={case.id!r}", f"func={case.func!r}"]
+    if case.args:
+        fields.append(f"args={value_source(tuple(case.args))}")
+    if case.kwargs:
+        fields.append(f"kwargs={value_source(dict(case.kwargs))}")
+    if with_expect and not (isinstance(case.expect, str) and case.expect == NO_EXPECT):
+        fields.append(f"expect={value_source(case.expect)}")
+    defaults = Case(id="", func="")
+    for name in ("raises", "rel_tol", "abs_tol", "tol_note", "unit", "hint", "harness"):
+        value = getattr(case, name)
+        if value != getattr(defaults, name):
+            fields.append(f"{name}={value_source(value)}")
+    return "Case(\n    " + ",\n    ".join(fields) + ",\n)"
+
+
+def public_test_code(case: Case) -> str:
+    """A test cell for a public case: `check_call` on the notebook's namespace, assert with the message."""
+    literal = case_source(case)
+    return "\n".join([
+        *_needs(literal),
+        "from types import SimpleNamespace",
+        "from hetero.checks import Case, Gen, check_call",
+        f"_a2_case = {literal}",
+        "_a2_verdict = check_call(_a2_case, SimpleNamespace(**globals()))",
+        "assert _a2_verdict.passed, _a2_verdict.message",
+    ])
+
+
+def hidden_test_code(case: Case, stored: dict[str, Any]) -> str:
+    """A test cell for a hidden case: its inputs, the stored expected value (encoded) and the known
+    mistakes' outputs, judged by `hetero.checks.judge` exactly as the native grader judges it."""
+    literal = case_source(case, with_expect=False)
+    expect = json.dumps(stored.get("expect"), sort_keys=True)
+    mistakes = json.dumps(stored.get("mistakes") or {}, sort_keys=True, ensure_ascii=False)
+    return "\n".join([
+        *_needs(literal),
+        "import json",
+        "from types import SimpleNamespace",
+        "from hetero.checks import Case, Gen, judge, run_call",
+        f"_a2_case = {literal}",
+        f"_a2_expect = json.loads({expect!r})",
+        f"_a2_mistakes = json.loads({mistakes!r})",
+        "_a2_verdict = judge(_a2_case, run_call(_a2_case, SimpleNamespace(**globals())), _a2_expect, _a2_mistakes)",
+        "assert _a2_verdict.passed, _a2_verdict.message",
+    ])
+
+
+# ---------------------------------------------------------------------------------------------
+# Notebook cells.
+
+def marker_line(ex: Exercise) -> str:
+    return (f"# a2-exercise {ex.id}: this cell is your {ex.filename}; "
+            "the grader takes it (keep this line and the cell's tag)")
+
+
+def exercise_cell_source(ex: Exercise, code: str) -> str:
+    return marker_line(ex) + "\n" + code.rstrip("\n")
+
+
+def intro_markdown(src: ExerciseSources) -> str:
+    ex = src.exercise
+    public_pts = ex.points * ex.public_share
+    return "\n".join([
+        f"# {ex.id}: {ex.title}",
+        "",
+        f"Lecture A2 (LLM Serving on Heterogeneous Hardware: Mooncake and KTransformers), {ex.lecture}. "
+        f"{ex.points:g} points: {public_pts:g} from the public tests below, "
+        f"{ex.points - public_pts:g} from hidden tests.",
+        "",
+        "```text",
+        src.docstring.strip(),
+        "```",
+        "",
+        f"Fill in the functions of the exercise cell (the one tagged `{EXERCISE_TAG}`, which is your "
+        f"`{ex.filename}`), then run the test cells. The grader extracts that cell and grades it exactly "
+        "like the `.py` file; other cells are yours to use.",
+    ])
+
+
+def new_notebook(cells: list[dict[str, Any]], metadata: dict[str, Any] | None = None) -> dict[str, Any]:
+    meta = {"kernelspec": dict(KERNELSPEC), "language_info": dict(LANGUAGE_INFO)}
+    meta.update(metadata or {})
+    return {"cells": cells, "metadata": meta, "nbformat": 4, "nbformat_minor": 5}
+
+
+def markdown_cell(source: str, cell_id: str, metadata: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {"cell_type": "markdown", "id": cell_id, "metadata": metadata or {}, "source": source}
+
+
+def code_cell(source: str, cell_id: str, metadata: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {"cell_type": "code", "execution_count": None, "id": cell_id, "metadata": metadata or {},
+            "outputs": [], "source": source}
+
+
+def raw_cell(source: str, cell_id: str) -> dict[str, Any]:
+    return {"cell_type": "raw", "id": cell_id, "metadata": {}, "source": source}
+
+
+def cell_id_for(text: str) -> str:
+    """A valid nbformat cell id (1-64 chars of [A-Za-z0-9_-]) derived from a case id or label."""
+    return re.sub(r"[^A-Za-z0-9_-]", "-", text)[:64]
+
+
+def student_notebook(src: ExerciseSources, code: str | None = None) -> dict[str, Any]:
+    """The student notebook of one exercise; `code` replaces the released stub (e.g. a filled file)."""
+    ex = src.exercise
+    cells = [
+        markdown_cell(intro_markdown(src), "intro"),
+        code_cell(exercise_cell_source(ex, src.stub if code is None else code), "exercise",
+                  {"tags": [EXERCISE_TAG]}),
+        markdown_cell("## Public tests\n\nEach cell checks one case; a failing cell says what was expected, "
+                      "in which unit, and the likely mistake.", "public-tests"),
+    ]
+    cells += [code_cell(public_test_code(case), cell_id_for(case.id)) for case in src.public]
+    return new_notebook(cells, {"a2": {"exercise": ex.id, "module": ex.module}})
+
+
+def write_notebook(notebook: dict[str, Any], path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(notebook, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    return path
+
+
+def write_student_notebooks(dest: Path, root: Path = ROOT) -> list[Path]:
+    """`dest/exNN_<name>.ipynb` for every available exercise; returns the paths written."""
+    return [write_notebook(student_notebook(load_sources(ex.id, root, with_hidden=False)),
+                           dest / f"{ex.module}.ipynb")
+            for ex in available_exercises(root)]
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading a submission back.
+
+def _source_text(cell: dict[str, Any]) -> str:
+    source = cell.get("source", "")
+    if isinstance(source, list):
+        return "".join(str(part) for part in source)
+    if isinstance(source, str):
+        return source
+    raise NotebookError("a cell's source is neither text nor a list of lines")
+
+
+def _is_ipython_line(line: str) -> bool:
+    return line.startswith(("%", "!"))
+
+
+def _read_notebook(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise NotebookError(f"{path.name}: not a notebook (the file is not UTF-8 text)") from None
+    try:
+        notebook = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise NotebookError(f"{path.name}: not a notebook (invalid JSON at line {exc.lineno}: {exc.msg})") from None
+    if not isinstance(notebook, dict) or not isinstance(notebook.get("cells"), list):
+        raise NotebookError(f"{path.name}: not a Jupyter notebook (no list of cells)")
+    if notebook.get("nbformat") != 4:
+        raise NotebookError(f"{path.name}: notebook format {notebook.get('nbformat')!r} is not supported; "
+                            "save it as a version-4 notebook (any current Jupyter does)")
+    if not all(isinstance(c, dict) for c in notebook["cells"]):
+        raise NotebookError(f"{path.name}: a cell is not a JSON object")
+    return notebook
+
+
+def notebook_exercise_id(ipynb_path: str | Path) -> str | None:
+    """The exercise a notebook belongs to (metadata `a2.exercise` or the exercise cells' marker)."""
+    path = Path(ipynb_path)
+    notebook = _read_notebook(path)
+    meta = notebook.get("metadata", {})
+    declared = meta.get("a2", {}).get("exercise") if isinstance(meta.get("a2"), dict) else None
+    if declared in BY_ID:
+        return declared
+    for cell in notebook["cells"]:
+        if cell.get("cell_type") == "code":
+            match = MARKER_RE.match(_source_text(cell))
+            if match and match.group(1) in BY_ID:
+                return match.group(1)
+    return None
+
+
+def extract_code(ipynb_path: str | Path, ex_id: str | None = None) -> str:
+    """The exercise file a notebook submission holds (rule in the module docstring).
+
+    `ex_id`, when given, must match the exercise the notebook's exercise cells belong to.
+    Raises NotebookError for a malformed notebook or one without an exercise cell.
+    """
+    path = Path(ipynb_path)
+    notebook = _read_notebook(path)
+    code_cells = [c for c in notebook["cells"] if c.get("cell_type") == "code"]
+    tagged = [c for c in code_cells
+              if isinstance(c.get("metadata"), dict) and EXERCISE_TAG in (c["metadata"].get("tags") or [])]
+    chosen = tagged or [c for c in code_cells if MARKER_RE.match(_source_text(c))]
+    if not chosen:
+        raise NotebookError(f"{path.name}: no exercise cell found; the graded cell carries the tag "
+                            f"'{EXERCISE_TAG}' and starts with '# a2-exercise exNN' (download a fresh "
+                            "notebook and copy your code into its exercise cell)")
+    parts: list[str] = []
+    for cell in chosen:
+        lines = _source_text(cell).splitlines()
+        if lines:
+            match = MARKER_RE.match(lines[0])
+            if match:
+                if ex_id is not None and match.group(1) != ex_id:
+                    raise NotebookError(f"{path.name}: the exercise cell belongs to {match.group(1)}, "
+                                        f"but this submission is graded as {ex_id}")
+                lines = lines[1:]
+        lines = [f"# (notebook only) {line}" if _is_ipython_line(line) else line for line in lines]
+        parts.append("\n".join(lines).strip("\n"))
+    declared = notebook_exercise_id(path)
+    if ex_id is not None and declared is not None and declared != ex_id:
+        raise NotebookError(f"{path.name}: this notebook is {declared}'s, but it is graded as {ex_id}")
+    return "\n\n".join(p for p in parts if p) + "\n"
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m autograder.notebooks",
+                                     description="write one student notebook per exercise")
+    parser.add_argument("dest", type=Path, help="folder to write exNN_<name>.ipynb into")
+    args = parser.parse_args(argv)
+    for path in write_student_notebooks(args.dest):
+        print(path)
+    return 0
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.exit(main(sys.argv[1:]))
