@@ -8,7 +8,9 @@
   where <function> is the function the block sits in;
 - the public tests (`solutions/tests/`: public_exNN.py, test_public.py, conftest.py) are copied, with
   `tests/exercises.json` (ids, titles, points from the manifest) for the summary;
-- the handout `solutions/HANDOUT.md` becomes `assignments/README.md`.
+- the handout `solutions/HANDOUT.md` becomes `assignments/README.md`, its line `<!-- EXERCISES -->`
+  replaced by one section per exercise generated from the solution file's docstrings (signatures,
+  units, invalid-input rules), the manifest (points, lecture section, terms) and the public cases.
 Hidden tests live in `autograder/tests/` and are never copied.
 
 `python -m autograder release --check` builds the release in a temporary folder and fails (exit 1,
@@ -36,6 +38,7 @@ END = "# END SOLUTION"
 DEF_RE = re.compile(r"^(\s*)(?:async\s+)?def\s+(\w+)\s*\(")
 PUBLIC_TEST_FILES = ("conftest.py", "test_public.py")
 HANDOUT = "HANDOUT.md"
+EXERCISE_SLOT = "<!-- EXERCISES -->"
 
 
 class MarkerError(ValueError):
@@ -122,9 +125,53 @@ def build_release(dest: Path, root: Path = ROOT) -> list[Path]:
     handout = solutions / HANDOUT
     if not handout.is_file():
         raise FileNotFoundError(f"{handout}: the handout source is missing")
-    shutil.copyfile(handout, dest / "README.md")
+    text = handout.read_text(encoding="utf-8")
+    if EXERCISE_SLOT not in text:
+        raise MarkerError(f"{handout}: the handout needs the line {EXERCISE_SLOT} where the exercise sections go")
+    sections = "\n".join(exercise_section(ex, solutions) for ex in EXERCISES)
+    (dest / "README.md").write_text(text.replace(EXERCISE_SLOT, sections), encoding="utf-8")
     written.append(dest / "README.md")
     return written
+
+
+def _public_case_lines(ex, solutions: Path) -> list[str]:
+    from autograder.cases import _load_module
+
+    cases = _load_module(solutions / "tests" / f"public_{ex.id}.py", f"_handout_public_{ex.id}").CASES
+    lines = []
+    for case in cases:
+        what = f"raises `{case.raises}`" if case.raises else f"expects `{case.expect!r}`" + (
+            f" {case.unit}" if case.unit else "")
+        lines.append(f"  - `{case.id}`: `{case.func}` {what}")
+    return lines
+
+
+def exercise_section(ex, solutions: Path) -> str:
+    """The handout's section for one exercise, generated from its solution file's docstrings."""
+    source = (solutions / ex.filename).read_text(encoding="utf-8")
+    tree = ast.parse(source)
+    doc = ast.get_docstring(tree) or ""
+    lines = [f"### {ex.id} · {ex.title} ({ex.points:g} points; lecture {ex.lecture})", ""]
+    if ex.terms:
+        lines += [f"Terms: {ex.terms}", ""]
+    lines += [doc.strip(), "", f"Implement in `{ex.filename}`:", ""]
+    for node in tree.body:
+        if not isinstance(node, ast.FunctionDef) or node.name.startswith("_"):
+            continue
+        body = ast.get_source_segment(source, node) or ""
+        if BEGIN not in body:
+            continue
+        signature = f"def {node.name}({ast.unparse(node.args)})" + (
+            f" -> {ast.unparse(node.returns)}" if node.returns else "")
+        lines += [f"- `{signature}`", "", "  ```text"]
+        lines += [f"  {line}" if line else "" for line in (ast.get_docstring(node) or "").splitlines()]
+        lines += ["  ```", ""]
+    public_pts = ex.points * ex.public_share
+    lines += [f"Grading: {public_pts:g} points from the public cases below, {ex.points - public_pts:g} from hidden "
+              "cases on inputs you have not seen (other hardware and models, random cases, invalid input).",
+              "", "Public cases (`tests/public_" + ex.id + ".py`; run `pytest -m " + ex.id + "`):"]
+    lines += _public_case_lines(ex, solutions)
+    return "\n".join(lines) + "\n"
 
 
 def _tree(folder: Path) -> set[str]:
