@@ -1,0 +1,127 @@
+"""Hidden cases for ex02 (KV capacity): other models and GPUs, unit and rounding traps, invalid input.
+
+Expected values are computed from the answer key by `python -m autograder expected`. Model shapes are
+from each model's published config.json (layers, KV heads, head_dim); weight bytes are parameter count
+x bytes per parameter.
+"""
+
+import numpy as np
+
+from hetero.checks import Case
+
+EXACT = "products and one subtraction of exact inputs: correct code agrees to ~1e-15; 1e-9 allows only that"
+INT = "a count of whole tokens or requests: exact integer (floor), no tolerance"
+KV_HINT = ("2 (one K and one V) x layers x KV heads (not query heads) x head_dim x bytes per element; "
+           "bytes_per_elem can be 1 (FP8) or 0.5 (4-bit)")
+HBM_HINT = ("(num_gpus x hbm_per_gpu_gb x 1e9 - weight_bytes) x (1 - headroom_frac): GB are 1e9 bytes, subtract "
+            "the weights before taking the headroom")
+FLOOR_HINT = "round down to whole tokens / requests and return an int (not round(), not a float)"
+
+# (label, num_layers, num_kv_heads, head_dim, bytes_per_elem)
+_KV_MODELS = (
+    ("llama3_8b_bf16", 32, 8, 128, 2.0),  # Meta-Llama-3-8B
+    ("mixtral_8x7b_fp8", 32, 8, 128, 1.0),  # Mixtral-8x7B, FP8 KV cache
+    ("qwen3_235b_a22b_bf16", 94, 4, 128, 2.0),  # Qwen3-235B-A22B
+    ("llama31_405b_bf16", 126, 8, 128, 2.0),  # Llama-3.1-405B
+    ("llama2_7b_mha_bf16", 32, 32, 128, 2.0),  # Llama-2-7B: no GQA, KV heads = query heads
+    ("llama31_70b_int4", 80, 8, 128, 0.5),  # the lecture's model with a 4-bit KV cache
+)
+CASES = [
+    Case(f"ex02.kv_bytes_per_token.{label}", "kv_bytes_per_token", (layers, kv_heads, head_dim, b),
+         rel_tol=1e-9, tol_note=EXACT, unit="bytes per token", hint=KV_HINT, points=1.5)
+    for label, layers, kv_heads, head_dim, b in _KV_MODELS
+]
+
+# (label, num_gpus, hbm_per_gpu_gb, weight_bytes, headroom_frac)
+_HBM = (
+    ("eight_h20_llama70b", 8, 96.0, 141.107e9, 0.10),  # 8 x H20 96 GB, LLaMA-3.1-70B BF16
+    ("one_h100_llama8b", 1, 80.0, 16.06e9, 0.10),  # LLaMA-3-8B BF16 on one H100
+    ("eight_h200_405b_fp8", 8, 141.0, 405.85e9, 0.05),  # LLaMA-3.1-405B FP8 on 8 x H200
+    ("four_a100_mixtral", 4, 80.0, 93.4e9, 0.10),  # Mixtral 8x7B (46.7B params) BF16 on 4 x A100
+    ("eight_h800_qwen3_235b", 8, 80.0, 470.2e9, 0.15),  # Qwen3-235B-A22B BF16 on 8 x H800
+)
+CASES += [
+    Case(f"ex02.hbm_for_kv_bytes.{label}", "hbm_for_kv_bytes", (n, gb, w, h), rel_tol=1e-9, tol_note=EXACT,
+         unit="bytes", hint=HBM_HINT, points=1.5)
+    for label, n, gb, w, h in _HBM
+]
+CASES.append(Case("ex02.hbm_for_kv_bytes.exactly_full", "hbm_for_kv_bytes", (1, 24.0, 24e9, 0.10),
+                  rel_tol=1e-9, abs_tol=1.0,
+                  tol_note="expected 0 B; 1 byte of absolute slack absorbs float rounding of 24e9 - 24e9",
+                  unit="bytes", hint="weights that exactly fill the HBM leave 0 bytes: that is valid, not an error",
+                  points=0.5))
+
+# (label, free_bytes, kv_bytes_per_token)
+_CAPACITY = (
+    ("eight_h20_llama70b", (8 * 96e9 - 141.107e9) * 0.9, 327680.0),
+    ("dram_2tb", 2e12, 327680.0),  # the lecture's 2 TB of host DRAM
+    ("ssd_61tb", 8 * 7.68e12, 327680.0),  # 8 x 7.68 TB NVMe
+    ("exact_multiple", 327680.0 * 1000, 327680.0),  # exactly 1000 tokens
+    ("one_byte_short", 327680.0 * 1000 - 1, 327680.0),  # 999: a partial token does not fit
+    ("empty", 0.0, 131072.0),
+    ("qwen3_one_gpu", 40e9, 192512.0),
+)
+CASES += [
+    Case(f"ex02.kv_capacity_tokens.{label}", "kv_capacity_tokens", (free, kv), tol_note=INT, unit="tokens",
+         hint=FLOOR_HINT, points=1.5 if "short" in label or "exact" in label else 1.0)
+    for label, free, kv in _CAPACITY
+]
+
+# (label, capacity_tokens, mean_tokens_per_request)
+_REQUESTS = (
+    ("dram_kimi", 6103515, 8590.0),
+    ("exact", 1000, 1000.0),
+    ("just_short", 999, 1000.0),
+    ("zero", 0, 8590.0),
+    ("fractional_mean", 10, 2.5),
+    ("short_chats", 1370544, 512.0),
+)
+CASES += [
+    Case(f"ex02.requests_that_fit.{label}", "requests_that_fit", (cap, mean), tol_note=INT, unit="requests",
+         hint=FLOOR_HINT, points=1.0)
+    for label, cap, mean in _REQUESTS
+]
+
+# Seeded random configurations: a whole chain KV/token -> free bytes -> tokens -> requests per seed.
+_rng = np.random.default_rng(7)
+for i in range(3):
+    layers = int(_rng.integers(8, 128))
+    kv_heads = int(_rng.choice([1, 2, 4, 8, 16]))
+    head_dim = int(_rng.choice([64, 96, 128, 256]))
+    n_gpus = int(_rng.integers(1, 9))
+    hbm_gb = float(_rng.choice([24.0, 40.0, 80.0, 96.0, 141.0, 192.0]))
+    weights = float(_rng.uniform(0.1, 0.8) * n_gpus * hbm_gb * 1e9)
+    headroom = float(_rng.uniform(0.0, 0.3))
+    free = (n_gpus * hbm_gb * 1e9 - weights) * (1 - headroom)
+    kv = 2.0 * layers * kv_heads * head_dim * 2.0
+    CASES += [
+        Case(f"ex02.kv_bytes_per_token.random{i}", "kv_bytes_per_token", (layers, kv_heads, head_dim, 2.0),
+             rel_tol=1e-9, tol_note=EXACT, unit="bytes per token", hint=KV_HINT, points=0.5),
+        Case(f"ex02.hbm_for_kv_bytes.random{i}", "hbm_for_kv_bytes", (n_gpus, hbm_gb, weights, headroom),
+             rel_tol=1e-9, tol_note=EXACT, unit="bytes", hint=HBM_HINT, points=0.5),
+        Case(f"ex02.kv_capacity_tokens.random{i}", "kv_capacity_tokens", (free, kv), tol_note=INT,
+             unit="tokens", hint=FLOOR_HINT, points=0.5),
+        Case(f"ex02.requests_that_fit.random{i}", "requests_that_fit",
+             (int(free // kv), float(_rng.uniform(500, 20000))), tol_note=INT, unit="requests",
+             hint=FLOOR_HINT, points=0.5),
+    ]
+
+_INVALID = (
+    ("kv_bytes_per_token", "zero_kv_heads", (80, 0, 128, 2.0)),
+    ("kv_bytes_per_token", "negative_bytes", (80, 8, 128, -2.0)),
+    ("hbm_for_kv_bytes", "qwen3_bf16_on_four_gpus", (4, 80.0, 470.2e9, 0.10)),
+    ("hbm_for_kv_bytes", "headroom_one", (8, 80.0, 141e9, 1.0)),
+    ("hbm_for_kv_bytes", "headroom_negative", (8, 80.0, 141e9, -0.1)),
+    ("hbm_for_kv_bytes", "zero_gpus", (0, 80.0, 141e9, 0.1)),
+    ("hbm_for_kv_bytes", "negative_weights", (8, 80.0, -1.0, 0.1)),
+    ("kv_capacity_tokens", "negative_free", (-1.0, 327680.0)),
+    ("kv_capacity_tokens", "zero_kv", (449.1e9, 0.0)),
+    ("requests_that_fit", "negative_capacity", (-5, 8590.0)),
+    ("requests_that_fit", "zero_mean", (1370544, 0.0)),
+)
+CASES += [
+    Case(f"ex02.{func}.invalid_{what}", func, args, raises="ValueError", points=0.5,
+         hint="check the argument ranges in the docstring and raise ValueError naming the argument "
+              "(weights larger than the HBM, headroom outside [0, 1), zero or negative sizes)")
+    for func, what, args in _INVALID
+]
