@@ -1,0 +1,330 @@
+"""Build the Gradescope autograder zip: `python -m autograder build [--out dist/autograder.zip]`.
+
+The zip holds, at its root, Gradescope's two entry points (setup.sh, run_autograder), the pinned
+requirements and fallback.py; beside them, laid out as in the repository so that every path the
+grader computes from its own location still holds:
+
+    autograder/             the grader modules (the import closure of autograder.grader), the
+                            hidden cases (tests/exNN_hidden.py), their stored expected values
+                            (expected/exNN.json) and the results schema
+    shared/hetero/          the reference library (simulators, case format, case generators)
+    assignments/tests/      the public cases (public_exNN.py)
+    <checkpoint>            the small MoE checkpoint, at its repository-relative path
+
+It never holds solution source: nothing from solutions/, nothing from autograder/fixtures/ (the
+wrong fixtures are near-copies of the answer key), no file containing the answer-key marker text
+and no file byte-identical to an answer-key file. `build()` checks all of this on the finished
+archive and refuses to write one that fails. The requirements are derived, not listed by hand: every
+third-party module the shipped code imports must have a pin in pyproject.toml, and only those pins
+ship (torch separately, so setup.sh can take it from the CPU-only index).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import hashlib
+import importlib.metadata
+import importlib.util
+import re
+import sys
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from autograder.manifest import EXERCISES, ROOT
+
+GRADESCOPE_DIR = ROOT / "autograder" / "gradescope"
+ROOT_FILES = {"setup.sh": 0o755, "run_autograder": 0o755, "fallback.py": 0o644}
+GRADER_ENTRY_MODULES = ("__init__", "__main__", "grader")  # the closure starts here
+LOCAL_PACKAGES = {"autograder", "hetero"}
+SOLUTION_MARKER = b"BEGIN SOLUTION"
+FORBIDDEN_PREFIXES = ("solutions/", "autograder/fixtures/", "autograder/gradescope/")
+ZIP_DATE = (1980, 1, 1, 0, 0, 0)  # fixed timestamps: the same sources give the same zip bytes
+
+
+class BuildError(RuntimeError):
+    """The zip cannot be built, or would ship something it must not."""
+
+
+@dataclass(frozen=True)
+class BuildReport:
+    path: Path
+    files: int
+    size_bytes: int
+    requirements: tuple[str, ...]
+    checkpoint: str | None  # repository-relative path of the shipped MoE checkpoint
+
+
+# ---------------------------------------------------------------------------------------------
+# What ships.
+
+def _python_files(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.rglob("*") if p.is_file() and "__pycache__" not in p.parts
+                  and p.suffix not in (".pyc", ".pyo"))
+
+
+def _autograder_refs(path: Path, scan_strings: bool) -> set[str]:
+    """Names of autograder submodules that `path` imports (or names in a string, e.g. `-m autograder.child`)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    refs: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.startswith("autograder."):
+                    refs.add(alias.name.split(".")[1])
+        elif isinstance(node, ast.ImportFrom):
+            module = node.module or ""
+            if node.level == 0 and module == "autograder" or node.level == 1 and not module:
+                refs.update(alias.name for alias in node.names)
+            elif node.level == 0 and module.startswith("autograder."):
+                refs.add(module.split(".")[1])
+            elif node.level == 1:
+                refs.add(module.split(".")[0])
+        elif scan_strings and isinstance(node, ast.Constant) and isinstance(node.value, str):
+            refs.update(re.findall(r"\bautograder\.([A-Za-z_]\w*)", node.value))
+    return refs
+
+
+def grader_modules(package: Path = ROOT / "autograder") -> list[Path]:
+    """The autograder modules grading needs: the import closure of the grader's entry modules.
+
+    `__main__`'s string table names every command (release, build, exports ...), so its strings are
+    not followed; in the other modules a string such as "autograder.child" counts as a reference
+    (a module started with `python -m`).
+    """
+    todo = [name for name in GRADER_ENTRY_MODULES]
+    seen: set[str] = set()
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        path = package / f"{name}.py"
+        if not path.is_file():
+            if (package / name / "__init__.py").is_file():
+                seen.add(name)
+                continue
+            if name in GRADER_ENTRY_MODULES:
+                raise BuildError(f"autograder/{name}.py is missing: the grader cannot run without it")
+            continue
+        seen.add(name)
+        todo.extend(_autograder_refs(path, scan_strings=name != "__main__") - seen)
+    files: list[Path] = []
+    for name in sorted(seen):
+        if (package / f"{name}.py").is_file():
+            files.append(package / f"{name}.py")
+        else:
+            files.extend(_python_files(package / name))
+    return files
+
+
+def _exercise_files(root: Path) -> dict[str, Path]:
+    """Per-exercise data the grader reads; a missing one is a build error (it would grade wrongly)."""
+    files: dict[str, Path] = {}
+    missing: list[str] = []
+    for ex in EXERCISES:
+        for rel in (f"assignments/tests/public_{ex.id}.py", f"autograder/tests/{ex.id}_hidden.py",
+                    f"autograder/expected/{ex.id}.json"):
+            path = root / rel
+            if path.is_file():
+                files[rel] = path
+            else:
+                missing.append(rel)
+    if missing:
+        raise BuildError("missing grading data (run `python -m autograder release` and "
+                         f"`python -m autograder expected` first?): {', '.join(missing)}")
+    return files
+
+
+def moe_checkpoint(root: Path = ROOT) -> Path | None:
+    """The small MoE checkpoint ex10's hidden cases load (trained on first use), or None without hetero.moe."""
+    if importlib.util.find_spec("hetero.moe") is None:
+        return None
+    import hetero.moe
+
+    ensure = getattr(hetero.moe, "ensure_checkpoint", None)
+    if ensure is None:
+        return None
+    path = Path(ensure()).resolve()
+    if not path.is_file():
+        raise BuildError(f"hetero.moe.ensure_checkpoint() returned {path}, which is not a file")
+    try:
+        path.relative_to(root.resolve())
+    except ValueError:
+        raise BuildError(f"MoE checkpoint {path} lies outside {root}: the grader in the zip "
+                         "would not find it at the same relative path") from None
+    return path
+
+
+# ---------------------------------------------------------------------------------------------
+# Requirements: pins from pyproject.toml for exactly the third-party modules the shipped code imports.
+
+def _norm(dist: str) -> str:
+    return re.sub(r"[-_.]+", "-", dist).lower()
+
+
+def pyproject_pins(pyproject: Path = ROOT / "pyproject.toml") -> dict[str, list[str]]:
+    """{normalized distribution: [requirement strings]} from [project] and its optional dependencies.
+
+    A small reader for the two array forms pyproject.toml uses (Python 3.10 has no tomllib).
+    """
+    pins: dict[str, list[str]] = {}
+    section = ""
+    in_array = False
+    for raw in pyproject.read_text(encoding="utf-8").splitlines():
+        line = raw.strip()
+        if line.startswith("#"):
+            continue
+        header = re.fullmatch(r"\[([^\]]+)\]", line)
+        if header:
+            section, in_array = header.group(1), False
+            continue
+        if section not in ("project", "project.optional-dependencies"):
+            continue
+        if re.match(r"[\w-]+\s*=\s*\[", line):
+            key = line.split("=", 1)[0].strip()
+            in_array = section == "project.optional-dependencies" or key == "dependencies"
+            line = line.split("[", 1)[1]
+        if in_array:
+            for req in re.findall(r'"([^"]+)"', line):
+                name = re.match(r"[A-Za-z0-9][A-Za-z0-9._-]*", req)
+                if name:
+                    pins.setdefault(_norm(name.group(0)), []).append(req)
+            if "]" in line:
+                in_array = False
+    return pins
+
+
+def third_party_imports(files: list[Path]) -> set[str]:
+    """Top-level module names imported anywhere in `files` that are neither stdlib nor local."""
+    stdlib = set(sys.stdlib_module_names)
+    names: set[str] = set()
+    for path in files:
+        if path.suffix != ".py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+            if isinstance(node, ast.Import):
+                names.update(alias.name.split(".")[0] for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names.add(node.module.split(".")[0])
+    return {n for n in names if n not in stdlib and n not in LOCAL_PACKAGES}
+
+
+def requirements_for(modules: set[str], pins: dict[str, list[str]]) -> tuple[list[str], list[str]]:
+    """(requirements.txt lines without torch, torch's lines) for the imported `modules`."""
+    dists = importlib.metadata.packages_distributions()
+    lines: list[str] = []
+    unpinned: list[str] = []
+    for module in sorted(modules):
+        found = [_norm(d) for d in dists.get(module, [module])]
+        pinned = [d for d in found if d in pins]
+        if not pinned:
+            unpinned.append(f"{module} (distribution {', '.join(found)})")
+            continue
+        for dist in pinned:
+            lines.extend(req for req in pins[dist] if req not in lines)
+    if unpinned:
+        raise BuildError("the shipped code imports modules with no pin in pyproject.toml: " + "; ".join(unpinned))
+    torch = [r for r in lines if _norm(re.split(r"[=<>!~;\[ ]", r, 1)[0]) == "torch"]
+    return sorted(r for r in lines if r not in torch), torch
+
+
+# ---------------------------------------------------------------------------------------------
+# The archive.
+
+def collect(root: Path = ROOT, include_checkpoint: bool = True) -> tuple[dict[str, bytes | Path], BuildReport]:
+    """{archive name: source path or bytes} and a report without path/size (filled by `build`)."""
+    members: dict[str, bytes | Path] = {}
+    for name in ROOT_FILES:
+        members[name] = GRADESCOPE_DIR / name
+    for path in grader_modules(root / "autograder"):
+        members[path.relative_to(root).as_posix()] = path
+    for rel, path in _exercise_files(root).items():
+        members[rel] = path
+    schema_dir = root / "autograder" / "schema"
+    if schema_dir.is_dir():
+        for path in _python_files(schema_dir):
+            members[path.relative_to(root).as_posix()] = path
+    for path in _python_files(root / "shared" / "hetero"):
+        members[path.relative_to(root).as_posix()] = path
+    checkpoint = moe_checkpoint(root) if include_checkpoint else None
+    if checkpoint is not None:
+        members[checkpoint.relative_to(root.resolve()).as_posix()] = checkpoint
+    shipped_py = [p for p in members.values() if isinstance(p, Path) and p.suffix == ".py"]
+    reqs, torch = requirements_for(third_party_imports(shipped_py), pyproject_pins(root / "pyproject.toml"))
+    if not torch:
+        raise BuildError("the shipped code does not import torch: the image would lack it (unexpected)")
+    header = "# Generated by `python -m autograder build` from pyproject.toml pins.\n"
+    members["requirements.txt"] = (header + "\n".join(reqs) + "\n").encode()
+    members["requirements-torch.txt"] = (header + "\n".join(torch) + "\n").encode()
+    ckpt_rel = checkpoint.relative_to(root.resolve()).as_posix() if checkpoint is not None else None
+    return members, BuildReport(Path(), len(members), 0, tuple(reqs + torch), ckpt_rel)
+
+
+def _solution_digests(root: Path) -> set[str]:
+    folder = root / "solutions"
+    return {hashlib.sha256(p.read_bytes()).hexdigest() for p in _python_files(folder)} if folder.is_dir() else set()
+
+
+def audit(zip_path: Path, root: Path = ROOT) -> None:
+    """Raise BuildError if the archive ships solution source or lacks an entry point."""
+    digests = _solution_digests(root)
+    problems: list[str] = []
+    with zipfile.ZipFile(zip_path) as zf:
+        names = zf.namelist()
+        for required in ("setup.sh", "run_autograder"):
+            if required not in names:
+                problems.append(f"{required} is not at the zip's root")
+        for name in names:
+            if name.startswith(FORBIDDEN_PREFIXES):
+                problems.append(f"{name}: path must not ship")
+            data = zf.read(name)
+            if SOLUTION_MARKER in data:
+                problems.append(f"{name}: contains the answer-key marker text")
+            if hashlib.sha256(data).hexdigest() in digests:
+                problems.append(f"{name}: identical to a file in solutions/")
+            if name.endswith(".py"):
+                try:
+                    compile(data, name, "exec", dont_inherit=True)
+                except SyntaxError as exc:
+                    problems.append(f"{name}: does not compile ({exc})")
+    if problems:
+        raise BuildError("refusing to ship this zip:\n  " + "\n  ".join(problems))
+
+
+def build(out: Path, root: Path = ROOT, include_checkpoint: bool = True) -> BuildReport:
+    """Write the zip to `out` (atomically) after auditing it; return what was built."""
+    members, report = collect(root, include_checkpoint)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(out.name + ".tmp")
+    with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=9) as zf:
+        for name in sorted(members):
+            source = members[name]
+            data = source.read_bytes() if isinstance(source, Path) else source
+            info = zipfile.ZipInfo(name, date_time=ZIP_DATE)
+            info.compress_type = zipfile.ZIP_DEFLATED
+            info.external_attr = (0o100000 | ROOT_FILES.get(name, 0o644)) << 16
+            zf.writestr(info, data)
+    try:
+        audit(tmp, root)
+    except BuildError:
+        tmp.unlink()
+        raise
+    tmp.replace(out)
+    return BuildReport(out, report.files, out.stat().st_size, report.requirements, report.checkpoint)
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m autograder build", description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=Path("dist/autograder.zip"), help="zip to write")
+    args = parser.parse_args(argv)
+    try:
+        report = build(args.out)
+    except BuildError as exc:
+        print(f"build failed: {exc}", file=sys.stderr)
+        return 1
+    print(f"wrote {report.path} ({report.files} files, {report.size_bytes / 1e6:.2f} MB)")
+    print(f"  requirements: {', '.join(report.requirements)}")
+    print(f"  MoE checkpoint: {report.checkpoint or 'none (hetero.moe.ensure_checkpoint not available)'}")
+    print("  upload it as the autograder of a Gradescope programming assignment (Ubuntu 22.04 base image)")
+    return 0
