@@ -1,0 +1,150 @@
+"""`python -m autograder export-nbgrader DIR`: write a complete nbgrader course for the exercises.
+
+Layout written (one assignment, one notebook per exercise; the assignment name is `--assignment`):
+
+    DIR/nbgrader_config.py
+    DIR/source/<assignment>/exNN_<name>.ipynb
+
+Each notebook holds, with nbgrader cell metadata (schema_version 3):
+- a locked markdown cell with the exercise's title, lecture section, points and module docstring;
+- the solution cell: the whole `solutions/exNN_<name>.py`, its `# BEGIN SOLUTION` / `# END SOLUTION`
+  lines written as nbgrader's `### BEGIN SOLUTION` / `### END SOLUTION` (nbgrader replaces each region
+  by a stub at the region's indentation). The cell is tagged `a2-exercise` like the package's own
+  student notebooks, so `autograder.notebooks.extract_code` also reads nbgrader submissions;
+- one autograded grade cell per public case (visible to students) and one per hidden case, whose body
+  sits between `### BEGIN HIDDEN TESTS` / `### END HIDDEN TESTS` and embeds the case's inputs, the
+  answer-key value stored in `autograder/expected/exNN.json` and the known mistakes' outputs.
+  Every test cell decides with `hetero.checks.judge`, as the native grader does, and carries that case's
+  points by the manifest rule (`autograder.notebooks.case_points`), so partial credit matches the native
+  grader case by case.
+
+The grading kernel needs the `hetero` package (this repository's `pip install -e .`) and the kernel
+named `python3`; nbgrader must find `alembic` on PATH (the venv's bin/).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from autograder import notebooks as nb
+from autograder.manifest import BY_ID, ROOT, Exercise
+
+DEFAULT_ASSIGNMENT = "a2"
+COURSE_ID = "llmsys-a2-hetero"
+BEGIN_HIDDEN = "### BEGIN HIDDEN TESTS"
+END_HIDDEN = "### END HIDDEN TESTS"
+CODE_STUB = "# TODO: implement this function (see its docstring)\nraise NotImplementedError()"
+
+
+def nbgrader_meta(grade_id: str, *, solution: bool = False, grade: bool = False, locked: bool = False,
+                  points: float | None = None) -> dict[str, Any]:
+    meta: dict[str, Any] = {"grade": grade, "grade_id": grade_id, "locked": locked, "schema_version": 3,
+                            "solution": solution, "task": False}
+    if grade:
+        meta["points"] = points
+    return meta
+
+
+def to_nbgrader_markers(solution_text: str) -> str:
+    """`# BEGIN SOLUTION` / `# END SOLUTION` lines become `### BEGIN SOLUTION` / `### END SOLUTION`."""
+    out = []
+    for line in solution_text.splitlines():
+        stripped = line.strip()
+        if stripped in ("# BEGIN SOLUTION", "# END SOLUTION"):
+            line = line[: len(line) - len(line.lstrip())] + "##" + stripped
+        out.append(line)
+    return "\n".join(out)
+
+
+def source_notebook(src: nb.ExerciseSources) -> dict[str, Any]:
+    """The nbgrader source (instructor) notebook of one exercise."""
+    ex = src.exercise
+    points = nb.case_points(ex, src.public, src.hidden)
+    cells = [
+        nb.markdown_cell(nb.intro_markdown(src), "intro",
+                         {"nbgrader": nbgrader_meta(f"{ex.id}-intro", locked=True)}),
+        nb.code_cell(nb.exercise_cell_source(ex, to_nbgrader_markers(src.solution)), "exercise",
+                     {"tags": [nb.EXERCISE_TAG], "nbgrader": nbgrader_meta(f"{ex.id}-code", solution=True)}),
+        nb.markdown_cell("## Public tests\n\nEach cell checks one case and is worth the points nbgrader shows; "
+                         "a failing cell says what was expected, in which unit, and the likely mistake.",
+                         "public-tests", {"nbgrader": nbgrader_meta(f"{ex.id}-public-tests", locked=True)}),
+    ]
+    for case in src.public:
+        grade_id = nb.cell_id_for(case.id)
+        cells.append(nb.code_cell(nb.public_test_code(case), grade_id,
+                                  {"nbgrader": nbgrader_meta(grade_id, grade=True, locked=True,
+                                                             points=points[case.id])}))
+    cells.append(nb.markdown_cell(
+        "## Hidden tests\n\nThese cells are empty in your copy; the grader fills them in (other hardware, "
+        "other models, random and invalid inputs).", "hidden-tests",
+        {"nbgrader": nbgrader_meta(f"{ex.id}-hidden-tests", locked=True)}))
+    for number, case in enumerate(src.hidden, start=1):
+        grade_id = nb.cell_id_for(f"{ex.id}.hidden.{number:03d}")
+        body = "\n".join([
+            f"# hidden test {number} of {len(src.hidden)} of {ex.id} ({points[case.id]:.4g} points)",
+            BEGIN_HIDDEN,
+            nb.hidden_test_code(case, src.expected[case.id]),
+            END_HIDDEN,
+        ])
+        cells.append(nb.code_cell(body, grade_id, {"nbgrader": nbgrader_meta(grade_id, grade=True, locked=True,
+                                                                            points=points[case.id])}))
+    return nb.new_notebook(cells, {"a2": {"exercise": ex.id, "module": ex.module}})
+
+
+def config_text(exercises: list[Exercise]) -> str:
+    timeout = max(int(ex.timeout_s) for ex in exercises)
+    return "\n".join([
+        '"""nbgrader configuration of the A2 course (written by `python -m autograder export-nbgrader`)."""',
+        "",
+        "c = get_config()  # noqa: F821 (provided by nbgrader when it reads this file)",
+        f"c.CourseDirectory.course_id = {COURSE_ID!r}",
+        "# A cell may run for as long as the slowest exercise's whole time limit in the native grader.",
+        f"c.Execute.timeout = {timeout}",
+        f"c.ClearSolutions.code_stub = {{'python': {CODE_STUB!r}}}",
+        "",
+    ])
+
+
+def export(dest: Path, assignment: str = DEFAULT_ASSIGNMENT, ex_ids: list[str] | None = None,
+           root: Path = ROOT) -> list[Path]:
+    """Write the course into `dest`; returns the files written."""
+    chosen = [ex for ex in nb.gradable_exercises(root) if ex_ids is None or ex.id in ex_ids]
+    if ex_ids is not None:
+        unknown = sorted(set(ex_ids) - {ex.id for ex in chosen})
+        if unknown:
+            raise ValueError(f"not exportable (no solution, public cases, hidden cases or expected values): "
+                             f"{', '.join(unknown)}")
+    if not chosen:
+        raise ValueError("no exercise has a solution, public and hidden cases and expected values yet")
+    dest.mkdir(parents=True, exist_ok=True)
+    config = dest / "nbgrader_config.py"
+    config.write_text(config_text(chosen), encoding="utf-8")
+    written = [config]
+    for ex in chosen:
+        src = nb.load_sources(ex.id, root)
+        written.append(nb.write_notebook(source_notebook(src), dest / "source" / assignment / f"{ex.module}.ipynb"))
+    return written
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m autograder export-nbgrader", description=__doc__.split("\n")[0])
+    parser.add_argument("dest", type=Path, help="course folder to write (nbgrader_config.py, source/)")
+    parser.add_argument("--assignment", default=DEFAULT_ASSIGNMENT, help="assignment name (default: a2)")
+    parser.add_argument("--exercises", help="comma-separated exercise ids (default: every exportable one)")
+    args = parser.parse_args(argv)
+    ex_ids = args.exercises.split(",") if args.exercises else None
+    if ex_ids:
+        bad = [e for e in ex_ids if e not in BY_ID]
+        if bad:
+            parser.error(f"unknown exercise ids: {', '.join(bad)}")
+    try:
+        written = export(args.dest, args.assignment, ex_ids)
+    except ValueError as exc:
+        print(f"export-nbgrader: {exc}", file=sys.stderr)
+        return 1
+    for path in written:
+        print(path)
+    return 0
