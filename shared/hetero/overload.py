@@ -1,0 +1,626 @@
+"""Scheduling under overload in a disaggregated cluster (lecture §3, Mooncake §7; experiment 02 part 3).
+
+A discrete-event simulation (a heap of `(time_s, seq, event)`) of a prefill pool and a decode pool:
+
+* prefill pool: `prefill_instances` instances, each prefilling one request at a time in FIFO order.
+  The prefill time of a request is known when it arrives (it follows from the prompt length), so the
+  Conductor knows exactly when an admitted request will finish prefill; it sends a request to the
+  instance where it finishes first, and turns it away at arrival when that predicted TTFT (queueing +
+  prefill) exceeds `ttft_slo_s` ("the prefill pool admits by its own load");
+* decode pool: `decode_slots` requests decode at once (continuous batching within the TBT SLO); each
+  decode takes an exponentially distributed time with mean `decode_mean_s` that nobody knows in
+  advance. A request that finishes prefill while the decode pool is full is rejected there: its
+  prefill was wasted.
+
+Admission policies (checked at arrival, in addition to the TTFT check every policy makes):
+* baseline:   nothing more; decode is checked only at decode entry;
+* early:      reject when the decode pool is full *now* (its current load is at its threshold);
+* predictive: reject unless `admit_predictive(predicted_load, decode_slots, oversubscription)` where
+  `predicted_load = predicted_decode_load(prefill_end, decoding_since, admitted_prefill_ends,
+  decode_mean_s)`: the system-level prediction of Mooncake §7 (every decode is assumed to take the mean
+  time). Both functions are exercise ex05's, called through `hetero.impl.exercise_function`.
+  Oversubscription multiplies the threshold (x1.1 and x1.2 are reported).
+
+Default configuration (chosen once, before any result was looked at; reasons beside each field):
+both pools serve about 2 req/s (8 prefill instances x 1 / 4 s; 40 decode slots / 20 s), requests
+arrive as a Poisson process at 2.6 req/s for one simulated hour. The long-prefill configuration keeps
+both capacities at 2 req/s but makes each prefill take 10-20 s (30 instances), the regime in which the
+lecture says early rejection makes the two pools oscillate in anti-phase.
+
+Trace mode replays a Mooncake-format trace (`hetero.traces`) with a stated cost model (see
+`TraceCostModel`). CLI:
+    python -m hetero.overload [--seeds 5] [--json] [--plots DIR] [--impl solutions]
+    python -m hetero.overload --trace TRACE.jsonl --speedup 2 --prefill-instances 8 \
+        --decode-instances 8 --policy all --json
+"""
+
+from __future__ import annotations
+
+import argparse
+import heapq
+import json
+import math
+import sys
+from dataclasses import asdict, dataclass, replace
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from hetero import catalog
+from hetero.casegen import register
+from hetero.impl import exercise_function
+from hetero.parts import Part
+from hetero.traces import TraceError, TraceRequest, read_trace
+
+# ---------------------------------------------------------------------------------------------
+# Configuration
+
+
+@dataclass(frozen=True)
+class OverloadConfig:
+    """One cluster + workload; every time in seconds."""
+
+    arrival_rate_per_s: float = 2.6  # lecture §3.2: 2.6 req/s against ~2 req/s of capacity (30% overload)
+    duration_s: float = 3600.0  # lecture §3.2: one hour of arrivals; admitted work then drains
+    prefill_instances: int = 8  # as many prefill instances as the paper's 8P + 8D cluster
+    prefill_mean_s: float = 4.0  # 8 instances / 4 s = 2 req/s of prefill capacity
+    prefill_spread: float = 0.5  # prefill time ~ Uniform(mean x (1 - spread), mean x (1 + spread))
+    ttft_slo_s: float = 12.0  # 3 mean prefill times: a request may queue behind about two others
+    decode_slots: int = 40  # 40 slots / 20 s mean decode = 2 req/s of decode capacity
+    decode_mean_s: float = 20.0  # exponential decode times: the output length is not known in advance
+    sample_dt_s: float = 1.0  # load series sampling interval
+
+    def validate(self) -> "OverloadConfig":
+        positive = {"arrival_rate_per_s": self.arrival_rate_per_s, "duration_s": self.duration_s,
+                    "prefill_mean_s": self.prefill_mean_s, "ttft_slo_s": self.ttft_slo_s,
+                    "decode_mean_s": self.decode_mean_s, "sample_dt_s": self.sample_dt_s}
+        for name, value in positive.items():
+            if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
+                raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
+        for name in ("prefill_instances", "decode_slots"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be an int >= 1, got {value!r}")
+        if not 0 <= self.prefill_spread < 1:
+            raise ValueError(f"prefill_spread must lie in [0, 1), got {self.prefill_spread}")
+        return self
+
+    @property
+    def prefill_capacity_per_s(self) -> float:
+        return self.prefill_instances / self.prefill_mean_s
+
+    @property
+    def decode_capacity_per_s(self) -> float:
+        return self.decode_slots / self.decode_mean_s
+
+
+DEFAULT = OverloadConfig()
+# Long prefills (10-20 s): same 2 req/s capacities, TTFT SLO again 3 mean prefill times.
+LONG_PREFILL = OverloadConfig(prefill_instances=30, prefill_mean_s=15.0, prefill_spread=1 / 3, ttft_slo_s=45.0)
+SCENARIOS: dict[str, OverloadConfig] = {"default": DEFAULT, "long_prefill": LONG_PREFILL}
+
+
+@dataclass(frozen=True)
+class Policy:
+    name: str  # label in tables and JSON
+    kind: str  # "baseline" | "early" | "predictive"
+    oversubscription: float = 1.0  # threshold factor, predictive only
+
+
+POLICY_KINDS = ("baseline", "early", "predictive")
+POLICIES: tuple[Policy, ...] = (
+    Policy("baseline", "baseline"),
+    Policy("early", "early"),
+    Policy("predictive", "predictive"),
+    Policy("predictive x1.1", "predictive", 1.1),
+    Policy("predictive x1.2", "predictive", 1.2),
+)
+OSCILLATION_POLICIES: tuple[Policy, ...] = POLICIES[:3]
+CLI_POLICIES = ("all", "baseline", "early", "predictive", "oversubscribed")
+
+# Mooncake paper §7 (8 prefill + 8 decode instances, ~23,000 real requests replayed at 2x speed).
+PAPER_REJECTED = {"baseline": 4183, "early": 3771, "predictive": 3589}
+
+# ---------------------------------------------------------------------------------------------
+# Workload
+
+
+@dataclass(frozen=True)
+class Workload:
+    """Requests in arrival order; the same workload is replayed under every policy."""
+
+    arrival_s: np.ndarray  # (n,) float64, non-decreasing
+    prefill_s: np.ndarray  # (n,) float64, prefill time of each request on one instance
+    decode_s: np.ndarray  # (n,) float64, decode time (unknown to the scheduler)
+    duration_s: float  # arrivals lie in [0, duration_s)
+
+
+def poisson_workload(config: OverloadConfig, rng: np.random.Generator) -> Workload:
+    """Poisson arrivals, uniform prefill times, exponential decode times (see OverloadConfig)."""
+    config.validate()
+    expected = config.arrival_rate_per_s * config.duration_s
+    gaps = rng.exponential(1.0 / config.arrival_rate_per_s, size=int(expected + 6 * math.sqrt(expected) + 16))
+    arrival = np.cumsum(gaps)
+    while arrival[-1] < config.duration_s:  # probability ~1e-9: extend rather than truncate silently
+        more = rng.exponential(1.0 / config.arrival_rate_per_s, size=arrival.size)
+        arrival = np.concatenate([arrival, arrival[-1] + np.cumsum(more)])
+    arrival = arrival[arrival < config.duration_s]
+    n = arrival.size
+    low, high = config.prefill_mean_s * (1 - config.prefill_spread), config.prefill_mean_s * (1 + config.prefill_spread)
+    prefill = rng.uniform(low, high, size=n)
+    decode = rng.exponential(config.decode_mean_s, size=n)
+    return Workload(arrival, prefill, decode, config.duration_s)
+
+
+# ---------------------------------------------------------------------------------------------
+# The discrete-event simulation
+
+PredictFn = Callable[[float, list, list, float], int]
+AdmitFn = Callable[[float, int, float], bool]
+
+_ARRIVAL, _PREFILL_DONE, _DECODE_DONE = 0, 1, 2
+
+
+@dataclass(frozen=True)
+class SimResult:
+    arrivals: int
+    completed: int  # finished decoding (admitted work drains after the last arrival)
+    rejected_at_arrival: int  # TTFT check or the policy's decode check
+    rejected_for_decode: int  # the part of rejected_at_arrival due to the decode check
+    wasted_prefills: int  # prefilled, then rejected at decode entry
+    wasted_prefill_s: float  # instance-seconds of prefill spent on them
+    prefill_load: np.ndarray  # (samples,) int: requests queued or prefilling at t = k * dt
+    decode_load: np.ndarray  # (samples,) int: requests decoding at t = k * dt
+    dt_s: float
+
+    def counts(self) -> dict[str, Any]:
+        return {"arrivals": self.arrivals, "completed": self.completed,
+                "rejected_at_arrival": self.rejected_at_arrival,
+                "rejected_for_decode": self.rejected_for_decode,
+                "wasted_prefills": self.wasted_prefills,
+                "wasted_prefill_s": round(self.wasted_prefill_s, 6)}
+
+
+def simulate(workload: Workload, prefill_instances: int, decode_slots: int, ttft_slo_s: float,
+             decode_mean_s: float, policy: Policy, predict: PredictFn | None = None,
+             admit: AdmitFn | None = None, sample_dt_s: float = 1.0) -> SimResult:
+    """Replay `workload` under `policy`. `predict`/`admit` (ex05) are needed by the predictive policy."""
+    if policy.kind not in POLICY_KINDS:
+        raise ValueError(f"policy kind must be one of {', '.join(POLICY_KINDS)}, got {policy.kind!r}")
+    if policy.kind == "predictive" and (predict is None or admit is None):
+        raise ValueError("the predictive policy needs the predict and admit functions")
+    arrival, prefill, decode = workload.arrival_s, workload.prefill_s, workload.decode_s
+    n = int(arrival.size)
+    free_at = [0.0] * prefill_instances  # min-heap: when each prefill instance finishes its admitted queue
+    in_prefill: dict[int, float] = {}  # admitted request -> its prefill end time
+    decoding: dict[int, float] = {}  # decoding request -> its decode start time
+    samples = int(math.ceil(workload.duration_s / sample_dt_s))
+    prefill_load = np.zeros(samples, dtype=np.int64)
+    decode_load = np.zeros(samples, dtype=np.int64)
+    next_sample = 0
+    completed = rejected = rejected_decode = wasted = 0
+    wasted_s = 0.0
+    events: list[tuple[float, int, int, int]] = []  # (time_s, seq, kind, request)
+    seq = 0
+    if n:
+        heapq.heappush(events, (float(arrival[0]), seq, _ARRIVAL, 0))
+    kind_early, kind_pred = policy.kind == "early", policy.kind == "predictive"
+    while events:
+        t, _, kind, i = heapq.heappop(events)
+        # The state is constant between events: record every sample instant before t.
+        while next_sample < samples and next_sample * sample_dt_s < t:
+            prefill_load[next_sample] = len(in_prefill)
+            decode_load[next_sample] = len(decoding)
+            next_sample += 1
+        if kind == _ARRIVAL:
+            if i + 1 < n:
+                seq += 1
+                heapq.heappush(events, (float(arrival[i + 1]), seq, _ARRIVAL, i + 1))
+            done = max(t, free_at[0]) + float(prefill[i])  # on the instance that frees up first
+            if done - t > ttft_slo_s:
+                rejected += 1
+                continue
+            if kind_early and len(decoding) >= decode_slots:
+                rejected += 1
+                rejected_decode += 1
+                continue
+            if kind_pred:
+                load = predict(done, list(decoding.values()), list(in_prefill.values()), decode_mean_s)
+                if not admit(load, decode_slots, policy.oversubscription):
+                    rejected += 1
+                    rejected_decode += 1
+                    continue
+            heapq.heapreplace(free_at, done)
+            in_prefill[i] = done
+            seq += 1
+            heapq.heappush(events, (done, seq, _PREFILL_DONE, i))
+        elif kind == _PREFILL_DONE:
+            del in_prefill[i]
+            if len(decoding) < decode_slots:
+                decoding[i] = t
+                seq += 1
+                heapq.heappush(events, (t + float(decode[i]), seq, _DECODE_DONE, i))
+            else:
+                wasted += 1
+                wasted_s += float(prefill[i])
+        else:
+            del decoding[i]
+            completed += 1
+    # Samples after the last event stay 0: every admitted request has drained by then.
+    return SimResult(n, completed, rejected, rejected_decode, wasted, wasted_s,
+                     prefill_load, decode_load, sample_dt_s)
+
+
+def simulate_config(config: OverloadConfig, workload: Workload, policy: Policy,
+                    predict: PredictFn | None = None, admit: AdmitFn | None = None) -> SimResult:
+    return simulate(workload, config.prefill_instances, config.decode_slots, config.ttft_slo_s,
+                    config.decode_mean_s, policy, predict, admit, config.sample_dt_s)
+
+
+# ---------------------------------------------------------------------------------------------
+# Oscillation measures (ex05's correlation and period functions applied to a run's load series)
+
+WARMUP_S = 120.0  # dropped from the series before measuring: the cluster starts empty
+
+
+def oscillation(result: SimResult, config: OverloadConfig, corr: Callable, period: Callable) -> dict[str, float]:
+    skip = int(WARMUP_S / result.dt_s)
+    p = result.prefill_load[skip:].astype(np.float64)
+    d = result.decode_load[skip:].astype(np.float64)
+    return {
+        "correlation": float(corr(p.tolist(), d.tolist())),
+        "prefill_period_s": float(period(p.tolist(), result.dt_s)),
+        "decode_period_s": float(period(d.tolist(), result.dt_s)),
+        "prefill_load_std": float(p.std() / config.prefill_instances),  # in queued requests per instance
+        "decode_load_std": float(d.std() / config.decode_slots),  # as a fraction of the slots
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# Trace mode
+
+
+@dataclass(frozen=True)
+class TraceCostModel:
+    """How long a trace request takes, from its token counts.
+
+    Prefill: the fixed-efficiency roofline of the lecture (§1.2) for `model` on one prefill instance of
+    `gpus_per_prefill_instance` x `prefill_gpu`: FLOPs = 2 x params x n (the weights) + 2 x layers x
+    attn_dim x n^2 (causal attention, QK^T and AV), at ASSUMPTIONS["compute_efficiency"] of the dense
+    peak. For LLaMA-3.1-70B on 8 x H800 this gives 0.26 s for 8K tokens (the lecture's figure) and 8.6 s
+    for 128K. Decode: output_length x tpot_s. The decode pool holds `decode_slots_per_instance` requests
+    per instance.
+    """
+
+    model: str = "LLaMA-3.1-70B"
+    prefill_gpu: str = "H800"
+    gpus_per_prefill_instance: int = 8
+    # One decode step of a full batch: (141 GB weights + 159 x 8.7K tokens x 320 KiB KV) read at
+    # 8 x 3.35 TB/s x 0.8 is about 28 ms; rounded up to 30 ms.
+    tpot_s: float = 0.03
+    # Lecture §1.2 / §7 Q2: 8 x 80 GB less the weights, 10% headroom, 320 KiB per token, 8,590 tokens
+    # per request -> about 159 requests' KV per 8-GPU instance.
+    decode_slots_per_instance: int = 159
+    ttft_slo_s: float = 30.0  # the TTFT threshold the Mooncake paper uses for its real-trace runs
+
+    def prefill_s(self, input_tokens: np.ndarray) -> np.ndarray:
+        m = catalog.model(self.model)
+        g = catalog.gpu(self.prefill_gpu)
+        n = input_tokens.astype(np.float64)
+        flops = 2.0 * m.num_params * n + 2.0 * m.num_layers * m.attn_dim * n * n
+        rate = self.gpus_per_prefill_instance * g.peak_tflops * 1e12 * catalog.ASSUMPTIONS["compute_efficiency"]
+        return flops / rate
+
+    def decode_s(self, output_tokens: np.ndarray) -> np.ndarray:
+        return output_tokens.astype(np.float64) * self.tpot_s
+
+
+def trace_workload(requests: Sequence[TraceRequest], speedup: float, cost: TraceCostModel) -> Workload:
+    """Arrivals at timestamp / speedup; prefill and decode times from the cost model."""
+    if not (math.isfinite(speedup) and speedup > 0):
+        raise ValueError(f"speedup must be a finite number > 0, got {speedup}")
+    ts = np.array([r.timestamp_ms for r in requests], dtype=np.float64) / 1000.0 / speedup
+    arrival = ts - ts[0]
+    prefill = cost.prefill_s(np.array([r.input_length for r in requests]))
+    decode = cost.decode_s(np.array([r.output_length for r in requests]))
+    return Workload(arrival, prefill, decode, float(arrival[-1]) + 1.0)
+
+
+def replay_trace(requests: Sequence[TraceRequest], speedup: float, prefill_instances: int,
+                 decode_instances: int, policies: Sequence[Policy], predict: PredictFn | None,
+                 admit: AdmitFn | None, cost: TraceCostModel = TraceCostModel()) -> dict[str, Any]:
+    """Per policy: completed, rejected at arrival, wasted prefills (the decode pool is pooled: a
+    request is placed on the least-loaded decode instance, which has room iff the pool has)."""
+    for name, value in (("prefill_instances", prefill_instances), ("decode_instances", decode_instances)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name} must be an int >= 1, got {value!r}")
+    workload = trace_workload(requests, speedup, cost)
+    slots = decode_instances * cost.decode_slots_per_instance
+    mean_decode = float(workload.decode_s.mean()) or cost.tpot_s  # all-zero outputs: one step
+    out: dict[str, Any] = {"requests": len(requests), "speedup": speedup,
+                           "prefill_instances": prefill_instances, "decode_instances": decode_instances,
+                           "decode_slots": slots, "mean_prefill_s": float(workload.prefill_s.mean()),
+                           "mean_decode_s": mean_decode, "cost_model": asdict(cost), "policies": {}}
+    for policy in policies:
+        result = simulate(workload, prefill_instances, slots, cost.ttft_slo_s, mean_decode, policy,
+                          predict, admit, sample_dt_s=max(1.0, workload.duration_s / 4096))
+        c = result.counts()
+        c["rejected_total"] = c["rejected_at_arrival"] + c["wasted_prefills"]
+        out["policies"][policy.name] = c
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Grader hooks: a short scenario run with the student's admission rule; load series as inputs
+
+
+def _scenario_config(scenario: dict[str, Any]) -> OverloadConfig:
+    base = SCENARIOS[scenario.get("base", "default")]
+    fields = {k: v for k, v in scenario.items() if k != "base"}
+    unknown = set(fields) - set(OverloadConfig.__dataclass_fields__)
+    if unknown:
+        raise ValueError(f"unknown scenario fields: {sorted(unknown)}")
+    return replace(base, **fields).validate()
+
+
+def run_scenario(module: Any, scenario: dict[str, Any], seed: int, oversubscription: float = 1.0) -> dict[str, int]:
+    """Harness (ex05): the predictive policy driven by `module`'s predicted_decode_load and
+    admit_predictive on a seeded scenario; returns plain counts."""
+    config = _scenario_config(scenario)
+    workload = poisson_workload(config, np.random.default_rng(seed))
+    result = simulate_config(config, workload, Policy("predictive", "predictive", oversubscription),
+                             module.predicted_decode_load, module.admit_predictive)
+    return {"completed": result.completed, "rejected_at_arrival": result.rejected_at_arrival,
+            "wasted_prefills": result.wasted_prefills}
+
+
+@lru_cache(maxsize=8)
+def _series(scenario: str, policy: str, seed: int, duration_s: float) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    config = replace(SCENARIOS[scenario], duration_s=duration_s)
+    kind = {p.name: p for p in OSCILLATION_POLICIES[:2]}[policy]  # baseline/early need no exercise
+    result = simulate_config(config, poisson_workload(config, np.random.default_rng(seed)), kind)
+    skip = int(WARMUP_S / config.sample_dt_s)
+    return tuple(result.prefill_load[skip:].tolist()), tuple(result.decode_load[skip:].tolist())
+
+
+@register("overload.load_series")
+def load_series(scenario: str, policy: str, seed: int, pool: str, duration_s: float = 1800.0) -> list[float]:
+    """A pool's load samples (requests, every 1 s, warm-up dropped) from a seeded baseline/early run."""
+    prefill, decode = _series(scenario, policy, int(seed), float(duration_s))
+    series = {"prefill": prefill, "decode": decode}[pool]
+    return [float(x) for x in series]
+
+
+# ---------------------------------------------------------------------------------------------
+# Experiment part "overload"
+
+SEEDS = (0, 1, 2, 3, 4)
+PLOT_WINDOW_S = (600.0, 1500.0)  # 15 minutes of the load series shown per policy (seed 0)
+METRICS = ("completed", "rejected_at_arrival", "wasted_prefills", "wasted_prefill_s")
+
+
+def _stats(values: Sequence[float]) -> dict[str, float]:
+    arr = np.asarray(values, dtype=np.float64)
+    return {"mean": float(arr.mean()), "std": float(arr.std(ddof=1)) if arr.size > 1 else 0.0,
+            "min": float(arr.min()), "max": float(arr.max())}
+
+
+def experiment(predict: PredictFn, admit: AdmitFn, corr: Callable, period: Callable,
+               seeds: Sequence[int] = SEEDS) -> dict[str, Any]:
+    """All figures of part 3: default configuration over seeds, long-prefill oscillation, plot series."""
+    figures: dict[str, Any] = {"seeds": list(seeds), "configs": {k: asdict(v) for k, v in SCENARIOS.items()},
+                               "paper_rejected": dict(PAPER_REJECTED)}
+    lo, hi = (int(x / DEFAULT.sample_dt_s) for x in PLOT_WINDOW_S)
+    for name, config, policies in (("default", DEFAULT, POLICIES), ("long_prefill", LONG_PREFILL, OSCILLATION_POLICIES)):
+        runs: dict[str, list[dict[str, Any]]] = {p.name: [] for p in policies}
+        osc: dict[str, list[dict[str, float]]] = {p.name: [] for p in policies}
+        series: dict[str, dict[str, list[int]]] = {}
+        for seed in seeds:
+            workload = poisson_workload(config, np.random.default_rng(seed))
+            for policy in policies:
+                result = simulate_config(config, workload, policy, predict, admit)
+                runs[policy.name].append(result.counts())
+                osc[policy.name].append(oscillation(result, config, corr, period))
+                if seed == seeds[0]:
+                    series[policy.name] = {"prefill": result.prefill_load[lo:hi].tolist(),
+                                           "decode": result.decode_load[lo:hi].tolist()}
+        base = runs["baseline"]
+        table = {}
+        for policy in policies:
+            rows = runs[policy.name]
+            entry = {m: _stats([r[m] for r in rows]) for m in METRICS}
+            # Paired by seed (same workload): relative change against the baseline, percent.
+            entry["completed_vs_baseline_pct"] = _stats(
+                [100.0 * (r["completed"] / b["completed"] - 1) for r, b in zip(rows, base)])
+            entry["wasted_vs_baseline_pct"] = _stats(
+                [100.0 * (r["wasted_prefills"] / b["wasted_prefills"] - 1) if b["wasted_prefills"] else 0.0
+                 for r, b in zip(rows, base)])
+            entry["oscillation"] = {k: _stats([o[k] for o in osc[policy.name]]) for k in osc[policy.name][0]}
+            table[policy.name] = entry
+        figures[name] = {"policies": table, "series": series, "dt_s": config.sample_dt_s,
+                         "window_s": list(PLOT_WINDOW_S),
+                         "prefill_instances": config.prefill_instances, "decode_slots": config.decode_slots}
+    figures["findings"] = _findings(figures["default"]["policies"])
+    return figures
+
+
+def _findings(table: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The lecture's claims (target ranges fixed in advance) against the measured means."""
+    def mean(policy: str, key: str) -> float:
+        return table[policy][key]["mean"]
+
+    checks = {
+        "early: wasted prefills within +-10% of baseline": (mean("early", "wasted_vs_baseline_pct"), -10, 10),
+        "early: completes fewer than baseline (%)": (mean("early", "completed_vs_baseline_pct"), -math.inf, 0),
+        "predictive: wasted prefills cut by 15-35% (%)": (mean("predictive", "wasted_vs_baseline_pct"), -35, -15),
+        "predictive: completes 0-5% fewer (%)": (mean("predictive", "completed_vs_baseline_pct"), -5, 0),
+        "predictive x1.1: completions within 1% of baseline (%)": (
+            mean("predictive x1.1", "completed_vs_baseline_pct"), -1, 1),
+        "predictive x1.2: completions within 1% of baseline (%)": (
+            mean("predictive x1.2", "completed_vs_baseline_pct"), -1, 1),
+    }
+    return {k: {"measured": v, "target": [lo, hi], "holds": bool(lo <= v <= hi)} for k, (v, lo, hi) in checks.items()}
+
+
+def _run_part(impl: str) -> dict[str, Any]:
+    predict = exercise_function("ex05", "predicted_decode_load", impl)
+    admit = exercise_function("ex05", "admit_predictive", impl)
+    corr = exercise_function("ex05", "antiphase_correlation", impl)
+    period = exercise_function("ex05", "dominant_period_s", impl)
+    return experiment(predict, admit, corr, period)
+
+
+# ---------------------------------------------------------------------------------------------
+# Text and plots (presentation only)
+
+
+def _pm(s: dict[str, float], fmt: str = "{:.0f}") -> str:
+    return f"{fmt.format(s['mean'])} ± {fmt.format(s['std'])}"
+
+
+def render(figures: dict[str, Any]) -> str:
+    n = len(figures["seeds"])
+    lines = [f"Default configuration ({n} seeds, mean ± sample std; changes paired by seed):",
+             f"{'policy':<16} {'completed':>13} {'rej. arrival':>13} {'wasted':>11} {'wasted GPU-s':>14}"
+             f" {'Δcompleted %':>14} {'Δwasted %':>14}"]
+    for name, e in figures["default"]["policies"].items():
+        lines.append(f"{name:<16} {_pm(e['completed']):>13} {_pm(e['rejected_at_arrival']):>13} "
+                     f"{_pm(e['wasted_prefills']):>11} {_pm(e['wasted_prefill_s']):>14} "
+                     f"{_pm(e['completed_vs_baseline_pct'], '{:+.2f}'):>14} "
+                     f"{_pm(e['wasted_vs_baseline_pct'], '{:+.1f}'):>14}")
+    lines.append("Paper (Mooncake §7, 8P + 8D, ~23,000 real requests at 2x), rejected requests: "
+                 + ", ".join(f"{k} {v:,}" for k, v in figures["paper_rejected"].items()))
+    lines.append("")
+    lines.append(f"Long prefills (10-20 s), {n} seeds: oscillation of the two pools' loads")
+    lines.append(f"{'policy':<16} {'corr(prefill, decode)':>22} {'decode period s':>16} {'prefill period s':>17}"
+                 f" {'decode std':>12} {'completed':>13} {'wasted':>11}")
+    for name, e in figures["long_prefill"]["policies"].items():
+        o = e["oscillation"]
+        lines.append(f"{name:<16} {_pm(o['correlation'], '{:+.2f}'):>22} {_pm(o['decode_period_s']):>16} "
+                     f"{_pm(o['prefill_period_s']):>17} {_pm(o['decode_load_std'], '{:.3f}'):>12} "
+                     f"{_pm(e['completed']):>13} {_pm(e['wasted_prefills']):>11}")
+    lines.append("")
+    lines.append("Lecture's findings against the measured means (target ranges fixed in advance):")
+    for claim, f in figures["findings"].items():
+        lines.append(f"  [{'holds' if f['holds'] else 'does not hold'}] {claim}: {f['measured']:+.2f}")
+    return "\n".join(lines)
+
+
+def plot(figures: dict[str, Any], outdir: Path) -> list[Path]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    paths = []
+    for name in ("long_prefill", "default"):
+        fig_data = figures[name]
+        series = fig_data["series"]
+        fig, axes = plt.subplots(len(series), 1, figsize=(10, 2.2 * len(series)), sharex=True, squeeze=False)
+        t0 = fig_data["window_s"][0]
+        for ax, (policy, s) in zip(axes[:, 0], series.items()):
+            t = t0 + np.arange(len(s["decode"])) * fig_data["dt_s"]
+            ax.plot(t, np.asarray(s["prefill"]) / fig_data["prefill_instances"], label="prefill pool", lw=1)
+            ax.plot(t, np.asarray(s["decode"]) / fig_data["decode_slots"], label="decode pool", lw=1)
+            corr = figures[name]["policies"][policy]["oscillation"]["correlation"]["mean"]
+            ax.set_title(f"{policy} (corr {corr:+.2f})", fontsize=9)
+            ax.set_ylabel("load\n(req / instance,\nfraction of slots)", fontsize=7)
+            ax.legend(loc="upper right", fontsize=7)
+        axes[-1, 0].set_xlabel("simulated time (s)")
+        label = "long prefills (10-20 s)" if name == "long_prefill" else "default (4 s prefills)"
+        fig.suptitle(f"Prefill vs decode pool load per admission policy, {label}, seed {figures['seeds'][0]}")
+        fig.tight_layout()
+        path = Path(outdir) / f"overload_{name}_load.png"
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        paths.append(path)
+    return paths
+
+
+PARTS = [Part("overload", "Scheduling under overload: early and prediction-based rejection", "§3.2",
+              ("ex05",), _run_part, render, plot)]
+
+# ---------------------------------------------------------------------------------------------
+# CLI
+
+
+def _cli_policies(choice: str, oversubscription: float) -> list[Policy]:
+    over = Policy(f"predictive x{oversubscription:g}", "predictive", oversubscription)
+    table = {"baseline": [POLICIES[0]], "early": [POLICIES[1]], "predictive": [POLICIES[2]], "oversubscribed": [over]}
+    return [*POLICIES[:3], over] if choice == "all" else table[choice]
+
+
+def _render_trace(out: dict[str, Any]) -> str:
+    lines = [f"Trace replay: {out['requests']} requests at {out['speedup']:g}x, {out['prefill_instances']} prefill + "
+             f"{out['decode_instances']} decode instances ({out['decode_slots']} decode slots); mean prefill "
+             f"{out['mean_prefill_s']:.2f} s, mean decode {out['mean_decode_s']:.2f} s",
+             f"{'policy':<18} {'completed':>10} {'rejected at arrival':>20} {'wasted prefills':>16} {'rejected total':>15}"]
+    for name, c in out["policies"].items():
+        lines.append(f"{name:<18} {c['completed']:>10} {c['rejected_at_arrival']:>20} {c['wasted_prefills']:>16} "
+                     f"{c['rejected_total']:>15}")
+    lines.append("Paper (Mooncake §7, ~23,000 requests at 2x), rejected: "
+                 + ", ".join(f"{k} {v:,}" for k, v in PAPER_REJECTED.items()))
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m hetero.overload", description=__doc__.split("\n")[0])
+    parser.add_argument("--impl", default="solutions", help="where ex05 comes from: solutions, assignments, or a folder")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--plots", type=Path, default=None, help="simulation mode: write PNGs into this folder")
+    parser.add_argument("--seeds", type=int, default=len(SEEDS), help="simulation mode: number of seeds (>= 2)")
+    parser.add_argument("--trace", type=Path, default=None, help="replay this Mooncake-format JSONL trace")
+    parser.add_argument("--speedup", type=float, default=2.0, help="trace mode: replay speed factor (> 0)")
+    parser.add_argument("--prefill-instances", type=int, default=8)
+    parser.add_argument("--decode-instances", type=int, default=8)
+    parser.add_argument("--decode-slots", type=int, default=TraceCostModel.decode_slots_per_instance,
+                        help="trace mode: requests per decode instance")
+    parser.add_argument("--tpot-s", type=float, default=TraceCostModel.tpot_s, help="trace mode: s per output token")
+    parser.add_argument("--ttft-slo-s", type=float, default=TraceCostModel.ttft_slo_s)
+    parser.add_argument("--policy", default="all", help=f"one of {', '.join(CLI_POLICIES)}")
+    parser.add_argument("--oversubscription", type=float, default=1.1, help="threshold factor of 'oversubscribed'")
+    args = parser.parse_args(argv)
+    if args.policy not in CLI_POLICIES:
+        parser.error(f"--policy: unknown policy {args.policy!r}; choose one of {', '.join(CLI_POLICIES)}")
+    for flag, value in (("--speedup", args.speedup), ("--tpot-s", args.tpot_s), ("--ttft-slo-s", args.ttft_slo_s)):
+        if not (math.isfinite(value) and value > 0):
+            parser.error(f"{flag} must be > 0, got {value:g}")
+    for flag, value in (("--prefill-instances", args.prefill_instances), ("--decode-instances", args.decode_instances),
+                        ("--decode-slots", args.decode_slots)):
+        if value < 1:
+            parser.error(f"{flag} must be >= 1, got {value}")
+    if not (math.isfinite(args.oversubscription) and args.oversubscription >= 1):
+        parser.error(f"--oversubscription must be >= 1, got {args.oversubscription:g}")
+    if args.trace is None:
+        if args.seeds < 2:
+            parser.error(f"--seeds must be >= 2 (a spread needs two runs), got {args.seeds}")
+        figures = PARTS[0].run(args.impl) if args.seeds == len(SEEDS) else experiment(
+            exercise_function("ex05", "predicted_decode_load", args.impl),
+            exercise_function("ex05", "admit_predictive", args.impl),
+            exercise_function("ex05", "antiphase_correlation", args.impl),
+            exercise_function("ex05", "dominant_period_s", args.impl), seeds=tuple(range(args.seeds)))
+        if args.plots is not None:
+            args.plots.mkdir(parents=True, exist_ok=True)
+            for path in plot(figures, args.plots):
+                print(f"wrote {path}", file=sys.stderr)
+        print(json.dumps(figures, indent=1) if args.json else render(figures))
+        return 0
+    try:
+        requests = read_trace(args.trace)
+    except (TraceError, OSError) as exc:
+        parser.error(f"--trace: {exc}")
+    policies = _cli_policies(args.policy, args.oversubscription)
+    needs_ex05 = any(p.kind == "predictive" for p in policies)
+    predict = exercise_function("ex05", "predicted_decode_load", args.impl) if needs_ex05 else None
+    admit = exercise_function("ex05", "admit_predictive", args.impl) if needs_ex05 else None
+    cost = TraceCostModel(tpot_s=args.tpot_s, decode_slots_per_instance=args.decode_slots, ttft_slo_s=args.ttft_slo_s)
+    out = replay_trace(requests, args.speedup, args.prefill_instances, args.decode_instances, policies,
+                       predict, admit, cost)
+    print(json.dumps(out, indent=1) if args.json else _render_trace(out))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
