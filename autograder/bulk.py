@@ -264,8 +264,12 @@ class BatchReport:
 
 
 def grade_all(submissions: Path, out: Path, workers: int | None = None, force: bool = False,
-              timeout_s: float = DEFAULT_TIMEOUT_S, progress: bool = True) -> BatchReport:
-    """Grade every submission under `submissions` into `out` (see the module docstring)."""
+              timeout_s: float = DEFAULT_TIMEOUT_S, progress: bool = True,
+              python: str = sys.executable) -> BatchReport:
+    """Grade every submission under `submissions` into `out` (see the module docstring).
+
+    `python` is the interpreter that runs `-m autograder grade` (the current one by default).
+    """
     subs = discover(submissions)
     out.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
@@ -287,7 +291,7 @@ def grade_all(submissions: Path, out: Path, workers: int | None = None, force: b
         with ThreadPoolExecutor(max_workers=n_workers) as pool, \
                 tqdm(total=len(todo), desc="grading", unit="submission", file=sys.stderr,
                      disable=not progress) as bar:
-            futures = {pool.submit(grade_one, sub, out / sub.student, timeout_s): (sub, digest)
+            futures = {pool.submit(grade_one, sub, out / sub.student, timeout_s, python): (sub, digest)
                        for sub, digest in todo}
             for future in as_completed(futures):
                 sub, digest = futures[future]
@@ -318,9 +322,12 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S,
                         help=f"wall-clock limit per submission, s (default {DEFAULT_TIMEOUT_S:.0f})")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("--python", default=sys.executable,
+                        help="interpreter that runs `-m autograder grade` (default: this one)")
     args = parser.parse_args(argv)
     try:
-        report = grade_all(args.submissions, args.out, args.workers, args.force, args.timeout, not args.no_progress)
+        report = grade_all(args.submissions, args.out, args.workers, args.force, args.timeout,
+                           not args.no_progress, args.python)
     except (FileNotFoundError, ValueError) as exc:
         print(f"grade-all: {exc}", file=sys.stderr)
         return 2

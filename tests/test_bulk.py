@@ -1,0 +1,236 @@
+"""`python -m autograder grade-all`: batch grading, crash/timeout isolation, resumability, the gradebook.
+
+The fast tests drive the batch runner with a stand-in grader executable (a small script that
+behaves like `python -m autograder grade` for submissions named by what they should do: score,
+crash, hang), so they check the runner's own logic in about a second. The slow test grades a real
+batch (answer key, unfilled stubs, a wrong fixture, a damaged zip) with the real grader and checks
+the scores against `grade_submission` in this process.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import shutil
+import sqlite3
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from autograder import bulk
+from autograder.gradebook import Gradebook, exercise_scores
+from autograder.manifest import EXERCISES, ROOT
+
+SCORE_TOL = 1e-6  # scores are sums of a few dozen floats; anything above rounding is a real difference
+
+FAKE_GRADER = textwrap.dedent('''\
+    #!{python}
+    """Stand-in for `python -m autograder grade SUB --out OUT` driven by the submission's name."""
+    import json, os, sys, time
+    sub, out = sys.argv[4], sys.argv[6]
+    name = os.path.basename(sub)
+    with open(os.path.join(os.path.dirname(os.path.dirname(out)), "calls.txt"), "a") as fh:
+        fh.write(name + "\\n")
+    if "hang" in name:
+        with open(os.path.join(os.path.dirname(out), "pid.txt"), "w") as fh:
+            fh.write(str(os.getpid()))
+        time.sleep(60)
+    if "crash" in name:
+        print("Traceback: grader exploded", file=sys.stderr)
+        sys.exit(3)
+    n_files = len(os.listdir(sub)) if os.path.isdir(sub) else 0
+    tests = [{{"name": "ex01 public: ex01.f.case", "score": min(n_files, 6), "max_score": 6,
+               "status": "passed" if n_files >= 6 else "failed", "visibility": "visible",
+               "output": "ex01 said: expected 187.5 $/GB"}},
+             {{"name": "ex02 hidden detail: ex02.g.secret", "score": 0, "max_score": 0,
+               "status": "failed", "visibility": "after_due_date", "output": "inputs: SECRET-INPUT"}}]
+    with open(out, "w") as fh:
+        json.dump({{"score": float(min(n_files, 6)), "tests": tests}}, fh)
+''')
+
+
+@pytest.fixture()
+def fake_python(tmp_path) -> str:
+    path = tmp_path / "fake_grader.py"
+    path.write_text(FAKE_GRADER.format(python=sys.executable))
+    path.chmod(0o755)
+    return str(path)
+
+
+def _folder(root: Path, name: str, n_files: int) -> Path:
+    folder = root / name
+    folder.mkdir(parents=True)
+    for i in range(n_files):
+        (folder / f"f{i}.py").write_text(f"x = {i}\n")
+    return folder
+
+
+def _calls(out: Path) -> list[str]:
+    return sorted((out / "calls.txt").read_text().split())
+
+
+def test_batch_isolates_crashes_and_timeouts_and_keeps_going(tmp_path, fake_python):
+    subs = tmp_path / "subs"
+    _folder(subs, "alice", 6)
+    _folder(subs, "bob", 2)
+    _folder(subs, "carol_crash", 6)
+    _folder(subs, "dave_hang", 6)
+    (subs / "erin.zip").write_bytes(b"not a zip")
+    (subs / "readme.txt").write_text("ignored: neither a folder nor a zip")
+    out = tmp_path / "graded"
+    start = time.perf_counter()
+    report = bulk.grade_all(subs, out, workers=4, timeout_s=3.0, progress=False, python=fake_python)
+    wall = time.perf_counter() - start
+    assert wall < 30, f"the hanging submission must be stopped at its 3 s limit; the batch took {wall:.1f} s"
+    assert report.graded == ["alice", "bob", "carol_crash", "dave_hang", "erin"], report.graded
+    assert report.failed == ["carol_crash", "dave_hang"], f"expected the crash and the hang to fail, got {report.failed}"
+    scores = {r.student: r.score for r in report.records}
+    assert abs(scores["alice"] - 6) < SCORE_TOL and abs(scores["bob"] - 2) < SCORE_TOL, scores
+    for student in ("carol_crash", "dave_hang"):
+        results = json.loads((out / student / "results.json").read_text())
+        assert results["score"] == 0 and results["tests"][0]["visibility"] == "visible", results
+        assert results["tests"][0]["status"] == "failed"
+    assert "time limit" in (out / "dave_hang" / "results.json").read_text() or \
+        "longer than" in (out / "dave_hang" / "results.json").read_text()
+    assert "grader exploded" in (out / "carol_crash" / "feedback_instructor.md").read_text(), (
+        "the instructor's feedback must carry the grader's log tail for a crash")
+    hung_pid = int((out / "dave_hang" / "pid.txt").read_text())
+    with pytest.raises(ProcessLookupError):
+        os.kill(hung_pid, 0)  # the runaway grader was killed, not left behind
+
+
+def test_feedback_respects_visibility(tmp_path, fake_python):
+    subs = tmp_path / "subs"
+    _folder(subs, "bob", 2)
+    out = tmp_path / "graded"
+    bulk.grade_all(subs, out, workers=1, progress=False, python=fake_python)
+    student = (out / "bob" / "feedback.md").read_text()
+    instructor = (out / "bob" / "feedback_instructor.md").read_text()
+    assert "expected 187.5 $/GB" in student, "a visible failed test's message must reach the student"
+    assert "SECRET-INPUT" not in student, "an after_due_date detail must not appear in the student copy"
+    assert "SECRET-INPUT" in instructor and "after_due_date" in instructor
+    assert "1 further test entries are not shown" in student
+
+
+def test_resume_skips_unchanged_and_force_regrades(tmp_path, fake_python):
+    subs = tmp_path / "subs"
+    _folder(subs, "alice", 6)
+    bob = _folder(subs, "bob", 2)
+    out = tmp_path / "graded"
+    first = bulk.grade_all(subs, out, workers=2, progress=False, python=fake_python)
+    assert first.graded == ["alice", "bob"] and first.skipped == []
+    shutil.rmtree(out / "alice")  # feedback files are rewritten from the gradebook on a skip
+    second = bulk.grade_all(subs, out, workers=2, progress=False, python=fake_python)
+    assert second.graded == [] and sorted(second.skipped) == ["alice", "bob"], second
+    assert (out / "alice" / "results.json").is_file() and (out / "alice" / "feedback.md").is_file()
+    (bob / "f2.py").write_text("x = 2\n")  # bob resubmits: a changed content hash
+    third = bulk.grade_all(subs, out, workers=2, progress=False, python=fake_python)
+    assert third.graded == ["bob"] and third.skipped == ["alice"], third
+    assert {r.student: r.score for r in third.records}["bob"] == pytest.approx(3, abs=SCORE_TOL)
+    forced = bulk.grade_all(subs, out, workers=2, force=True, progress=False, python=fake_python)
+    assert forced.graded == ["alice", "bob"] and forced.skipped == []
+    calls = _calls(out)
+    assert calls.count("alice") == 2 and calls.count("bob") == 3, (
+        f"alice graded by the first and the forced run, bob also after resubmitting; got {calls}")
+    with sqlite3.connect(out / "gradebook.sqlite") as db:
+        assert db.execute("SELECT COUNT(*) FROM submissions").fetchone()[0] == 2
+        assert db.execute("SELECT COUNT(*) FROM exercise_scores").fetchone()[0] == 2 * len(EXERCISES)
+
+
+def test_content_hash_tracks_content_not_noise(tmp_path):
+    a = _folder(tmp_path, "a", 3)
+    h = bulk.content_hash(a)
+    (a / "__pycache__").mkdir()
+    (a / "__pycache__" / "f0.cpython-311.pyc").write_bytes(b"\0")
+    (a / ".DS_Store").write_bytes(b"\0")
+    assert bulk.content_hash(a) == h, "byte-code caches and dot files must not change the hash"
+    (a / "f0.py").write_text("x = 99\n")
+    assert bulk.content_hash(a) != h
+    (a / "f0.py").write_text("x = 0\n")
+    (a / "f0.py").rename(a / "g0.py")
+    assert bulk.content_hash(a) != h, "a renamed file is a different submission"
+
+
+def test_discover_rejects_two_submissions_for_one_student(tmp_path):
+    _folder(tmp_path, "alice", 1)
+    (tmp_path / "alice.zip").write_bytes(b"")
+    with pytest.raises(ValueError, match="alice"):
+        bulk.discover(tmp_path)
+
+
+def test_gradebook_csv_and_summary(tmp_path):
+    results = {"score": 7.5, "tests": [
+        {"name": "ex01 public: ex01.a", "score": 6.0, "max_score": 6.0, "status": "passed"},
+        {"name": "ex02 hidden: ex02.b", "score": 1.5, "max_score": 10.0, "status": "failed"},
+    ]}
+    assert exercise_scores(results)["ex02"] == (1.5, 10.0)
+    with Gradebook(tmp_path / "gb.sqlite") as book:
+        book.record("zoe", "subs/zoe", "h1", results, 1.0, False)
+        book.record("amy", "subs/amy.zip", "h2", {"score": 0.0, "tests": []}, 2.0, True)
+        assert book.known_hash("zoe") == "h1" and book.known_hash("nobody") is None
+        rows = book.export_csv(tmp_path / "g.csv")
+    assert rows == 2
+    table = list(csv.DictReader((tmp_path / "g.csv").open()))
+    assert [r["student"] for r in table] == ["amy", "zoe"]
+    zoe = table[1]
+    assert float(zoe["score"]) == pytest.approx(7.5) and float(zoe["ex02"]) == pytest.approx(1.5)
+    assert table[0]["status"] == "grader_failed"
+    with Gradebook(tmp_path / "gb.sqlite") as book:
+        summary = bulk.summary_table(list(book.records()))
+    ex01_line = next(line for line in summary.splitlines() if line.startswith("ex01"))
+    # ex01: zoe 6/6, amy 0/6 -> mean 3.00; distribution: one at 0, one at full marks
+    assert ex01_line.split()[2] == "3.00" and ex01_line.split()[-4:] == ["1", "0", "0", "1"], ex01_line
+    assert "grader failed on 1: amy" in summary
+
+
+def test_cli_writes_csv_and_prints_summary(tmp_path, fake_python, capsys):
+    subs = tmp_path / "subs"
+    _folder(subs, "alice", 6)
+    code = bulk.main([str(subs), "--csv", str(tmp_path / "g.csv"), "--out", str(tmp_path / "graded"),
+                      "--workers", "1", "--no-progress", "--python", fake_python])
+    assert code == 0
+    out = capsys.readouterr().out
+    assert "ex10" in out and "total" in out and "wrote" in out
+    assert (tmp_path / "g.csv").read_text().count("\n") == 2
+
+
+# ---------------------------------------------------------------------------------------------
+# The real grader on a small batch.
+
+def _copy_exercises(src: Path, dest: Path) -> Path:
+    dest.mkdir(parents=True)
+    for e in EXERCISES:
+        shutil.copyfile(src / e.filename, dest / e.filename)
+    return dest
+
+
+@pytest.mark.slow
+def test_real_batch_matches_single_grader(tmp_path):
+    from autograder.demo import wrong_fixtures
+    from autograder.grader import grade_submission
+
+    subs = tmp_path / "subs"
+    _copy_exercises(ROOT / "solutions", subs / "key")
+    _copy_exercises(ROOT / "assignments", subs / "stubs")
+    fixture = wrong_fixtures()[0]
+    wrong = _copy_exercises(ROOT / "solutions", subs / "wrong")
+    (fixture_file,) = list(fixture.glob("ex*.py"))
+    shutil.copyfile(fixture_file, wrong / fixture_file.name)
+    (subs / "damaged.zip").write_bytes(b"PK\x03\x04 cut off")
+    out = tmp_path / "graded"
+    report = bulk.grade_all(subs, out, progress=False)
+    scores = {r.student: r for r in report.records}
+    assert scores["key"].score == pytest.approx(100, abs=SCORE_TOL), "the answer key must score 100"
+    assert scores["stubs"].score == pytest.approx(0, abs=SCORE_TOL), "the unfilled stubs must score 0"
+    direct = grade_submission(wrong)
+    assert scores["wrong"].score == pytest.approx(float(direct["score"]), abs=SCORE_TOL), (
+        f"bulk and single grading disagree on {fixture.name}")
+    assert scores["wrong"].score < 100 - SCORE_TOL, f"{fixture.name} must lose points"
+    assert scores["damaged"].score == pytest.approx(0, abs=SCORE_TOL)
+    assert (out / "damaged" / "results.json").is_file()
+    again = bulk.grade_all(subs, out, progress=False)
+    assert again.graded == [] and len(again.skipped) == 4, "an unchanged batch must be skipped entirely"
