@@ -1,0 +1,69 @@
+"""Hidden cases for ex07 (tokens per parameter, offload order): other MoE models and batches, ties, invalid input.
+
+Expected values are computed from the answer key by `python -m autograder expected`.
+"""
+
+import numpy as np
+
+from hetero.checks import Case
+
+EXACT = "one product and quotient of integers: correct code agrees to ~1e-16; 1e-9 allows only float rounding"
+ROUTED_HINT = "batch x active_experts / num_routed_experts, as a float (no integer division)"
+SHARED_HINT = "every token uses every shared-expert parameter: the batch size, as a float"
+ORDER_HINT = "ascending tokens per parameter; ties keep the dict's order (stable sort, not alphabetical)"
+
+# (label, batch, active_experts, num_routed_experts)
+_ROUTED = [
+    ("kimi_k2_b64", 64, 8, 384),
+    ("qwen3_235b_b32", 32, 8, 128),
+    ("mixtral_b1", 1, 2, 8),
+    ("deepseek_v2_b128", 128, 6, 160),
+    ("deepseek_v3_b3", 3, 8, 256),
+    ("all_experts_active", 5, 8, 8),
+]
+CASES = [
+    Case(f"ex07.tokens_per_routed_expert.{label}", "tokens_per_routed_expert", (b, k, n), rel_tol=1e-9,
+         tol_note=EXACT, unit="tokens", hint=ROUTED_HINT, points=1.0)
+    for label, b, k, n in _ROUTED
+]
+CASES += [
+    Case("ex07.tokens_per_routed_expert.zero_batch", "tokens_per_routed_expert", (0, 8, 256), raises="ValueError",
+         hint="batch 0 must raise ValueError naming batch", points=0.5),
+    Case("ex07.tokens_per_routed_expert.zero_active", "tokens_per_routed_expert", (64, 0, 256),
+         raises="ValueError", hint="active_experts 0 must raise ValueError naming active_experts", points=0.5),
+]
+
+CASES += [
+    Case(f"ex07.tokens_per_shared_expert.b{b}", "tokens_per_shared_expert", (b,), rel_tol=1e-9, tol_note=EXACT,
+         unit="tokens", hint=SHARED_HINT, points=0.5)
+    for b in (1, 7, 256, 1000)
+]
+CASES += [
+    Case(f"ex07.tokens_per_shared_expert.invalid_{label}", "tokens_per_shared_expert", (b,), raises="ValueError",
+         hint="a batch below 1 must raise ValueError naming batch", points=0.5)
+    for label, b in (("zero", 0), ("negative", -3))
+]
+
+_rng = np.random.default_rng(707)
+_random_parts = {f"part{i}": float(v) for i, v in enumerate(_rng.uniform(0.01, 100.0, size=6))}
+# (label, tokens_per_param)
+_ORDER = [
+    ("kimi_k2_b64", {"routed experts": 64 * 8 / 384, "shared expert": 64.0, "attention": 64.0}),
+    ("tie_in_reverse_listing", {"attention": 64.0, "shared expert": 64.0, "routed experts": 2.0}),
+    ("mixtral_no_shared", {"attention": 32.0, "experts": 8.0}),
+    ("single_part", {"attention": 1.0}),
+    ("three_way_tie_not_alphabetical", {"zeta": 1.0, "alpha": 1.0, "mid": 1.0}),
+    ("random_six", _random_parts),
+]
+CASES += [
+    Case(f"ex07.offload_order.{label}", "offload_order", (d,), unit="part names", tol_note="list of names: exact",
+         hint=ORDER_HINT, points=1.0)
+    for label, d in _ORDER
+]
+CASES += [
+    Case(f"ex07.offload_order.invalid_{label}", "offload_order", (d,), raises="ValueError",
+         hint="a value that is not a finite number > 0 must raise ValueError naming the part", points=0.5)
+    for label, d in (("zero", {"attention": 64.0, "experts": 0.0}),
+                     ("negative", {"experts": -2.0}),
+                     ("infinite", {"experts": float("inf")}))
+]

@@ -1,0 +1,93 @@
+"""Hidden cases for ex08 (deferral overlap): DeepSeek-V3-, Kimi K2- and Mixtral-like layers, seeded random layers.
+
+Random layers keep gpu_s / cpu_per_expert_s away from whole numbers (fractional part in [0.1, 0.9]),
+so the best deferral is never decided by float rounding. Expected values are computed from the answer
+key by `python -m autograder expected`.
+"""
+
+import numpy as np
+
+from hetero.checks import Case
+
+REL = "sums, products and a max of the inputs: correct code agrees to ~1e-15; 1e-9 allows only float rounding"
+LAYER_HINT = ("the deferred experts run on the CPU while the GPU runs the next layer (they overlap: take the "
+              "longer), the immediate ones run alone")
+BEST_HINT = ("try d = 0 .. active_experts - min_immediate and return the smallest d with the minimal layer time "
+             "(ties within float rounding count as equal)")
+SPEEDUP_HINT = "layer time without deferral / layer time with the given deferral (> 1 is faster)"
+
+# Per-layer times of the experiment 03 account (DeepSeek-V3 on an RTX 4090 + 2 Xeon sockets), in s.
+DSV3_G, DSV3_C = 0.3692e-3, 0.05761e-3
+_rng = np.random.default_rng(808)
+
+
+def _random_layer() -> tuple[float, float, int]:
+    k = int(_rng.integers(2, 13))
+    c = float(_rng.uniform(0.02e-3, 0.2e-3))
+    ratio = int(_rng.integers(0, k + 1)) + float(_rng.uniform(0.1, 0.9))
+    return ratio * c, c, k
+
+
+_RANDOM = [_random_layer() for _ in range(4)]
+
+# (label, gpu_s, cpu_per_expert_s, active_experts, deferred)
+_LAYER = [
+    ("deepseek_v3_d0", DSV3_G, DSV3_C, 8, 0),
+    ("deepseek_v3_d3", DSV3_G, DSV3_C, 8, 3),
+    ("deepseek_v3_d6", DSV3_G, DSV3_C, 8, 6),
+    ("deepseek_v3_all_deferred", DSV3_G, DSV3_C, 8, 8),
+    ("kimi_k2_d4", 0.2e-3, 0.06e-3, 8, 4),
+    ("mixtral_d1", 1.0e-3, 0.8e-3, 2, 1),
+    ("no_gpu_work", 0.0, 0.05e-3, 8, 3),
+] + [(f"random_{i}", g, c, k, int(_rng.integers(0, k + 1))) for i, (g, c, k) in enumerate(_RANDOM)]
+CASES = [
+    Case(f"ex08.layer_time_s.{label}", "layer_time_s", (g, c, k, d), rel_tol=1e-9, tol_note=REL, unit="s",
+         hint=LAYER_HINT, points=1.0)
+    for label, g, c, k, d in _LAYER
+]
+CASES += [
+    Case("ex08.layer_time_s.negative_gpu", "layer_time_s", (-1e-3, 0.05e-3, 8, 2), raises="ValueError",
+         hint="gpu_s < 0 must raise ValueError naming gpu_s", points=0.5),
+    Case("ex08.layer_time_s.zero_cpu", "layer_time_s", (1e-3, 0.0, 8, 2), raises="ValueError",
+         hint="cpu_per_expert_s = 0 must raise ValueError naming cpu_per_expert_s", points=0.5),
+    Case("ex08.layer_time_s.negative_deferred", "layer_time_s", (1e-3, 0.05e-3, 8, -1), raises="ValueError",
+         hint="deferred = -1 must raise ValueError naming deferred", points=0.5),
+]
+
+# (label, gpu_s, cpu_per_expert_s, active_experts, min_immediate)
+_BEST = [
+    ("deepseek_v3", DSV3_G, DSV3_C, 8, 2),
+    ("kimi_k2_fast_gpu", 0.2e-3, 0.06e-3, 8, 2),
+    ("mixtral_nothing_to_defer", 1.0e-3, 0.8e-3, 2, 2),
+    ("mixtral_one_immediate", 1.0e-3, 0.8e-3, 2, 1),
+    ("no_minimum_slow_gpu", 5.0e-3, 0.05e-3, 8, 0),
+    ("no_gpu_work", 0.0, 0.05e-3, 8, 2),
+] + [(f"random_{i}", g, c, k, int(_rng.integers(0, k))) for i, (g, c, k) in enumerate(_RANDOM)]
+CASES += [
+    Case(f"ex08.best_deferred.{label}", "best_deferred", (g, c, k), kwargs={"min_immediate": m},
+         tol_note="integer: exact", unit="experts", hint=BEST_HINT, points=1.5)
+    for label, g, c, k, m in _BEST
+]
+CASES += [
+    Case("ex08.best_deferred.negative_min_immediate", "best_deferred", (1e-3, 0.05e-3, 8),
+         kwargs={"min_immediate": -1}, raises="ValueError",
+         hint="min_immediate = -1 must raise ValueError naming min_immediate", points=0.5),
+]
+
+# (label, gpu_s, cpu_per_expert_s, active_experts, deferred)
+_SPEEDUP = [
+    ("deepseek_v3_d6", DSV3_G, DSV3_C, 8, 6),
+    ("deepseek_v3_d0", DSV3_G, DSV3_C, 8, 0),
+    ("kimi_k2_d4", 0.2e-3, 0.06e-3, 8, 4),
+    ("mixtral_d1", 1.0e-3, 0.8e-3, 2, 1),
+    ("cpu_bound_d8", 0.1e-3, 0.1e-3, 8, 8),
+] + [(f"random_{i}", g, c, k, int(_rng.integers(0, k + 1))) for i, (g, c, k) in enumerate(_RANDOM)]
+CASES += [
+    Case(f"ex08.deferral_speedup.{label}", "deferral_speedup", (g, c, k, d), rel_tol=1e-9, tol_note=REL,
+         unit="x", hint=SPEEDUP_HINT, points=1.0)
+    for label, g, c, k, d in _SPEEDUP
+]
+CASES += [
+    Case("ex08.deferral_speedup.too_many_deferred", "deferral_speedup", (1e-3, 0.05e-3, 8, 9), raises="ValueError",
+         hint="deferred = 9 > 8 active experts must raise ValueError naming deferred", points=0.5),
+]
