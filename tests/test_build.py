@@ -1,0 +1,221 @@
+"""The Gradescope autograder zip: contents, the no-solution audit, and a run in Gradescope's layout.
+
+Gradescope unpacks the zip into /autograder/source, runs setup.sh once to build the image, copies
+run_autograder to /autograder/run_autograder and runs it with the student's files in
+/autograder/submission; it reads /autograder/results/results.json. The slow test reproduces that in
+a temporary root (A2_AUTOGRADER_ROOT), with a fresh virtual environment made by setup.sh (torch from
+pip's configured index here: A2_TORCH_INDEX_URL=""), and grades the answer key, the unfilled stubs
+and one wrong fixture, validating every results.json against the schema.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from autograder import build
+from autograder.manifest import EXERCISES, ROOT
+
+SCHEMA = json.loads((ROOT / "autograder" / "schema" / "gradescope_results.schema.json").read_text())
+SCORE_TOL = 1e-6  # scores are sums of a few dozen floats; anything above rounding is a real difference
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory) -> tuple[Path, build.BuildReport]:
+    out = tmp_path_factory.mktemp("dist") / "autograder.zip"
+    return out, build.build(out)
+
+
+def _names(zip_path: Path) -> list[str]:
+    with zipfile.ZipFile(zip_path) as zf:
+        return zf.namelist()
+
+
+def test_zip_layout(built):
+    zip_path, report = built
+    names = set(_names(zip_path))
+    for required in ("setup.sh", "run_autograder", "fallback.py", "requirements.txt", "requirements-torch.txt",
+                     "autograder/__main__.py", "autograder/grader.py", "autograder/manifest.py",
+                     "autograder/cases.py", "autograder/schema/gradescope_results.schema.json",
+                     "shared/hetero/__init__.py", "shared/hetero/checks.py", "shared/hetero/casegen.py"):
+        assert required in names, f"{required} must be in the zip"
+    for e in EXERCISES:
+        for rel in (f"assignments/tests/public_{e.id}.py", f"autograder/tests/{e.id}_hidden.py",
+                    f"autograder/expected/{e.id}.json"):
+            assert rel in names, f"{rel} must be in the zip (the grader reads it)"
+    for tool in ("release", "build", "bulk", "pack", "demo", "gradebook", "export_nbgrader", "export_otter"):
+        assert f"autograder/{tool}.py" not in names, f"autograder/{tool}.py is not needed for grading"
+    assert report.checkpoint is not None and report.checkpoint in names, "the MoE checkpoint must ship"
+    with zipfile.ZipFile(zip_path) as zf:
+        for entry in ("setup.sh", "run_autograder"):
+            mode = zf.getinfo(entry).external_attr >> 16
+            assert mode & stat.S_IXUSR, f"{entry} must be executable in the zip (mode {oct(mode)})"
+        torch_req = zf.read("requirements-torch.txt").decode()
+        reqs = zf.read("requirements.txt").decode()
+    assert "torch==2.13.0" in torch_req and "torch" not in reqs.replace("# Generated", "")
+    assert "numpy==" in reqs and "python_version < '3.11'" in reqs, "numpy needs a pin for Python 3.10 too"
+
+
+def test_zip_ships_no_solution_source(built):
+    zip_path, _ = built
+    solution_bytes = {p.read_bytes() for p in (ROOT / "solutions").glob("*.py")}
+    with zipfile.ZipFile(zip_path) as zf:
+        for name in zf.namelist():
+            assert not name.startswith(("solutions/", "autograder/fixtures/")), name
+            data = zf.read(name)
+            assert b"BEGIN SOLUTION" not in data, f"{name} contains the answer-key marker"
+            assert data not in solution_bytes, f"{name} is a copy of an answer-key file"
+
+
+def test_audit_refuses_planted_solutions(built, tmp_path):
+    zip_path, _ = built
+    plants = {
+        "solutions/ex01_cost_per_gb.py": b"x = 1\n",
+        "autograder/fixtures/wrong/ex01_gib/ex01_cost_per_gb.py": b"x = 1\n",
+        "shared/hetero/leak.py": b"def f():\n    # BEGIN " + b"SOLUTION\n    return 1\n",
+        "notes/copy.py": (ROOT / "solutions" / EXERCISES[0].filename).read_bytes(),
+    }
+    for name, data in plants.items():
+        bad = tmp_path / f"bad_{abs(hash(name))}.zip"
+        shutil.copyfile(zip_path, bad)
+        with zipfile.ZipFile(bad, "a") as zf:
+            zf.writestr(name, data)
+        with pytest.raises(build.BuildError, match="refusing to ship"):
+            build.audit(bad)
+
+
+def test_build_is_reproducible(built, tmp_path):
+    zip_path, _ = built
+    again = tmp_path / "again.zip"
+    build.build(again)
+    assert again.read_bytes() == zip_path.read_bytes(), "the same sources must give the same zip bytes"
+
+
+def test_requirements_come_from_imports_and_pins():
+    pins = build.pyproject_pins()
+    assert pins["torch"] == ["torch==2.13.0"]
+    reqs, torch = build.requirements_for({"numpy", "torch"}, pins)
+    assert torch == ["torch==2.13.0"] and all(r.startswith("numpy==") for r in reqs) and len(reqs) == 2
+    with pytest.raises(build.BuildError, match="no pin"):
+        build.requirements_for({"requests"}, pins)
+
+
+def _python310() -> str | None:
+    for candidate in (shutil.which("python3.10"), "/root/.pyenv/versions/3.10.13/bin/python3.10"):
+        if candidate and Path(candidate).is_file():
+            return candidate
+    return None
+
+
+@pytest.mark.skipif(_python310() is None, reason="no Python 3.10 interpreter on this machine")
+def test_shipped_code_compiles_under_python_310(built, tmp_path):
+    """Gradescope's image runs Python 3.10: every shipped .py must at least compile there."""
+    zip_path, _ = built
+    src = tmp_path / "src"
+    with zipfile.ZipFile(zip_path) as zf:
+        zf.extractall(src)
+    code = ("import pathlib, sys\nbad = []\n"
+            "for p in pathlib.Path(sys.argv[1]).rglob('*.py'):\n"
+            "    try: compile(p.read_bytes(), str(p), 'exec')\n"
+            "    except SyntaxError as e: bad.append(f'{p}: {e}')\n"
+            "print('\\n'.join(bad)); sys.exit(1 if bad else 0)\n")
+    proc = subprocess.run([_python310(), "-c", code, str(src)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, f"not Python 3.10 syntax:\n{proc.stdout}{proc.stderr}"
+    proc = subprocess.run([_python310(), str(src / "fallback.py"), "--results", str(tmp_path / "r.json"),
+                           "--status", "1"], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    jsonschema.validate(json.loads((tmp_path / "r.json").read_text()), SCHEMA)
+
+
+# ---------------------------------------------------------------------------------------------
+# Gradescope layout runs.
+
+def _gradescope_root(zip_path: Path, root: Path) -> Path:
+    """source/ (the unpacked zip), submission/, results/, and run_autograder copied to the root."""
+    (root / "submission").mkdir(parents=True)
+    (root / "results").mkdir()
+    with zipfile.ZipFile(zip_path) as zf:
+        zf.extractall(root / "source")
+    for entry in ("setup.sh", "run_autograder"):  # zipfile does not restore permissions
+        (root / "source" / entry).chmod(0o755)
+    shutil.copy2(root / "source" / "run_autograder", root / "run_autograder")
+    return root
+
+
+def _env(root: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV"))}
+    env["PATH"] = os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep) if ".venv" not in p)
+    env["A2_AUTOGRADER_ROOT"] = str(root)
+    env.update(extra)
+    return env
+
+
+def _run_autograder(root: Path, files: dict[str, Path], env: dict[str, str]) -> dict:
+    shutil.rmtree(root / "submission")
+    (root / "submission").mkdir()
+    for name, src in files.items():
+        shutil.copyfile(src, root / "submission" / name)
+    results = root / "results" / "results.json"
+    results.unlink(missing_ok=True)
+    proc = subprocess.run([str(root / "run_autograder")], cwd=str(root), env=env, capture_output=True,
+                          text=True, timeout=1200)
+    assert proc.returncode == 0, f"run_autograder failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    data = json.loads(results.read_text())
+    jsonschema.validate(data, SCHEMA)
+    return data
+
+
+def _exercise_files(folder: Path) -> dict[str, Path]:
+    return {e.filename: folder / e.filename for e in EXERCISES}
+
+
+def test_run_autograder_writes_fallback_results_when_the_grader_cannot_start(built, tmp_path):
+    zip_path, _ = built
+    root = _gradescope_root(zip_path, tmp_path / "gs")
+    env = _env(root, A2_VENV=str(tmp_path / "no-such-venv"))
+    data = _run_autograder(root, _exercise_files(ROOT / "solutions"), env)
+    assert data["score"] == 0
+    visible = [t for t in data["tests"] if t.get("visibility") == "visible"]
+    assert visible and visible[0]["status"] == "failed" and "could not grade" in visible[0]["output"]
+
+
+@pytest.mark.slow
+def test_gradescope_layout_end_to_end(built, tmp_path):
+    from autograder.demo import wrong_fixtures
+    from autograder.grader import grade_submission
+
+    zip_path, _ = built
+    root = _gradescope_root(zip_path, tmp_path / "autograder")
+    env = _env(root, A2_TORCH_INDEX_URL="", A2_PYTHON=sys.executable)
+    setup = subprocess.run(["bash", str(root / "source" / "setup.sh")], cwd=str(root / "source"), env=env,
+                           capture_output=True, text=True, timeout=1200)
+    assert setup.returncode == 0, f"setup.sh failed:\n{setup.stdout[-4000:]}\n{setup.stderr[-4000:]}"
+    assert (root / "venv" / "bin" / "python").is_file()
+
+    key = _run_autograder(root, _exercise_files(ROOT / "solutions"), env)
+    assert key["score"] == pytest.approx(100, abs=SCORE_TOL), "the answer key must score 100"
+    stubs = _run_autograder(root, _exercise_files(ROOT / "assignments"), env)
+    assert stubs["score"] == pytest.approx(0, abs=SCORE_TOL), "the unfilled stubs must score 0"
+
+    fixture = wrong_fixtures()[0]
+    (fixture_file,) = list(fixture.glob("ex*.py"))
+    files = _exercise_files(ROOT / "solutions")
+    files[fixture_file.name] = fixture_file
+    wrong = _run_autograder(root, files, env)
+    in_repo_sub = tmp_path / "in_repo"
+    in_repo_sub.mkdir()
+    for name, src in files.items():
+        shutil.copyfile(src, in_repo_sub / name)
+    direct = grade_submission(in_repo_sub)
+    assert wrong["score"] == pytest.approx(float(direct["score"]), abs=SCORE_TOL), (
+        f"{fixture.name}: Gradescope run gave {wrong['score']}, in-repo grading {direct['score']}")
+    assert wrong["score"] < 100 - SCORE_TOL, f"{fixture.name} must lose points"
