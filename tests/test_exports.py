@@ -1,0 +1,197 @@
+"""nbgrader and Otter exports: structure, points, verdicts equal to the native grader's, and (slow) the
+real tools grading solutions, the unfilled release and wrong fixtures to the same points as
+`python -m autograder grade` on the same code.
+
+The fast tests run every exported test cell in-process (exec, as a kernel would) and compare each cell's
+pass/fail and message with `hetero.checks.judge` on the same case, which is what the native grader
+computes. The slow tests (`@pytest.mark.slow`, still in the default run) drive `nbgrader
+generate_assignment` + `nbgrader autograde` and `otter assign` + `otter run` for real.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import nbformat
+import pytest
+
+from autograder import export_nbgrader, export_otter
+from autograder import notebooks as nb
+from autograder.expected import load_file_module, wrong_fixtures
+from autograder.manifest import BY_ID, ROOT
+from hetero.checks import judge, run_call
+
+GRADABLE = [ex.id for ex in nb.gradable_exercises()]
+if not GRADABLE:
+    pytest.skip("no exercise has hidden cases with stored expected values yet", allow_module_level=True)
+
+VENV_BIN = Path(sys.executable).parent
+# Points are compared per exercise. Otter's test configs carry points rounded to 1e-6 (POINT_DIGITS), so a
+# sum over at most ~40 cases may differ from the native float sum by 2e-5; 1e-4 allows that and nothing more
+# (the smallest case is worth > 0.01 points, so one wrong verdict is always caught).
+POINTS_TOL = 1e-4
+
+
+@pytest.fixture(scope="module", params=GRADABLE)
+def sources(request) -> nb.ExerciseSources:
+    return nb.load_sources(request.param)
+
+
+def _exec_cells(exercise_code: str, cells: list[str]) -> list[tuple[bool, str]]:
+    namespace: dict[str, Any] = {"__name__": "__main__"}
+    exec(compile(exercise_code, "<exercise cell>", "exec"), namespace)
+    results = []
+    for code in cells:
+        try:
+            exec(compile(code, "<test cell>", "exec"), namespace)
+            results.append((True, ""))
+        except AssertionError as exc:
+            results.append((False, str(exc)))
+    return results
+
+
+def _native_verdicts(src: nb.ExerciseSources, path: Path) -> list[tuple[bool, str]]:
+    """What the native grader decides for each case (public then hidden), without the sandbox."""
+    module = load_file_module(path, f"_a2_export_check_{path.parent.name}_{src.exercise.id}")
+    verdicts = []
+    for case in src.public:
+        verdicts.append(judge(case, run_call(case, module)))
+    for case in src.hidden:
+        stored = src.expected[case.id]
+        verdicts.append(judge(case, run_call(case, module), stored.get("expect"), stored.get("mistakes") or {}))
+    return [(v.passed, v.message) for v in verdicts]
+
+
+def _implementations(src: nb.ExerciseSources, tmp_path: Path) -> list[Path]:
+    ex = src.exercise
+    stub = tmp_path / "release" / ex.filename
+    stub.parent.mkdir(parents=True, exist_ok=True)
+    stub.write_text(src.stub, encoding="utf-8")
+    return [ROOT / "solutions" / ex.filename, stub] + [path for _, path in wrong_fixtures(ex.id)]
+
+
+def _check_same_verdicts(src: nb.ExerciseSources, cells: list[str], tmp_path: Path) -> None:
+    for path in _implementations(src, tmp_path):
+        got = _exec_cells(path.read_text(encoding="utf-8"), cells)
+        want = _native_verdicts(src, path)
+        assert [g[0] for g in got] == [w[0] for w in want], (
+            f"{src.exercise.id} with {path}: exported cells pass/fail {[g[0] for g in got]}, "
+            f"the native grader's judge {[w[0] for w in want]}")
+        assert [g[1] for g in got if not g[0]] == [w[1] for w in want if not w[0]], (
+            "a failing exported cell must show the native grader's feedback message")
+
+
+# ---------------------------------------------------------------------------------------------
+# nbgrader
+
+def _nbgrader_cells(note: dict) -> list[dict]:
+    return [c for c in note["cells"] if "nbgrader" in c["metadata"]]
+
+
+def test_nbgrader_notebook_structure_and_points(sources):
+    note = export_nbgrader.source_notebook(sources)
+    nbformat.validate(nbformat.from_dict(note))
+    ex = sources.exercise
+    cells = _nbgrader_cells(note)
+    assert len(cells) == len(note["cells"]), "every cell carries nbgrader metadata (markers alone fail)"
+    assert all(c["metadata"]["nbgrader"]["schema_version"] == 3 for c in cells)
+    ids = [c["metadata"]["nbgrader"]["grade_id"] for c in cells]
+    assert len(set(ids)) == len(ids), "nbgrader grade_ids must be unique"
+    solution = [c for c in cells if c["metadata"]["nbgrader"]["solution"]]
+    assert len(solution) == 1 and nb.EXERCISE_TAG in solution[0]["metadata"]["tags"]
+    blocks = sources.solution.count("# BEGIN SOLUTION")
+    assert solution[0]["source"].count("### BEGIN SOLUTION") == blocks, "each solution block needs nbgrader's ### marker"
+    assert solution[0]["source"].count("### END SOLUTION") == blocks
+    grades = [c for c in cells if c["metadata"]["nbgrader"]["grade"]]
+    assert len(grades) == len(sources.public) + len(sources.hidden), "expected one grade cell per case"
+    hidden = grades[len(sources.public):]
+    assert all(export_nbgrader.BEGIN_HIDDEN in c["source"] and export_nbgrader.END_HIDDEN in c["source"]
+               for c in hidden), "hidden cases must sit between the hidden-test markers"
+    assert not any(export_nbgrader.BEGIN_HIDDEN in c["source"] for c in grades[:len(sources.public)])
+    total = sum(c["metadata"]["nbgrader"]["points"] for c in grades)
+    assert math.isclose(total, ex.points, abs_tol=1e-9), f"{ex.id} grade cells total {total}, manifest says {ex.points}"
+
+
+def test_nbgrader_cells_decide_like_the_native_grader(sources, tmp_path):
+    note = export_nbgrader.source_notebook(sources)
+    cells = [c["source"] for c in _nbgrader_cells(note) if c["metadata"]["nbgrader"]["grade"]]
+    _check_same_verdicts(sources, cells, tmp_path)
+
+
+def test_export_nbgrader_cli(tmp_path):
+    from autograder.__main__ import main
+
+    assert main(["export-nbgrader", str(tmp_path / "course")]) == 0
+    assert "c.CourseDirectory.course_id" in (tmp_path / "course" / "nbgrader_config.py").read_text()
+    written = sorted(p.name for p in (tmp_path / "course" / "source" / "a2").glob("*.ipynb"))
+    assert written == sorted(f"{BY_ID[e].module}.ipynb" for e in GRADABLE)
+
+
+def test_export_refuses_unknown_exercises(tmp_path):
+    with pytest.raises(SystemExit):
+        export_nbgrader.main([str(tmp_path), "--exercises", "ex99"])
+    with pytest.raises(SystemExit):
+        export_otter.main([str(tmp_path), "--exercises", "ex99"])
+
+
+# ---------------------------------------------------------------------------------------------
+# Otter
+
+def _otter_tests(note: dict) -> list[str]:
+    sources = [c["source"] for c in note["cells"]]
+    begin, end = sources.index("# BEGIN TESTS"), sources.index("# END TESTS")
+    return sources[begin + 1:end]
+
+
+def _strip_test_config(source: str) -> tuple[dict[str, Any], str]:
+    lines = source.splitlines()
+    assert lines[0] == '""" # BEGIN TEST CONFIG', "each Otter test cell starts with its TEST CONFIG block"
+    end = lines.index('""" # END TEST CONFIG')
+    config = dict(line.split(": ", 1) for line in lines[1:end])
+    return config, "\n".join(lines[end + 1:])
+
+
+def test_otter_master_structure_and_points(sources):
+    note = export_otter.master_notebook(sources)
+    nbformat.validate(nbformat.from_dict(note))
+    ex = sources.exercise
+    first = note["cells"][0]
+    assert first["cell_type"] == "raw" and first["source"].startswith("# ASSIGNMENT CONFIG")
+    raw = [c["source"].splitlines()[0] for c in note["cells"] if c["cell_type"] == "raw"]
+    assert raw == ["# ASSIGNMENT CONFIG", "# BEGIN QUESTION", "# BEGIN SOLUTION", "# END SOLUTION",
+                   "# BEGIN TESTS", "# END TESTS", "# END QUESTION"]
+    tests = _otter_tests(note)
+    assert len(tests) == len(sources.public) + len(sources.hidden)
+    configs = [_strip_test_config(t)[0] for t in tests]
+    assert [c.get("hidden") == "true" for c in configs] == [False] * len(sources.public) + [True] * len(sources.hidden)
+    total = sum(float(c["points"]) for c in configs)
+    assert math.isclose(total, ex.points, abs_tol=POINTS_TOL), f"{ex.id} tests total {total}, manifest says {ex.points}"
+    for test in tests:
+        body = ast.parse(_strip_test_config(test)[1]).body
+        bare = [ast.unparse(s) for s in body if isinstance(s, ast.Expr)]
+        assert not bare, f"bare expressions become doctests that need saved outputs: {bare}"
+
+
+def test_otter_tests_decide_like_the_native_grader(sources, tmp_path):
+    cells = [_strip_test_config(t)[1] for t in _otter_tests(export_otter.master_notebook(sources))]
+    _check_same_verdicts(sources, cells, tmp_path)
+
+
+def test_export_otter_cli(tmp_path):
+    from autograder.__main__ import main
+
+    assert main(["export-otter", str(tmp_path), "--package", "llmsys-a2-hetero @ file:///srv/a2"]) == 0
+    assert (tmp_path / "requirements.txt").read_text() == "llmsys-a2-hetero @ file:///srv/a2\n"
+    for ex_id in GRADABLE:
+        module = BY_ID[ex_id].module
+        note = json.loads((tmp_path / module / f"{module}.ipynb").read_text())
+        assert "requirements: ../requirements.txt" in note["cells"][0]["source"]
