@@ -138,3 +138,32 @@ def test_stub_exercises_raise_missing_exercise(tmp_path):
     for part in exp_hardware.PARTS:
         with pytest.raises(MissingExercise, match=part.needs[0]):
             part.run(str(tmp_path))
+
+
+def test_roofline_flop_and_byte_counts_by_hand():
+    from hetero import roofline
+
+    m = catalog.model("LLaMA-3.1-70B")
+    # one prefill token: 2 FLOP per weight + causal attention 2 x 1^2 x 8192 per layer x 80 layers
+    assert math.isclose(roofline.prefill_flops("LLaMA-3.1-70B", 1), 2 * m.num_params + 80 * 2 * 8192, rel_tol=1e-12)
+    # decode, batch 2, context 10: per token 2 x params + 80 x 4 x 10 x 8192
+    assert math.isclose(roofline.decode_step_flops("LLaMA-3.1-70B", 2, 10),
+                        2 * (2 * m.num_params + 80 * 4 * 10 * 8192), rel_tol=1e-12)
+    # bytes: the weights once + 2 sequences x 10 tokens x KV bytes per token
+    assert math.isclose(roofline.decode_step_bytes("LLaMA-3.1-70B", 2, 10, 100.0), m.weight_bytes + 2000.0,
+                        rel_tol=1e-12)
+
+
+def test_roofline_rejects_bad_input():
+    from hetero import roofline
+
+    with pytest.raises(ValueError, match="tokens"):
+        roofline.prefill("LLaMA-3.1-70B", "H800", 8, 0)
+    with pytest.raises(ValueError, match="num_gpus"):
+        roofline.prefill("LLaMA-3.1-70B", "H800", 0, 8192)
+    with pytest.raises(ValueError, match="mixture of experts"):
+        roofline.prefill("DeepSeek-V3", "H800", 8, 8192)
+    with pytest.raises(ValueError, match="Efficiency.compute"):
+        roofline.Efficiency(compute=1.5)
+    with pytest.raises(catalog.UnknownModel, match="LLaMA-9"):
+        roofline.prefill("LLaMA-9", "H800", 8, 8192)
