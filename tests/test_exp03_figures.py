@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import json
 import math
-import re
 import shutil
 from pathlib import Path
 
 import pytest
 
+from autograder.release import strip_solutions
 from hetero import ktrans
 from hetero.impl import MissingExercise
 
@@ -134,18 +134,11 @@ def test_render_and_plot(figures, tmp_path):
     assert len(paths) == 1 and paths[0].suffix == ".png" and paths[0].stat().st_size > 10_000, paths
 
 
-def _stub(src: str, ex_id: str) -> str:
-    """What the release tool does: each solution block becomes a raise NotImplementedError."""
-    pattern = re.compile(r"def (\w+)\(.*?\n( *)# BEGIN SOLUTION\n.*?\n *# END SOLUTION\n", re.S)
-    return pattern.sub(lambda m: m.group(0)[: m.group(0).index("# BEGIN SOLUTION")]
-                       + f'raise NotImplementedError("{ex_id}: {m.group(1)}")\n', src)
-
-
 def test_stubs_raise_missing_exercise(tmp_path):
     for ex_id, stem in (("ex06", "ex06_expert_bytes"), ("ex07", "ex07_arithmetic_intensity"),
                         ("ex08", "ex08_deferral_overlap")):
         shutil.copy(ROOT / "solutions" / f"{stem}.py", tmp_path / f"{stem}.py")
-    stubbed = _stub((ROOT / "solutions" / "ex09_amx_tops.py").read_text(), "ex09")
+    stubbed = strip_solutions((ROOT / "solutions" / "ex09_amx_tops.py").read_text(), "ex09")
     assert "BEGIN SOLUTION" not in stubbed and stubbed.count("raise NotImplementedError") == 5
     (tmp_path / "ex09_amx_tops.py").write_text(stubbed)
     parts = {p.key: p for p in ktrans.PARTS}
@@ -158,7 +151,7 @@ def test_stubs_raise_missing_exercise(tmp_path):
     stubs.mkdir()
     for ex_id, stem in (("ex06", "ex06_expert_bytes"), ("ex07", "ex07_arithmetic_intensity"),
                         ("ex08", "ex08_deferral_overlap")):
-        (stubs / f"{stem}.py").write_text(_stub((ROOT / "solutions" / f"{stem}.py").read_text(), ex_id))
+        (stubs / f"{stem}.py").write_text(strip_solutions((ROOT / "solutions" / f"{stem}.py").read_text(), ex_id))
     for key in ("placement", "decode"):
         with pytest.raises(MissingExercise, match="ex06"):
             parts[key].run(str(stubs))
