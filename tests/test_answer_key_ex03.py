@@ -1,0 +1,100 @@
+"""The ex03 answer key (local vs global KV cache) against its cases, and every ex03 wrong fixture.
+
+- The solution passes every public case and runs every hidden case (value where a value is expected,
+  the expected exception where `raises` is set); each function has at least 5 hidden cases.
+- Every wrong fixture fails at least one case, where hidden expectations are the solution's outputs
+  (as `python -m autograder expected` stores them), and the feedback then names the fixture's mistake.
+- The simulator-backed hidden cases (the global pool dispatched by the submitted ttft_dispatch) catch
+  every dispatch mistake on their own: the harness is a real test, not decoration.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+from pathlib import Path
+
+import pytest
+
+from autograder.cases import hidden_cases, public_cases
+from autograder.manifest import BY_ID, ROOT
+from hetero.checks import check_call, judge, run_call
+from hetero.impl import load_exercise
+
+WRONG = ROOT / "autograder" / "fixtures" / "wrong"
+FIXTURES = sorted(WRONG.glob("ex03_*"))
+DISPATCH_FIXTURES = ("ex03_ignores_queue", "ex03_ties_highest", "ex03_transfer_multiplied", "ex03_ignores_pool")
+
+
+def _key():
+    return load_exercise("ex03", ROOT / "solutions")
+
+
+@functools.lru_cache(maxsize=None)
+def _key_value(case_id: str):
+    """The solution's encoded output on a hidden case (computed once per test session)."""
+    case = next(c for c in hidden_cases("ex03") if c.id == case_id)
+    return None if case.raises else run_call(case, _key()).value
+
+
+def _mistake(path: Path) -> str:
+    doc = ast.get_docstring(ast.parse((path / BY_ID["ex03"].filename).read_text(encoding="utf-8"))) or ""
+    return doc.splitlines()[0] if doc else ""
+
+
+def test_solution_passes_every_public_case():
+    cases = public_cases("ex03")
+    assert 4 <= len(cases) <= 8, f"expected 4-8 public cases, found {len(cases)}"
+    assert any(c.raises == "ValueError" for c in cases), "no public invalid-input case"
+    failures = [v.message for v in (check_call(c, _key()) for c in cases) if not v.passed]
+    assert not failures, "the answer key fails its public cases:\n" + "\n".join(failures)
+
+
+def test_solution_runs_every_hidden_case():
+    per_func: dict[str, int] = {}
+    for case in hidden_cases("ex03"):
+        per_func[case.func] = per_func.get(case.func, 0) + 1
+        outcome = run_call(case, _key())
+        if case.raises:
+            assert outcome.error_type == case.raises, (
+                f"{case.id}: expected the answer key to raise {case.raises}, got "
+                f"{outcome.error_type or 'a value'} {outcome.error_message}")
+        else:
+            assert outcome.error_type is None, f"{case.id}: the answer key raised {outcome.error_type}: " \
+                                               f"{outcome.error_message}"
+    thin = {f: n for f, n in per_func.items() if n < 5}
+    assert not thin, f"fewer than 5 hidden cases for {thin}"
+    assert sum(1 for c in hidden_cases("ex03") if c.harness) >= 2, "expected simulator (harness) hidden cases"
+
+
+def test_at_least_three_fixtures():
+    assert len(FIXTURES) >= 3, f"ex03 needs >= 3 wrong fixtures, found {[p.name for p in FIXTURES]}"
+
+
+@pytest.mark.parametrize("path", FIXTURES, ids=[p.name for p in FIXTURES])
+def test_wrong_fixture_fails_some_case_and_feedback_names_it(path):
+    mistake = _mistake(path)
+    assert mistake.startswith("MISTAKE: "), f"{path}: the module docstring must start with 'MISTAKE: <sentence>'"
+    wrong = load_exercise("ex03", path)
+    caught = [c.id for c in public_cases("ex03") if not check_call(c, wrong).passed]
+    # Cheap cases first; the simulator cases only when nothing else catches the mistake.
+    for case in sorted(hidden_cases("ex03"), key=lambda c: c.harness is not None):
+        if caught:
+            break
+        got = run_call(case, wrong)
+        verdict = judge(case, got, _key_value(case.id),
+                        mistakes={path.name: (mistake, got.value)} if got.value is not None else None)
+        if not verdict.passed:
+            caught.append(case.id)
+            if got.value is not None:
+                assert mistake in verdict.message, f"feedback does not name the mistake: {verdict.message}"
+    assert caught, f"{path.name} passes every public and hidden ex03 case; no case detects the mistake"
+
+
+@pytest.mark.parametrize("name", DISPATCH_FIXTURES)
+def test_simulator_cases_catch_dispatch_mistakes(name):
+    wrong = load_exercise("ex03", WRONG / name)
+    harness = [c for c in hidden_cases("ex03") if c.harness == "hetero.kvcache:dispatch_harness"]
+    caught = [c.id for c in harness if not judge(c, run_call(c, wrong), _key_value(c.id)).passed]
+    assert caught, (f"{name}: the simulator run with this dispatch reproduces the reference figures "
+                    "(hit rate, transfers, imbalance, TTFT) on every hidden workload; expected a difference")
