@@ -1,0 +1,360 @@
+"""`python -m autograder grade SUBMISSION --out results.json`: grade one submission in sandboxed children.
+
+SUBMISSION is a folder or a zip. The exercise files (names from `autograder.manifest`) are found by
+name anywhere inside it: hidden folders, `__MACOSX` and symlinks are ignored; when a name occurs
+twice the shallowest copy is graded and the feedback says so. A missing file scores 0 for its
+exercise; the others are graded normally. A notebook `exNN_<name>.ipynb` stands in for a missing
+`.py` once `autograder.notebooks.extract_code` exists (`_notebook_code` is the one call site).
+
+This process never imports student code: each exercise's public and hidden cases run in one child
+process (`autograder.sandbox.run_exercise`), which sends back encoded outcomes; they are judged here
+with `hetero.checks.judge` against the public cases' literal values and the stored answer-key values
+(`autograder/expected/exNN.json`). results.json (`autograder.results`) is always written and valid:
+when student code crashes, hangs, exits, forks or floods its output, and when the grader fails.
+
+Python API: `grade_submission(submission, out=None) -> dict` (the results.json content).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import shutil
+import sys
+import tempfile
+import time
+import traceback
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any, Iterable, Optional, Sequence
+
+from autograder import results as res
+from autograder import sandbox
+from autograder.cases import expected_values, hidden_cases, public_cases
+from autograder.manifest import BY_ID, EXERCISES, ROOT, Exercise
+from hetero.checks import Case, Outcome, decode, encode, judge
+
+MAX_FILE_BYTES = 2 * 2**20  # an exercise file (or notebook) larger than this is not graded
+MAX_ZIP_MEMBERS = 20000
+SKIPPED_DIRS = ("__MACOSX", "__pycache__")
+KNOWN_MISTAKE = "Your result matches a known mistake:"
+
+
+@dataclass(frozen=True)
+class Found:
+    """The file graded for one exercise."""
+
+    path: Optional[Path]  # the .py to run (None: nothing gradable)
+    shown: str  # where it was in the submission, for feedback
+    note: str = ""  # duplicates, notebook used, too large ...
+
+
+class ConfigError(RuntimeError):
+    """The grader's own data (cases, expected values) is missing or inconsistent."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Finding the exercise files
+
+def _wanted(exercises: Sequence[Exercise]) -> dict[str, tuple[str, str]]:
+    """file name -> (exercise id, kind) for the .py files and the notebooks that stand in for them."""
+    names = {}
+    for ex in exercises:
+        names[ex.filename] = (ex.id, "py")
+        names[f"{ex.module}.ipynb"] = (ex.id, "ipynb")
+    return names
+
+
+def _ignored(part: str) -> bool:
+    return part.startswith(".") or part in SKIPPED_DIRS
+
+
+def _folder_candidates(top: Path, wanted: dict[str, tuple[str, str]]) -> list[tuple[str, Path]]:
+    found = []
+    for dirpath, dirnames, filenames in os.walk(top, followlinks=False):
+        dirnames[:] = sorted(d for d in dirnames if not _ignored(d))
+        for name in sorted(filenames):
+            path = Path(dirpath) / name
+            if name in wanted and not path.is_symlink() and path.is_file():
+                found.append((path.relative_to(top).as_posix(), path))
+    return found
+
+
+def _zip_candidates(archive: Path, wanted: dict[str, tuple[str, str]], staging: Path) -> list[tuple[str, Path]]:
+    found = []
+    with zipfile.ZipFile(archive) as zf:
+        members = zf.infolist()
+        if len(members) > MAX_ZIP_MEMBERS:
+            raise ValueError(f"the zip holds {len(members)} entries (at most {MAX_ZIP_MEMBERS})")
+        for i, info in enumerate(members):
+            name = PurePosixPath(info.filename.replace("\\", "/"))
+            if info.is_dir() or name.is_absolute() or ".." in name.parts or name.name not in wanted:
+                continue
+            if any(_ignored(part) for part in name.parts[:-1]) or _ignored(name.name):
+                continue
+            is_link = (info.external_attr >> 16) & 0o170000 == 0o120000
+            if is_link:
+                continue
+            target = staging / "zip" / str(i) / name.name
+            target.parent.mkdir(parents=True)
+            with zf.open(info) as src, open(target, "wb") as dst:
+                dst.write(src.read(MAX_FILE_BYTES + 1))
+            found.append((name.as_posix(), target))
+    return found
+
+
+def locate(submission: Path, exercises: Sequence[Exercise], staging: Path) -> tuple[dict[str, Found], list[str]]:
+    """Exercise id -> Found, and notes about the submission as a whole."""
+    wanted = _wanted(exercises)
+    notes: list[str] = []
+    if submission.is_dir():
+        candidates = _folder_candidates(submission, wanted)
+    elif submission.is_file() and zipfile.is_zipfile(submission):
+        candidates = _zip_candidates(submission, wanted, staging)
+    elif submission.is_file() and submission.name in wanted:
+        candidates = [(submission.name, submission)]
+    else:
+        notes.append(f"The submission {submission.name!r} is neither a folder nor a zip file; nothing was graded.")
+        candidates = []
+    by_exercise: dict[str, dict[str, list[tuple[str, Path]]]] = {}
+    for shown, path in candidates:
+        ex_id, kind = wanted[path.name]
+        by_exercise.setdefault(ex_id, {}).setdefault(kind, []).append((shown, path))
+    found: dict[str, Found] = {}
+    for ex in exercises:
+        kinds = by_exercise.get(ex.id, {})
+        if "py" in kinds:
+            found[ex.id] = _choose(kinds["py"], ex.filename)
+        elif "ipynb" in kinds:
+            found[ex.id] = _from_notebook(_choose(kinds["ipynb"], f"{ex.module}.ipynb"), ex, staging)
+    return found, notes
+
+
+def _choose(copies: list[tuple[str, Path]], filename: str) -> Found:
+    copies = sorted(copies, key=lambda item: (len(PurePosixPath(item[0]).parts), item[0]))
+    shown, path = copies[0]
+    note = ""
+    if len(copies) > 1:
+        others = ", ".join(s for s, _ in copies[1:])
+        note = f"{filename} occurs {len(copies)} times in your submission; graded {shown} (the shallowest), ignored {others}."
+    if path.stat().st_size > MAX_FILE_BYTES:
+        return Found(None, shown, _join(note, f"{shown} is larger than {MAX_FILE_BYTES // 2**20} MiB and was not graded."))
+    return Found(path, shown, note)
+
+
+def _notebook_code(notebook: Path) -> Optional[str]:
+    """The notebook's exercise code, once `autograder.notebooks` provides `extract_code`; else None."""
+    if importlib.util.find_spec("autograder.notebooks") is None:
+        return None
+    from autograder.notebooks import extract_code
+
+    return extract_code(notebook)
+
+
+def _from_notebook(found: Found, ex: Exercise, staging: Path) -> Found:
+    if found.path is None:
+        return found
+    code = _notebook_code(found.path)
+    if code is None:
+        return Found(None, found.shown, _join(found.note, f"{found.shown} is a notebook; notebooks are not "
+                                                          f"graded here yet: submit {ex.filename}."))
+    target = staging / "notebooks" / ex.filename
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(code, encoding="utf-8")
+    return Found(target, found.shown, _join(found.note, f"graded the code extracted from the notebook {found.shown}."))
+
+
+def _join(*parts: str) -> str:
+    return " ".join(p for p in parts if p)
+
+
+# ---------------------------------------------------------------------------------------------
+# Grading one exercise
+
+def call_spec(case: Case) -> dict[str, Any]:
+    """What the child is told about a case: never `expect`, `raises`, `hint` or tolerances."""
+    return {"id": case.id, "func": case.func, "args": encode(tuple(case.args)),
+            "kwargs": encode(dict(case.kwargs)), "harness": case.harness}
+
+
+def limits_for(ex: Exercise, time_scale: float = 1.0) -> sandbox.Limits:
+    return sandbox.Limits(timeout_s=ex.timeout_s * time_scale, cpu_s=ex.cpu_s * time_scale, memory_mb=ex.memory_mb)
+
+
+def _short(value: Any, limit: int = 400) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + " ..."
+
+
+def _call_text(case: Case) -> str:
+    args = ", ".join([_short(a, 200) for a in case.args] + [f"{k}={_short(v, 200)}" for k, v in case.kwargs.items()])
+    call = f"{case.func}({args})"
+    return f"{case.harness}(<your module>, {args})" if case.harness else call
+
+
+def _outcome_text(outcome: Optional[Outcome], reason: str) -> str:
+    if outcome is None:
+        return reason
+    if outcome.error_type:
+        return f"raised {outcome.error_type}: {outcome.error_message}"
+    try:
+        return _short(decode(outcome.value))
+    except Exception:  # a malformed value is reported, not fatal
+        return "an unreadable value"
+
+
+def _hidden_message(case: Case, passed: bool, verdict_message: str, outcome: Optional[Outcome], reason: str) -> str:
+    """Pass/fail text for a hidden case: what was checked and the likely mistake, no inputs or values."""
+    what = f"{case.func}: hidden case {case.id}"
+    unit = f" (unit: {case.unit})" if case.unit else ""
+    hint = f" Likely mistake: {case.hint}" if case.hint else ""
+    if passed:
+        return f"{what}: passed."
+    if outcome is None:
+        return f"{what}: {reason}."
+    if outcome.error_type == "NotImplementedError":
+        return f"{what}: not implemented yet."
+    if case.raises:
+        did = f"raised {outcome.error_type}" if outcome.error_type else "returned a value"
+        return f"{what}: this input is invalid and must raise {case.raises}, but your function {did}.{hint}"
+    if outcome.error_type:
+        return (f"{what}: your function raised {outcome.error_type} (its message is withheld because it may "
+                f"contain the hidden inputs; it is shown with them after the due date).")
+    if KNOWN_MISTAKE in verdict_message:
+        return f"{what}: wrong result{unit}. {verdict_message[verdict_message.index(KNOWN_MISTAKE):]}"
+    return f"{what}: wrong result{unit} (type, keys, shape or value; tolerance: {case.tol_note}).{hint}"
+
+
+def _no_result_reason(found: Optional[Found], ex: Exercise, report: Optional[sandbox.ChildReport],
+                      case_id: str) -> str:
+    if found is None or found.path is None:
+        return f"no result: {ex.filename} is not in your submission" if found is None else \
+            f"no result: {found.note}"
+    assert report is not None
+    if report.imported is False:
+        first = report.import_error.strip().splitlines()[-1] if report.import_error.strip() else "an error"
+        return f"no result: your file could not be imported ({first})"
+    if case_id in report.refused:
+        return f"no result: {report.refused[case_id]}"
+    stage = "while your file was being imported" if report.imported is None else "before this case finished"
+    return f"no result: {report.detail or 'the process stopped'} {stage}"
+
+
+def _judge(case: Case, outcome: Outcome, expect: Any, mistakes: Any) -> tuple[bool, str]:
+    try:
+        verdict = judge(case, outcome, expect, {k: tuple(v) for k, v in (mistakes or {}).items()})
+    except Exception as exc:  # e.g. a returned value nested too deeply to decode
+        return False, f"{case.func}: {case.id}: the returned value could not be read ({type(exc).__name__})."
+    return verdict.passed, verdict.message
+
+
+def grade_exercise(ex: Exercise, found: Optional[Found], root: Path = ROOT, time_scale: float = 1.0) -> res.ExerciseResult:
+    public = public_cases(ex.id, root)
+    hidden = hidden_cases(ex.id, root)
+    stored = expected_values(ex.id, root)
+    stale = [c.id for c in hidden if c.id not in stored or (not c.raises and stored[c.id].get("expect") is None)]
+    if stale:
+        raise ConfigError(f"{ex.id}: no stored expected value for {stale} (run `python -m autograder expected`)")
+    if not public or not hidden:
+        raise ConfigError(f"{ex.id}: needs public and hidden cases, has {len(public)} and {len(hidden)}")
+    public_points = res.split_points(ex.points * ex.public_share, [c.points for c in public])
+    hidden_points = res.split_points(ex.points * (1 - ex.public_share), [c.points for c in hidden])
+    report = None
+    if found is not None and found.path is not None:
+        specs = [call_spec(c) for c in public + hidden]
+        report = sandbox.run_exercise(found.path, ex.module, specs, len(public), limits_for(ex, time_scale))
+    outcomes = report.outcomes if report is not None else {}
+    cases = []
+    for case, points, is_hidden in [(c, p, False) for c, p in zip(public, public_points)] + \
+                                   [(c, p, True) for c, p in zip(hidden, hidden_points)]:
+        entry = stored.get(case.id, {})
+        outcome = outcomes.get(case.id)
+        reason = "" if outcome is not None else _no_result_reason(found, ex, report, case.id)
+        expect = entry.get("expect") if is_hidden else None
+        if outcome is None:
+            passed, message = False, f"{case.func}: {case.id}: {reason}."
+        else:
+            passed, message = _judge(case, outcome, expect, entry.get("mistakes"))
+        if not is_hidden:
+            cases.append(res.CaseResult(case.id, case.func, False, points, passed, message))
+            continue
+        expected_text = f"raises {case.raises}" if case.raises else _short(decode(expect)) + (f" {case.unit}" if case.unit else "")
+        detail = (f"[{'passed' if passed else 'FAILED'}] {case.id}\n  call:     {_call_text(case)}\n"
+                  f"  expected: {expected_text}\n  got:      {_outcome_text(outcome, reason)}\n  verdict:  {message}")
+        cases.append(res.CaseResult(case.id, case.func, True, points, passed,
+                                    _hidden_message(case, passed, message, outcome, reason), detail))
+    note = _exercise_note(ex, found, report)
+    if report is not None and report.imported is False and cases:
+        first = cases[0]
+        cases[0] = res.CaseResult(first.case_id, first.func, first.hidden, first.max_score, first.passed,
+                                  f"{first.message}\n\nYour file could not be imported:\n{report.import_error}")
+    return res.ExerciseResult(ex, cases, note, report.output_public if report else "",
+                              report.output_all if report else "", report.wall_s if report else 0.0)
+
+
+def _exercise_note(ex: Exercise, found: Optional[Found], report: Optional[sandbox.ChildReport]) -> str:
+    if found is None:
+        return f"{ex.filename} was not found in your submission: 0 points for {ex.id}."
+    parts = [found.note]
+    if report is not None:
+        if report.imported is False:
+            parts.append(f"{found.shown} could not be imported (see the first test of {ex.id}).")
+        elif report.ended != "finished":
+            parts.append(f"Stopped: {report.detail}; cases without a result score 0.")
+        if report.survivors_killed:
+            parts.append(f"{report.survivors_killed} leftover process(es) started by your code were killed.")
+        if report.bad_records:
+            parts.append(f"{report.bad_records} unauthenticated line(s) on the result channel were ignored.")
+    return _join(*parts)
+
+
+# ---------------------------------------------------------------------------------------------
+# The whole submission
+
+def grade_submission(submission: Path, out: Optional[Path] = None, *, exercises: Optional[Iterable[str]] = None,
+                     root: Path = ROOT, time_scale: float = 1.0) -> dict[str, Any]:
+    """Grade `submission` (folder or zip); write results.json to `out` if given; return its content.
+
+    exercises: ids to grade (default: all ten); root: where the cases and expected values live
+    (default: this package); time_scale multiplies the manifest's time limits.
+    """
+    start = time.monotonic()
+    selected = [BY_ID[e] for e in exercises] if exercises is not None else list(EXERCISES)
+    max_score = sum(ex.points for ex in selected)
+    try:
+        if sandbox.is_root():
+            for folder in {ROOT, Path(root)}:
+                sandbox.protect_sources(folder)
+        staging = Path(tempfile.mkdtemp(prefix="a2submission-"))
+        try:
+            found, notes = locate(Path(submission), selected, staging)
+            graded = []
+            for ex in selected:
+                try:
+                    graded.append(grade_exercise(ex, found.get(ex.id), root, time_scale))
+                except Exception:
+                    graded.append(res.ExerciseResult(ex, failure=traceback.format_exc()))
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+        data = res.assemble(graded, time.monotonic() - start, notes)
+        res.validate(data)
+    except Exception:
+        data = res.grader_failure(traceback.format_exc(), max_score, time.monotonic() - start)
+    if out is not None:
+        res.write(data, Path(out))
+    return data
+
+
+def main(argv: Sequence[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m autograder grade", description=__doc__.splitlines()[0])
+    parser.add_argument("submission", type=Path, help="a folder or a zip holding the exercise files")
+    parser.add_argument("--out", type=Path, default=Path("results.json"), help="where to write results.json")
+    parser.add_argument("--exercises", nargs="+", choices=list(BY_ID), help="grade only these exercises")
+    parser.add_argument("--time-scale", type=float, default=1.0, help="multiply the manifest's time limits")
+    args = parser.parse_args(list(argv))
+    data = grade_submission(args.submission, args.out, exercises=args.exercises, time_scale=args.time_scale)
+    print(data["output"])
+    print(f"\nwrote {args.out}")
+    return 0
