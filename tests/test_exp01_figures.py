@@ -108,13 +108,17 @@ def test_kv_capacity(figures):
     assert 1e8 <= tiers["ssd"]["tokens"] < 1e9, f"SSD KV capacity: expected 1e8..1e9 tokens, got {tiers['ssd']['tokens']}"
 
 
-def test_render_and_plot(figures, tmp_path):
+def test_render(figures):
     for part in exp_hardware.PARTS:
-        text = part.render(figures[part.key])
-        assert text.strip(), f"part {part.key} rendered nothing"
+        assert part.render(figures[part.key]).strip(), f"part {part.key} rendered nothing"
+    assert "compute" in exp_hardware.render_roofline(figures["roofline"])
+
+
+@pytest.mark.slow  # imports matplotlib and writes three PNGs: 1-6 s depending on machine load
+def test_plot(figures, tmp_path):
+    for part in exp_hardware.PARTS:
         paths = part.plot(figures[part.key], tmp_path)
         assert paths and all(p.is_file() and p.stat().st_size > 1000 for p in paths), f"part {part.key}: no PNG"
-    assert "compute" in exp_hardware.render_roofline(figures["roofline"])
 
 
 def test_unknown_hardware_is_a_clear_error():

@@ -108,9 +108,13 @@ def test_lecture_speedups_loosely(fig):
         assert ln["speedup"] > 10, f"{label}: fetching must beat recomputing by more than 10x, got {ln['speedup']:.1f}x"
 
 
-def test_render_and_plot(fig, tmp_path):
+def test_render(fig):
     text = transfer.render_transfer(fig)
     assert "8x400G" in text and "47.5%" in text
+
+
+@pytest.mark.slow  # imports matplotlib and writes a PNG: 1-3 s depending on machine load
+def test_plot(fig, tmp_path):
     (path,) = transfer.plot_transfer(fig, tmp_path)
     assert path.is_file() and path.stat().st_size > 1000
 
