@@ -62,8 +62,8 @@ _CAPACITY = (
     ("qwen3_one_gpu", 40e9, 192512.0),
 )
 CASES += [
-    Case(f"ex02.kv_capacity_tokens.{label}", "kv_capacity_tokens", (free, kv), tol_note=INT, unit="tokens",
-         hint=FLOOR_HINT, points=1.5 if "short" in label or "exact" in label else 1.0)
+    Case(f"ex02.kv_capacity_tokens.{label}", "kv_capacity_tokens", (free, kv), rel_tol=0.0, tol_note=INT,
+         unit="tokens", hint=FLOOR_HINT, points=1.5 if "short" in label or "exact" in label else 1.0)
     for label, free, kv in _CAPACITY
 ]
 
@@ -77,8 +77,8 @@ _REQUESTS = (
     ("short_chats", 1370544, 512.0),
 )
 CASES += [
-    Case(f"ex02.requests_that_fit.{label}", "requests_that_fit", (cap, mean), tol_note=INT, unit="requests",
-         hint=FLOOR_HINT, points=1.0)
+    Case(f"ex02.requests_that_fit.{label}", "requests_that_fit", (cap, mean), rel_tol=0.0, tol_note=INT,
+         unit="requests", hint=FLOOR_HINT, points=1.0)
     for label, cap, mean in _REQUESTS
 ]
 
@@ -99,10 +99,10 @@ for i in range(3):
              rel_tol=1e-9, tol_note=EXACT, unit="bytes per token", hint=KV_HINT, points=0.5),
         Case(f"ex02.hbm_for_kv_bytes.random{i}", "hbm_for_kv_bytes", (n_gpus, hbm_gb, weights, headroom),
              rel_tol=1e-9, tol_note=EXACT, unit="bytes", hint=HBM_HINT, points=0.5),
-        Case(f"ex02.kv_capacity_tokens.random{i}", "kv_capacity_tokens", (free, kv), tol_note=INT,
+        Case(f"ex02.kv_capacity_tokens.random{i}", "kv_capacity_tokens", (free, kv), rel_tol=0.0, tol_note=INT,
              unit="tokens", hint=FLOOR_HINT, points=0.5),
         Case(f"ex02.requests_that_fit.random{i}", "requests_that_fit",
-             (int(free // kv), float(_rng.uniform(500, 20000))), tol_note=INT, unit="requests",
+             (int(free // kv), float(_rng.uniform(500, 20000))), rel_tol=0.0, tol_note=INT, unit="requests",
              hint=FLOOR_HINT, points=0.5),
     ]
 
