@@ -274,7 +274,7 @@ def render_decode(fig: dict[str, Any]) -> str:
         "(launch %: estimate, slides' measurement in parentheses)",
         "",
         f"deferral: GPU {d['gpu_layer_ms']:.3f} ms per layer, CPU {d['cpu_expert_ms']:.4f} ms per expert "
-        f"-> defer {d['deferred']} of 8 per layer; MoE layer {d['layer_speedup']:.2f}x faster",
+        f"-> defer {d['deferred']} experts per layer; MoE layer {d['layer_speedup']:.2f}x faster",
         "",
         f"{'speed-up':<36} {'estimate':>8} {'slides':>7}",
     ]
@@ -306,7 +306,8 @@ def plot_decode(fig: dict[str, Any], outdir: Path) -> list[Path]:
         ax.text(i, bottom[i], f"{fig['configs'][n]['tokens_per_s']:.1f} tok/s", ha="center", va="bottom")
     ax.set_ylim(0, 1.25 * max(bottom))  # room for the labels and the legend
     ax.set_ylabel("time per decoded token (ms)")
-    ax.set_xlabel("system (DeepSeek-V3, batch 1, RTX 4090 + 2 x Xeon 8480+)")
+    m = fig["machine"]
+    ax.set_xlabel(f"system ({MODEL}, batch 1, {m['gpu']} + {m['sockets']} x {m['cpu']})")
     ax.set_title("Decode-time breakdown per token (lecture §4.3)")
     ax.legend()
     figure.tight_layout()
