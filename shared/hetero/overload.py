@@ -408,12 +408,17 @@ def _stats(values: Sequence[float]) -> dict[str, float]:
 
 
 def experiment(predict: PredictFn, admit: AdmitFn, corr: Callable, period: Callable,
-               seeds: Sequence[int] = SEEDS) -> dict[str, Any]:
-    """All figures of part 3: default configuration over seeds, long-prefill oscillation, plot series."""
-    figures: dict[str, Any] = {"seeds": list(seeds), "configs": {k: asdict(v) for k, v in SCENARIOS.items()},
+               seeds: Sequence[int] = SEEDS, scenarios: dict[str, OverloadConfig] | None = None) -> dict[str, Any]:
+    """All figures of part 3: default configuration over seeds, long-prefill oscillation, plot series.
+
+    `scenarios` replaces the "default" and "long_prefill" configurations (shorter runs in tests)."""
+    scenarios = dict(SCENARIOS if scenarios is None else scenarios)
+    figures: dict[str, Any] = {"seeds": list(seeds), "configs": {k: asdict(v) for k, v in scenarios.items()},
                                "paper_rejected": dict(PAPER_REJECTED)}
-    lo, hi = (int(x / DEFAULT.sample_dt_s) for x in PLOT_WINDOW_S)
-    for name, config, policies in (("default", DEFAULT, POLICIES), ("long_prefill", LONG_PREFILL, OSCILLATION_POLICIES)):
+    for name, policies in (("default", POLICIES), ("long_prefill", OSCILLATION_POLICIES)):
+        config = scenarios[name]
+        window = (min(PLOT_WINDOW_S[0], config.duration_s / 2), min(PLOT_WINDOW_S[1], config.duration_s))
+        lo, hi = (int(x / config.sample_dt_s) for x in window)
         runs: dict[str, list[dict[str, Any]]] = {p.name: [] for p in policies}
         osc: dict[str, list[dict[str, float]]] = {p.name: [] for p in policies}
         series: dict[str, dict[str, list[int]]] = {}
@@ -440,7 +445,7 @@ def experiment(predict: PredictFn, admit: AdmitFn, corr: Callable, period: Calla
             entry["oscillation"] = {k: _stats([o[k] for o in osc[policy.name]]) for k in osc[policy.name][0]}
             table[policy.name] = entry
         figures[name] = {"policies": table, "series": series, "dt_s": config.sample_dt_s,
-                         "window_s": list(PLOT_WINDOW_S),
+                         "window_s": list(window),
                          "prefill_instances": config.prefill_instances, "decode_slots": config.decode_slots}
     figures["findings"] = _findings(figures["default"]["policies"])
     return figures

@@ -1,0 +1,243 @@
+"""The overload simulator (hetero.overload): hand-checked event sequences, conservation of requests,
+policy semantics, the experiment part's contract, the grader hooks, and the trace-mode CLI."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from hetero import overload as ov
+from hetero.impl import MissingExercise, load_exercise
+from hetero.traces import SAMPLE_TRACE
+
+KEY = load_exercise("ex05", "solutions")
+PREDICT, ADMIT = KEY.predicted_decode_load, KEY.admit_predictive
+SHORT = replace(ov.DEFAULT, duration_s=600.0)
+SHORT_LONG = replace(ov.LONG_PREFILL, duration_s=600.0)
+
+
+def _workload(arrival, prefill, decode, duration):
+    return ov.Workload(np.array(arrival, float), np.array(prefill, float), np.array(decode, float), duration)
+
+
+def _run(w, policy, prefill_instances=1, slots=1, ttft=100.0, mean_decode=5.0):
+    return ov.simulate(w, prefill_instances, slots, ttft, mean_decode, policy, PREDICT, ADMIT, sample_dt_s=1.0)
+
+
+BASE, EARLY, PRED = ov.POLICIES[0], ov.POLICIES[1], ov.POLICIES[2]
+
+
+def test_hand_sequence_baseline_wastes_the_prefill_that_finds_decode_full():
+    # One prefill instance, one decode slot. A: prefill 0-2 s, decodes 2-12 s. B: arrives at 1 s, queues
+    # behind A, prefills 2-5 s, finds the slot taken at 5 s: wasted (3 instance-seconds).
+    w = _workload([0.0, 1.0], [2.0, 3.0], [10.0, 10.0], 20.0)
+    r = _run(w, BASE)
+    assert (r.completed, r.rejected_at_arrival, r.wasted_prefills) == (1, 0, 1), (
+        f"expected 1 completed, 0 rejected, 1 wasted (requests), got {r.counts()}")
+    assert math.isclose(r.wasted_prefill_s, 3.0, rel_tol=1e-12), (
+        f"expected 3.0 instance-seconds of wasted prefill, got {r.wasted_prefill_s}")
+    # Samples at t = 0, 1, 2, ... after the events at that instant: B queued at 1 s; A decoding from 2 s.
+    assert r.prefill_load[:6].tolist() == [1, 2, 1, 1, 1, 0], f"prefill load series wrong: {r.prefill_load[:6]}"
+    assert r.decode_load[:6].tolist() == [0, 0, 1, 1, 1, 1], f"decode load series wrong: {r.decode_load[:6]}"
+
+
+def test_hand_sequence_early_rejects_only_when_decode_is_full_now():
+    # C arrives at 3 s while A decodes (2-12 s): early rejects it, baseline admits and wastes it.
+    w = _workload([0.0, 3.0], [2.0, 1.0], [10.0, 10.0], 20.0)
+    base, early = _run(w, BASE), _run(w, EARLY)
+    assert (base.wasted_prefills, base.rejected_at_arrival) == (1, 0), f"baseline: {base.counts()}"
+    assert (early.wasted_prefills, early.rejected_at_arrival, early.rejected_for_decode) == (0, 1, 1), (
+        f"early rejection should reject the arrival at 3 s (decode full now): {early.counts()}")
+
+
+def test_hand_sequence_predictive_sees_the_decode_slot_free_up():
+    # A decodes 2-4 s (mean 2 s assumed); B arrives at 3 s and would enter decode at 6 s, when A is
+    # predicted to have left: predictive admits (early would reject) and B completes.
+    w = _workload([0.0, 3.0], [2.0, 3.0], [2.0, 2.0], 20.0)
+    pred, early = _run(w, PRED, mean_decode=2.0), _run(w, EARLY, mean_decode=2.0)
+    assert pred.completed == 2 and pred.rejected_at_arrival == 0, f"predictive should admit B: {pred.counts()}"
+    assert early.completed == 1 and early.rejected_at_arrival == 1, f"early should reject B: {early.counts()}"
+
+
+def test_ttft_check_rejects_at_arrival_for_every_policy():
+    # The second request would wait 5 s behind the first and finish at 10 s: TTFT 9 s > SLO 6 s.
+    w = _workload([0.0, 1.0], [5.0, 5.0], [1.0, 1.0], 20.0)
+    for policy in (BASE, EARLY, PRED):
+        r = _run(w, policy, slots=4, ttft=6.0, mean_decode=1.0)
+        assert (r.completed, r.rejected_at_arrival, r.rejected_for_decode) == (1, 1, 0), (
+            f"{policy.name}: expected the TTFT SLO to reject the 2nd request, got {r.counts()}")
+
+
+@pytest.mark.parametrize("policy", ov.POLICIES, ids=[p.name for p in ov.POLICIES])
+def test_every_request_is_accounted_for_and_pools_respect_capacity(policy):
+    w = ov.poisson_workload(SHORT, np.random.default_rng(1))
+    r = ov.simulate_config(SHORT, w, policy, PREDICT, ADMIT)
+    assert r.arrivals == r.completed + r.rejected_at_arrival + r.wasted_prefills, (
+        f"{policy.name}: arrivals must equal completed + rejected + wasted after draining: {r.counts()}")
+    assert r.decode_load.max() <= SHORT.decode_slots, f"decode load {r.decode_load.max()} above {SHORT.decode_slots} slots"
+    assert r.decode_load.min() >= 0 and r.prefill_load.min() >= 0
+    # Little's law on the decode pool: mean load ~ throughput x mean decode time. Loose (25%): a 10-minute
+    # run starts empty and its decode times are a finite exponential sample.
+    little = r.completed * SHORT.decode_mean_s / SHORT.duration_s
+    assert math.isclose(r.decode_load.mean(), little, rel_tol=0.25), (
+        f"{policy.name}: mean decode load {r.decode_load.mean():.1f} requests vs Little's law {little:.1f}")
+
+
+def test_baseline_never_rejects_for_decode_and_huge_oversubscription_equals_baseline():
+    w = ov.poisson_workload(SHORT, np.random.default_rng(2))
+    base = ov.simulate_config(SHORT, w, BASE)
+    assert base.rejected_for_decode == 0, "baseline must not look at the decode pool at arrival"
+    loose = ov.simulate_config(SHORT, w, ov.Policy("loose", "predictive", 1000.0), PREDICT, ADMIT)
+    assert loose.counts() == base.counts(), (
+        f"a predictive threshold 1000x the slots never binds, so it must equal the baseline: {loose.counts()} vs "
+        f"{base.counts()}")
+
+
+def test_same_seed_same_result_and_workload_shape():
+    a = ov.poisson_workload(SHORT, np.random.default_rng(5))
+    b = ov.poisson_workload(SHORT, np.random.default_rng(5))
+    assert np.array_equal(a.arrival_s, b.arrival_s) and np.array_equal(a.decode_s, b.decode_s)
+    assert np.all(np.diff(a.arrival_s) >= 0) and a.arrival_s[-1] < SHORT.duration_s
+    # Poisson count over 600 s at 2.6 req/s: mean 1560, sd 39.5; 5 sd bounds.
+    assert abs(a.arrival_s.size - 1560) < 5 * 39.5, f"{a.arrival_s.size} arrivals, expected about 1560"
+    lo, hi = SHORT.prefill_mean_s * (1 - SHORT.prefill_spread), SHORT.prefill_mean_s * (1 + SHORT.prefill_spread)
+    assert a.prefill_s.min() >= lo and a.prefill_s.max() <= hi
+
+
+@pytest.mark.parametrize("field,value", [("decode_slots", 0), ("prefill_instances", 2.5), ("duration_s", -1.0),
+                                         ("prefill_spread", 1.0), ("arrival_rate_per_s", math.inf)])
+def test_config_validation_names_the_field(field, value):
+    with pytest.raises(ValueError, match=field):
+        replace(ov.DEFAULT, **{field: value}).validate()
+
+
+def test_predictive_policy_requires_the_exercise_functions():
+    w = _workload([0.0], [1.0], [1.0], 5.0)
+    with pytest.raises(ValueError, match="predict"):
+        ov.simulate(w, 1, 1, 10.0, 1.0, PRED)
+
+
+def test_default_capacities_match_the_lecture_setting():
+    for config in (ov.DEFAULT, ov.LONG_PREFILL):
+        assert math.isclose(config.prefill_capacity_per_s, 2.0, rel_tol=1e-12)
+        assert math.isclose(config.decode_capacity_per_s, 2.0, rel_tol=1e-12)
+        assert math.isclose(config.arrival_rate_per_s, 2.6, rel_tol=1e-12)
+    low = ov.LONG_PREFILL.prefill_mean_s * (1 - ov.LONG_PREFILL.prefill_spread)
+    high = ov.LONG_PREFILL.prefill_mean_s * (1 + ov.LONG_PREFILL.prefill_spread)
+    assert math.isclose(low, 10.0, rel_tol=1e-9) and math.isclose(high, 20.0, rel_tol=1e-9)
+
+
+def test_run_scenario_harness_and_load_series_builder_return_plain_data():
+    out = ov.run_scenario(KEY, {"duration_s": 300.0}, 3)
+    assert set(out) == {"completed", "rejected_at_arrival", "wasted_prefills"}
+    assert all(type(v) is int for v in out.values()), f"harness must return ints, got {out}"
+    with pytest.raises(ValueError, match="unknown scenario fields"):
+        ov.run_scenario(KEY, {"duration": 300.0}, 3)
+    series = ov.load_series("default", "early", 3, "decode", duration_s=300.0)
+    assert len(series) == 300 - int(ov.WARMUP_S) and all(type(x) is float for x in series)
+    assert series == ov.load_series("default", "early", 3, "decode", duration_s=300.0)
+
+
+def test_experiment_figures_and_render():
+    scenarios = {"default": SHORT, "long_prefill": SHORT_LONG}
+    figures = ov.experiment(PREDICT, ADMIT, KEY.antiphase_correlation, KEY.dominant_period_s,
+                            seeds=(0, 1), scenarios=scenarios)
+    json.dumps(figures)  # JSON-able
+    assert list(figures["default"]["policies"]) == [p.name for p in ov.POLICIES]
+    assert list(figures["long_prefill"]["policies"]) == [p.name for p in ov.OSCILLATION_POLICIES]
+    base = figures["default"]["policies"]["baseline"]
+    assert abs(base["completed_vs_baseline_pct"]["mean"]) < 1e-12, "baseline vs itself must be 0%"
+    corr = figures["long_prefill"]["policies"]["early"]["oscillation"]["correlation"]["mean"]
+    assert -1.0 <= corr <= 1.0
+    text = ov.render(figures)
+    for name in ("baseline", "early", "predictive x1.1", "4,183", "corr(prefill, decode)"):
+        assert name in text, f"rendered table lacks {name!r}"
+
+
+@pytest.mark.slow
+def test_plot_writes_both_figures(tmp_path):
+    scenarios = {"default": SHORT, "long_prefill": SHORT_LONG}
+    figures = ov.experiment(PREDICT, ADMIT, KEY.antiphase_correlation, KEY.dominant_period_s,
+                            seeds=(0, 1), scenarios=scenarios)
+    paths = ov.plot(figures, tmp_path)
+    assert len(paths) == 2 and all(p.stat().st_size > 10_000 for p in paths), f"plots not written: {paths}"
+
+
+def test_part_reports_missing_exercise_for_a_stub(tmp_path):
+    stub = tmp_path / "ex05_overload.py"
+    stub.write_text("def predicted_decode_load(*a, **k):\n    raise NotImplementedError('ex05: predicted_decode_load')\n"
+                    "def admit_predictive(*a, **k):\n    raise NotImplementedError('ex05: admit_predictive')\n"
+                    "def antiphase_correlation(*a, **k):\n    raise NotImplementedError('ex05: antiphase_correlation')\n"
+                    "def dominant_period_s(*a, **k):\n    raise NotImplementedError('ex05: dominant_period_s')\n")
+    with pytest.raises(MissingExercise, match="ex05"):
+        ov.PARTS[0].run(str(tmp_path))
+
+
+# ---------------------------------------------------------------------------------------------
+# Trace mode
+
+def _write_trace(path: Path, n: int = 300, seed: int = 0) -> Path:
+    rng = np.random.default_rng(seed)
+    ts = np.cumsum(rng.exponential(150.0, size=n)).astype(int)  # ~6.7 req/s, ms
+    lines = []
+    for t in ts:
+        inp = int(rng.integers(1000, 60000))
+        lines.append(json.dumps({"timestamp": int(t), "input_length": inp, "output_length": int(rng.integers(1, 400)),
+                                 "hash_ids": list(range(-(-inp // 512)))}))
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_trace_cost_model_reproduces_the_lecture_prefill_time():
+    t = ov.TraceCostModel().prefill_s(np.array([8192]))[0]
+    assert math.isclose(t, 0.26, rel_tol=0.02), f"8K-token prefill on 8 x H800: expected ~0.26 s (lecture §1.2), got {t:.3f} s"
+
+
+def test_trace_cli_json_counts(tmp_path, capsys):
+    trace = _write_trace(tmp_path / "t.jsonl")
+    code = ov.main(["--trace", str(trace), "--speedup", "2", "--prefill-instances", "1", "--decode-instances", "1",
+                    "--decode-slots", "4", "--policy", "all", "--json"])
+    assert code == 0
+    out = json.loads(capsys.readouterr().out)
+    assert list(out["policies"]) == ["baseline", "early", "predictive", "predictive x1.1"]
+    for name, c in out["policies"].items():
+        assert c["arrivals"] == 300 == c["completed"] + c["rejected_at_arrival"] + c["wasted_prefills"], (name, c)
+    assert out["policies"]["baseline"]["wasted_prefills"] > 0, "a 1 + 1 instance cluster at 2x must be overloaded"
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["--policy", "fastest"], "unknown policy 'fastest'"),
+    (["--speedup", "0"], "--speedup must be > 0"),
+    (["--prefill-instances", "0"], "--prefill-instances must be >= 1"),
+    (["--decode-instances", "-2"], "--decode-instances must be >= 1"),
+])
+def test_trace_cli_rejects_bad_arguments(tmp_path, capsys, argv, message):
+    trace = _write_trace(tmp_path / "t.jsonl", n=5)
+    with pytest.raises(SystemExit) as exc:
+        ov.main(["--trace", str(trace), *argv])
+    assert exc.value.code == 2
+    assert message in capsys.readouterr().err, f"the error should say {message!r}"
+
+
+def test_trace_cli_names_the_bad_line(tmp_path, capsys):
+    trace = _write_trace(tmp_path / "t.jsonl", n=5)
+    lines = trace.read_text().splitlines()
+    lines[2] = lines[2].replace('"output_length"', '"output_len"')
+    trace.write_text("\n".join(lines) + "\n")
+    with pytest.raises(SystemExit):
+        ov.main(["--trace", str(trace)])
+    err = capsys.readouterr().err
+    assert ":3:" in err and "output_length" in err, f"the error should name line 3 and the field: {err}"
+
+
+@pytest.mark.skipif(not SAMPLE_TRACE.is_file(), reason="the shipped sample trace is not generated yet")
+def test_sample_trace_replays(capsys):
+    assert ov.main(["--trace", str(SAMPLE_TRACE), "--policy", "baseline", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    c = out["policies"]["baseline"]
+    assert c["arrivals"] == c["completed"] + c["rejected_at_arrival"] + c["wasted_prefills"]
