@@ -125,11 +125,15 @@ def test_amx(figures):
     near(p["amx_s"], 2.0, "1K-token prefill with AMX", "s", rel=0.0, abs_=0.5)
 
 
-def test_render_and_plot(figures, tmp_path):
+def test_render(figures):
     for part in ktrans.PARTS:
         text = part.render(figures[part.key])
         assert isinstance(text, str) and len(text.splitlines()) >= 4, f"{part.key}: render gave {text!r}"
     assert "1.92x" in ktrans.render_decode(figures["decode"]), "the decode table must show the slides' 1.92x"
+
+
+@pytest.mark.slow  # imports matplotlib and renders a PNG (about 2 s)
+def test_plot(figures, tmp_path):
     paths = ktrans.plot_decode(figures["decode"], tmp_path)
     assert len(paths) == 1 and paths[0].suffix == ".png" and paths[0].stat().st_size > 10_000, paths
 
