@@ -23,6 +23,13 @@ demo: setup
 test: setup
 	$(VPY) -m pytest
 
+mutation: setup
+	$(VPY) -m autograder.mutation --report out/mutation.md
+
+release: setup
+	$(VPY) -m autograder release
+	$(VPY) -m autograder expected
+
 bench: setup
 	for f in benchmarks/*.py; do echo "== $$f"; $(VPY) $$f || exit 1; done
 
