@@ -78,7 +78,7 @@ def clip(text: str, limit: int = OUTPUT_CHARS) -> str:
 
 
 def _points(x: float) -> float:
-    return round(x, 6)
+    return round(x, 9)
 
 
 def exercise_tests(result: ExerciseResult, index: int) -> list[dict[str, Any]]:
@@ -144,8 +144,8 @@ def assemble(results: Sequence[ExerciseResult], execution_time: float, notes: Se
     tests: list[dict[str, Any]] = []
     for index, result in enumerate(results, start=1):
         tests.extend(exercise_tests(result, index))
-    score = _points(sum(t["score"] for t in tests))
-    max_score = _points(sum(t["max_score"] for t in tests))
+    score = round(sum(t["score"] for t in tests), 6)
+    max_score = round(sum(t["max_score"] for t in tests), 6)
     lines = [f"Score: {score:g} / {max_score:g}", ""] + [summary_line(r) for r in results]
     if notes:
         lines += ["", *notes]

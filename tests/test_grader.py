@@ -1,0 +1,356 @@
+"""The sandboxed grader: file discovery, scoring, feedback without leaks, results.json, failure paths.
+
+Grading needs each exercise's public cases, hidden cases and stored expected values. Exercises whose
+real files all exist are graded against the package itself; for the others the tests build a
+temporary mini set (`mini_root`): the real public cases, "hidden" cases derived from them under new
+ids, and expected values (plus known-mistake outputs of the wrong fixtures) computed from the answer
+key here, so the grader's logic is tested whatever the state of the case files.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from autograder import grader, results as res, sandbox
+from autograder.cases import expected_values, public_cases
+from autograder.manifest import BY_ID, ROOT
+from hetero.checks import NO_EXPECT, judge, run_call
+
+SOLUTIONS = ROOT / "solutions"
+WRONG = ROOT / "autograder" / "fixtures" / "wrong"
+SCORE_TOL = 1e-6  # scores are sums of rounded (1e-6) case points
+
+
+def has_solution(ex_id: str) -> bool:
+    ex = BY_ID[ex_id]
+    return (SOLUTIONS / ex.filename).is_file() and ex.public_cases_path.is_file()
+
+
+def real_ready(ex_id: str) -> bool:
+    ex = BY_ID[ex_id]
+    return has_solution(ex_id) and ex.hidden_cases_path.is_file() and \
+        (ROOT / "autograder" / "expected" / f"{ex_id}.json").is_file()
+
+
+WITH_SOLUTION = [e for e in BY_ID if has_solution(e)]
+
+
+def _load(path: Path, name: str):
+    from autograder.expected import load_file_module
+
+    return load_file_module(path, name)
+
+
+def mini_root(base: Path, ex_ids: list[str]) -> Path:
+    """A package root holding, for each exercise, real public cases, derived hidden cases, expected values."""
+    root = base / "root"
+    for ex_id in ex_ids:
+        ex = BY_ID[ex_id]
+        (root / "solutions" / "tests").mkdir(parents=True, exist_ok=True)
+        (root / "autograder" / "tests").mkdir(parents=True, exist_ok=True)
+        (root / "autograder" / "expected").mkdir(parents=True, exist_ok=True)
+        public_path = root / "solutions" / "tests" / f"public_{ex_id}.py"
+        shutil.copyfile(ex.public_cases_path, public_path)
+        (root / "autograder" / "tests" / f"{ex_id}_hidden.py").write_text(
+            "import dataclasses, importlib.util\nfrom hetero.checks import NO_EXPECT\n"
+            f"_spec = importlib.util.spec_from_file_location('_pub_{ex_id}', {str(public_path)!r})\n"
+            "_pub = importlib.util.module_from_spec(_spec)\n_spec.loader.exec_module(_pub)\n"
+            "CASES = [dataclasses.replace(c, id=c.id + '_hidden', expect=NO_EXPECT) for c in _pub.CASES]\n")
+        key = _load(SOLUTIONS / ex.filename, f"_key_{ex_id}_{base.name}")
+        hidden = [dataclasses.replace(c, id=c.id + "_hidden", expect=NO_EXPECT) for c in public_cases(ex_id)]
+        entries = {}
+        for case in hidden:
+            outcome = run_call(case, key)
+            entries[case.id] = {"expect": None if case.raises else outcome.value, "raises": case.raises,
+                                "mistakes": {}}
+        for folder in sorted(WRONG.glob(f"{ex_id}_*")):
+            path = folder / ex.filename
+            if not path.is_file():
+                continue
+            from autograder.expected import mistake_description
+
+            wrong = _load(path, f"_wrong_{folder.name}_{base.name}")
+            for case in hidden:
+                entry = entries[case.id]
+                outcome = run_call(case, wrong)
+                if not judge(case, outcome, entry["expect"]).passed and not outcome.error_type \
+                        and outcome.value is not None:
+                    entry["mistakes"][folder.name] = [mistake_description(path), outcome.value]
+        (root / "autograder" / "expected" / f"{ex_id}.json").write_text(
+            json.dumps({"exercise": ex_id, "cases": entries}))
+    return root
+
+
+def root_for(base: Path, ex_ids: list[str]) -> Path:
+    """The package itself when every exercise is ready there, else a mini root."""
+    return ROOT if all(real_ready(e) for e in ex_ids) else mini_root(base, ex_ids)
+
+
+def submission_with(base: Path, ex_ids: list[str], nested: str = "upload/work") -> Path:
+    folder = base / "submission"
+    (folder / nested).mkdir(parents=True, exist_ok=True)
+    for ex_id in ex_ids:
+        shutil.copyfile(SOLUTIONS / BY_ID[ex_id].filename, folder / nested / BY_ID[ex_id].filename)
+    return folder
+
+
+def exercise_score(data: dict, ex_id: str) -> tuple[float, float]:
+    tests = [t for t in data["tests"] if t["name"].split(" ", 1)[0] == ex_id]
+    return sum(t["score"] for t in tests), sum(t["max_score"] for t in tests)
+
+
+def autograder_failures(data: dict) -> list[str]:
+    return [t["name"] for t in data["tests"] if t["name"].startswith("autograder failed")]
+
+
+def sandbox_survivors() -> list[int]:
+    return [pid for pid, uids, state, _ in sandbox._process_table()
+            if uids & set(sandbox.SANDBOX_UIDS) and state not in "ZX"]
+
+
+needs_ex01 = pytest.mark.skipif(not has_solution("ex01"), reason="ex01 answer key not written yet")
+
+
+# ---------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("ex_id", [pytest.param(e, marks=() if e == "ex01" else pytest.mark.slow)
+                                   for e in WITH_SOLUTION])
+def test_answer_key_scores_full_marks(ex_id, tmp_path):
+    root = root_for(tmp_path, [ex_id])
+    data = grader.grade_submission(submission_with(tmp_path, [ex_id]), tmp_path / "results.json",
+                                   exercises=[ex_id], root=root)
+    score, max_score = exercise_score(data, ex_id)
+    assert not autograder_failures(data), data["tests"][-1]["output"]
+    assert abs(max_score - BY_ID[ex_id].points) < SCORE_TOL, \
+        f"{ex_id}: max score {max_score}, expected the manifest's {BY_ID[ex_id].points} points"
+    failed = [t["output"] for t in data["tests"] if t["status"] == "failed"]
+    assert abs(score - BY_ID[ex_id].points) < SCORE_TOL, f"the answer key lost points on {ex_id}: {failed[:3]}"
+    res.validate(json.loads((tmp_path / "results.json").read_text()))
+
+
+@needs_ex01
+def test_points_split_public_share_and_visibility(tmp_path):
+    root = root_for(tmp_path, ["ex01"])
+    data = grader.grade_submission(submission_with(tmp_path, ["ex01"]), exercises=["ex01"], root=root)
+    ex = BY_ID["ex01"]
+    public = [t for t in data["tests"] if t["name"].startswith("ex01 ") and "(hidden)" not in t["name"]
+              and "hidden cases" not in t["name"]]
+    hidden = [t for t in data["tests"] if t["name"].endswith("(hidden)")]
+    detail = [t for t in data["tests"] if "hidden cases: inputs" in t["name"]]
+    assert abs(sum(t["max_score"] for t in public) - ex.points * ex.public_share) < SCORE_TOL, \
+        "public cases must carry points * public_share"
+    assert abs(sum(t["max_score"] for t in hidden) - ex.points * (1 - ex.public_share)) < SCORE_TOL
+    assert {t["visibility"] for t in public} == {ex.public_visibility}
+    assert {t["visibility"] for t in hidden} == {ex.hidden_visibility}
+    assert len(detail) == 1 and detail[0]["max_score"] == 0 and detail[0]["visibility"] == ex.hidden_detail_visibility
+    assert all(t["number"].startswith("1.") for t in data["tests"])
+
+
+@needs_ex01
+def test_missing_file_scores_zero_and_others_are_graded(tmp_path):
+    others = [e for e in WITH_SOLUTION if e != "ex01"][:1]
+    if not others:
+        pytest.skip("a second exercise with an answer key is needed")
+    root = root_for(tmp_path, ["ex01", others[0]])
+    data = grader.grade_submission(submission_with(tmp_path, ["ex01"]), exercises=["ex01", others[0]], root=root)
+    assert abs(exercise_score(data, "ex01")[0] - BY_ID["ex01"].points) < SCORE_TOL
+    score, max_score = exercise_score(data, others[0])
+    assert score == 0 and abs(max_score - BY_ID[others[0]].points) < SCORE_TOL
+    assert f"{BY_ID[others[0]].filename} was not found" in data["output"]
+    res.validate(data)
+
+
+@needs_ex01
+def test_zip_nested_duplicates_macosx_hidden_and_symlinks(tmp_path):
+    root = root_for(tmp_path, ["ex01"])
+    name = BY_ID["ex01"].filename
+    good = (SOLUTIONS / name).read_text()
+    archive = tmp_path / "upload.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        zf.writestr(f"__MACOSX/a/{name}", "raise SystemExit('resource fork')")
+        zf.writestr(f".hidden/{name}", "raise SystemExit('hidden copy')")
+        zf.writestr(f"a/b/c/{name}", "def usd_per_gb(*a):\n    return -1.0\n")
+        zf.writestr(f"a/{name}", good)
+        zf.writestr("../evil.py", "x = 1")
+    data = grader.grade_submission(archive, exercises=["ex01"], root=root)
+    assert abs(exercise_score(data, "ex01")[0] - BY_ID["ex01"].points) < SCORE_TOL, \
+        "the shallowest copy (the correct one) must be graded"
+    assert f"graded a/{name} (the shallowest), ignored a/b/c/{name}" in data["output"]
+    link_folder = tmp_path / "linked"
+    link_folder.mkdir()
+    (link_folder / name).symlink_to(SOLUTIONS / name)
+    data = grader.grade_submission(link_folder, exercises=["ex01"], root=root)
+    assert exercise_score(data, "ex01")[0] == 0, "a symlink must not smuggle in a file from the grader's disk"
+
+
+@needs_ex01
+def test_wrong_fixture_feedback_names_mistake_and_hidden_entries_do_not_leak(tmp_path):
+    fixtures = sorted(WRONG.glob("ex01_*"))
+    if not fixtures:
+        pytest.skip("no wrong fixture for ex01 yet")
+    root = root_for(tmp_path, ["ex01"])
+    stored = expected_values("ex01", root)
+    named = 0
+    for folder in fixtures:
+        data = grader.grade_submission(folder, exercises=["ex01"], root=root)
+        res.validate(data)
+        score, max_score = exercise_score(data, "ex01")
+        assert score < max_score, f"wrong fixture {folder.name} got full marks"
+        hidden = [t for t in data["tests"] if t["name"].endswith("(hidden)")]
+        for test in hidden:
+            case_id = test["name"].split(" ")[1]
+            expect = stored[case_id]["expect"]
+            if expect is not None and test["status"] == "failed":
+                assert json.dumps(expect) not in test["output"] and repr(expect) not in test["output"], \
+                    f"hidden entry {case_id} shows the expected value"
+                assert "got" not in test["output"].split("Likely mistake")[0], \
+                    f"hidden entry {case_id} shows the student's value: {test['output']}"
+        named += sum("matches a known mistake" in t["output"] for t in data["tests"])
+        detail = [t for t in data["tests"] if "hidden cases: inputs" in t["name"]][0]
+        assert "expected:" in detail["output"] and detail["visibility"] != "visible"
+    assert named > 0, "no feedback named a known mistake for the ex01 wrong fixtures"
+
+
+@needs_ex01
+def test_same_submission_graded_five_times_scores_identically(tmp_path):
+    root = root_for(tmp_path, ["ex01"])
+    folder = tmp_path / "partial"
+    folder.mkdir()
+    text = (SOLUTIONS / BY_ID["ex01"].filename).read_text().replace("return price_usd / capacity_gb",
+                                                                      "return price_usd / capacity_gb / 1.073741824")
+    (folder / BY_ID["ex01"].filename).write_text(text)
+    runs = []
+    for _ in range(5):
+        data = grader.grade_submission(folder, exercises=["ex01"], root=root)
+        runs.append((data["score"], [(t["name"], t["score"], t["status"], t["output"]) for t in data["tests"]]))
+    assert 0 < runs[0][0] < BY_ID["ex01"].points, f"the partial submission should score partly, got {runs[0][0]}"
+    assert all(run == runs[0] for run in runs), "five gradings of one submission differ"
+
+
+@needs_ex01
+def test_grader_failure_is_reported_and_valid(tmp_path, monkeypatch):
+    root = root_for(tmp_path, ["ex01"])
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("simulated grader bug")
+
+    monkeypatch.setattr(grader, "grade_exercise", broken)
+    data = grader.grade_submission(submission_with(tmp_path, ["ex01"]), tmp_path / "r.json",
+                                   exercises=["ex01"], root=root)
+    res.validate(json.loads((tmp_path / "r.json").read_text()))
+    visible = [t for t in data["tests"] if t["visibility"] == "visible"]
+    staff = [t for t in data["tests"] if t["visibility"] == "hidden"]
+    assert visible[0]["name"].startswith("autograder failed") and "simulated grader bug" not in visible[0]["output"]
+    assert "simulated grader bug" in staff[0]["output"], "the traceback must reach the staff-only entry"
+    monkeypatch.setattr(res, "assemble", broken)
+    data = grader.grade_submission(submission_with(tmp_path, ["ex01"]), tmp_path / "r2.json",
+                                   exercises=["ex01"], root=root)
+    res.validate(json.loads((tmp_path / "r2.json").read_text()))
+    assert data["score"] == 0 and autograder_failures(data)
+
+
+@needs_ex01
+def test_cli_writes_results(tmp_path):
+    if not real_ready("ex01"):
+        pytest.skip("the CLI grades against the package's own cases; ex01's are not complete yet")
+    out = tmp_path / "out" / "results.json"
+    proc = subprocess.run([sys.executable, "-m", "autograder", "grade", str(submission_with(tmp_path, ["ex01"])),
+                           "--out", str(out), "--exercises", "ex01"], capture_output=True, text=True, timeout=120,
+                          cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    data = json.loads(out.read_text())
+    res.validate(data)
+    assert abs(data["score"] - BY_ID["ex01"].points) < SCORE_TOL
+
+
+def test_sandbox_isolation_as_seen_from_inside(tmp_path):
+    probe = tmp_path / "ex01_cost_per_gb.py"
+    probe.write_text(
+        "import os, resource, socket\n"
+        "print('UID', os.getuid(), os.getgid(), os.getgroups())\n"
+        "print('NET', sorted(n for _, n in socket.if_nameindex()))\n"
+        "print('AS', resource.getrlimit(resource.RLIMIT_AS)[0] // 2**20)\n"
+        "print('STDIN', repr(open(0).read()))\n"
+        "print('ENV', sorted(os.environ))\n")
+    report = sandbox.run_exercise(probe, "ex01_cost_per_gb", [], 0, sandbox.Limits(20, 20, 1024))
+    out = report.output_all
+    assert report.imported is True, out
+    assert "AS 1024" in out, f"RLIMIT_AS should be 1024 MiB inside the child: {out}"
+    assert "STDIN ''" in out, "student code must not see the control channel on stdin"
+    if sandbox.is_root():
+        uid = int(out.split("UID ")[1].split()[0])
+        assert uid in sandbox.SANDBOX_UIDS and "[]" in out.split("UID ")[1].splitlines()[0], out
+    if sandbox.network_isolation_flags() is not None:
+        assert "NET ['lo']" in out, f"the child should only see a loopback device: {out}"
+    assert "MAC" not in out and "KEY" not in out.upper().split("ENV")[1], "no secret in the environment"
+
+
+def test_result_channel_refuses_forged_duplicate_and_out_of_order_records():
+    specs = [{"id": f"ex01.f.{i}", "func": "f", "args": {"__tuple__": []}, "kwargs": {"__dict__": {}},
+              "harness": None} for i in range(3)]
+    report = sandbox.ChildReport()
+    run = sandbox._Run(specs, b"k" * 32, 2, report)
+
+    def line(payload: dict, key: bytes = b"k" * 32) -> bytes:
+        import hashlib
+        import hmac
+
+        data = json.dumps(payload).encode()
+        return hmac.new(key, data, hashlib.sha256).hexdigest().encode() + b" " + data
+
+    def size() -> int:
+        return 0
+
+    ok = {"value": 1.0, "error_type": None, "error_message": ""}
+    run.record(line({"seq": -1, "kind": "import", "ok": True}), size)
+    run.record(line({"seq": 0, "id": "ex01.f.0", "outcome": ok}, key=b"x" * 32), size)
+    assert report.bad_records == 1 and not report.outcomes, "a record with a wrong MAC must be ignored"
+    run.record(b"not even a record", size)
+    run.record(line({"seq": 0, "id": "ex01.f.0", "outcome": ok}), size)
+    assert "ex01.f.0" in report.outcomes and run.sent == 2
+    run.record(line({"seq": 0, "id": "ex01.f.0", "outcome": ok}), size)
+    assert "ex01.f.0" not in report.outcomes and "two result records" in report.refused["ex01.f.0"]
+    run.record(line({"seq": 2, "id": "ex01.f.2", "outcome": ok}), size)
+    assert "ex01.f.2" not in report.outcomes and "out of order" in report.refused["ex01.f.2"], \
+        "a record for a case not yet sent must be refused"
+    assert report.bad_records == 2
+
+
+@needs_ex01
+def test_non_root_path_still_sandboxes(tmp_path, monkeypatch):
+    root = root_for(tmp_path, ["ex01"])
+    monkeypatch.setattr(sandbox, "is_root", lambda: False)
+    monkeypatch.setattr(sandbox, "reachability_plan", lambda: pytest.fail("no mount plan without root"))
+    data = grader.grade_submission(submission_with(tmp_path, ["ex01"]), exercises=["ex01"], root=root)
+    assert abs(exercise_score(data, "ex01")[0] - BY_ID["ex01"].points) < SCORE_TOL, data["output"]
+    assert not sandbox_survivors()
+
+
+def test_results_schema_rejects_malformed_results():
+    good = res.grader_failure("trace", 100.0)
+    res.validate(good)
+    for broken in ({**good, "tests": [{**good["tests"][0], "status": "ok"}]},
+                   {**good, "tests": [{**good["tests"][0], "visibility": "public"}]},
+                   {**good, "scroe": 1.0}):
+        with pytest.raises(Exception):
+            res.validate(broken)
+    assert res.split_points(6 * 0.4, [1, 1, 2]) == pytest.approx([0.6, 0.6, 1.2], rel=1e-12)
+
+
+def test_results_written_atomically_over_a_planted_symlink(tmp_path):
+    target = tmp_path / "victim.txt"
+    target.write_text("do not touch")
+    out = tmp_path / "results.json"
+    os.symlink(target, out)
+    res.write(res.grader_failure("trace", 100.0), out)
+    assert target.read_text() == "do not touch" and not out.is_symlink()
+    res.validate(json.loads(out.read_text()))
