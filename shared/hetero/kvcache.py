@@ -30,7 +30,7 @@ import argparse
 import json
 import math
 import sys
-from collections import Counter, OrderedDict, deque
+from collections import Counter, OrderedDict
 from dataclasses import asdict, dataclass
 from itertools import takewhile
 from pathlib import Path
@@ -72,14 +72,24 @@ class LRUCache:
     def access(self, blocks: Sequence[int]) -> int:
         """Serve one request: return its cached-prefix length (blocks), then insert/refresh them all."""
         order = self._order
-        hit = len(list(takewhile(order.__contains__, blocks)))
-        # Bulk C-level updates: insert the new blocks, then move every block (in request order)
-        # to the recent end, so the request's last block ends up most recent.
-        order.update(dict.fromkeys(blocks))
-        deque(map(order.move_to_end, blocks), maxlen=0)
-        excess = len(order) - self.capacity_blocks
-        if excess > 0:
-            deque(map(order.popitem, [False] * excess), maxlen=0)
+        move = order.move_to_end
+        hit = 0
+        prefix = True  # still inside the cached prefix (membership before this request)
+        # One pass per block: a cached block is refreshed (and counted while the prefix lasts), a
+        # missing one is appended; the request's last block ends up most recent. Measured faster in
+        # CPython than bulk OrderedDict.update / map(move_to_end) (benchmarks/bench_kvcache.py).
+        for block in blocks:
+            if block in order:
+                move(block)
+                if prefix:
+                    hit += 1
+            else:
+                prefix = False
+                order[block] = None
+        if len(order) > self.capacity_blocks:
+            pop = order.popitem
+            for _ in range(len(order) - self.capacity_blocks):
+                pop(False)
         return hit
 
 
