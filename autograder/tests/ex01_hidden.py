@@ -61,3 +61,21 @@ for func, what, args in _INVALID:
     CASES.append(Case(f"ex01.{func}.invalid_{what}", func, args, raises="ValueError", points=0.5,
                       hint="every argument must be a finite number > 0: check each one and raise ValueError "
                            "naming it (not ZeroDivisionError, not a negative or nan result)"))
+
+# Resources below 1 unit are valid (the rule is > 0, not > 1): a hard disk streams ~0.28 GB/s, and a
+# sub-dollar price per unit must not be mistaken for an invalid input.
+# (label, price_usd, peak_tflops, bandwidth_gb_per_s, capacity_gb)
+_BELOW_ONE = (
+    ("hdd_20tb", 350.0, 0.001, 0.285, 20000.0),  # 20 TB 7200 rpm HDD: ~285 MB/s sustained; illustrative price
+    ("one_dollar_part", 1.0, 0.5, 0.5, 0.5),  # every argument at or below 1: still valid
+)
+for label, price, tflops, bw, cap in _BELOW_ONE:
+    CASES += [
+        Case(f"ex01.usd_per_gb.{label}", "usd_per_gb", (price, cap), rel_tol=1e-9, tol_note=EXACT,
+             unit="$ per GB", hint="values below 1 are valid: the rule is > 0 (not >= 1)", points=0.5),
+        Case(f"ex01.usd_per_gb_per_s.{label}", "usd_per_gb_per_s", (price, bw), rel_tol=1e-9, tol_note=EXACT,
+             unit="$ per GB/s", hint="a bandwidth below 1 GB/s (an HDD streams ~0.285 GB/s) is valid: the rule "
+                                     "is > 0 (not >= 1)", points=0.5),
+        Case(f"ex01.per_thousand_usd.{label}", "per_thousand_usd", (price, tflops, bw, cap), rel_tol=1e-9,
+             tol_note=EXACT, unit="resource per $1000", hint=KEYS_HINT + "; values below 1 are valid", points=0.5),
+    ]

@@ -125,3 +125,39 @@ CASES += [
               "(weights larger than the HBM, headroom outside [0, 1), zero or negative sizes)")
     for func, what, args in _INVALID
 ]
+
+# Boundaries of the valid ranges: the smallest valid values must return, the first invalid ones must raise.
+# (label, func, args)
+_VALID_EDGES = (
+    ("kv_bytes_per_token", "one_of_each", (1, 1, 1, 0.5)),  # 4-bit KV of a single head of one element
+    ("hbm_for_kv_bytes", "no_weights", (8, 80.0, 0.0, 0.10)),  # weight_bytes = 0 is allowed (>= 0)
+    ("hbm_for_kv_bytes", "half_gb_per_gpu", (2, 0.5, 0.2e9, 0.0)),  # hbm_per_gpu_gb below 1 is still > 0
+    ("kv_capacity_tokens", "sub_byte_per_token", (1000.0, 0.75)),  # kv_bytes_per_token below 1 is still > 0
+    ("requests_that_fit", "sub_token_mean", (10, 0.5)),  # mean_tokens_per_request below 1 is still > 0
+)
+for func, what, args in _VALID_EDGES:
+    tol = (dict(rel_tol=0.0, tol_note=INT) if func in ("kv_capacity_tokens", "requests_that_fit")
+           else dict(rel_tol=1e-9, tol_note=EXACT))
+    CASES.append(Case(f"ex02.{func}.edge_{what}", func, args, points=0.5,
+                      unit={"kv_bytes_per_token": "bytes per token", "hbm_for_kv_bytes": "bytes",
+                            "kv_capacity_tokens": "tokens", "requests_that_fit": "requests"}[func],
+                      hint="a value at the edge of the docstring's valid range (0 weights, sizes below 1) is "
+                           "valid: compare with > 0 or >= 0 exactly as the docstring says, not >= 1",
+                      **tol))
+
+_INVALID_EDGES = (
+    ("kv_bytes_per_token", "zero_bytes", (80, 8, 128, 0.0)),
+    ("kv_bytes_per_token", "inf_bytes", (80, 8, 128, float("inf"))),
+    ("hbm_for_kv_bytes", "zero_hbm_no_weights", (8, 0.0, 0.0, 0.1)),  # 0 GB of HBM is not a GPU
+    ("hbm_for_kv_bytes", "inf_hbm", (8, float("inf"), 141e9, 0.1)),
+    ("hbm_for_kv_bytes", "nan_weights", (8, 80.0, float("nan"), 0.1)),
+    ("kv_capacity_tokens", "inf_free", (float("inf"), 327680.0)),
+    ("requests_that_fit", "float_capacity", (1370544.0, 8590.0)),  # capacity_tokens must be an int
+    ("requests_that_fit", "nan_mean", (1370544, float("nan"))),
+)
+CASES += [
+    Case(f"ex02.{func}.invalid_{what}", func, args, raises="ValueError", points=0.5,
+         hint="zero sizes, infinities and nan are invalid: check `math.isfinite(x) and x > 0` (or >= 0 where the "
+              "docstring allows 0) and raise ValueError naming the argument")
+    for func, what, args in _INVALID_EDGES
+]

@@ -82,3 +82,37 @@ CASES += [
     Case("ex06.decode_tokens_per_s_bound.negative_bytes", "decode_tokens_per_s_bound", (-1.0, 300.0, 0.7),
          raises="ValueError", hint="negative bytes must raise ValueError naming bytes_per_token", points=0.5),
 ]
+
+# Boundaries of the valid ranges. A count of 1 is valid (>= 1): a single-matrix expert, top-1 routing
+# (Switch Transformer, Llama 4 Maverick's one routed expert). Sizes below 1 are valid where the rule is > 0:
+# 1-bit weights, a bandwidth under 1 GB/s (weights streamed from a hard disk).
+CASES += [
+    Case("ex06.expert_params.one_matrix", "expert_params", (4096, 1024, 1), tol_note="integer count: exact",
+         unit="parameters", hint="matrices_per_expert = 1 is valid (>= 1): one hidden x expert_dim matrix",
+         points=0.5),
+    Case("ex06.expert_params.unit_dims", "expert_params", (1, 1), tol_note="integer count: exact",
+         unit="parameters", hint="hidden = expert_dim = 1 is valid (>= 1): 3 matrices of 1 x 1", points=0.5),
+    Case("ex06.expert_bytes_per_token.top1_routing", "expert_bytes_per_token", (1, 3 * 5120 * 8192, 24, 4.5),
+         rel_tol=1e-9, tol_note=EXACT, unit="bytes",
+         hint="active_experts = 1 (top-1 routing, Llama 4 Maverick) is valid (>= 1); " + BYTES_HINT, points=0.5),
+    Case("ex06.expert_bytes_per_token.one_bit", "expert_bytes_per_token", (8, 3 * 7168 * 2048, 58, 1.0),
+         rel_tol=1e-9, tol_note=EXACT, unit="bytes",
+         hint="bits_per_param = 1 (binary weights) is valid (> 0); " + BYTES_HINT, points=0.5),
+    Case("ex06.expert_bytes_per_token.one_param_one_layer", "expert_bytes_per_token", (2, 1, 1, 16.0),
+         rel_tol=1e-9, tol_note=EXACT, unit="bytes",
+         hint="params_per_expert = 1 and num_moe_layers = 1 are valid (>= 1)", points=0.5),
+    Case("ex06.expert_bytes_per_token.negative_bits", "expert_bytes_per_token", (8, 1000, 58, -4.5),
+         raises="ValueError", hint="bits_per_param < 0 must raise ValueError naming bits_per_param", points=0.5),
+    Case("ex06.decode_tokens_per_s_bound.hdd_streaming", "decode_tokens_per_s_bound", (11_494_490_112.0, 0.285, 1.0),
+         rel_tol=1e-9, tol_note=EXACT, unit="tokens/s",
+         hint="a bandwidth below 1 GB/s (an HDD streams ~0.285 GB/s) is valid (> 0); " + BOUND_HINT, points=0.5),
+    Case("ex06.decode_tokens_per_s_bound.one_byte_per_token", "decode_tokens_per_s_bound", (1.0, 100.0, 0.5),
+         rel_tol=1e-9, tol_note=EXACT, unit="tokens/s",
+         hint="bytes_per_token = 1 is valid (> 0); " + BOUND_HINT, points=0.5),
+    Case("ex06.decode_tokens_per_s_bound.zero_bytes", "decode_tokens_per_s_bound", (0.0, 300.0, 0.7),
+         raises="ValueError", hint="bytes_per_token = 0 must raise ValueError naming bytes_per_token "
+                                   "(not ZeroDivisionError)", points=0.5),
+    Case("ex06.decode_tokens_per_s_bound.efficiency_above_one", "decode_tokens_per_s_bound", (11.5e9, 300.0, 1.5),
+         raises="ValueError", hint="efficiency is a fraction in (0, 1]; 1.5 must raise ValueError naming efficiency",
+         points=0.5),
+]

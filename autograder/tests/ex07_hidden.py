@@ -67,3 +67,17 @@ CASES += [
                      ("negative", {"experts": -2.0}),
                      ("infinite", {"experts": float("inf")}))
 ]
+
+# Top-1 routing (Llama 4 Maverick: 1 of 128 routed experts per token; Switch Transformer) is valid:
+# active_experts >= 1, and 1 is the boundary.
+CASES += [
+    Case(f"ex07.tokens_per_routed_expert.{label}", "tokens_per_routed_expert", (b, k, n), rel_tol=1e-9,
+         tol_note=EXACT, unit="tokens", hint="active_experts = 1 (top-1 routing) is valid (>= 1); " + ROUTED_HINT,
+         points=0.5)
+    for label, b, k, n in (("llama4_maverick_top1_b64", 64, 1, 128), ("switch_top1_b1", 1, 1, 1))
+]
+CASES += [
+    Case("ex07.tokens_per_routed_expert.fewer_experts_than_active", "tokens_per_routed_expert", (64, 8, 7),
+         raises="ValueError", hint="num_routed_experts < active_experts must raise ValueError naming "
+                                   "num_routed_experts", points=0.5),
+]

@@ -91,3 +91,23 @@ CASES += [
     Case("ex08.deferral_speedup.too_many_deferred", "deferral_speedup", (1e-3, 0.05e-3, 8, 9), raises="ValueError",
          hint="deferred = 9 > 8 active experts must raise ValueError naming deferred", points=0.5),
 ]
+
+# Top-1 routing (active_experts = 1, Llama 4 Maverick / Switch Transformer) is valid: with no deferral the
+# expert runs after the GPU part, with its only expert deferred it overlaps the next layer's GPU work.
+CASES += [
+    Case(f"ex08.layer_time_s.top1_d{d}", "layer_time_s", (0.2e-3, 0.3e-3, 1, d), rel_tol=1e-9, tol_note=REL,
+         unit="s", hint="active_experts = 1 is valid (>= 1); " + LAYER_HINT, points=0.5)
+    for d in (0, 1)
+]
+CASES += [
+    Case("ex08.best_deferred.top1_no_minimum", "best_deferred", (0.2e-3, 0.3e-3, 1), kwargs={"min_immediate": 0},
+         tol_note="integer: exact", unit="experts", hint="active_experts = 1 is valid (>= 1); " + BEST_HINT,
+         points=0.5),
+    Case("ex08.deferral_speedup.top1_d1", "deferral_speedup", (0.2e-3, 0.3e-3, 1, 1), rel_tol=1e-9, tol_note=REL,
+         unit="x", hint="active_experts = 1 is valid (>= 1); " + SPEEDUP_HINT, points=0.5),
+    Case("ex08.layer_time_s.zero_active", "layer_time_s", (1e-3, 0.05e-3, 0, 0), raises="ValueError",
+         hint="active_experts = 0 must raise ValueError naming active_experts", points=0.5),
+    Case("ex08.best_deferred.min_immediate_above_active", "best_deferred", (1e-3, 0.05e-3, 8),
+         kwargs={"min_immediate": 9}, raises="ValueError",
+         hint="min_immediate = 9 > 8 active experts must raise ValueError naming min_immediate", points=0.5),
+]

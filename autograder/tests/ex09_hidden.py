@@ -101,3 +101,27 @@ CASES += [
     Case("ex09.prefill_expert_time_s.zero_tflops", "prefill_expert_time_s", (1024, 2e10, 0.0), raises="ValueError",
          hint="achieved_tflops = 0 must raise ValueError naming achieved_tflops", points=0.5),
 ]
+
+# Boundaries of the valid ranges: 1 is a valid count (>= 1), and values below 1 are valid where the rule
+# is > 0 (a scalar unit issuing one op every other cycle, a sub-TOPS embedded CPU, a desktop CPU without
+# AMX reaching 0.8 TFLOPS, a single parameter per token).
+CASES += [
+    Case("ex09.ops_per_cycle_per_core.scalar_op", "ops_per_cycle_per_core", (1, 2), rel_tol=1e-9, tol_note=EXACT,
+         unit="ops/cycle/core", hint="ops_per_instruction = 1 is valid (>= 1); " + OPC_HINT, points=0.5),
+    Case("ex09.peak_tops.half_op_per_cycle", "peak_tops", (4, 1.5, 0.5), rel_tol=1e-9, tol_note=EXACT,
+         unit="TOPS", hint="ops_per_cycle_per_core = 0.5 is valid (> 0); " + PEAK_HINT, points=0.5),
+    Case("ex09.peak_tops.sub_ghz_clock", "peak_tops", (4, 0.8, 16.0), rel_tol=1e-9, tol_note=EXACT,
+         unit="TOPS", hint="clock_ghz = 0.8 is valid (> 0); " + PEAK_HINT, points=0.5),
+    Case("ex09.fraction_of_peak.sub_tops_peak", "fraction_of_peak", (0.1, 0.5), rel_tol=1e-9, tol_note=EXACT,
+         unit="fraction", hint="peak_tops = 0.5 is valid (> 0); " + FRACTION_HINT, points=0.5),
+    Case("ex09.prefill_expert_time_s.deepseek_v3_1k_avx2_desktop", "prefill_expert_time_s",
+         (1024, 8 * 3 * 7168 * 2048 * 58.0, 0.8), rel_tol=1e-9, tol_note=EXACT, unit="s",
+         hint="achieved_tflops = 0.8 is valid (> 0); " + PREFILL_HINT, points=0.5),
+    Case("ex09.prefill_expert_time_s.one_param", "prefill_expert_time_s", (1, 1.0, 1.0), rel_tol=1e-9,
+         tol_note=EXACT, unit="s", hint="num_tokens = 1 and active_params_per_token = 1 are valid; " + PREFILL_HINT,
+         points=0.5),
+    Case("ex09.prefill_expert_time_s.zero_params", "prefill_expert_time_s", (1024, 0.0, 20.0), raises="ValueError",
+         hint="active_params_per_token = 0 must raise ValueError naming active_params_per_token", points=0.5),
+    Case("ex09.peak_tops.zero_cores", "peak_tops", (0, 2.0, 2048.0), raises="ValueError",
+         hint="cores = 0 must raise ValueError naming cores", points=0.5),
+]
