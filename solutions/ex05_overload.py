@@ -71,7 +71,7 @@ def admit_predictive(predicted_load: float, decode_slots: int, oversubscription:
       predicted_load:   requests predicted to be decoding when this one enters decode (>= 0).
       decode_slots:     requests the decode pool can batch within its TBT SLO (int >= 1).
       oversubscription: factor on the threshold (>= 1.0); 1.1 admits up to 10% more than the slots,
-                        betting that the mean-based prediction overestimates the load.
+                        trading a few wasted prefills for completions when the prediction errs.
     Returns: True iff predicted_load < decode_slots x oversubscription (strictly: a pool predicted
     to be exactly at its threshold has no room left).
     Invalid input (ValueError naming the argument): predicted_load negative or not finite;

@@ -50,7 +50,7 @@ import numpy as np
 
 from hetero import catalog
 from hetero.casegen import register
-from hetero.impl import exercise_function
+from hetero.impl import MissingExercise, exercise_function
 from hetero.parts import Part
 from hetero.traces import TraceError, TraceRequest, read_trace
 
@@ -530,7 +530,7 @@ def plot(figures: dict[str, Any], outdir: Path) -> list[Path]:
             ax.plot(t, np.asarray(s["prefill"]) / fig_data["prefill_instances"], label="prefill pool", lw=1)
             ax.plot(t, np.asarray(s["decode"]) / fig_data["decode_slots"], label="decode pool", lw=1)
             corr = figures[name]["policies"][policy]["oscillation"]["correlation"]["mean"]
-            ax.set_title(f"{policy} (corr {corr:+.2f})", fontsize=9)
+            ax.set_title(f"{policy} (corr {corr:+.2f}, mean over seeds)", fontsize=9)
             ax.set_ylabel("load\n(req / instance,\nfraction of slots)", fontsize=7)
             ax.legend(loc="upper right", fontsize=7)
         axes[-1, 0].set_xlabel("simulated time (s)")
@@ -627,5 +627,13 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def _main_or_missing(argv: list[str] | None = None) -> int:
+    try:
+        return main(argv)
+    except MissingExercise as exc:
+        print(f"python -m hetero.overload: {exc}", file=sys.stderr)
+        return 1
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(_main_or_missing())
