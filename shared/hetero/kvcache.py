@@ -305,6 +305,9 @@ DISPATCHES = ("local_round_robin", "local_sticky", "global_round_robin", "global
 LABELS = {"local_round_robin": "local + round-robin", "local_sticky": "local + document-sticky",
           "global_round_robin": "global pool + round-robin", "global_ttft": "global pool + TTFT-aware"}
 
+SHORT_LABELS = {"local_round_robin": "local\nround-robin", "local_sticky": "local\nsticky",
+                "global_round_robin": "global\nround-robin", "global_ttft": "global\nTTFT-aware"}
+
 ClusterFn = Callable[[list[list[int]]], Any]
 
 
@@ -587,7 +590,7 @@ def plot(figures: dict[str, Any], outdir: Path) -> list[Path]:
     for ax, (key, label, scale) in zip(axes, panels):
         ax.bar(range(len(names)), [scale * figures["policies"][n][key] for n in names])
         ax.set_xticks(range(len(names)))
-        ax.set_xticklabels([LABELS[n].replace(" + ", "\n+ ") for n in names], fontsize=7)
+        ax.set_xticklabels([SHORT_LABELS[n] for n in names], fontsize=8)
         ax.set_ylabel(label)
     fig.suptitle("Local caches vs the global pool (8 instances, 20,000 requests)")
     fig.tight_layout()
