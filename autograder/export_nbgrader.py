@@ -25,6 +25,8 @@ named `python3`; nbgrader must find `alembic` on PATH (the venv's bin/).
 from __future__ import annotations
 
 import argparse
+import os
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -127,6 +129,40 @@ def export(dest: Path, assignment: str = DEFAULT_ASSIGNMENT, ex_ids: list[str] |
         src = nb.load_sources(ex.id, root)
         written.append(nb.write_notebook(source_notebook(src), dest / "source" / assignment / f"{ex.module}.ipynb"))
     return written
+
+
+def tool_env() -> dict[str, str]:
+    """The environment for nbgrader / Otter commands: this interpreter's bin/ first on PATH (alembic,
+    jupyter, the python3 kernel of the venv)."""
+    env = dict(os.environ)
+    env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
+    return env
+
+
+def run_nbgrader(course: Path, args: list[str], timeout_s: float) -> subprocess.CompletedProcess:
+    """Run `nbgrader <args>` in the course folder; raises RuntimeError with its output when it fails."""
+    cmd = [str(Path(sys.executable).parent / "nbgrader"), *args]
+    done = subprocess.run(cmd, cwd=course, env=tool_env(), capture_output=True, text=True, timeout=timeout_s)
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed ({done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
+    return done
+
+
+def autograded_points(course: Path, assignment: str = DEFAULT_ASSIGNMENT) -> dict[str, dict[str, float]]:
+    """{student: {exercise id: points}} from the course's gradebook after `nbgrader autograde`."""
+    from nbgrader.api import Gradebook, MissingEntry
+
+    by_module = {ex.module: ex.id for ex in BY_ID.values()}
+    points: dict[str, dict[str, float]] = {}
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
+        for student in gradebook.students:
+            try:
+                submission = gradebook.find_submission(assignment, student.id)
+            except MissingEntry:
+                continue
+            points[student.id] = {by_module[n.name]: float(n.score) for n in submission.notebooks
+                                  if n.name in by_module}
+    return points
 
 
 def main(argv: list[str]) -> int:

@@ -29,6 +29,8 @@ The grading environment needs the `hetero` package (`pip install -e .` of this r
 from __future__ import annotations
 
 import argparse
+import json
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -39,7 +41,7 @@ from autograder.manifest import BY_ID, ROOT
 POINT_DIGITS = 6  # points are written rounded to 1e-6; a 10-case exercise drifts by at most 5e-6
 
 
-def assignment_config(ex_id: str, requirements: bool) -> str:
+def assignment_config(ex_id: str, requirements: bool, run_tests: bool = True) -> str:
     lines = [
         "# ASSIGNMENT CONFIG",
         f"name: a2-{ex_id}",
@@ -48,7 +50,7 @@ def assignment_config(ex_id: str, requirements: bool) -> str:
         "export_cell: false",
         "solutions_pdf: false",
         "template_pdf: false",
-        "run_tests: true",
+        f"run_tests: {str(run_tests).lower()}",
         "generate:",
         "  pdf: false",
         "  show_stdout: true",
@@ -66,12 +68,12 @@ def test_cell_source(code: str, points: float, hidden: bool) -> str:
     return "\n".join(config + [code])
 
 
-def master_notebook(src: nb.ExerciseSources, requirements: bool = False) -> dict[str, Any]:
-    """The Otter master notebook of one exercise."""
+def master_notebook(src: nb.ExerciseSources, requirements: bool = False, run_tests: bool = True) -> dict[str, Any]:
+    """The Otter master notebook of one exercise (`run_tests`: `otter assign` checks the solution)."""
     ex = src.exercise
     points = nb.case_points(ex, src.public, src.hidden)
     cells: list[dict[str, Any]] = [
-        nb.raw_cell(assignment_config(ex.id, requirements), "assignment-config"),
+        nb.raw_cell(assignment_config(ex.id, requirements, run_tests), "assignment-config"),
         nb.markdown_cell(nb.intro_markdown(src), "intro"),
         nb.raw_cell(f"# BEGIN QUESTION\nname: {ex.id}\nmanual: false\nall_or_nothing: false", "begin-question"),
         nb.markdown_cell(f"**{ex.id}.** Fill in the functions below; the public tests run with "
@@ -93,7 +95,7 @@ def master_notebook(src: nb.ExerciseSources, requirements: bool = False) -> dict
 
 
 def export(dest: Path, ex_ids: list[str] | None = None, package: str | None = None,
-           root: Path = ROOT) -> list[Path]:
+           root: Path = ROOT, run_tests: bool = True) -> list[Path]:
     """Write the master notebooks (and requirements.txt with --package) into `dest`."""
     chosen = [ex for ex in nb.gradable_exercises(root) if ex_ids is None or ex.id in ex_ids]
     if ex_ids is not None:
@@ -111,15 +113,45 @@ def export(dest: Path, ex_ids: list[str] | None = None, package: str | None = No
         written.append(requirements)
     for ex in chosen:
         src = nb.load_sources(ex.id, root)
-        written.append(nb.write_notebook(master_notebook(src, requirements=bool(package)),
+        written.append(nb.write_notebook(master_notebook(src, bool(package), run_tests),
                                          dest / ex.module / f"{ex.module}.ipynb"))
     return written
+
+
+def _otter(args: list[str], timeout_s: float) -> None:
+    from autograder.export_nbgrader import tool_env
+
+    cmd = [str(Path(sys.executable).parent / "otter"), *args]
+    done = subprocess.run(cmd, env=tool_env(), capture_output=True, text=True, timeout=timeout_s)
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed ({done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
+
+
+def assign(master: Path, out: Path, timeout_s: float = 600) -> tuple[Path, Path]:
+    """`otter assign master out`; returns (autograder zip, student notebook)."""
+    _otter(["assign", str(master), str(out)], timeout_s)
+    zips = sorted((out / "autograder").glob("*-autograder_*.zip"))
+    if len(zips) != 1:
+        raise RuntimeError(f"otter assign wrote {len(zips)} autograder zips into {out / 'autograder'}")
+    return zips[0], out / "student" / master.name
+
+
+def run(autograder_zip: Path, submission: Path, out: Path, timeout_s: float) -> dict[str, float]:
+    """`otter run` (no Docker) of one submission; returns {question: points}. Otter has no timeout of
+    its own, so the call is bounded by `timeout_s` (subprocess timeout)."""
+    out.mkdir(parents=True, exist_ok=True)
+    _otter(["run", "-a", str(autograder_zip), "-o", str(out), str(submission)], timeout_s)
+    results = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    # results.json has no top-level score: each question is one entry with score / max_score
+    return {t["name"]: float(t["score"]) for t in results["tests"] if "score" in t}
 
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m autograder export-otter", description=__doc__.split("\n")[0])
     parser.add_argument("dest", type=Path, help="folder to write the master notebooks into")
     parser.add_argument("--exercises", help="comma-separated exercise ids (default: every exportable one)")
+    parser.add_argument("--no-run-tests", action="store_true",
+                        help="do not let `otter assign` run the tests against the solution")
     parser.add_argument("--package", help="pip requirement for this package in the grading image "
                                           "(e.g. a wheel URL); written to requirements.txt")
     args = parser.parse_args(argv)
@@ -129,7 +161,7 @@ def main(argv: list[str]) -> int:
         if bad:
             parser.error(f"unknown exercise ids: {', '.join(bad)}")
     try:
-        written = export(args.dest, ex_ids, args.package)
+        written = export(args.dest, ex_ids, args.package, run_tests=not args.no_run_tests)
     except ValueError as exc:
         print(f"export-otter: {exc}", file=sys.stderr)
         return 1

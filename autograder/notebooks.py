@@ -280,6 +280,17 @@ def write_student_notebooks(dest: Path, root: Path = ROOT) -> list[Path]:
             for ex in available_exercises(root)]
 
 
+def fill_exercise_cell(notebook: dict[str, Any], ex: Exercise, code: str) -> dict[str, Any]:
+    """A copy of `notebook` whose exercise cell (tagged `a2-exercise`) holds `code`: a filled submission."""
+    filled = json.loads(json.dumps(notebook))
+    cells = [c for c in filled["cells"] if EXERCISE_TAG in (c.get("metadata", {}).get("tags") or [])]
+    if len(cells) != 1:
+        raise NotebookError(f"expected one cell tagged {EXERCISE_TAG}, found {len(cells)}")
+    cells[0]["source"] = exercise_cell_source(ex, code)
+    cells[0]["outputs"] = []
+    return filled
+
+
 # ---------------------------------------------------------------------------------------------
 # Reading a submission back.
 

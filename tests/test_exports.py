@@ -35,8 +35,8 @@ if not GRADABLE:
     pytest.skip("no exercise has hidden cases with stored expected values yet", allow_module_level=True)
 
 VENV_BIN = Path(sys.executable).parent
-# Points are compared per exercise. Otter's test configs carry points rounded to 1e-6 (POINT_DIGITS), so a
-# sum over at most ~40 cases may differ from the native float sum by 2e-5; 1e-4 allows that and nothing more
+# Points are compared per exercise. Otter's test configs and the native results.json carry per-case points
+# rounded to 1e-6, so a sum over at most ~60 cases may differ by 6e-5; 1e-4 allows that and nothing more
 # (the smallest case is worth > 0.01 points, so one wrong verdict is always caught).
 POINTS_TOL = 1e-4
 
@@ -195,3 +195,124 @@ def test_export_otter_cli(tmp_path):
         module = BY_ID[ex_id].module
         note = json.loads((tmp_path / module / f"{module}.ipynb").read_text())
         assert "requirements: ../requirements.txt" in note["cells"][0]["source"]
+
+
+# ---------------------------------------------------------------------------------------------
+# The real tools against the native grader (slow)
+
+def _submissions() -> dict[str, dict[str, Any]]:
+    """{submission kind: {exercise id: code, or None for the tool's own unfilled release}}.
+
+    "fixtures" holds one wrong fixture for each of two exercises (two fixtures of one exercise would
+    need two submissions; a second kind is added only when a single exercise has fixtures)."""
+    kinds: dict[str, dict[str, Any]] = {
+        "solutions": {e: (ROOT / "solutions" / BY_ID[e].filename).read_text(encoding="utf-8") for e in GRADABLE},
+        "release": {e: None for e in GRADABLE},
+    }
+    firsts = [(e, wrong_fixtures(e)) for e in GRADABLE if wrong_fixtures(e)]
+    if len(firsts) >= 2:
+        kinds["fixtures"] = {e: found[0][1].read_text(encoding="utf-8") for e, found in firsts[:2]}
+    else:
+        for number, (_, path) in enumerate(firsts[0][1][:2] if firsts else []):
+            kinds[f"fixtures-{number}"] = {firsts[0][0]: path.read_text(encoding="utf-8")}
+    assert sum(len(v) for k, v in kinds.items() if k.startswith("fixtures")) >= 2, "need two wrong fixtures"
+    return kinds
+
+
+_NATIVE_CACHE: dict[tuple, dict[str, float]] = {}
+
+
+def _native_points(notebooks: dict[str, Path], workdir: Path) -> dict[str, float]:
+    """`python -m autograder grade` on a folder holding the same notebooks (the grader extracts their code
+    with `extract_code` and grades it as the .py file); points per exercise. Identical code (the
+    solutions, the fixtures) is graded once for both tools."""
+    from autograder.gradebook import exercise_scores
+
+    key = tuple(sorted((ex_id, nb.extract_code(path)) for ex_id, path in notebooks.items()))
+    if key in _NATIVE_CACHE:
+        return _NATIVE_CACHE[key]
+
+    folder = workdir / "submission"
+    folder.mkdir(parents=True)
+    for ex_id, path in notebooks.items():
+        shutil.copyfile(path, folder / f"{BY_ID[ex_id].module}.ipynb")
+    out = workdir / "results.json"
+    subprocess.run([sys.executable, "-m", "autograder", "grade", str(folder), "--out", str(out)],
+                   check=True, capture_output=True, text=True, timeout=900, cwd=ROOT)
+    scores = exercise_scores(json.loads(out.read_text(encoding="utf-8")))
+    _NATIVE_CACHE[key] = {ex_id: scores[ex_id][0] for ex_id in notebooks}
+    return _NATIVE_CACHE[key]
+
+
+def _compare(tool: str, tool_points: dict[str, dict[str, float]], native: dict[str, dict[str, float]],
+             kinds: dict[str, dict[str, Any]]) -> None:
+    for kind, exercises in kinds.items():
+        for ex_id in exercises:
+            got, want = tool_points[kind].get(ex_id, 0.0), native[kind][ex_id]
+            assert math.isclose(got, want, abs_tol=POINTS_TOL), (
+                f"{tool} gives {got:.4f} points for {ex_id} on the '{kind}' submission, the native grader "
+                f"{want:.4f} on the same code (expected equal within {POINTS_TOL})")
+    # the comparison must not be vacuous: full marks, zero, and a fixture below full marks
+    for ex_id in kinds["solutions"]:
+        assert math.isclose(native["solutions"][ex_id], BY_ID[ex_id].points, abs_tol=POINTS_TOL), (
+            f"the answer key should earn all {BY_ID[ex_id].points} points of {ex_id}")
+        assert native["release"][ex_id] <= POINTS_TOL, f"the unfilled release should earn 0 points on {ex_id}"
+    for kind, exercises in kinds.items():
+        for ex_id in exercises if kind.startswith("fixtures") else ():
+            assert native[kind][ex_id] < BY_ID[ex_id].points - POINTS_TOL, f"the {kind} of {ex_id} should lose points"
+
+
+@pytest.mark.slow
+def test_nbgrader_autograde_matches_native_grader(tmp_path):
+    course = tmp_path / "course"
+    export_nbgrader.export(course)
+    export_nbgrader.run_nbgrader(course, ["generate_assignment", "a2", "--force"], timeout_s=600)
+    kinds = _submissions()
+    submitted: dict[str, dict[str, Path]] = {}
+    for kind, exercises in kinds.items():
+        submitted[kind] = {}
+        for ex_id, code in exercises.items():
+            ex = BY_ID[ex_id]
+            release = json.loads((course / "release" / "a2" / f"{ex.module}.ipynb").read_text(encoding="utf-8"))
+            note = release if code is None else nb.fill_exercise_cell(release, ex, code)
+            submitted[kind][ex_id] = nb.write_notebook(note, course / "submitted" / kind / "a2" / f"{ex.module}.ipynb")
+    export_nbgrader.run_nbgrader(course, ["autograde", "a2", "--create"], timeout_s=1800)
+    tool = export_nbgrader.autograded_points(course)
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        native = dict(zip(submitted, pool.map(lambda k: _native_points(submitted[k], tmp_path / "native" / k),
+                                              submitted)))
+    _compare("nbgrader", tool, native, kinds)
+
+
+@pytest.mark.slow
+def test_otter_run_matches_native_grader(tmp_path):
+    masters = tmp_path / "masters"
+    export_otter.export(masters, run_tests=False)  # the solution is graded below anyway
+    kinds = _submissions()
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        built = dict(zip(GRADABLE, pool.map(
+            lambda e: export_otter.assign(masters / BY_ID[e].module / f"{BY_ID[e].module}.ipynb",
+                                          tmp_path / "dist" / e), GRADABLE)))
+    jobs = []
+    for kind, exercises in kinds.items():
+        for ex_id, code in exercises.items():
+            ex = BY_ID[ex_id]
+            student = json.loads(built[ex_id][1].read_text(encoding="utf-8"))
+            note = student if code is None else nb.fill_exercise_cell(student, ex, code)
+            path = nb.write_notebook(note, tmp_path / "submissions" / kind / f"{ex.module}.ipynb")
+            jobs.append((kind, ex_id, path))
+
+    def grade(job: tuple[str, str, Path]) -> float:
+        kind, ex_id, path = job
+        timeout_s = 60 + 3 * BY_ID[ex_id].timeout_s  # kernel start-up, then the exercise's own limit, thrice
+        return export_otter.run(built[ex_id][0], path, tmp_path / "otter" / kind / ex_id, timeout_s)[ex_id]
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        scores = list(pool.map(grade, jobs))
+        submitted = {kind: {e: p for k, e, p in jobs if k == kind} for kind in kinds}
+        native = dict(zip(submitted, pool.map(lambda k: _native_points(submitted[k], tmp_path / "native" / k),
+                                              submitted)))
+    tool: dict[str, dict[str, float]] = {kind: {} for kind in kinds}
+    for (kind, ex_id, _), score in zip(jobs, scores):
+        tool[kind][ex_id] = score
+    _compare("otter", tool, native, kinds)
