@@ -23,7 +23,12 @@ import math
 
 
 def _check_cluster(instance_blocks: list[list[int]]) -> None:
-    """Shared validation of `instance_blocks` (see the module docstring)."""
+    """Validate `instance_blocks` for both cluster functions; raise ValueError naming it.
+
+    Rules: a non-empty list (one entry per instance); each entry a list of ints >= 0 (not bool);
+    no id listed twice by the same instance.
+    """
+    # BEGIN SOLUTION
     if not isinstance(instance_blocks, (list, tuple)) or len(instance_blocks) == 0:
         raise ValueError("instance_blocks must be a non-empty list with one list of block ids per instance")
     for i, blocks in enumerate(instance_blocks):
@@ -34,6 +39,7 @@ def _check_cluster(instance_blocks: list[list[int]]) -> None:
                 raise ValueError(f"instance_blocks[{i}] holds {b!r}; block ids are ints >= 0")
         if len(set(blocks)) != len(blocks):
             raise ValueError(f"instance_blocks[{i}] lists a block twice; an instance holds a block at most once")
+    # END SOLUTION
 
 
 def effective_capacity_blocks(instance_blocks: list[list[int]]) -> int:
