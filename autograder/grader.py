@@ -301,6 +301,9 @@ def _exercise_note(ex: Exercise, found: Optional[Found], report: Optional[sandbo
     if report is not None:
         if report.imported is False:
             parts.append(f"{found.shown} could not be imported (see the first test of {ex.id}).")
+        if "[Errno 27]" in report.import_error or any("[Errno 27]" in o.error_message for o in report.outcomes.values()):
+            parts.append(f"Your code hit the output limit: printed output and files are capped at "
+                         f"{sandbox.Limits.output_bytes // 2**20} MiB.")
         elif report.ended != "finished":
             parts.append(f"Stopped: {report.detail}; cases without a result score 0.")
         if report.survivors_killed:

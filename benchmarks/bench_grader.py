@@ -1,0 +1,62 @@
+"""Wall time of grading the answer-key submission: per exercise and in total (target: <= 20 s in all).
+
+Grades a copy of solutions/ (every exercise whose cases and stored expected values exist) with the
+real sandbox, one child per exercise, and prints seconds per exercise, the score, and the total.
+Run: `python benchmarks/bench_grader.py` (as root this includes the uid change and namespaces).
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from autograder import grader, sandbox
+from autograder.manifest import EXERCISES, ROOT
+
+TARGET_TOTAL_S = 20.0
+
+
+def ready() -> list[str]:
+    return [ex.id for ex in EXERCISES
+            if (ROOT / "solutions" / ex.filename).is_file() and ex.public_cases_path.is_file()
+            and ex.hidden_cases_path.is_file() and (ROOT / "autograder" / "expected" / f"{ex.id}.json").is_file()]
+
+
+def main() -> int:
+    ids = ready()
+    if not ids:
+        print("no exercise has cases and stored expected values yet")
+        return 1
+    with tempfile.TemporaryDirectory() as tmp:
+        submission = Path(tmp) / "submission"
+        submission.mkdir()
+        for ex in EXERCISES:
+            if ex.id in ids:
+                shutil.copyfile(ROOT / "solutions" / ex.filename, submission / ex.filename)
+        print(f"grading {len(ids)} exercises as {'root (sandbox uid, namespaces)' if sandbox.is_root() else 'this user'}")
+        print(f"{'exercise':<10}{'cases':>7}{'score':>10}{'max':>7}{'wall s':>9}")
+        total_start = time.monotonic()
+        rows = []
+        for ex_id in ids:
+            start = time.monotonic()
+            data = grader.grade_submission(submission, exercises=[ex_id])
+            wall = time.monotonic() - start
+            cases = [t for t in data["tests"] if t["max_score"] > 0]
+            rows.append((ex_id, len(cases), data["score"], sum(t["max_score"] for t in cases), wall))
+            print(f"{ex_id:<10}{len(cases):>7}{data['score']:>10.2f}{rows[-1][3]:>7.1f}{wall:>9.2f}")
+        per_exercise_total = time.monotonic() - total_start
+        start = time.monotonic()
+        data = grader.grade_submission(submission, exercises=ids)
+        together = time.monotonic() - start
+    print(f"sum of per-exercise runs: {per_exercise_total:.2f} s")
+    print(f"one run over all {len(ids)}: {together:.2f} s, score {data['score']:g} / "
+          f"{sum(t['max_score'] for t in data['tests']):g} (target <= {TARGET_TOTAL_S:g} s: "
+          f"{'met' if together <= TARGET_TOTAL_S else 'NOT met'})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,112 @@
+"""Grade every submission in autograder/fixtures/adversarial/: each attack scores exactly what it deserves.
+
+Each attack folder holds an attacking `ex02_kv_capacity.py` (most are written against any exercise:
+a module `__getattr__` hands out the attacking function for every name the grader asks for). At test
+time the submission also gets an untouched copy of the ex01 answer key, which must keep its full
+marks; `correct_but_slow` is built here from the ex02 answer key plus `slow_suffix.py`. After each
+grading: results.json validates, the grader reported no failure of its own, and no process of a
+sandbox uid is left.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from autograder import grader, results as res, sandbox
+from autograder.manifest import BY_ID, ROOT
+from autograder.expected import load_file_module
+
+# the helpers live in test_grader.py; pytest's importlib mode does not put tests/ on sys.path
+_helpers = load_file_module(Path(__file__).with_name("test_grader.py"), "_a2_grader_test_helpers")
+SCORE_TOL, SOLUTIONS, root_for, has_solution = _helpers.SCORE_TOL, _helpers.SOLUTIONS, _helpers.root_for, _helpers.has_solution
+exercise_score, autograder_failures, sandbox_survivors = (_helpers.exercise_score, _helpers.autograder_failures,
+                                                          _helpers.sandbox_survivors)
+
+ADVERSARIAL = ROOT / "autograder" / "fixtures" / "adversarial"
+ATTACKED, UNTOUCHED = "ex02", "ex01"
+SLOW = {"infinite_loop", "correct_but_slow"}  # they run into the (scaled) time limit
+TIME_SCALE = {"infinite_loop": 0.25, "correct_but_slow": 0.25}  # 20 s -> 5 s: the limit still decides
+
+pytestmark = pytest.mark.skipif(not (has_solution(ATTACKED) and has_solution(UNTOUCHED)),
+                                reason="ex01 and ex02 answer keys are needed")
+
+
+def build(attack: str, base: Path) -> Path:
+    folder = base / attack
+    shutil.copytree(ADVERSARIAL / attack, folder)
+    shutil.copyfile(SOLUTIONS / BY_ID[UNTOUCHED].filename, folder / BY_ID[UNTOUCHED].filename)
+    if attack == "correct_but_slow":
+        key = (SOLUTIONS / BY_ID[ATTACKED].filename).read_text()
+        suffix = (folder / "slow_suffix.py").read_text()
+        (folder / BY_ID[ATTACKED].filename).write_text(key + "\n\n" + suffix)
+    return folder
+
+
+def check(data: dict, attack: str) -> None:
+    res.validate(data)
+    assert not autograder_failures(data), f"{attack}: the grader failed: {data['output']}"
+    attacked, attacked_max = exercise_score(data, ATTACKED)
+    untouched, untouched_max = exercise_score(data, UNTOUCHED)
+    assert attacked == 0, f"{attack}: the attacked exercise scored {attacked} / {attacked_max}, expected 0"
+    assert abs(attacked_max - BY_ID[ATTACKED].points) < SCORE_TOL
+    assert abs(untouched - BY_ID[UNTOUCHED].points) < SCORE_TOL, \
+        f"{attack}: the untouched correct exercise scored {untouched} / {untouched_max}: {data['output']}"
+    assert not sandbox_survivors(), f"{attack}: sandbox processes survived the grading"
+
+
+ATTACKS = sorted(p.name for p in ADVERSARIAL.iterdir() if p.is_dir())
+
+
+@pytest.mark.parametrize("attack", [pytest.param(a, marks=pytest.mark.slow) if a in SLOW else a for a in ATTACKS])
+def test_attack_scores_what_it_deserves(attack, tmp_path):
+    root = root_for(tmp_path, [UNTOUCHED, ATTACKED])
+    start = time.monotonic()
+    data = grader.grade_submission(build(attack, tmp_path), tmp_path / "results.json",
+                                   exercises=[UNTOUCHED, ATTACKED], root=root, time_scale=TIME_SCALE.get(attack, 1.0))
+    elapsed = time.monotonic() - start
+    check(data, attack)
+    assert json.loads((tmp_path / "results.json").read_text()) == data
+    limit = BY_ID[ATTACKED].timeout_s * TIME_SCALE.get(attack, 1.0) + BY_ID[UNTOUCHED].timeout_s
+    assert elapsed < limit, f"{attack}: grading took {elapsed:.1f} s, more than the time limits ({limit:g} s)"
+    detail = [t for t in data["tests"] if t["name"].startswith(f"{ATTACKED} hidden cases")][0]["output"]
+    if attack == "read_hidden":
+        assert "READ-OK" not in detail and "READ-OK" not in data["output"], \
+            f"the student's code could read protected files: {detail[-1500:]}"
+        if sandbox.is_root():
+            assert "READ-DENIED" in data["output"]
+    first = [t for t in data["tests"] if t["name"].startswith(f"{ATTACKED} ")][0]["output"]
+    if attack == "syntax_error":
+        assert "SyntaxError" in first and "line" in first, f"the syntax error must be shown: {first}"
+    if attack == "missing_import":
+        assert "numpyy_not_installed" in first, f"the failed import must be named: {first}"
+    if attack == "infinite_loop":
+        assert "time limit" in data["output"] or "CPU-time limit" in data["output"], data["output"]
+    if attack == "stdout_flood":
+        assert "output limit" in data["output"], data["output"]
+
+
+@pytest.mark.slow
+def test_fake_results_cannot_replace_the_cli_output(tmp_path):
+    """The CLI run lets the attack read --out from the grader's command line; the grader's file wins."""
+    if not (ROOT / "autograder" / "expected" / f"{ATTACKED}.json").is_file() or \
+            not (ROOT / "autograder" / "expected" / f"{UNTOUCHED}.json").is_file():
+        pytest.skip("the CLI grades against the package's own expected values")
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o1777)  # world-writable, like /tmp: the attacker may create files here
+    out = shared / "results.json"
+    proc = subprocess.run([sys.executable, "-m", "autograder", "grade", str(build("fake_results", tmp_path)),
+                           "--out", str(out), "--exercises", UNTOUCHED, ATTACKED],
+                          capture_output=True, text=True, timeout=180, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    data = json.loads(out.read_text())
+    check(data, "fake_results (CLI)")
+    assert data["score"] < 100
