@@ -28,6 +28,10 @@ def register(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
 
 
 def build(name: str, **params: Any) -> Any:
+    if name not in _BUILDERS and "." in name:  # "kvcache.cluster": try its own module first
+        owner = f"hetero.{name.split('.', 1)[0]}"
+        if owner in _PROVIDERS:
+            importlib.import_module(owner)
     if name not in _BUILDERS:
         for provider in _PROVIDERS:
             try:
