@@ -192,6 +192,7 @@ def test_zip_nested_duplicates_macosx_hidden_and_symlinks(tmp_path):
     assert exercise_score(data, "ex01")[0] == 0, "a symlink must not smuggle in a file from the grader's disk"
 
 
+@pytest.mark.slow
 @needs_ex01
 def test_wrong_fixture_feedback_names_mistake_and_hidden_entries_do_not_leak(tmp_path):
     fixtures = sorted(WRONG.glob("ex01_*"))
@@ -220,6 +221,7 @@ def test_wrong_fixture_feedback_names_mistake_and_hidden_entries_do_not_leak(tmp
     assert named > 0, "no feedback named a known mistake for the ex01 wrong fixtures"
 
 
+@pytest.mark.slow
 @needs_ex01
 def test_same_submission_graded_five_times_scores_identically(tmp_path):
     root = root_for(tmp_path, ["ex01"])
