@@ -144,3 +144,22 @@ for label, scenario, seed, over in (("default_10min", {"duration_s": 600.0}, 3, 
                       tol_note=COUNTS, unit="requests", harness="hetero.overload:run_scenario", points=3.0,
                       hint="the simulator admits with your predicted_decode_load and admit_predictive; check the "
                            "boundaries (end > enter leaves, done <= enter joins, strict < threshold)"))
+
+# The smallest valid series: 2 samples for a correlation, 4 for a period (the rules are "fewer than 2" and
+# "fewer than 4" invalid, so exactly 2 and exactly 4 must return a value).
+CASES += [
+    Case("ex05.antiphase_correlation.two_samples", "antiphase_correlation", ([3.0, 9.0], [20.0, 14.0]),
+         rel_tol=0.0, abs_tol=1e-9, tol_note=CORR, unit="Pearson r",
+         hint="2 samples are enough (only fewer than 2 is invalid); two points always give r = +1 or -1",
+         points=0.5),
+    Case("ex05.antiphase_correlation.two_samples_inphase", "antiphase_correlation", ([0.0, 1.0], [5.0, 6.5]),
+         rel_tol=0.0, abs_tol=1e-9, tol_note=CORR, unit="Pearson r",
+         hint="2 samples are enough (only fewer than 2 is invalid); two points always give r = +1 or -1",
+         points=0.5),
+    Case("ex05.dominant_period_s.four_samples", "dominant_period_s", ([10.0, 30.0, 10.0, 30.0], 2.0),
+         rel_tol=1e-9, tol_note=PERIOD, unit="s",
+         hint="4 samples are enough (only fewer than 4 is invalid); " + PERIOD_HINT, points=0.5),
+    Case("ex05.dominant_period_s.four_samples_slow", "dominant_period_s", ([0.0, 1.0, 0.0, -1.0], 0.25),
+         rel_tol=1e-9, tol_note=PERIOD, unit="s",
+         hint="4 samples are enough (only fewer than 4 is invalid); " + PERIOD_HINT, points=0.5),
+]
