@@ -144,3 +144,18 @@ CASES += [
         ("local_sticky", 9202, {"dispatch": "local_sticky", "num_instances": 6}),
     )
 ]
+
+# Boundaries: a one-block prompt is valid (request_blocks >= 1), and queues so long that adding
+# TIE_TOLERANCE to the best estimate no longer changes the float (above ~1.7e7 block-times) must still
+# return the minimum: compare with `<=` (or a difference), never with a strict `<` against best + tolerance.
+CASES += [
+    Case("ex03.ttft_dispatch.one_block_request", "ttft_dispatch", ([0, 1], [0.5, 0.8], 1), tol_note=INDEX,
+         unit="instance index", hint="request_blocks = 1 is valid (>= 1); " + TTFT_HINT, points=0.5),
+    Case("ex03.ttft_dispatch.one_block_pool_hit", "ttft_dispatch", ([0, 0, 1], [0.4, 0.2, 0.9], 1),
+         kwargs={"pool_hit_blocks": 1}, tol_note=INDEX, unit="instance index",
+         hint="request_blocks = 1 is valid (>= 1); " + TTFT_HINT, points=0.5),
+    Case("ex03.ttft_dispatch.huge_backlog", "ttft_dispatch", ([0, 0, 0], [3e8, 1e8, 2e8], 4), tol_note=INDEX,
+         unit="instance index",
+         hint="the instance with the smallest estimate must win even when best + TIE_TOLERANCE rounds to best "
+              "(1e8 + 1e-9 == 1e8 in float64): test estimate <= best + TIE_TOLERANCE", points=0.5),
+]
