@@ -37,6 +37,9 @@ from autograder.manifest import EXERCISES, ROOT
 GRADESCOPE_DIR = ROOT / "autograder" / "gradescope"
 ROOT_FILES = {"setup.sh": 0o755, "run_autograder": 0o755, "fallback.py": 0o644}
 GRADER_ENTRY_MODULES = ("__init__", "__main__", "grader")  # the closure starts here
+# Authoring and instructor tools: they read the answer key or build artefacts; never shipped.
+TOOL_MODULES = frozenset({"release", "expected", "build", "bulk", "pack", "demo", "gradebook", "gradescope",
+                          "export_nbgrader", "export_otter", "mutation"})
 LOCAL_PACKAGES = {"autograder", "hetero"}
 SOLUTION_MARKER = b"BEGIN SOLUTION"
 FORBIDDEN_PREFIXES = ("solutions/", "autograder/fixtures/", "autograder/gradescope/")
@@ -64,11 +67,25 @@ def _python_files(folder: Path) -> list[Path]:
                   and p.suffix not in (".pyc", ".pyo"))
 
 
-def _autograder_refs(path: Path, scan_strings: bool) -> set[str]:
-    """Names of autograder submodules that `path` imports (or names in a string, e.g. `-m autograder.child`)."""
+def _walk_outside_functions(tree: ast.AST):
+    """ast.walk that does not enter function bodies (what runs when the module is imported)."""
+    todo = [tree]
+    while todo:
+        node = todo.pop()
+        yield node
+        for child in ast.iter_child_nodes(node):
+            if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                todo.append(child)
+
+
+def _autograder_refs(path: Path, scan_strings: bool, import_time_only: bool = False) -> set[str]:
+    """Names of autograder submodules that `path` imports (or names in a string, e.g. `-m autograder.child`).
+
+    import_time_only: only imports executed when the module is imported (not those inside functions).
+    """
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     refs: set[str] = set()
-    for node in ast.walk(tree):
+    for node in (_walk_outside_functions(tree) if import_time_only else ast.walk(tree)):
         if isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.name.startswith("autograder."):
@@ -91,13 +108,16 @@ def grader_modules(package: Path = ROOT / "autograder") -> list[Path]:
 
     `__main__`'s string table names every command (release, build, exports ...), so its strings are
     not followed; in the other modules a string such as "autograder.child" counts as a reference
-    (a module started with `python -m`).
+    (a module started with `python -m`). The authoring and instructor tools (TOOL_MODULES) are never
+    followed: a shipped module may import one lazily, inside a function grading does not call (the
+    notebook module borrows the release tool's stub maker to write notebooks), but never at import
+    time, which would break the grader in the zip; that is a build error.
     """
     todo = [name for name in GRADER_ENTRY_MODULES]
     seen: set[str] = set()
     while todo:
         name = todo.pop()
-        if name in seen:
+        if name in seen or name in TOOL_MODULES:
             continue
         path = package / f"{name}.py"
         if not path.is_file():
@@ -108,6 +128,10 @@ def grader_modules(package: Path = ROOT / "autograder") -> list[Path]:
                 raise BuildError(f"autograder/{name}.py is missing: the grader cannot run without it")
             continue
         seen.add(name)
+        eager_tools = _autograder_refs(path, False, import_time_only=True) & TOOL_MODULES
+        if eager_tools and name != "__main__":
+            raise BuildError(f"autograder/{name}.py imports {', '.join(sorted(eager_tools))} at import time; "
+                             "the grader in the zip must not need the authoring tools")
         todo.extend(_autograder_refs(path, scan_strings=name != "__main__") - seen)
     files: list[Path] = []
     for name in sorted(seen):
@@ -263,7 +287,7 @@ def collect(root: Path = ROOT, include_checkpoint: bool = True) -> tuple[dict[st
 
 def _solution_digests(root: Path) -> set[str]:
     folder = root / "solutions"
-    return {hashlib.sha256(p.read_bytes()).hexdigest() for p in _python_files(folder)} if folder.is_dir() else set()
+    return {hashlib.sha256(p.read_bytes()).hexdigest() for p in folder.glob("*.py")} if folder.is_dir() else set()
 
 
 def audit(zip_path: Path, root: Path = ROOT) -> None:

@@ -235,7 +235,7 @@ def summary_table(records: list[Record]) -> str:
     if not records:
         return "no graded submissions"
     head = (f"{'exercise':<10}{'max':>6}{'mean':>8}{'median':>8}{'min':>7}{'max':>7}   "
-            f"{'n=0':>4} {'<50%':>5} {'>=50%':>6} {'full':>5}")
+            f"{'=0':>4} {'<50%':>5} {'>=50%':>6} {'full':>5}")
     lines = [head, "-" * len(head)]
     rows: list[tuple[str, float, list[float]]] = []
     for e in EXERCISES:
