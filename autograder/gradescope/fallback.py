@@ -69,6 +69,8 @@ def describe_status(status: int) -> str:
         return "the grading run exceeded its time limit"
     if status == 137 or status < 0:
         return "the grading run was killed (time or memory limit)"
+    if status in (126, 127):
+        return f"the grader could not be started (status {status}: its environment is missing or broken)"
     if status == 0:
         return "the grader finished without writing a readable results.json"
     return f"the grader exited with status {status} without writing a readable results.json"
