@@ -30,6 +30,7 @@ lecture says early rejection makes the two pools oscillate in anti-phase.
 Trace mode replays a Mooncake-format trace (`hetero.traces`) with a stated cost model (see
 `TraceCostModel`). CLI:
     python -m hetero.overload [--seeds 5] [--json] [--plots DIR] [--impl solutions]
+    python -m hetero.overload --report-sweep [--seeds 5] [--json]
     python -m hetero.overload --trace TRACE.jsonl --speedup 2 --prefill-instances 8 \
         --decode-instances 8 --policy all --json
 """
@@ -71,6 +72,13 @@ class OverloadConfig:
     decode_slots: int = 40  # 40 slots / 20 s mean decode = 2 req/s of decode capacity
     decode_mean_s: float = 20.0  # exponential decode times: the output length is not known in advance
     sample_dt_s: float = 1.0  # load series sampling interval
+    # How stale the Conductor's view of the decode pool is. 0: it sees the current occupancy at every
+    # arrival. T > 0: the decode pool reports its occupancy (and, for the predictive policy, its
+    # requests' decode start times) every T s, and the decode checks made at arrival use the last
+    # report; prefill ends that happened since that report are known to the Conductor (it dispatched
+    # those requests), the decode pool's state is not. The TTFT check and the decode-entry check stay
+    # exact (the Conductor holds the prefill queues; the decode pool checks its own room).
+    load_report_interval_s: float = 0.0
 
     def validate(self) -> "OverloadConfig":
         positive = {"arrival_rate_per_s": self.arrival_rate_per_s, "duration_s": self.duration_s,
@@ -85,6 +93,10 @@ class OverloadConfig:
                 raise ValueError(f"{name} must be an int >= 1, got {value!r}")
         if not 0 <= self.prefill_spread < 1:
             raise ValueError(f"prefill_spread must lie in [0, 1), got {self.prefill_spread}")
+        interval = self.load_report_interval_s
+        if isinstance(interval, bool) or not (isinstance(interval, (int, float)) and math.isfinite(interval)
+                                               and interval >= 0):
+            raise ValueError(f"load_report_interval_s must be a finite number >= 0, got {interval!r}")
         return self
 
     @property
@@ -97,8 +109,14 @@ class OverloadConfig:
 
 
 DEFAULT = OverloadConfig()
-# Long prefills (10-20 s): same 2 req/s capacities, TTFT SLO again 3 mean prefill times.
-LONG_PREFILL = OverloadConfig(prefill_instances=30, prefill_mean_s=15.0, prefill_spread=1 / 3, ttft_slo_s=45.0)
+# The decode pool's load as a router sees it: vLLM's production-stack router scrapes each engine's
+# /metrics every --engine-stats-interval seconds (default 30 s; its example launch scripts use 10 s).
+# 10 s was taken from there, not tuned; docs/figures_overload.md reports 0-30 s.
+REPORT_INTERVAL_S = 10.0
+# Long prefills (10-20 s): same 2 req/s capacities, TTFT SLO again 3 mean prefill times, and the
+# Conductor sees the decode load as last reported (every REPORT_INTERVAL_S).
+LONG_PREFILL = OverloadConfig(prefill_instances=30, prefill_mean_s=15.0, prefill_spread=1 / 3, ttft_slo_s=45.0,
+                              load_report_interval_s=REPORT_INTERVAL_S)
 SCENARIOS: dict[str, OverloadConfig] = {"default": DEFAULT, "long_prefill": LONG_PREFILL}
 
 
@@ -185,8 +203,12 @@ class SimResult:
 
 def simulate(workload: Workload, prefill_instances: int, decode_slots: int, ttft_slo_s: float,
              decode_mean_s: float, policy: Policy, predict: PredictFn | None = None,
-             admit: AdmitFn | None = None, sample_dt_s: float = 1.0) -> SimResult:
-    """Replay `workload` under `policy`. `predict`/`admit` (ex05) are needed by the predictive policy."""
+             admit: AdmitFn | None = None, sample_dt_s: float = 1.0,
+             report_interval_s: float = 0.0) -> SimResult:
+    """Replay `workload` under `policy`. `predict`/`admit` (ex05) are needed by the predictive policy.
+
+    `report_interval_s` > 0: the policy's decode check at arrival sees the decode pool as reported at
+    the last multiple of the interval (see OverloadConfig.load_report_interval_s); 0: as it is now."""
     if policy.kind not in POLICY_KINDS:
         raise ValueError(f"policy kind must be one of {', '.join(POLICY_KINDS)}, got {policy.kind!r}")
     if policy.kind == "predictive" and (predict is None or admit is None):
@@ -207,8 +229,20 @@ def simulate(workload: Workload, prefill_instances: int, decode_slots: int, ttft
     if n:
         heapq.heappush(events, (float(arrival[0]), seq, _ARRIVAL, 0))
     kind_early, kind_pred = policy.kind == "early", policy.kind == "predictive"
+    stale = report_interval_s > 0
+    next_report_s = 0.0
+    seen_decoding = 0  # decode occupancy in the last report
+    seen_starts: list[float] = []  # decode start times in the last report (predictive only)
+    done_since_report: list[float] = []  # prefill ends after the last report (known to the Conductor)
     while events:
         t, _, kind, i = heapq.heappop(events)
+        if stale and t >= next_report_s:
+            # Reports at k * interval. The state is constant between events, so the last report instant
+            # at or before t saw the state as it is now, before this event.
+            seen_decoding = len(decoding)
+            seen_starts = list(decoding.values()) if kind_pred else []
+            done_since_report = []
+            next_report_s = (math.floor(t / report_interval_s) + 1) * report_interval_s
         # The state is constant between events: record every sample instant before t.
         while next_sample < samples and next_sample * sample_dt_s < t:
             prefill_load[next_sample] = len(in_prefill)
@@ -222,12 +256,15 @@ def simulate(workload: Workload, prefill_instances: int, decode_slots: int, ttft
             if done - t > ttft_slo_s:
                 rejected += 1
                 continue
-            if kind_early and len(decoding) >= decode_slots:
+            if kind_early and (seen_decoding if stale else len(decoding)) >= decode_slots:
                 rejected += 1
                 rejected_decode += 1
                 continue
             if kind_pred:
-                load = predict(done, list(decoding.values()), list(in_prefill.values()), decode_mean_s)
+                if stale:
+                    load = predict(done, seen_starts, list(in_prefill.values()) + done_since_report, decode_mean_s)
+                else:
+                    load = predict(done, list(decoding.values()), list(in_prefill.values()), decode_mean_s)
                 if not admit(load, decode_slots, policy.oversubscription):
                     rejected += 1
                     rejected_decode += 1
@@ -238,6 +275,8 @@ def simulate(workload: Workload, prefill_instances: int, decode_slots: int, ttft
             heapq.heappush(events, (done, seq, _PREFILL_DONE, i))
         elif kind == _PREFILL_DONE:
             del in_prefill[i]
+            if stale:
+                done_since_report.append(t)
             if len(decoding) < decode_slots:
                 decoding[i] = t
                 seq += 1
@@ -256,7 +295,8 @@ def simulate(workload: Workload, prefill_instances: int, decode_slots: int, ttft
 def simulate_config(config: OverloadConfig, workload: Workload, policy: Policy,
                     predict: PredictFn | None = None, admit: AdmitFn | None = None) -> SimResult:
     return simulate(workload, config.prefill_instances, config.decode_slots, config.ttft_slo_s,
-                    config.decode_mean_s, policy, predict, admit, config.sample_dt_s)
+                    config.decode_mean_s, policy, predict, admit, config.sample_dt_s,
+                    config.load_report_interval_s)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -266,15 +306,23 @@ WARMUP_S = 120.0  # dropped from the series before measuring: the cluster starts
 
 
 def oscillation(result: SimResult, config: OverloadConfig, corr: Callable, period: Callable) -> dict[str, float]:
+    """Measures of the two load series after the warm-up; each pool's load normalised to its capacity
+    (prefill: requests queued or prefilling per instance, 1.0 = every instance busy; decode: fraction
+    of the slots). `corr` and `period` are ex05's functions."""
     skip = int(WARMUP_S / result.dt_s)
-    p = result.prefill_load[skip:].astype(np.float64)
-    d = result.decode_load[skip:].astype(np.float64)
+    p = result.prefill_load[skip:].astype(np.float64) / config.prefill_instances  # (samples,) per instance
+    d = result.decode_load[skip:].astype(np.float64) / config.decode_slots  # (samples,) fraction of slots
+    # A request admitted now reaches the decode pool about one mean prefill time later.
+    lag = max(1, int(round(config.prefill_mean_s / result.dt_s)))
     return {
         "correlation": float(corr(p.tolist(), d.tolist())),
+        "lagged_correlation": float(corr(p[:-lag].tolist(), d[lag:].tolist())),
         "prefill_period_s": float(period(p.tolist(), result.dt_s)),
         "decode_period_s": float(period(d.tolist(), result.dt_s)),
-        "prefill_load_std": float(p.std() / config.prefill_instances),  # in queued requests per instance
-        "decode_load_std": float(d.std() / config.decode_slots),  # as a fraction of the slots
+        "prefill_load_std": float(p.std()),
+        "decode_load_std": float(d.std()),
+        "prefill_swing": float(np.percentile(p, 95) - np.percentile(p, 5)),  # 5th-95th percentile range
+        "decode_swing": float(np.percentile(d, 95) - np.percentile(d, 5)),
     }
 
 
@@ -469,6 +517,35 @@ def _findings(table: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {k: {"measured": v, "target": [lo, hi], "holds": bool(lo <= v <= hi)} for k, (v, lo, hi) in checks.items()}
 
 
+SWEEP_INTERVALS_S = (0.0, 2.0, 5.0, 10.0, 30.0)
+SWEEP_TTFT_SLOS_S = (45.0, 30.0)  # the long-prefill configuration's SLO; the paper's real-trace TTFT SLO
+SWEEP_MEASURES = ("correlation", "lagged_correlation", "prefill_period_s", "decode_period_s",
+                  "prefill_swing", "decode_swing")
+
+
+def report_interval_sweep(predict: PredictFn, admit: AdmitFn, corr: Callable, period: Callable,
+                          seeds: Sequence[int] = SEEDS, intervals_s: Sequence[float] = SWEEP_INTERVALS_S,
+                          ttft_slos_s: Sequence[float] = SWEEP_TTFT_SLOS_S,
+                          base: OverloadConfig = LONG_PREFILL) -> list[dict[str, Any]]:
+    """The long-prefill oscillation measures as the decode-load report interval (and the TTFT SLO) vary:
+    one row per (TTFT SLO, interval, policy) with mean/std/min/max over seeds of SWEEP_MEASURES."""
+    rows = []
+    for ttft in ttft_slos_s:
+        for interval in intervals_s:
+            config = replace(base, ttft_slo_s=float(ttft), load_report_interval_s=float(interval)).validate()
+            osc: dict[str, list[dict[str, float]]] = {p.name: [] for p in OSCILLATION_POLICIES}
+            for seed in seeds:
+                workload = poisson_workload(config, np.random.default_rng(seed))
+                for policy in OSCILLATION_POLICIES:
+                    result = simulate_config(config, workload, policy, predict, admit)
+                    osc[policy.name].append(oscillation(result, config, corr, period))
+            for policy in OSCILLATION_POLICIES:
+                rows.append({"ttft_slo_s": float(ttft), "load_report_interval_s": float(interval),
+                             "policy": policy.name,
+                             **{m: _stats([o[m] for o in osc[policy.name]]) for m in SWEEP_MEASURES}})
+    return rows
+
+
 def _run_part(impl: str) -> dict[str, Any]:
     predict = exercise_function("ex05", "predicted_decode_load", impl)
     admit = exercise_function("ex05", "admit_predictive", impl)
@@ -498,14 +575,19 @@ def render(figures: dict[str, Any]) -> str:
     lines.append("Paper (Mooncake §7, 8P + 8D, ~23,000 real requests at 2x), rejected requests: "
                  + ", ".join(f"{k} {v:,}" for k, v in figures["paper_rejected"].items()))
     lines.append("")
-    lines.append(f"Long prefills (10-20 s), {n} seeds: oscillation of the two pools' loads")
-    lines.append(f"{'policy':<16} {'corr(prefill, decode)':>22} {'decode period s':>16} {'prefill period s':>17}"
-                 f" {'decode std':>12} {'completed':>13} {'wasted':>11}")
+    long_cfg = figures["configs"]["long_prefill"]
+    lines.append(f"Long prefills (10-20 s), decode load reported every {long_cfg['load_report_interval_s']:g} s, "
+                 f"{n} seeds: the two pools' loads (prefill per instance, decode per slot)")
+    lag = f"corr, lag {long_cfg['prefill_mean_s']:g} s"
+    lines.append(f"{'policy':<12} {'corr(prefill, decode)':>22} {lag:>17} {'prefill period s':>17}"
+                 f" {'decode period s':>16} {'prefill swing':>14} {'decode swing':>14} {'completed':>12} {'wasted':>10}")
     for name, e in figures["long_prefill"]["policies"].items():
         o = e["oscillation"]
-        lines.append(f"{name:<16} {_pm(o['correlation'], '{:+.2f}'):>22} {_pm(o['decode_period_s']):>16} "
-                     f"{_pm(o['prefill_period_s']):>17} {_pm(o['decode_load_std'], '{:.3f}'):>12} "
-                     f"{_pm(e['completed']):>13} {_pm(e['wasted_prefills']):>11}")
+        lines.append(f"{name:<12} {_pm(o['correlation'], '{:+.2f}'):>22} {_pm(o['lagged_correlation'], '{:+.2f}'):>17} "
+                     f"{_pm(o['prefill_period_s']):>17} {_pm(o['decode_period_s']):>16} "
+                     f"{_pm(o['prefill_swing'], '{:.2f}'):>14} {_pm(o['decode_swing'], '{:.2f}'):>14} "
+                     f"{_pm(e['completed']):>12} {_pm(e['wasted_prefills']):>10}")
+    lines.append("(swing: 5th-95th percentile range of the normalised load)")
     lines.append("")
     lines.append("Lecture's findings against the measured means (target ranges fixed in advance):")
     for claim, f in figures["findings"].items():
@@ -527,15 +609,21 @@ def plot(figures: dict[str, Any], outdir: Path) -> list[Path]:
         t0 = fig_data["window_s"][0]
         for ax, (policy, s) in zip(axes[:, 0], series.items()):
             t = t0 + np.arange(len(s["decode"])) * fig_data["dt_s"]
-            ax.plot(t, np.asarray(s["prefill"]) / fig_data["prefill_instances"], label="prefill pool", lw=1)
-            ax.plot(t, np.asarray(s["decode"]) / fig_data["decode_slots"], label="decode pool", lw=1)
-            corr = figures[name]["policies"][policy]["oscillation"]["correlation"]["mean"]
-            ax.set_title(f"{policy} (corr {corr:+.2f}, mean over seeds)", fontsize=9)
-            ax.set_ylabel("load\n(req / instance,\nfraction of slots)", fontsize=7)
-            ax.legend(loc="upper right", fontsize=7)
+            ax.plot(t, np.asarray(s["prefill"]) / fig_data["prefill_instances"],
+                    label="prefill pool (requests / instance)", lw=1)
+            ax.plot(t, np.asarray(s["decode"]) / fig_data["decode_slots"], label="decode pool (fraction of slots)", lw=1)
+            ax.axhline(1.0, color="grey", lw=0.6, ls=":")
+            o = figures[name]["policies"][policy]["oscillation"]
+            ax.set_title(f"{policy}: corr {o['correlation']['mean']:+.2f}, lagged corr "
+                         f"{o['lagged_correlation']['mean']:+.2f} (means over seeds)", fontsize=9)
+            ax.set_ylabel("load / capacity", fontsize=8)
+            ax.set_ylim(bottom=0.0)
+            ax.legend(loc="lower right", fontsize=7)
         axes[-1, 0].set_xlabel("simulated time (s)")
+        interval = figures["configs"][name]["load_report_interval_s"]
         label = "long prefills (10-20 s)" if name == "long_prefill" else "default (4 s prefills)"
-        fig.suptitle(f"Prefill vs decode pool load per admission policy, {label}, seed {figures['seeds'][0]}")
+        label += f", decode load reported every {interval:g} s" if interval else ", decode load seen live"
+        fig.suptitle(f"Pool loads per admission policy: {label}; seed {figures['seeds'][0]}", fontsize=10)
         fig.tight_layout()
         path = Path(outdir) / f"overload_{name}_load.png"
         fig.savefig(path, dpi=110)
@@ -557,6 +645,18 @@ def _cli_policies(choice: str, oversubscription: float) -> list[Policy]:
     return [*POLICIES[:3], over] if choice == "all" else table[choice]
 
 
+def render_sweep(rows: list[dict[str, Any]]) -> str:
+    lines = ["Long prefills: oscillation measures vs decode-load report interval (mean ± std over seeds)",
+             f"{'TTFT SLO s':>10} {'report s':>9} {'policy':<11} {'corr':>12} {'lagged corr':>12} "
+             f"{'prefill period s':>17} {'decode period s':>16} {'prefill swing':>14} {'decode swing':>13}"]
+    for r in rows:
+        lines.append(f"{r['ttft_slo_s']:>10g} {r['load_report_interval_s']:>9g} {r['policy']:<11} "
+                     f"{_pm(r['correlation'], '{:+.2f}'):>12} {_pm(r['lagged_correlation'], '{:+.2f}'):>12} "
+                     f"{_pm(r['prefill_period_s']):>17} {_pm(r['decode_period_s']):>16} "
+                     f"{_pm(r['prefill_swing'], '{:.2f}'):>14} {_pm(r['decode_swing'], '{:.2f}'):>13}")
+    return "\n".join(lines)
+
+
 def _render_trace(out: dict[str, Any]) -> str:
     lines = [f"Trace replay: {out['requests']} requests at {out['speedup']:g}x, {out['prefill_instances']} prefill + "
              f"{out['decode_instances']} decode instances ({out['decode_slots']} decode slots); mean prefill "
@@ -576,6 +676,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--plots", type=Path, default=None, help="simulation mode: write PNGs into this folder")
     parser.add_argument("--seeds", type=int, default=len(SEEDS), help="simulation mode: number of seeds (>= 2)")
+    parser.add_argument("--report-sweep", action="store_true",
+                        help="simulation mode: long-prefill oscillation vs decode-load report interval and TTFT SLO")
     parser.add_argument("--trace", type=Path, default=None, help="replay this Mooncake-format JSONL trace")
     parser.add_argument("--speedup", type=float, default=2.0, help="trace mode: replay speed factor (> 0)")
     parser.add_argument("--prefill-instances", type=int, default=8)
@@ -601,6 +703,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.trace is None:
         if args.seeds < 2:
             parser.error(f"--seeds must be >= 2 (a spread needs two runs), got {args.seeds}")
+        if args.report_sweep:
+            rows = report_interval_sweep(exercise_function("ex05", "predicted_decode_load", args.impl),
+                                         exercise_function("ex05", "admit_predictive", args.impl),
+                                         exercise_function("ex05", "antiphase_correlation", args.impl),
+                                         exercise_function("ex05", "dominant_period_s", args.impl),
+                                         seeds=tuple(range(args.seeds)))
+            print(json.dumps(rows, indent=1) if args.json else render_sweep(rows))
+            return 0
         figures = PARTS[0].run(args.impl) if args.seeds == len(SEEDS) else experiment(
             exercise_function("ex05", "predicted_decode_load", args.impl),
             exercise_function("ex05", "admit_predictive", args.impl),
