@@ -15,6 +15,7 @@ import os
 import shutil
 import stat
 import subprocess
+import tempfile
 import zipfile
 from pathlib import Path
 
@@ -190,11 +191,21 @@ def test_run_autograder_writes_fallback_results_when_the_grader_cannot_start(bui
 @pytest.mark.slow
 @pytest.mark.timeout(3600)  # setup.sh installs torch into a fresh venv: 1-2 min idle, ~9 min on a loaded 2-core box
 def test_gradescope_layout_end_to_end(built, tmp_path):
+    zip_path, _ = built
+    # Like /autograder, the root must be traversable by the sandbox's unprivileged uids (the grader
+    # drops to them when it runs as root); pytest's tmp_path lies under a 0700 folder.
+    root = Path(tempfile.mkdtemp(prefix="a2-gradescope-"))
+    root.chmod(0o755)
+    try:
+        _end_to_end(zip_path, _gradescope_root(zip_path, root / "autograder"), tmp_path)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _end_to_end(zip_path: Path, root: Path, tmp_path: Path) -> None:
     from autograder.demo import wrong_fixtures
     from autograder.grader import grade_submission
 
-    zip_path, _ = built
-    root = _gradescope_root(zip_path, tmp_path / "autograder")
     env = _env(root, A2_TORCH_INDEX_URL="")  # this machine's pip finds torch 2.13.0+cpu on local disk
     setup = subprocess.run(["bash", str(root / "source" / "setup.sh")], cwd=str(root / "source"), env=env,
                            capture_output=True, text=True, timeout=1200)
