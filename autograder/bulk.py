@@ -177,7 +177,7 @@ def feedback_markdown(student: str, results: dict[str, Any], instructor: bool) -
     else:
         lines.append(f"**Score in the tests shown: {score:.2f} / {max_score:.2f}**")
     if hidden_count:
-        lines.append(f"\n{hidden_count} further test entries are not shown yet (released after the due date).")
+        lines.append(f"\n{hidden_count} further test entries are not visible to students yet (shown after the due date, or to staff only).")
     if results.get("output"):
         lines += ["", str(results["output"])]
     lines += ["", "| exercise | score | max |", "|---|---:|---:|"]
