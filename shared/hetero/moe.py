@@ -460,7 +460,8 @@ def load_checkpoint(path: Path, expect_key: Optional[str] = None) -> tuple[CityM
     try:
         blob = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:  # any unreadable file (truncated, garbage, wrong format) is corrupt
-        raise CheckpointError(f"{path}: unreadable ({type(exc).__name__}: {exc})") from exc
+        first_line = (str(exc).strip().splitlines() or [""])[0][:160]
+        raise CheckpointError(f"{path}: unreadable ({type(exc).__name__}: {first_line})") from exc
     if not isinstance(blob, dict) or not {"meta", "state"} <= set(blob):
         raise CheckpointError(f"{path}: not a city-MoE checkpoint")
     meta, state = blob["meta"], blob["state"]
@@ -503,6 +504,7 @@ def ensure_checkpoint(config: TrainConfig = DEFAULT_CONFIG, progress: bool = Tru
     fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
     os.close(fd)
     torch.save({"meta": meta, "state": state}, tmp)
+    os.chmod(tmp, 0o644)  # mkstemp creates 0600; graders run as other users
     os.replace(tmp, path)  # atomic: readers never see a half-written file
     return path
 

@@ -1,0 +1,118 @@
+"""Speed of the city-name MoE (hetero.moe): training, evaluation of the seven modes, checkpoint size.
+
+Prints, in one run and on the same data and config:
+- training the default config with the vectorised (block-padded, batched-matmul) expert dispatch and
+  with a straightforward dispatch that loops over the 16 experts: wall time, tokens/s and achieved
+  GFLOP/s (useful FLOPs only: real tokens, the 4 chosen experts, 3x the forward for training), ratio;
+- whether the vectorised run reproduced the cached checkpoint's weights bit for bit;
+- evaluating full, skip_1..3 and defer_1..3 on the validation split (wall time);
+- the checkpoint size on disk.
+Targets: training <= 20 s, evaluation <= 3 s. Wall times depend on how busy the machine is; the
+load average is printed next to them.
+
+Usage: python benchmarks/bench_moe.py [--steps N]   (N defaults to the default config's steps)
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import os
+import time
+from typing import Iterator, Sequence
+
+import torch
+import torch.nn.functional as F
+
+from hetero import moe
+
+
+def forward_flops_per_name(cfg: moe.ModelConfig, n_tokens: int) -> float:
+    """Useful forward FLOPs of one name of n_tokens input positions (2 FLOPs per multiply-add)."""
+    d = cfg.d_model
+    per_token_layer = (2 * d * 3 * d + 2 * d * d  # qkv and output projection
+                       + 2 * d * cfg.n_experts  # router
+                       + cfg.top_k * 2 * (2 * d * cfg.expert_hidden)  # 4 routed experts, two matmuls each
+                       + 2 * (2 * d * cfg.shared_hidden))  # shared expert
+    attention = 2 * 2 * d * n_tokens * (n_tokens + 1) / 2  # QK^T and AV over the causal prefix
+    head = 2 * d * cfg.vocab_size
+    return cfg.n_layers * (n_tokens * per_token_layer + attention) + n_tokens * head
+
+
+def loop_experts(self: moe.MoEFeedForward, x: torch.Tensor, expert_ids: torch.Tensor) -> torch.Tensor:
+    """The straightforward dispatch: for each of the 16 experts, gather its tokens and run it."""
+    out = x.new_zeros(expert_ids.shape[0], expert_ids.shape[1], x.shape[1])  # [T, K, D]
+    for e in range(self.w_in.shape[0]):
+        tok, slot = torch.where(expert_ids == e)
+        out = out.index_put((tok, slot), F.gelu(x[tok] @ self.w_in[e]) @ self.w_out[e])
+    return out
+
+
+@contextlib.contextmanager
+def dispatch(fn) -> Iterator[None]:
+    original = moe.MoEFeedForward.experts
+    moe.MoEFeedForward.experts = fn
+    try:
+        yield
+    finally:
+        moe.MoEFeedForward.experts = original
+
+
+def train_flops_per_token(config: moe.TrainConfig, data: moe.CityData) -> float:
+    """Useful training FLOPs per predicted token, averaged over the training split (3x the forward:
+    the forward matmuls, and two matmuls of the same size in the backward)."""
+    cfg = config.model_config(len(data.vocab))
+    positions = [len(s) - 1 for s in data.train]  # input positions that predict a real target
+    return 3 * sum(forward_flops_per_name(cfg, n) for n in positions) / sum(positions)
+
+
+def report(label: str, seconds: float, tokens: int, flops: float) -> None:
+    print(f"  {label:<34} {seconds:7.2f} s   {tokens / seconds:9.0f} tokens/s   {flops / seconds / 1e9:6.2f} GFLOP/s")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=moe.DEFAULT_CONFIG.steps)
+    args = parser.parse_args(argv)
+    config = dataclasses.replace(moe.DEFAULT_CONFIG, steps=args.steps)
+    data = moe.build_data(config.min_char_count, config.max_len)
+    flops_per_token = train_flops_per_token(config, data)
+    print(f"city MoE benchmark: {config.n_layers} layers, d_model {config.d_model}, {config.n_experts} experts "
+          f"top-{config.top_k} + shared, {config.steps} steps of {config.batch_size} names, "
+          f"{config.threads} thread(s); load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; "
+          f"{flops_per_token / 1e3:.0f} kFLOP per trained token")
+
+    print("training (same config, same data):")
+    fast = moe.train(config, data, progress=False)
+    report("vectorised dispatch (default)", fast.train_seconds, fast.tokens, flops_per_token * fast.tokens)
+    with dispatch(loop_experts):
+        slow = moe.train(config, data, progress=False)
+    report("loop over 16 experts (baseline)", slow.train_seconds, slow.tokens, flops_per_token * slow.tokens)
+    print(f"  speed-up of the vectorised dispatch: {slow.train_seconds / fast.train_seconds:.2f}x; final train "
+          f"loss {fast.final_loss_nats:.4f} vs {slow.final_loss_nats:.4f} nats/char")
+    print(f"  target <= 20 s: {'met' if fast.train_seconds <= 20 else 'NOT met'}; load average now "
+          f"{os.getloadavg()[0]:.1f}")
+
+    path = moe.ensure_checkpoint(config, progress=False)
+    cached = moe.load_checkpoint(path)[1]
+    same = moe.state_digest(fast.model.state_dict()) == cached["state_sha256"]
+    print(f"checkpoint {path.name}: {path.stat().st_size / 1e6:.2f} MB on disk; this run's weights "
+          f"{'are bit-identical to' if same else 'DIFFER from'} the cached checkpoint")
+
+    fns = moe.Ex10Functions.from_impl("solutions")
+    model = moe.load_model(path)
+    start = time.perf_counter()
+    result = moe.evaluate(model, data.val, fns)
+    seconds = time.perf_counter() - start
+    n_tokens = sum(len(s) - 1 for s in data.val)
+    print(f"evaluation of {len(moe.MODES_EVALUATED)} modes on {len(data.val)} validation names "
+          f"({n_tokens} predicted tokens each): {seconds:.2f} s "
+          f"({len(moe.MODES_EVALUATED) * n_tokens / seconds:.0f} tokens/s); target <= 3 s: "
+          f"{'met' if seconds <= 3 else 'NOT met'}; load average {os.getloadavg()[0]:.1f}")
+    print(f"  full loss {result['loss_nats']['full']:.4f} nats/char")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
