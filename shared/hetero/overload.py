@@ -25,12 +25,15 @@ Default configuration (chosen once, before any result was looked at; reasons bes
 both pools serve about 2 req/s (8 prefill instances x 1 / 4 s; 40 decode slots / 20 s), requests
 arrive as a Poisson process at 2.6 req/s for one simulated hour. The long-prefill configuration keeps
 both capacities at 2 req/s but makes each prefill take 10-20 s (30 instances), the regime in which the
-lecture says early rejection makes the two pools oscillate in anti-phase.
+lecture says early rejection makes the two pools oscillate in anti-phase; its TTFT SLO (20 s) and live
+decode view were chosen by a documented two-stage sweep (`--oscillation-sweep`) as the grid point with
+the most negative prefill/decode load correlation under early rejection.
 
 Trace mode replays a Mooncake-format trace (`hetero.traces`) with a stated cost model (see
 `TraceCostModel`). CLI:
     python -m hetero.overload [--seeds 5] [--json] [--plots DIR] [--impl solutions]
     python -m hetero.overload --report-sweep [--seeds 5] [--json]
+    python -m hetero.overload --oscillation-sweep [--seeds 5] [--json]
     python -m hetero.overload --trace TRACE.jsonl --speedup 2 --prefill-instances 8 \
         --decode-instances 8 --policy all --json
 """
@@ -113,11 +116,19 @@ DEFAULT = OverloadConfig()
 # /metrics every --engine-stats-interval seconds (default 30 s; its example launch scripts use 10 s).
 # 10 s was taken from there, not tuned; docs/figures_overload.md reports 0-30 s.
 REPORT_INTERVAL_S = 10.0
-# Long prefills (10-20 s): same 2 req/s capacities, TTFT SLO again 3 mean prefill times, and the
-# Conductor sees the decode load as last reported (every REPORT_INTERVAL_S).
-LONG_PREFILL = OverloadConfig(prefill_instances=30, prefill_mean_s=15.0, prefill_spread=1 / 3, ttft_slo_s=45.0,
-                              load_report_interval_s=REPORT_INTERVAL_S)
-SCENARIOS: dict[str, OverloadConfig] = {"default": DEFAULT, "long_prefill": LONG_PREFILL}
+# Long prefills (10-20 s), first version: same 2 req/s capacities, TTFT SLO again 3 mean prefill times
+# (a deep prefill queue), the decode load as last reported (every REPORT_INTERVAL_S). Kept for the
+# report-interval sweep; it shows no anti-phase swing (docs/figures_overload.md).
+LONG_PREFILL_DEEP_QUEUE = OverloadConfig(prefill_instances=30, prefill_mean_s=15.0, prefill_spread=1 / 3,
+                                         ttft_slo_s=45.0, load_report_interval_s=REPORT_INTERVAL_S)
+# Long prefills (10-20 s), the configuration of the experiment part: chosen from the oscillation sweep
+# (OSC_GRID_* below) as the grid point whose early-rejection run has the most negative mean
+# corr(prefill load, decode load). It differs from the first version in two fields: a TTFT SLO of 20 s
+# (the longest prefill: a request is admitted only if an instance is free, or nearly, so the prefill
+# pool is a delay line rather than a buffer) and the decode load seen live.
+LONG_PREFILL = replace(LONG_PREFILL_DEEP_QUEUE, ttft_slo_s=20.0, load_report_interval_s=0.0)
+SCENARIOS: dict[str, OverloadConfig] = {"default": DEFAULT, "long_prefill": LONG_PREFILL,
+                                        "long_prefill_deep_queue": LONG_PREFILL_DEEP_QUEUE}
 
 
 @dataclass(frozen=True)
@@ -305,6 +316,13 @@ def simulate_config(config: OverloadConfig, workload: Workload, policy: Policy,
 WARMUP_S = 120.0  # dropped from the series before measuring: the cluster starts empty
 
 
+def _pearson(x: np.ndarray, y: np.ndarray) -> float:
+    """Pearson r of two equally long series; 0.0 when either is constant (no linear relation to measure)."""
+    xc, yc = x - x.mean(), y - y.mean()
+    denom = math.sqrt(float(xc @ xc) * float(yc @ yc))
+    return float(xc @ yc) / denom if denom > 0 else 0.0
+
+
 def oscillation(result: SimResult, config: OverloadConfig, corr: Callable, period: Callable) -> dict[str, float]:
     """Measures of the two load series after the warm-up; each pool's load normalised to its capacity
     (prefill: requests queued or prefilling per instance, 1.0 = every instance busy; decode: fraction
@@ -314,9 +332,19 @@ def oscillation(result: SimResult, config: OverloadConfig, corr: Callable, perio
     d = result.decode_load[skip:].astype(np.float64) / config.decode_slots  # (samples,) fraction of slots
     # A request admitted now reaches the decode pool about one mean prefill time later.
     lag = max(1, int(round(config.prefill_mean_s / result.dt_s)))
+    # Cross-correlation corr(p(t), d(t + k dt)) for |k dt| up to 4 mean prefill times (numpy rather than
+    # ex05's function: a few hundred correlations per run). Peak: the shift at which the decode load most
+    # resembles the prefill load; trough: most opposes it (k < 0: the decode pool leads).
+    shifts = np.arange(-4 * lag, 4 * lag + 1)  # (2 * 4 * lag + 1,) sample shifts
+    cross = np.array([_pearson(p[max(0, -k):p.size - max(0, k)], d[max(0, k):d.size - max(0, -k)]) for k in shifts])
+    peak, trough = int(np.argmax(cross)), int(np.argmin(cross))
     return {
         "correlation": float(corr(p.tolist(), d.tolist())),
         "lagged_correlation": float(corr(p[:-lag].tolist(), d[lag:].tolist())),
+        "peak_correlation": float(cross[peak]),
+        "peak_lag_s": float(shifts[peak] * result.dt_s),
+        "trough_correlation": float(cross[trough]),
+        "trough_lag_s": float(shifts[trough] * result.dt_s),
         "prefill_period_s": float(period(p.tolist(), result.dt_s)),
         "decode_period_s": float(period(d.tolist(), result.dt_s)),
         "prefill_load_std": float(p.std()),
@@ -518,7 +546,7 @@ def _findings(table: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 SWEEP_INTERVALS_S = (0.0, 2.0, 5.0, 10.0, 30.0)
-SWEEP_TTFT_SLOS_S = (45.0, 30.0)  # the long-prefill configuration's SLO; the paper's real-trace TTFT SLO
+SWEEP_TTFT_SLOS_S = (45.0, 30.0)  # the deep-queue configuration's SLO; the paper's real-trace TTFT SLO
 SWEEP_MEASURES = ("correlation", "lagged_correlation", "prefill_period_s", "decode_period_s",
                   "prefill_swing", "decode_swing")
 
@@ -526,7 +554,7 @@ SWEEP_MEASURES = ("correlation", "lagged_correlation", "prefill_period_s", "deco
 def report_interval_sweep(predict: PredictFn, admit: AdmitFn, corr: Callable, period: Callable,
                           seeds: Sequence[int] = SEEDS, intervals_s: Sequence[float] = SWEEP_INTERVALS_S,
                           ttft_slos_s: Sequence[float] = SWEEP_TTFT_SLOS_S,
-                          base: OverloadConfig = LONG_PREFILL) -> list[dict[str, Any]]:
+                          base: OverloadConfig = LONG_PREFILL_DEEP_QUEUE) -> list[dict[str, Any]]:
     """The long-prefill oscillation measures as the decode-load report interval (and the TTFT SLO) vary:
     one row per (TTFT SLO, interval, policy) with mean/std/min/max over seeds of SWEEP_MEASURES."""
     rows = []
@@ -546,6 +574,70 @@ def report_interval_sweep(predict: PredictFn, admit: AdmitFn, corr: Callable, pe
     return rows
 
 
+# The oscillation sweep: a small grid over the knobs the lecture's mechanism names (stated before it was
+# run; docs/figures_overload.md reports every row). Prefill times stay Uniform(10, 20) s, arrivals 2.6 req/s.
+# Prefill instances: 30 = 2.0 req/s (the decode pool's capacity), 40 = 2.67 req/s (about the arrival rate),
+# 52 = 3.47 req/s (spare prefill capacity). An instance serving k requests at once at the same per-request
+# time is k instances to this model, so the instance count also covers per-instance concurrency.
+OSC_GRID_PREFILL_INSTANCES = (30, 40, 52)
+# TTFT SLO: 20 s = the longest prefill (no queueing for long prompts: a delay line), 30 s, 45 s (a buffer).
+OSC_GRID_TTFT_SLOS_S = (20.0, 30.0, 45.0)
+# Decode pool (slots, mean decode s), both 2 req/s: the slow-draining pool and one that drains twice as fast.
+OSC_GRID_DECODE = ((40, 20.0), (20, 10.0))
+OSC_GRID_REPORT_S = (0.0, 10.0)  # decode load seen live / as reported every 10 s
+# Second stage, fixed after reading the first and before running it: the first stage's most negative
+# correlations lie at its smallest prefill pool (30), its shallowest queue (TTFT 20 s) and the live view,
+# so the second stage goes further that way (15-30 instances, i.e. prefill capacity 1-2 req/s) and also
+# tries a decode pool twice as slow (80 slots x 40 s, still 2 req/s).
+OSC_REFINE_PREFILL_INSTANCES = (15, 20, 25, 30)
+OSC_REFINE_TTFT_SLOS_S = (20.0,)
+OSC_REFINE_DECODE = ((40, 20.0), (80, 40.0))
+OSC_REFINE_REPORT_S = (0.0,)
+OSC_MEASURES = ("correlation", "lagged_correlation", "peak_correlation", "peak_lag_s", "trough_correlation",
+                "trough_lag_s", "prefill_period_s", "decode_period_s", "prefill_swing", "decode_swing")
+
+
+def oscillation_sweep(corr: Callable, period: Callable, seeds: Sequence[int] = SEEDS,
+                      base: OverloadConfig = LONG_PREFILL,
+                      prefill_instances: Sequence[int] = OSC_GRID_PREFILL_INSTANCES,
+                      ttft_slos_s: Sequence[float] = OSC_GRID_TTFT_SLOS_S,
+                      decode: Sequence[tuple[int, float]] = OSC_GRID_DECODE,
+                      report_intervals_s: Sequence[float] = OSC_GRID_REPORT_S) -> list[dict[str, Any]]:
+    """Baseline and early rejection on every grid point (the policies that need no prediction): one row
+    per configuration with mean/std/min/max over seeds of OSC_MEASURES per policy, plus counts."""
+    rows = []
+    for n_prefill in prefill_instances:
+        for ttft in ttft_slos_s:
+            for slots, mean_decode in decode:
+                for interval in report_intervals_s:
+                    config = replace(base, prefill_instances=int(n_prefill), ttft_slo_s=float(ttft),
+                                     decode_slots=int(slots), decode_mean_s=float(mean_decode),
+                                     load_report_interval_s=float(interval)).validate()
+                    row: dict[str, Any] = {"prefill_instances": int(n_prefill), "ttft_slo_s": float(ttft),
+                                           "decode_slots": int(slots), "decode_mean_s": float(mean_decode),
+                                           "load_report_interval_s": float(interval)}
+                    for policy in OSCILLATION_POLICIES[:2]:
+                        osc, counts = [], []
+                        for seed in seeds:
+                            result = simulate_config(config, poisson_workload(config, np.random.default_rng(seed)),
+                                                     policy)
+                            osc.append(oscillation(result, config, corr, period))
+                            counts.append(result.counts())
+                        row[policy.name] = {**{m: _stats([o[m] for o in osc]) for m in OSC_MEASURES},
+                                            **{m: _stats([c[m] for c in counts]) for m in ("completed", "wasted_prefills")}}
+                    rows.append(row)
+    return rows
+
+
+def oscillation_sweep_stages(corr: Callable, period: Callable, seeds: Sequence[int] = SEEDS) -> list[dict[str, Any]]:
+    """Both stages of the documented sweep (grid, then refinement); each row carries its "stage" (1 or 2)."""
+    first = oscillation_sweep(corr, period, seeds)
+    second = oscillation_sweep(corr, period, seeds, prefill_instances=OSC_REFINE_PREFILL_INSTANCES,
+                               ttft_slos_s=OSC_REFINE_TTFT_SLOS_S, decode=OSC_REFINE_DECODE,
+                               report_intervals_s=OSC_REFINE_REPORT_S)
+    return [{"stage": 1, **r} for r in first] + [{"stage": 2, **r} for r in second]
+
+
 def _run_part(impl: str) -> dict[str, Any]:
     predict = exercise_function("ex05", "predicted_decode_load", impl)
     admit = exercise_function("ex05", "admit_predictive", impl)
@@ -562,6 +654,10 @@ def _pm(s: dict[str, float], fmt: str = "{:.0f}") -> str:
     return f"{fmt.format(s['mean'])} ± {fmt.format(s['std'])}"
 
 
+def _view(interval_s: float) -> str:
+    return f"decode load reported every {interval_s:g} s" if interval_s else "decode load seen live"
+
+
 def render(figures: dict[str, Any]) -> str:
     n = len(figures["seeds"])
     lines = [f"Default configuration ({n} seeds, mean ± sample std; changes paired by seed):",
@@ -576,18 +672,22 @@ def render(figures: dict[str, Any]) -> str:
                  + ", ".join(f"{k} {v:,}" for k, v in figures["paper_rejected"].items()))
     lines.append("")
     long_cfg = figures["configs"]["long_prefill"]
-    lines.append(f"Long prefills (10-20 s), decode load reported every {long_cfg['load_report_interval_s']:g} s, "
-                 f"{n} seeds: the two pools' loads (prefill per instance, decode per slot)")
+    lines.append(f"Long prefills (10-20 s), {long_cfg['prefill_instances']} prefill instances, TTFT SLO "
+                 f"{long_cfg['ttft_slo_s']:g} s, {_view(long_cfg['load_report_interval_s'])}, {n} seeds: "
+                 "the two pools' loads (prefill per instance, decode per slot)")
     lag = f"corr, lag {long_cfg['prefill_mean_s']:g} s"
-    lines.append(f"{'policy':<12} {'corr(prefill, decode)':>22} {lag:>17} {'prefill period s':>17}"
-                 f" {'decode period s':>16} {'prefill swing':>14} {'decode swing':>14} {'completed':>12} {'wasted':>10}")
+    lines.append(f"{'policy':<12} {'corr(prefill, decode)':>22} {lag:>17} {'peak lag s':>11} {'trough lag s':>13}"
+                 f" {'prefill period s':>17} {'decode period s':>16} {'prefill swing':>14} {'decode swing':>14}"
+                 f" {'completed':>12} {'wasted':>10}")
     for name, e in figures["long_prefill"]["policies"].items():
         o = e["oscillation"]
         lines.append(f"{name:<12} {_pm(o['correlation'], '{:+.2f}'):>22} {_pm(o['lagged_correlation'], '{:+.2f}'):>17} "
+                     f"{_pm(o['peak_lag_s']):>11} {_pm(o['trough_lag_s']):>13} "
                      f"{_pm(o['prefill_period_s']):>17} {_pm(o['decode_period_s']):>16} "
                      f"{_pm(o['prefill_swing'], '{:.2f}'):>14} {_pm(o['decode_swing'], '{:.2f}'):>14} "
                      f"{_pm(e['completed']):>12} {_pm(e['wasted_prefills']):>10}")
-    lines.append("(swing: 5th-95th percentile range of the normalised load)")
+    lines.append("(swing: 5th-95th percentile range of the normalised load; peak / trough lag: the shift of the "
+                 "decode series at which its correlation with the prefill series is highest / lowest)")
     lines.append("")
     lines.append("Lecture's findings against the measured means (target ranges fixed in advance):")
     for claim, f in figures["findings"].items():
@@ -615,14 +715,15 @@ def plot(figures: dict[str, Any], outdir: Path) -> list[Path]:
             ax.axhline(1.0, color="grey", lw=0.6, ls=":")
             o = figures[name]["policies"][policy]["oscillation"]
             ax.set_title(f"{policy}: corr {o['correlation']['mean']:+.2f}, lagged corr "
-                         f"{o['lagged_correlation']['mean']:+.2f} (means over seeds)", fontsize=9)
+                         f"{o['lagged_correlation']['mean']:+.2f}; decode most like prefill "
+                         f"{o['peak_lag_s']['mean']:.0f} s later (means over seeds)", fontsize=9)
             ax.set_ylabel("load / capacity", fontsize=8)
             ax.set_ylim(bottom=0.0)
             ax.legend(loc="lower right", fontsize=7)
         axes[-1, 0].set_xlabel("simulated time (s)")
-        interval = figures["configs"][name]["load_report_interval_s"]
-        label = "long prefills (10-20 s)" if name == "long_prefill" else "default (4 s prefills)"
-        label += f", decode load reported every {interval:g} s" if interval else ", decode load seen live"
+        cfg = figures["configs"][name]
+        label = "long prefills (10-20 s)" if name == "long_prefill" else "default (2-6 s prefills)"
+        label += f", TTFT SLO {cfg['ttft_slo_s']:g} s, {_view(cfg['load_report_interval_s'])}"
         fig.suptitle(f"Pool loads per admission policy: {label}; seed {figures['seeds'][0]}", fontsize=10)
         fig.tight_layout()
         path = Path(outdir) / f"overload_{name}_load.png"
@@ -657,6 +758,25 @@ def render_sweep(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def render_oscillation_sweep(rows: list[dict[str, Any]]) -> str:
+    lines = ["Long prefills (10-20 s): oscillation sweep, baseline vs early rejection (mean ± std over seeds)",
+             f"{'st':>2} {'P':>3} {'TTFT s':>6} {'slots':>5} {'dec s':>5} {'rep s':>5} {'base corr':>11} "
+             f"{'early corr':>11} {'lag corr':>11} {'peak lag s':>10} {'trough lag s':>12} {'P period s':>11} "
+             f"{'D period s':>11} {'P swing':>7} {'D swing':>7} {'completed b/e':>13} {'wasted b/e':>11}"]
+    for r in rows:
+        b, e = r["baseline"], r["early"]
+        lines.append(f"{r['stage']:>2} {r['prefill_instances']:>3} {r['ttft_slo_s']:>6g} {r['decode_slots']:>5} "
+                     f"{r['decode_mean_s']:>5g} {r['load_report_interval_s']:>5g} "
+                     f"{_pm(b['correlation'], '{:+.2f}'):>11} {_pm(e['correlation'], '{:+.2f}'):>11} "
+                     f"{_pm(e['lagged_correlation'], '{:+.2f}'):>11} {e['peak_lag_s']['mean']:>10.1f} "
+                     f"{e['trough_lag_s']['mean']:>12.1f} {e['prefill_period_s']['mean']:>11.0f} "
+                     f"{e['decode_period_s']['mean']:>11.0f} {e['prefill_swing']['mean']:>7.2f} "
+                     f"{e['decode_swing']['mean']:>7.2f} "
+                     f"{b['completed']['mean']:>6.0f}/{e['completed']['mean']:<6.0f} "
+                     f"{b['wasted_prefills']['mean']:>5.0f}/{e['wasted_prefills']['mean']:<5.0f}")
+    return "\n".join(lines)
+
+
 def _render_trace(out: dict[str, Any]) -> str:
     lines = [f"Trace replay: {out['requests']} requests at {out['speedup']:g}x, {out['prefill_instances']} prefill + "
              f"{out['decode_instances']} decode instances ({out['decode_slots']} decode slots); mean prefill "
@@ -678,6 +798,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", type=int, default=len(SEEDS), help="simulation mode: number of seeds (>= 2)")
     parser.add_argument("--report-sweep", action="store_true",
                         help="simulation mode: long-prefill oscillation vs decode-load report interval and TTFT SLO")
+    parser.add_argument("--oscillation-sweep", action="store_true",
+                        help="simulation mode: the two-stage long-prefill grid that chose the long-prefill configuration")
     parser.add_argument("--trace", type=Path, default=None, help="replay this Mooncake-format JSONL trace")
     parser.add_argument("--speedup", type=float, default=2.0, help="trace mode: replay speed factor (> 0)")
     parser.add_argument("--prefill-instances", type=int, default=8)
@@ -703,6 +825,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.trace is None:
         if args.seeds < 2:
             parser.error(f"--seeds must be >= 2 (a spread needs two runs), got {args.seeds}")
+        if args.oscillation_sweep:
+            rows = oscillation_sweep_stages(exercise_function("ex05", "antiphase_correlation", args.impl),
+                                            exercise_function("ex05", "dominant_period_s", args.impl),
+                                            seeds=tuple(range(args.seeds)))
+            print(json.dumps(rows, indent=1) if args.json else render_oscillation_sweep(rows))
+            return 0
         if args.report_sweep:
             rows = report_interval_sweep(exercise_function("ex05", "predicted_decode_load", args.impl),
                                          exercise_function("ex05", "admit_predictive", args.impl),
