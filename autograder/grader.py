@@ -4,7 +4,7 @@ SUBMISSION is a folder or a zip. The exercise files (names from `autograder.mani
 name anywhere inside it: hidden folders, `__MACOSX` and symlinks are ignored; when a name occurs
 twice the shallowest copy is graded and the feedback says so. A missing file scores 0 for its
 exercise; the others are graded normally. A notebook `exNN_<name>.ipynb` stands in for a missing
-`.py` once `autograder.notebooks.extract_code` exists (`_notebook_code` is the one call site).
+`.py` through `autograder.notebooks.extract_code` (`_from_notebook` is the one call site).
 
 This process never imports student code: each exercise's public and hidden cases run in one child
 process (`autograder.sandbox.run_exercise`), which sends back encoded outcomes; they are judged here
@@ -18,7 +18,6 @@ Python API: `grade_submission(submission, out=None) -> dict` (the results.json c
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 import shutil
 import sys
@@ -144,22 +143,17 @@ def _choose(copies: list[tuple[str, Path]], filename: str) -> Found:
     return Found(path, shown, note)
 
 
-def _notebook_code(notebook: Path) -> Optional[str]:
-    """The notebook's exercise code, once `autograder.notebooks` provides `extract_code`; else None."""
-    if importlib.util.find_spec("autograder.notebooks") is None:
-        return None
-    from autograder.notebooks import extract_code
-
-    return extract_code(notebook)
-
-
 def _from_notebook(found: Found, ex: Exercise, staging: Path) -> Found:
+    """Grade a notebook submission through the code of its exercise cells (autograder.notebooks)."""
     if found.path is None:
         return found
-    code = _notebook_code(found.path)
-    if code is None:
-        return Found(None, found.shown, _join(found.note, f"{found.shown} is a notebook; notebooks are not "
-                                                          f"graded here yet: submit {ex.filename}."))
+    from autograder.notebooks import NotebookError, extract_code
+
+    try:
+        code = extract_code(found.path, ex.id)
+    except NotebookError as exc:
+        return Found(None, found.shown, _join(found.note, f"{found.shown} could not be read as this exercise's "
+                                                          f"notebook: {exc}"))
     target = staging / "notebooks" / ex.filename
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(code, encoding="utf-8")

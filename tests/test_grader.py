@@ -356,3 +356,13 @@ def test_results_written_atomically_over_a_planted_symlink(tmp_path):
     res.write(res.grader_failure("trace", 100.0), out)
     assert target.read_text() == "do not touch" and not out.is_symlink()
     res.validate(json.loads(out.read_text()))
+
+
+def test_malformed_notebook_scores_zero_with_a_clear_message(tmp_path):
+    folder = submission_with(tmp_path, ["ex01"])
+    (folder / "ex02_kv_capacity.ipynb").write_text("{ this is not a notebook", encoding="utf-8")
+    data = grader.grade_submission(folder, exercises=["ex01", "ex02"])
+    assert abs(exercise_score(data, "ex01")[0] - BY_ID["ex01"].points) < SCORE_TOL
+    assert exercise_score(data, "ex02")[0] == 0
+    assert "could not be read" in data["output"] and not autograder_failures(data)
+    res.validate(data)
