@@ -117,3 +117,27 @@ CASES = [
          hint="run every mode: skip drops, defer carries to the next layer, the last layer defers nothing",
          points=4),
 ]
+
+# Shape validation that tensor broadcasting or a permissive check would hide: a 3-D tensor or a plain
+# list as gate weights, and [1, ...] tensors that would broadcast silently over the T tokens.
+CASES += [
+    Case(id="ex10.lowest_k_mask.weights_3d", func="lowest_k_mask", args=(layer(3, "expert_out"), 1),
+         raises="ValueError", points=0.5, tol_note="an exception is expected",
+         hint="topk_weights must be a 2-D tensor [T, K]; a 3-D tensor must raise ValueError naming topk_weights "
+              "(check the tensor AND its dimension)"),
+    Case(id="ex10.lowest_k_mask.weights_list", func="lowest_k_mask", args=([[0.5, 0.3, 0.2]], 1),
+         raises="ValueError", points=0.5, tol_note="an exception is expected",
+         hint="topk_weights must be a torch tensor; a plain list must raise ValueError naming topk_weights"),
+    Case(id="ex10.moe_residual_update.broadcast_shared_out", func="moe_residual_update",
+         args=(layer(7, "x"), layer(7, "shared_out", tokens=1), layer(7, "expert_out"), layer(7, "topk_weights"),
+               None, 1, "defer", False),
+         raises="ValueError", points=0.5, tol_note="an exception is expected",
+         hint="shared_out must have exactly the shape of x [T, D]; a [1, D] tensor would broadcast silently: "
+              "raise ValueError naming shared_out"),
+    Case(id="ex10.moe_residual_update.broadcast_topk_weights", func="moe_residual_update",
+         args=(layer(7, "x"), layer(7, "shared_out"), layer(7, "expert_out"), layer(7, "topk_weights", tokens=1),
+               None, 1, "skip", False),
+         raises="ValueError", points=0.5, tol_note="an exception is expected",
+         hint="topk_weights must be [T, K] matching expert_out; a [1, K] tensor would broadcast silently: "
+              "raise ValueError naming topk_weights"),
+]
