@@ -3,6 +3,7 @@ prints the per-exercise summary; the same tests pass once the answer key's files
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -18,7 +19,8 @@ ROOT = Path(__file__).resolve().parents[1]
 def run_pytest(folder: Path) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "pytest", str(folder), "-q", "-p", "no:cacheprovider",
                            "--rootdir", str(folder), "-o", "addopts=--import-mode=importlib"],
-                          capture_output=True, text=True, cwd=folder, timeout=900)
+                          capture_output=True, text=True, cwd=folder, timeout=900,
+                          env={**os.environ, "COLUMNS": "400"})  # wide enough that summary lines are not cut
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,89 @@
+"""Exercise 05: prediction-based early rejection and the anti-phase oscillation (lecture §3.2, §7 Q5).
+
+In a disaggregated cluster a request admitted now reaches the decode pool only after it has queued
+for and finished its prefill, often many seconds later. Mooncake (§7 of the paper) therefore admits a
+request by the decode load *predicted* for the moment it will enter decode, using a system-level
+prediction: every request's decode is assumed to take the same (mean) time. Looking only at the
+*current* decode load ("early rejection") makes the two pools' loads swing in anti-phase.
+
+You write four functions; the overload simulator (`python -m hetero.overload`, experiment 02 part 3)
+calls the first two for every arriving request under the predictive policy, and the last two to
+measure the oscillation of its load time series.
+
+Conventions: times are seconds on one simulation clock (`_s`); loads are request counts (or any
+load samples, for the two measures); invalid input raises ValueError naming the argument.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+
+def predicted_decode_load(enter_decode_s: float, decoding_since_s: list[float],
+                          prefill_done_s: list[float], mean_decode_s: float) -> int:
+    """Number of requests decoding at time `enter_decode_s`, predicted system-level (lecture §3.2).
+
+    Arguments (all times in seconds on the simulation clock):
+      enter_decode_s:   the moment the new request would enter the decode pool (its prefill end).
+      decoding_since_s: start times of the requests decoding now; each is assumed to finish at
+                        start + mean_decode_s. A request whose predicted end is at or before
+                        `enter_decode_s` has left by then (end <= enter: not counted).
+      prefill_done_s:   prefill end times of the admitted requests still in the prefill pool
+                        (queued or running); each joins the decode pool at its prefill end and is
+                        assumed to leave mean_decode_s later. It counts when it has joined by then
+                        (done <= enter_decode_s) and has not yet left (done + mean > enter_decode_s).
+      mean_decode_s:    the mean decode time, seconds (> 0).
+    Returns: the predicted number of requests decoding at `enter_decode_s` (int), not counting
+    the new request itself.
+    Invalid input (ValueError naming the argument): mean_decode_s not finite or <= 0; any time not
+    finite; a `decoding_since_s` entry later than `enter_decode_s` (it cannot be decoding already).
+    """
+    # TODO(ex05): implement predicted_decode_load
+    raise NotImplementedError("ex05: predicted_decode_load")
+
+
+def admit_predictive(predicted_load: float, decode_slots: int, oversubscription: float = 1.0) -> bool:
+    """Admit a request iff the predicted decode load leaves room for it (lecture §3.2).
+
+    Arguments:
+      predicted_load:   requests predicted to be decoding when this one enters decode (>= 0).
+      decode_slots:     requests the decode pool can batch within its TBT SLO (int >= 1).
+      oversubscription: factor on the threshold (>= 1.0); 1.1 admits up to 10% more than the slots,
+                        trading a few wasted prefills for completions when the prediction errs.
+    Returns: True iff predicted_load < decode_slots x oversubscription (strictly: a pool predicted
+    to be exactly at its threshold has no room left).
+    Invalid input (ValueError naming the argument): predicted_load negative or not finite;
+    decode_slots not an int or < 1; oversubscription not finite or < 1.
+    """
+    # TODO(ex05): implement admit_predictive
+    raise NotImplementedError("ex05: admit_predictive")
+
+
+def antiphase_correlation(prefill_load: list[float], decode_load: list[float]) -> float:
+    """Pearson correlation of the two pools' load series sampled at the same instants (§3.2, §7 Q5).
+
+    Arguments: two equally long series of load samples (any unit; correlation is unit-free).
+    Returns: r in [-1, 1]; near -1 means the pools swing in anti-phase (one full while the other
+    idles), near 0 means no linear relation.
+    Invalid input (ValueError naming the argument): lengths differ; fewer than 2 samples; a
+    non-finite sample; a constant series (its correlation is undefined).
+    """
+    # TODO(ex05): implement antiphase_correlation
+    raise NotImplementedError("ex05: antiphase_correlation")
+
+
+def dominant_period_s(load: list[float], dt_s: float) -> float:
+    """Period of the strongest oscillation in a load series, from its spectrum (§3.2).
+
+    Arguments: `load`, samples taken every `dt_s` seconds (> 0); at least 4 samples.
+    Method: the real FFT of the n samples has bins k = 0 .. n // 2 at frequency k / (n dt_s); drop the
+    DC bin k = 0 (the mean), take the bin with the largest magnitude (the lowest k on a tie), and
+    return its period n * dt_s / k.
+    Returns: the dominant period in seconds.
+    Invalid input (ValueError naming the argument): dt_s not finite or <= 0; fewer than 4 samples;
+    a non-finite sample; a constant series (no oscillation at all).
+    """
+    # TODO(ex05): implement dominant_period_s
+    raise NotImplementedError("ex05: dominant_period_s")
