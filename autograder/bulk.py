@@ -221,11 +221,14 @@ def write_outputs(student_dir: Path, student: str, results: dict[str, Any]) -> N
 # ---------------------------------------------------------------------------------------------
 # Summary.
 
+SCORE_EPS = 1e-6  # fraction of the maximum: scores are float sums of case points, off by rounding only
+
+
 def _distribution(fractions: list[float]) -> str:
     """Counts of students at 0, below half, at least half, and full marks (fractions of the maximum)."""
-    zero = sum(f <= 1e-9 for f in fractions)
-    full = sum(f >= 1 - 1e-9 for f in fractions)
-    low = sum(1e-9 < f < 0.5 for f in fractions)
+    zero = sum(f <= SCORE_EPS for f in fractions)
+    full = sum(f >= 1 - SCORE_EPS for f in fractions)
+    low = sum(SCORE_EPS < f < 0.5 for f in fractions)
     high = len(fractions) - zero - full - low
     return f"{zero:>4} {low:>5} {high:>6} {full:>5}"
 
