@@ -101,7 +101,7 @@ def compute(ex_id: str) -> dict[str, Any]:
             if verdict.passed:
                 continue
             caught = True
-            if not outcome.error_type and outcome.value is not None:
+            if not outcome.error_type and outcome.value is not None:  # a wrong value, also where a raise was due
                 entry["mistakes"][name] = [description, outcome.value]
         if not caught:
             raise AnswerKeyError(f"wrong fixture {name} passes every case of {ex_id}: no case detects its mistake")

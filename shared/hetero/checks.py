@@ -319,8 +319,8 @@ def judge(case: Case, outcome: Outcome, expect_encoded: Any = None,
             return Verdict(True, f"{what}: raised {case.raises} as required")
         got = (f"raised {outcome.error_type}: {outcome.error_message}" if outcome.error_type
                else "returned a value")
-        return Verdict(False, _join(f"{what}: expected {case.raises} for this invalid input, but it {got}.",
-                                    case.hint))
+        message = f"{what}: expected {case.raises} for this invalid input, but it {got}."
+        return Verdict(False, _with_mistake(message, outcome, case, mistakes))
     if outcome.error_type:
         return Verdict(False, f"{what}: raised {outcome.error_type}: {outcome.error_message}")
     expected = decode(expect_encoded if expect_encoded is not None else encode(case.expect))
@@ -332,13 +332,24 @@ def judge(case: Case, outcome: Outcome, expect_encoded: Any = None,
     if problem is None:
         return Verdict(True, f"{what}: ok")
     message = f"{what}: {problem}{unit} (tolerance: {case.tol_note})."
-    for name, (description, value) in (mistakes or {}).items():
+    return Verdict(False, _with_mistake(message, outcome, case, mistakes))
+
+
+def _with_mistake(message: str, outcome: Outcome, case: Case,
+                  mistakes: Mapping[str, tuple[str, Any]] | None) -> str:
+    """Append the known mistake the returned value matches, else the case's hint."""
+    if outcome.error_type is None:
         try:
-            if compare(decode(value), got, case.rel_tol, case.abs_tol) is None:
-                return Verdict(False, _join(message, f"Your result matches a known mistake: {description}"))
-        except (EncodeError, TypeError):
-            continue
-    return Verdict(False, _join(message, case.hint))
+            got = decode(outcome.value)
+        except (EncodeError, KeyError, ValueError, TypeError):
+            got = None
+        for description, value in (mistakes or {}).values():
+            try:
+                if compare(decode(value), got, case.rel_tol, case.abs_tol) is None:
+                    return _join(message, f"Your result matches a known mistake: {description}")
+            except (EncodeError, TypeError):
+                continue
+    return _join(message, case.hint)
 
 
 def _join(message: str, hint: str) -> str:
