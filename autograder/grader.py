@@ -38,7 +38,7 @@ from hetero.checks import Case, Outcome, decode, encode, judge
 MAX_FILE_BYTES = 2 * 2**20  # an exercise file (or notebook) larger than this is not graded
 MAX_ZIP_MEMBERS = 20000
 SKIPPED_DIRS = ("__MACOSX", "__pycache__")
-KNOWN_MISTAKE = "Your result matches a known mistake:"
+KNOWN_MISTAKE = "Your result matches a known mistake"
 
 
 @dataclass(frozen=True)
@@ -212,7 +212,8 @@ def _hidden_message(case: Case, passed: bool, verdict_message: str, outcome: Opt
         return f"{what}: not implemented yet."
     if case.raises:
         did = f"raised {outcome.error_type}" if outcome.error_type else "returned a value"
-        return f"{what}: this input is invalid and must raise {case.raises}, but your function {did}.{hint}"
+        named = f" {verdict_message[verdict_message.index(KNOWN_MISTAKE):]}" if KNOWN_MISTAKE in verdict_message else hint
+        return f"{what}: this input is invalid and must raise {case.raises}, but your function {did}.{named}"
     if outcome.error_type:
         return (f"{what}: your function raised {outcome.error_type} (its message is withheld because it may "
                 f"contain the hidden inputs; it is shown with them after the due date).")

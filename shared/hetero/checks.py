@@ -343,12 +343,17 @@ def _with_mistake(message: str, outcome: Outcome, case: Case,
             got = decode(outcome.value)
         except (EncodeError, KeyError, ValueError, TypeError):
             got = None
+        matched: list[str] = []
         for description, value in (mistakes or {}).values():
             try:
-                if compare(decode(value), got, case.rel_tol, case.abs_tol) is None:
-                    return _join(message, f"Your result matches a known mistake: {description}")
+                if compare(decode(value), got, case.rel_tol, case.abs_tol) is None and description not in matched:
+                    matched.append(description)
             except (EncodeError, TypeError):
                 continue
+        if len(matched) == 1:
+            return _join(message, f"Your result matches a known mistake: {matched[0]}")
+        if matched:
+            return _join(message, "Your result matches a known mistake, one of: " + " | ".join(matched))
     return _join(message, case.hint)
 
 
