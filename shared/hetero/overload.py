@@ -82,6 +82,13 @@ class OverloadConfig:
     # those requests), the decode pool's state is not. The TTFT check and the decode-entry check stay
     # exact (the Conductor holds the prefill queues; the decode pool checks its own room).
     load_report_interval_s: float = 0.0
+    # The decode load at which the arrival checks (early, predictive) stop admitting, as a fraction of
+    # decode_slots: admit_threshold = floor(fraction x decode_slots) requests. 1.0: the threshold is the
+    # hard capacity (the default). Below 1: an SLO threshold (the load at which the predicted TBT reaches
+    # its SLO) under the hard capacity; the decode pool itself still accepts a request that finished
+    # prefill while it has a free slot (KV memory / max batch), so only the Conductor's arrival checks
+    # use the threshold. The baseline makes no arrival check and is unaffected.
+    decode_admit_fraction: float = 1.0
 
     def validate(self) -> "OverloadConfig":
         positive = {"arrival_rate_per_s": self.arrival_rate_per_s, "duration_s": self.duration_s,
@@ -100,7 +107,19 @@ class OverloadConfig:
         if isinstance(interval, bool) or not (isinstance(interval, (int, float)) and math.isfinite(interval)
                                                and interval >= 0):
             raise ValueError(f"load_report_interval_s must be a finite number >= 0, got {interval!r}")
+        fraction = self.decode_admit_fraction
+        if isinstance(fraction, bool) or not (isinstance(fraction, (int, float)) and math.isfinite(fraction)
+                                               and 0 < fraction <= 1):
+            raise ValueError(f"decode_admit_fraction must be a number in (0, 1], got {fraction!r}")
+        if self.admit_threshold < 1:
+            raise ValueError(f"decode_admit_fraction x decode_slots must be >= 1 request, got "
+                             f"{fraction!r} x {self.decode_slots}")
         return self
+
+    @property
+    def admit_threshold(self) -> int:
+        """Decode load (requests) at which the arrival checks reject; decode_slots when the fraction is 1."""
+        return int(math.floor(self.decode_admit_fraction * self.decode_slots + 1e-9))
 
     @property
     def prefill_capacity_per_s(self) -> float:
@@ -127,8 +146,37 @@ LONG_PREFILL_DEEP_QUEUE = OverloadConfig(prefill_instances=30, prefill_mean_s=15
 # (the longest prefill: a request is admitted only if an instance is free, or nearly, so the prefill
 # pool is a delay line rather than a buffer) and the decode load seen live.
 LONG_PREFILL = replace(LONG_PREFILL_DEEP_QUEUE, ttft_slo_s=20.0, load_report_interval_s=0.0)
+
+
+def tbt_slo_fraction(weights_ms: float, kv_full_ms: float, tbt_slo_ms: float) -> float:
+    """The decode load, as a fraction of the hard capacity, at which a linear TBT model reaches its SLO.
+
+    TBT(load) = weights_ms + load_fraction x kv_full_ms (a decode step reads the weights once and every
+    decoding request's KV; at the hard capacity the KV memory is full). Clipped to (0, 1]: an SLO above
+    the TBT at full memory leaves the hard capacity as the threshold."""
+    for name, value in (("weights_ms", weights_ms), ("kv_full_ms", kv_full_ms), ("tbt_slo_ms", tbt_slo_ms)):
+        if not (math.isfinite(value) and value > 0):
+            raise ValueError(f"{name} must be a finite number > 0, got {value}")
+    if tbt_slo_ms <= weights_ms:
+        raise ValueError(f"tbt_slo_ms must exceed weights_ms ({weights_ms} ms), got {tbt_slo_ms}")
+    return min(1.0, (tbt_slo_ms - weights_ms) / kv_full_ms)
+
+
+# The SLO threshold of the long-prefill configuration, fixed from these figures before any run with it:
+# LLaMA-3.1-70B on 8 x H800 (lecture §1.2): a decode step reads the 141 GB of weights in 6.6 ms (the
+# lecture's batch-1 step) plus the batch's KV; a full instance (159 requests x 8,590 tokens x 320 KiB,
+# lecture §7 Q2: 4.48e11 B) reads its KV at 8 x 3.35 TB/s x 0.8 in 20.9 ms, so TBT runs from 6.6 ms to
+# 27.5 ms as the KV memory fills. TBT SLO 20 ms: 50 tokens/s per stream (an assumption, not the paper's).
+TBT_WEIGHTS_MS = 6.6
+TBT_KV_FULL_MS = 159 * 8590 * 320 * 1024 / (8 * 3.35e12 * 0.8) * 1e3  # 20.9 ms
+TBT_SLO_MS = 20.0
+TBT_SLO_FRACTION = tbt_slo_fraction(TBT_WEIGHTS_MS, TBT_KV_FULL_MS, TBT_SLO_MS)  # 0.641: 25 of 40 slots
+# Long prefills with that SLO threshold below the hard capacity: the arrival checks stop at 25 requests
+# while the decode pool accepts prefilled requests up to its 40 slots.
+LONG_PREFILL_SLO_BAND = replace(LONG_PREFILL, decode_admit_fraction=TBT_SLO_FRACTION)
 SCENARIOS: dict[str, OverloadConfig] = {"default": DEFAULT, "long_prefill": LONG_PREFILL,
-                                        "long_prefill_deep_queue": LONG_PREFILL_DEEP_QUEUE}
+                                        "long_prefill_deep_queue": LONG_PREFILL_DEEP_QUEUE,
+                                        "long_prefill_slo_band": LONG_PREFILL_SLO_BAND}
 
 
 @dataclass(frozen=True)
@@ -215,15 +263,21 @@ class SimResult:
 def simulate(workload: Workload, prefill_instances: int, decode_slots: int, ttft_slo_s: float,
              decode_mean_s: float, policy: Policy, predict: PredictFn | None = None,
              admit: AdmitFn | None = None, sample_dt_s: float = 1.0,
-             report_interval_s: float = 0.0) -> SimResult:
+             report_interval_s: float = 0.0, admit_threshold: int | None = None) -> SimResult:
     """Replay `workload` under `policy`. `predict`/`admit` (ex05) are needed by the predictive policy.
 
     `report_interval_s` > 0: the policy's decode check at arrival sees the decode pool as reported at
-    the last multiple of the interval (see OverloadConfig.load_report_interval_s); 0: as it is now."""
+    the last multiple of the interval (see OverloadConfig.load_report_interval_s); 0: as it is now.
+    `admit_threshold` (requests, at most `decode_slots`; None = `decode_slots`): the decode load the
+    arrival checks compare with (early: reject while the load is at or above it; predictive: passed to
+    `admit` as its slot count). Decode entry always compares with `decode_slots`."""
     if policy.kind not in POLICY_KINDS:
         raise ValueError(f"policy kind must be one of {', '.join(POLICY_KINDS)}, got {policy.kind!r}")
     if policy.kind == "predictive" and (predict is None or admit is None):
         raise ValueError("the predictive policy needs the predict and admit functions")
+    threshold = decode_slots if admit_threshold is None else admit_threshold
+    if isinstance(threshold, bool) or not isinstance(threshold, int) or not 1 <= threshold <= decode_slots:
+        raise ValueError(f"admit_threshold must be an int in [1, decode_slots = {decode_slots}], got {threshold!r}")
     arrival, prefill, decode = workload.arrival_s, workload.prefill_s, workload.decode_s
     n = int(arrival.size)
     free_at = [0.0] * prefill_instances  # min-heap: when each prefill instance finishes its admitted queue
@@ -267,7 +321,7 @@ def simulate(workload: Workload, prefill_instances: int, decode_slots: int, ttft
             if done - t > ttft_slo_s:
                 rejected += 1
                 continue
-            if kind_early and (seen_decoding if stale else len(decoding)) >= decode_slots:
+            if kind_early and (seen_decoding if stale else len(decoding)) >= threshold:
                 rejected += 1
                 rejected_decode += 1
                 continue
@@ -276,7 +330,7 @@ def simulate(workload: Workload, prefill_instances: int, decode_slots: int, ttft
                     load = predict(done, seen_starts, list(in_prefill.values()) + done_since_report, decode_mean_s)
                 else:
                     load = predict(done, list(decoding.values()), list(in_prefill.values()), decode_mean_s)
-                if not admit(load, decode_slots, policy.oversubscription):
+                if not admit(load, threshold, policy.oversubscription):
                     rejected += 1
                     rejected_decode += 1
                     continue
@@ -307,7 +361,7 @@ def simulate_config(config: OverloadConfig, workload: Workload, policy: Policy,
                     predict: PredictFn | None = None, admit: AdmitFn | None = None) -> SimResult:
     return simulate(workload, config.prefill_instances, config.decode_slots, config.ttft_slo_s,
                     config.decode_mean_s, policy, predict, admit, config.sample_dt_s,
-                    config.load_report_interval_s)
+                    config.load_report_interval_s, config.admit_threshold)
 
 
 # ---------------------------------------------------------------------------------------------
