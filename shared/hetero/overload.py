@@ -15,19 +15,22 @@ A discrete-event simulation (a heap of `(time_s, seq, event)`) of a prefill pool
 Admission policies (checked at arrival, in addition to the TTFT check every policy makes):
 * baseline:   nothing more; decode is checked only at decode entry;
 * early:      reject when the decode pool is full *now* (its current load is at its threshold);
-* predictive: reject unless `admit_predictive(predicted_load, decode_slots, oversubscription)` where
+* predictive: reject unless `admit_predictive(predicted_load, threshold, oversubscription)` where
   `predicted_load = predicted_decode_load(prefill_end, decoding_since, admitted_prefill_ends,
   decode_mean_s)`: the system-level prediction of Mooncake §7 (every decode is assumed to take the mean
   time). Both functions are exercise ex05's, called through `hetero.impl.exercise_function`.
   Oversubscription multiplies the threshold (x1.1 and x1.2 are reported).
+The threshold of both arrival checks is `decode_slots` (the hard capacity) unless
+`decode_admit_fraction` < 1 sets an SLO threshold below it; decode entry always checks the hard capacity.
 
 Default configuration (chosen once, before any result was looked at; reasons beside each field):
 both pools serve about 2 req/s (8 prefill instances x 1 / 4 s; 40 decode slots / 20 s), requests
 arrive as a Poisson process at 2.6 req/s for one simulated hour. The long-prefill configuration keeps
 both capacities at 2 req/s but makes each prefill take 10-20 s (30 instances), the regime in which the
-lecture says early rejection makes the two pools oscillate in anti-phase; its TTFT SLO (20 s) and live
-decode view were chosen by a documented two-stage sweep (`--oscillation-sweep`) as the grid point with
-the most negative prefill/decode load correlation under early rejection.
+lecture says early rejection makes the two pools oscillate in anti-phase. Its TTFT SLO (20 s) and live
+decode view were chosen by a documented two-stage sweep (`--oscillation-sweep`); its arrival checks
+stop at an SLO threshold (25 of 40 slots: the load at which a linear TBT model reaches 20 ms), fixed
+from that model before it was run, below the hard capacity at which decode entry rejects.
 
 Trace mode replays a Mooncake-format trace (`hetero.traces`) with a stated cost model (see
 `TraceCostModel`). CLI:
@@ -140,12 +143,13 @@ REPORT_INTERVAL_S = 10.0
 # report-interval sweep; it shows no anti-phase swing (docs/figures_overload.md).
 LONG_PREFILL_DEEP_QUEUE = OverloadConfig(prefill_instances=30, prefill_mean_s=15.0, prefill_spread=1 / 3,
                                          ttft_slo_s=45.0, load_report_interval_s=REPORT_INTERVAL_S)
-# Long prefills (10-20 s), the configuration of the experiment part: chosen from the oscillation sweep
-# (OSC_GRID_* below) as the grid point whose early-rejection run has the most negative mean
-# corr(prefill load, decode load). It differs from the first version in two fields: a TTFT SLO of 20 s
-# (the longest prefill: a request is admitted only if an instance is free, or nearly, so the prefill
-# pool is a delay line rather than a buffer) and the decode load seen live.
-LONG_PREFILL = replace(LONG_PREFILL_DEEP_QUEUE, ttft_slo_s=20.0, load_report_interval_s=0.0)
+# Long prefills (10-20 s), second version: chosen from the oscillation sweep (OSC_GRID_* below) as the
+# grid point whose early-rejection run has the most negative mean corr(prefill load, decode load). It
+# differs from the first version in two fields: a TTFT SLO of 20 s (the longest prefill: a request is
+# admitted only if an instance is free, or nearly, so the prefill pool is a delay line rather than a
+# buffer) and the decode load seen live. Its arrival checks compare with the hard capacity; it shows
+# only a weak anti-phase component (docs/figures_overload.md).
+LONG_PREFILL_HARD_LIMIT = replace(LONG_PREFILL_DEEP_QUEUE, ttft_slo_s=20.0, load_report_interval_s=0.0)
 
 
 def tbt_slo_fraction(weights_ms: float, kv_full_ms: float, tbt_slo_ms: float) -> float:
@@ -171,12 +175,14 @@ TBT_WEIGHTS_MS = 6.6
 TBT_KV_FULL_MS = 159 * 8590 * 320 * 1024 / (8 * 3.35e12 * 0.8) * 1e3  # 20.9 ms
 TBT_SLO_MS = 20.0
 TBT_SLO_FRACTION = tbt_slo_fraction(TBT_WEIGHTS_MS, TBT_KV_FULL_MS, TBT_SLO_MS)  # 0.641: 25 of 40 slots
-# Long prefills with that SLO threshold below the hard capacity: the arrival checks stop at 25 requests
-# while the decode pool accepts prefilled requests up to its 40 slots.
-LONG_PREFILL_SLO_BAND = replace(LONG_PREFILL, decode_admit_fraction=TBT_SLO_FRACTION)
+# Long prefills, the configuration of the experiment part: the second version with that SLO threshold
+# below the hard capacity. The arrival checks stop at 25 requests while the decode pool accepts prefilled
+# requests up to its 40 slots (a decode instance would rather run a step a little over its TBT target
+# than discard a finished prefill; the Conductor's rejection at arrival costs nothing).
+LONG_PREFILL = replace(LONG_PREFILL_HARD_LIMIT, decode_admit_fraction=TBT_SLO_FRACTION)
 SCENARIOS: dict[str, OverloadConfig] = {"default": DEFAULT, "long_prefill": LONG_PREFILL,
-                                        "long_prefill_deep_queue": LONG_PREFILL_DEEP_QUEUE,
-                                        "long_prefill_slo_band": LONG_PREFILL_SLO_BAND}
+                                        "long_prefill_hard_limit": LONG_PREFILL_HARD_LIMIT,
+                                        "long_prefill_deep_queue": LONG_PREFILL_DEEP_QUEUE}
 
 
 @dataclass(frozen=True)
@@ -405,6 +411,11 @@ def oscillation(result: SimResult, config: OverloadConfig, corr: Callable, perio
         "decode_load_std": float(d.std()),
         "prefill_swing": float(np.percentile(p, 95) - np.percentile(p, 5)),  # 5th-95th percentile range
         "decode_swing": float(np.percentile(d, 95) - np.percentile(d, 5)),
+        # Fraction of the time no request is queued or prefilling (the whole prefill pool idle).
+        "prefill_empty": float(np.mean(result.prefill_load[skip:] == 0)),
+        # Fraction of the time the decode load exceeds the arrival checks' threshold (with an SLO
+        # threshold below the hard capacity: the predicted TBT is above its SLO).
+        "decode_above_threshold": float(np.mean(result.decode_load[skip:] > config.admit_threshold)),
     }
 
 
@@ -575,8 +586,8 @@ def experiment(predict: PredictFn, admit: AdmitFn, corr: Callable, period: Calla
             entry["oscillation"] = {k: _stats([o[k] for o in osc[policy.name]]) for k in osc[policy.name][0]}
             table[policy.name] = entry
         figures[name] = {"policies": table, "series": series, "dt_s": config.sample_dt_s,
-                         "window_s": list(window),
-                         "prefill_instances": config.prefill_instances, "decode_slots": config.decode_slots}
+                         "window_s": list(window), "prefill_instances": config.prefill_instances,
+                         "decode_slots": config.decode_slots, "admit_threshold": config.admit_threshold}
     figures["findings"] = _findings(figures["default"]["policies"])
     return figures
 
@@ -652,7 +663,7 @@ OSC_MEASURES = ("correlation", "lagged_correlation", "peak_correlation", "peak_l
 
 
 def oscillation_sweep(corr: Callable, period: Callable, seeds: Sequence[int] = SEEDS,
-                      base: OverloadConfig = LONG_PREFILL,
+                      base: OverloadConfig = LONG_PREFILL_HARD_LIMIT,
                       prefill_instances: Sequence[int] = OSC_GRID_PREFILL_INSTANCES,
                       ttft_slos_s: Sequence[float] = OSC_GRID_TTFT_SLOS_S,
                       decode: Sequence[tuple[int, float]] = OSC_GRID_DECODE,
@@ -712,6 +723,14 @@ def _view(interval_s: float) -> str:
     return f"decode load reported every {interval_s:g} s" if interval_s else "decode load seen live"
 
 
+def _threshold_note(fig_data: dict[str, Any]) -> str:
+    """How the arrival checks' threshold relates to the decode pool's hard capacity."""
+    threshold, slots = fig_data["admit_threshold"], fig_data["decode_slots"]
+    if threshold == slots:
+        return f"arrival checks stop at the hard capacity ({slots} decode slots)"
+    return f"arrival checks stop at {threshold} of {slots} decode slots (TBT SLO threshold)"
+
+
 def render(figures: dict[str, Any]) -> str:
     n = len(figures["seeds"])
     lines = [f"Default configuration ({n} seeds, mean ± sample std; changes paired by seed):",
@@ -727,21 +746,25 @@ def render(figures: dict[str, Any]) -> str:
     lines.append("")
     long_cfg = figures["configs"]["long_prefill"]
     lines.append(f"Long prefills (10-20 s), {long_cfg['prefill_instances']} prefill instances, TTFT SLO "
-                 f"{long_cfg['ttft_slo_s']:g} s, {_view(long_cfg['load_report_interval_s'])}, {n} seeds: "
+                 f"{long_cfg['ttft_slo_s']:g} s, {_view(long_cfg['load_report_interval_s'])}, "
+                 f"{_threshold_note(figures['long_prefill'])}, {n} seeds: "
                  "the two pools' loads (prefill per instance, decode per slot)")
     lag = f"corr, lag {long_cfg['prefill_mean_s']:g} s"
     lines.append(f"{'policy':<12} {'corr(prefill, decode)':>22} {lag:>17} {'peak lag s':>11} {'trough lag s':>13}"
                  f" {'prefill period s':>17} {'decode period s':>16} {'prefill swing':>14} {'decode swing':>14}"
-                 f" {'completed':>12} {'wasted':>10}")
+                 f" {'prefill empty %':>16} {'decode > thr. %':>16} {'completed':>12} {'wasted':>10}")
     for name, e in figures["long_prefill"]["policies"].items():
         o = e["oscillation"]
         lines.append(f"{name:<12} {_pm(o['correlation'], '{:+.2f}'):>22} {_pm(o['lagged_correlation'], '{:+.2f}'):>17} "
                      f"{_pm(o['peak_lag_s']):>11} {_pm(o['trough_lag_s']):>13} "
                      f"{_pm(o['prefill_period_s']):>17} {_pm(o['decode_period_s']):>16} "
                      f"{_pm(o['prefill_swing'], '{:.2f}'):>14} {_pm(o['decode_swing'], '{:.2f}'):>14} "
+                     f"{100 * o['prefill_empty']['mean']:>16.1f} {100 * o['decode_above_threshold']['mean']:>16.1f} "
                      f"{_pm(e['completed']):>12} {_pm(e['wasted_prefills']):>10}")
     lines.append("(swing: 5th-95th percentile range of the normalised load; peak / trough lag: the shift of the "
-                 "decode series at which its correlation with the prefill series is highest / lowest)")
+                 "decode series at which its correlation with the prefill series is highest / lowest; prefill "
+                 "empty: time with no request queued or prefilling; decode > thr.: time with the decode load "
+                 "above the arrival checks' threshold, i.e. above the TBT SLO when that lies below the hard capacity)")
     lines.append("")
     lines.append("Lecture's findings against the measured means (target ranges fixed in advance):")
     for claim, f in figures["findings"].items():
@@ -767,17 +790,22 @@ def plot(figures: dict[str, Any], outdir: Path) -> list[Path]:
                     label="prefill pool (requests / instance)", lw=1)
             ax.plot(t, np.asarray(s["decode"]) / fig_data["decode_slots"], label="decode pool (fraction of slots)", lw=1)
             ax.axhline(1.0, color="grey", lw=0.6, ls=":")
+            if fig_data["admit_threshold"] < fig_data["decode_slots"]:
+                ax.axhline(fig_data["admit_threshold"] / fig_data["decode_slots"], color="tab:orange", lw=0.8,
+                           ls="--", label="arrival checks' decode threshold (TBT SLO)")
             o = figures[name]["policies"][policy]["oscillation"]
             ax.set_title(f"{policy}: corr {o['correlation']['mean']:+.2f}, lagged corr "
                          f"{o['lagged_correlation']['mean']:+.2f}; decode most like prefill "
                          f"{o['peak_lag_s']['mean']:.0f} s later (means over seeds)", fontsize=9)
             ax.set_ylabel("load / capacity", fontsize=8)
-            ax.set_ylim(bottom=0.0)
-            ax.legend(loc="lower right", fontsize=7)
+            ax.set_ylim(0.0, 1.35 * ax.get_ylim()[1])  # headroom for the legend above the curves
+            ax.legend(loc="upper left", fontsize=7, ncol=3)
         axes[-1, 0].set_xlabel("simulated time (s)")
         cfg = figures["configs"][name]
         label = "long prefills (10-20 s)" if name == "long_prefill" else "default (2-6 s prefills)"
         label += f", TTFT SLO {cfg['ttft_slo_s']:g} s, {_view(cfg['load_report_interval_s'])}"
+        if fig_data["admit_threshold"] < fig_data["decode_slots"]:
+            label += f", threshold {fig_data['admit_threshold']} of {fig_data['decode_slots']} slots"
         fig.suptitle(f"Pool loads per admission policy: {label}; seed {figures['seeds'][0]}", fontsize=10)
         fig.tight_layout()
         path = Path(outdir) / f"overload_{name}_load.png"
