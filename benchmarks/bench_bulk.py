@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import statistics
 import sys
@@ -58,15 +59,23 @@ def main(argv: list[str]) -> int:
     with tempfile.TemporaryDirectory(prefix="a2-bench-bulk-") as tmp:
         subs = Path(tmp) / "submissions"
         assemble(subs, args.n)
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         report = bulk.grade_all(subs, Path(tmp) / "graded", workers=workers, progress=False)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    # CPU seconds of every grader process and its sandbox children (all reaped by this process)
+    cpu_per_sub = ((after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)) / max(1, len(report.graded))
+    cores = os.cpu_count() or 1
     durations = sorted(r.duration_s for r in report.records)
     per_min = len(report.graded) / report.wall_s * 60.0
     p90 = durations[min(len(durations) - 1, int(round(0.9 * (len(durations) - 1))))]
-    print(f"bulk grading: {len(report.graded)} submissions, {workers} workers, {os.cpu_count()} cores")
+    print(f"bulk grading: {len(report.graded)} submissions, {workers} workers, {cores} cores")
     print(f"  batch wall time            {report.wall_s:8.1f} s")
     print(f"  throughput                 {per_min:8.1f} submissions/min  (target >= {TARGET_PER_MIN:.0f})")
     print(f"  per-submission wall time   mean {statistics.fmean(durations):.1f} s, "
           f"median {statistics.median(durations):.1f} s, p90 {p90:.1f} s, max {durations[-1]:.1f} s")
+    print(f"  CPU per submission         {cpu_per_sub:8.1f} s  (grader + sandbox children)")
+    print(f"  CPU-bound ceiling          {cores * 60.0 / cpu_per_sub:8.1f} submissions/min on {cores} idle cores")
+    print(f"  machine load average       {os.getloadavg()[0]:8.2f}  (other processes compete for the cores)")
     print(f"  grader failures            {len(report.failed)}")
     print("  scores: " + ", ".join(f"{r.student}={r.score:.1f}" for r in report.records))
     verdict = "meets" if per_min >= TARGET_PER_MIN else "MISSES"
