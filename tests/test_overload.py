@@ -1,5 +1,6 @@
 """The overload simulator (hetero.overload): hand-checked event sequences, conservation of requests,
-policy semantics, the reported (stale) decode load, the long-prefill oscillation measures, the
+policy semantics, the reported (stale) decode load, the SLO threshold below the decode pool's hard
+capacity, the long-prefill oscillation measures, the
 experiment part's contract, the grader hooks, and the trace-mode CLI."""
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ PREDICT, ADMIT = KEY.predicted_decode_load, KEY.admit_predictive
 SHORT = replace(ov.DEFAULT, duration_s=600.0)
 SHORT_LONG = replace(ov.LONG_PREFILL, duration_s=600.0)
 SHORT_DEEP = replace(ov.LONG_PREFILL_DEEP_QUEUE, duration_s=600.0)
+SHORT_HARD = replace(ov.LONG_PREFILL_HARD_LIMIT, duration_s=600.0)
 
 
 def _workload(arrival, prefill, decode, duration):
@@ -114,7 +116,9 @@ def test_same_seed_same_result_and_workload_shape():
 @pytest.mark.parametrize("field,value", [("decode_slots", 0), ("prefill_instances", 2.5), ("duration_s", -1.0),
                                          ("prefill_spread", 1.0), ("arrival_rate_per_s", math.inf),
                                          ("load_report_interval_s", -1.0), ("load_report_interval_s", math.nan),
-                                         ("load_report_interval_s", True)])
+                                         ("load_report_interval_s", True), ("decode_admit_fraction", 0.0),
+                                         ("decode_admit_fraction", 1.5), ("decode_admit_fraction", math.nan),
+                                         ("decode_admit_fraction", 0.01)])
 def test_config_validation_names_the_field(field, value):
     with pytest.raises(ValueError, match=field):
         replace(ov.DEFAULT, **{field: value}).validate()
@@ -146,6 +150,54 @@ def test_report_interval_leaves_the_baseline_and_the_default_configuration_uncha
         f"the deep-queue long-prefill configuration sees the decode load as reported every {ov.REPORT_INTERVAL_S} s")
 
 
+def test_hand_sequence_slo_threshold_below_the_hard_capacity():
+    # Two decode slots (hard capacity), arrival threshold 1 request. A: prefill 0-1 s, decodes 1-11 s.
+    # C arrives at 0.5 s (decode pool empty: admitted), queues behind A, prefills 1-2 s and enters decode
+    # at 2 s with 1 request decoding: above the threshold but below the hard capacity, so it is accepted.
+    # B arrives at 3 s with 2 decoding: rejected at arrival (and would be under either limit).
+    w = _workload([0.0, 0.5, 3.0], [1.0, 1.0, 1.0], [10.0, 10.0, 10.0], 30.0)
+    r = ov.simulate(w, 1, 2, 100.0, 5.0, EARLY, sample_dt_s=1.0, admit_threshold=1)
+    assert (r.completed, r.rejected_for_decode, r.wasted_prefills) == (2, 1, 0), (
+        f"decode entry must compare with the 2 slots, not the threshold of 1: expected A and C completed, B "
+        f"rejected at arrival, got {r.counts()}")
+    # Without C: B at 3 s sees 1 request decoding. Threshold 1 rejects it (early: load >= threshold;
+    # predictive: A, started at 1 s with a 5 s mean, is predicted to decode at B's entry, 4 s, and
+    # admit_predictive(1, 1) is False); threshold 2 (= the hard capacity) admits it.
+    w = _workload([0.0, 3.0], [1.0, 1.0], [10.0, 10.0], 30.0)
+    for policy in (EARLY, PRED):
+        low = ov.simulate(w, 1, 2, 100.0, 5.0, policy, PREDICT, ADMIT, admit_threshold=1)
+        hard = ov.simulate(w, 1, 2, 100.0, 5.0, policy, PREDICT, ADMIT, admit_threshold=2)
+        assert (low.completed, low.rejected_for_decode) == (1, 1), (
+            f"{policy.name}: threshold 1 with 1 request decoding must reject B at arrival, got {low.counts()}")
+        assert (hard.completed, hard.rejected_for_decode) == (2, 0), (
+            f"{policy.name}: threshold 2 (the hard capacity) must admit B, got {hard.counts()}")
+    for bad in (0, 3, 1.5):
+        with pytest.raises(ValueError, match="admit_threshold"):
+            ov.simulate(w, 1, 2, 100.0, 5.0, EARLY, admit_threshold=bad)
+
+
+def test_slo_threshold_arithmetic_and_what_it_leaves_unchanged():
+    # TBT 6.6 ms (weights) + load x 20.87 ms (KV of a full instance: 159 x 8,590 x 320 KiB at
+    # 8 x 3.35 TB/s x 0.8); SLO 20 ms -> (20 - 6.6) / 20.87 = 0.642 of the slots, floor(0.642 x 40) = 25.
+    # Tolerance 1e-3 relative: the hand arithmetic above is rounded to 4 digits.
+    assert math.isclose(ov.TBT_KV_FULL_MS, 20.87, rel_tol=1e-3), f"KV read of a full instance {ov.TBT_KV_FULL_MS} ms"
+    assert math.isclose(ov.TBT_SLO_FRACTION, 0.642, rel_tol=1e-3), f"SLO fraction {ov.TBT_SLO_FRACTION}"
+    assert ov.LONG_PREFILL.admit_threshold == 25 and ov.LONG_PREFILL.decode_slots == 40
+    assert ov.tbt_slo_fraction(6.6, 20.0, 100.0) == 1.0, "an SLO above the full-memory TBT leaves the hard capacity"
+    with pytest.raises(ValueError, match="tbt_slo_ms"):
+        ov.tbt_slo_fraction(6.6, 20.0, 5.0)
+    for config in (ov.DEFAULT, ov.LONG_PREFILL_HARD_LIMIT, ov.LONG_PREFILL_DEEP_QUEUE):
+        assert config.admit_threshold == config.decode_slots, "only the long-prefill configuration has a lower threshold"
+    assert ov.LONG_PREFILL == replace(ov.LONG_PREFILL_HARD_LIMIT, decode_admit_fraction=ov.TBT_SLO_FRACTION), (
+        "the long-prefill configuration must differ from the hard-limit one in the threshold only")
+    # The baseline makes no arrival check on the decode pool: the threshold cannot change its run.
+    w = ov.poisson_workload(SHORT_HARD, np.random.default_rng(6))
+    a = ov.simulate_config(SHORT_HARD, w, BASE)
+    b = ov.simulate_config(replace(SHORT_HARD, decode_admit_fraction=ov.TBT_SLO_FRACTION), w, BASE)
+    assert a.counts() == b.counts() and np.array_equal(a.decode_load, b.decode_load), (
+        "the baseline's counts and load series must not depend on decode_admit_fraction")
+
+
 def test_predictive_policy_requires_the_exercise_functions():
     w = _workload([0.0], [1.0], [1.0], 5.0)
     with pytest.raises(ValueError, match="predict"):
@@ -153,7 +205,7 @@ def test_predictive_policy_requires_the_exercise_functions():
 
 
 def test_default_capacities_match_the_lecture_setting():
-    for config in (ov.DEFAULT, ov.LONG_PREFILL, ov.LONG_PREFILL_DEEP_QUEUE):
+    for config in (ov.DEFAULT, ov.LONG_PREFILL, ov.LONG_PREFILL_HARD_LIMIT, ov.LONG_PREFILL_DEEP_QUEUE):
         assert math.isclose(config.prefill_capacity_per_s, 2.0, rel_tol=1e-12)
         assert math.isclose(config.decode_capacity_per_s, 2.0, rel_tol=1e-12)
         assert math.isclose(config.arrival_rate_per_s, 2.6, rel_tol=1e-12)
@@ -187,7 +239,7 @@ def test_experiment_figures_and_render():
     text = ov.render(figures)
     assert "lagged_correlation" in figures["long_prefill"]["policies"]["early"]["oscillation"]
     for name in ("baseline", "early", "predictive x1.1", "4,183", "corr(prefill, decode)", "TTFT SLO 20 s, decode load seen live",
-                 "peak lag s"):
+                 "peak lag s", "arrival checks stop at 25 of 40 decode slots", "prefill empty %", "decode > thr. %"):
         assert name in text, f"rendered table lacks {name!r}"
 
 
@@ -200,7 +252,8 @@ def test_experiment_figures_and_render():
 @pytest.fixture(scope="module")
 def long_prefill_hour():
     out = {}
-    for name, config in (("chosen", ov.LONG_PREFILL), ("deep", ov.LONG_PREFILL_DEEP_QUEUE)):
+    for name, config in (("chosen", ov.LONG_PREFILL), ("hard", ov.LONG_PREFILL_HARD_LIMIT),
+                         ("deep", ov.LONG_PREFILL_DEEP_QUEUE)):
         out[name] = []
         for seed in ov.SEEDS:
             w = ov.poisson_workload(config, np.random.default_rng(seed))
@@ -229,33 +282,34 @@ def test_oscillation_cross_correlation_finds_a_known_shift():
     assert o["prefill_period_s"] == pytest.approx(100.0, rel=1e-9), "the dominant period of a 100 s sine is 100 s"
 
 
-def test_chosen_long_prefill_early_rejection_is_more_anti_phase_than_the_baseline(long_prefill_hour):
-    # Chosen configuration (30 instances, TTFT SLO 20 s, live decode view). Measured corr(prefill, decode):
+def test_hard_limit_early_rejection_is_weakly_more_anti_phase_than_the_baseline(long_prefill_hour):
+    # Hard-limit configuration (30 instances, TTFT SLO 20 s, live decode view, arrival checks at the 40
+    # slots; the sweep's choice before the SLO threshold). Measured corr(prefill, decode):
     # early -0.36..-0.29 (mean -0.33), baseline -0.23..-0.11 (mean -0.18); early lower on every seed by
     # 0.06-0.21. Asserted: early below the baseline on every seed, and a mean in [-0.5, -0.25]: below
     # -0.25 (the next-best grid points are -0.28 and -0.24; the deep-queue configuration -0.18 live,
     # +0.01 with reports), above -0.5 because the documented finding is a weak anti-phase component, not
     # the strong swing: if the mean drops below -0.5 the document understates it and must be updated.
-    chosen = long_prefill_hour["chosen"]
+    chosen = long_prefill_hour["hard"]
     for seed, o in zip(ov.SEEDS, chosen):
         early, base = o["early"]["correlation"], o["baseline"]["correlation"]
         assert early < base, (
             f"seed {seed}: early rejection's corr(prefill, decode) {early:+.2f} (Pearson r) should be below the "
-            f"baseline's {base:+.2f} in the chosen long-prefill configuration")
+            f"baseline's {base:+.2f} in the hard-limit long-prefill configuration")
     mean = np.mean([o["early"]["correlation"] for o in chosen])
     assert -0.5 <= mean <= -0.25, (
         f"mean corr(prefill, decode) under early rejection {mean:+.2f}, expected in [-0.50, -0.25] "
         "(measured -0.33); outside it, re-run --oscillation-sweep and update docs/figures_overload.md")
 
 
-def test_chosen_long_prefill_decode_follows_prefill_one_prefill_time_later(long_prefill_hour):
+def test_hard_limit_decode_follows_prefill_one_prefill_time_later(long_prefill_hour):
     # The lecture's delay: requests admitted together reach the decode pool one prefill time (10-20 s) later.
     # Measured under early rejection: the cross-correlation peaks at +14..+17 s (r +0.27..+0.44) and is
     # lowest at -1..-2 s (the prefill pool empties right after the decode pool fills). Asserted: peak lag
     # within the prefill-time range 10-20 s with r > 0.2, trough lag within [-5, 0] s, every seed.
     # Dominant periods: measured prefill 50-112 s, decode 42-97 s (a relay loop with a 15 s delay would
     # cycle in about 4 x 15 = 60 s); asserted: 30-150 s on every seed for both pools.
-    for seed, o in zip(ov.SEEDS, long_prefill_hour["chosen"]):
+    for seed, o in zip(ov.SEEDS, long_prefill_hour["hard"]):
         e = o["early"]
         assert 10.0 <= e["peak_lag_s"] <= 20.0 and e["peak_correlation"] > 0.2, (
             f"seed {seed}: decode load most like the prefill load {e['peak_lag_s']:+.0f} s later "
@@ -265,6 +319,48 @@ def test_chosen_long_prefill_decode_follows_prefill_one_prefill_time_later(long_
         for pool in ("prefill", "decode"):
             period = e[f"{pool}_period_s"]
             assert 30.0 <= period <= 150.0, f"seed {seed}: {pool} dominant period {period:.0f} s, expected 30-150 s"
+
+
+def test_slo_threshold_early_rejection_oscillates_in_anti_phase(long_prefill_hour):
+    # Long-prefill configuration (hard-limit one + arrival checks at 25 of 40 slots). Measured under early
+    # rejection, seeds 0-4: corr(prefill, decode) -0.58..-0.56 (baseline -0.23..-0.11; hard limit
+    # -0.36..-0.29); most opposite at -7..-6 s with r -0.894..-0.879 (hard limit: -0.38..-0.31 at -2..-1 s);
+    # most alike at +16..+17 s (one prefill time) with r +0.85..+0.87. Asserted on every seed: corr below
+    # -0.45 and trough r below -0.7 (both about midway between the two configurations' ranges), trough
+    # lag within [-12, -3] s (the decode pool leads by less than one prefill time), peak lag within the
+    # prefill-time range 10-20 s with r > 0.7.
+    for seed, o in zip(ov.SEEDS, long_prefill_hour["chosen"]):
+        e = o["early"]
+        assert e["correlation"] < -0.45 and e["trough_correlation"] < -0.7, (
+            f"seed {seed}: corr(prefill, decode) {e['correlation']:+.2f}, most opposite r {e['trough_correlation']:+.2f} "
+            "(Pearson r); expected below -0.45 and -0.7: the anti-phase swing of the SLO-threshold configuration "
+            "is gone (docs/figures_overload.md reports -0.57 and -0.89)")
+        assert -12.0 <= e["trough_lag_s"] <= -3.0, (
+            f"seed {seed}: most opposite at shift {e['trough_lag_s']:+.0f} s, expected the decode pool leading by 3-12 s")
+        assert 10.0 <= e["peak_lag_s"] <= 20.0 and e["peak_correlation"] > 0.7, (
+            f"seed {seed}: decode most like prefill {e['peak_lag_s']:+.0f} s later (r {e['peak_correlation']:+.2f}); "
+            "expected one prefill time (10-20 s) later with r > 0.7")
+
+
+def test_slo_threshold_both_pools_share_one_period_and_the_prefill_pool_idles(long_prefill_hour):
+    # Measured under early rejection: dominant period 44.6-47.7 s, the same FFT bin for both pools on every
+    # seed (a relay loop with a 15 s delay: about 4 x 15 = 60 s); the whole prefill pool is empty 8.6-11.5 %
+    # of the time (never under the baseline); the decode load is above the 25-request threshold 42-45 % of
+    # the time (the baseline: 99.7-100 %). Asserted on every seed: both periods within 35-60 s and within
+    # 10 % of each other; prefill pool empty >= 4 % (early) and < 1 % (baseline); the decode pool above
+    # the threshold 30-60 % of the time under early rejection, > 90 % under the baseline.
+    for seed, o in zip(ov.SEEDS, long_prefill_hour["chosen"]):
+        e, b = o["early"], o["baseline"]
+        p_period, d_period = e["prefill_period_s"], e["decode_period_s"]
+        assert 35.0 <= p_period <= 60.0 and 35.0 <= d_period <= 60.0 and abs(p_period - d_period) <= 0.1 * p_period, (
+            f"seed {seed}: dominant periods prefill {p_period:.1f} s, decode {d_period:.1f} s; expected one shared "
+            "period of 35-60 s")
+        assert e["prefill_empty"] >= 0.04 and b["prefill_empty"] < 0.01, (
+            f"seed {seed}: prefill pool empty {100 * e['prefill_empty']:.1f} % of the time under early rejection "
+            f"(expected >= 4 %) and {100 * b['prefill_empty']:.1f} % under the baseline (expected < 1 %)")
+        assert 0.3 <= e["decode_above_threshold"] <= 0.6 and b["decode_above_threshold"] > 0.9, (
+            f"seed {seed}: decode load above the 25-request threshold {100 * e['decode_above_threshold']:.0f} % of "
+            f"the time (early; expected 30-60 %), {100 * b['decode_above_threshold']:.0f} % (baseline; expected > 90 %)")
 
 
 def test_deep_queue_early_rejection_swings_the_prefill_pool(long_prefill_hour):
