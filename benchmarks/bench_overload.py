@@ -102,7 +102,10 @@ def main() -> None:
         slow = time.perf_counter() - start
         same = naive == (r.completed, r.rejected_at_arrival, r.wasted_prefills)
         print(f"   {policy.name:<16} {fast:>10.3f} {config.duration_s / fast:>15.0f} {slow:>9.3f} {slow / fast:>13.1f} {str(same):>12}")
-    for label, long in (("long-prefill configuration (TTFT SLO 20 s, decode load seen live)", ov.LONG_PREFILL),
+    for label, long in ((f"long-prefill configuration (TTFT SLO 20 s, decode load seen live, arrival checks at "
+                         f"{ov.LONG_PREFILL.admit_threshold} of {ov.LONG_PREFILL.decode_slots} slots)", ov.LONG_PREFILL),
+                        ("hard-limit long-prefill configuration (arrival checks at the hard capacity)",
+                         ov.LONG_PREFILL_HARD_LIMIT),
                         ("deep-queue long-prefill configuration (decode load reported every "
                          f"{ov.LONG_PREFILL_DEEP_QUEUE.load_report_interval_s:g} s)", ov.LONG_PREFILL_DEEP_QUEUE)):
         w = ov.poisson_workload(long, np.random.default_rng(0))
