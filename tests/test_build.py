@@ -242,3 +242,26 @@ def _end_to_end(zip_path: Path, root: Path, tmp_path: Path) -> None:
     assert wrong["score"] == pytest.approx(float(direct["score"]), abs=SCORE_TOL), (
         f"{fixture.name}: Gradescope run gave {wrong['score']}, in-repo grading {direct['score']}")
     assert wrong["score"] < 100 - SCORE_TOL, f"{fixture.name} must lose points"
+
+
+def test_fallback_keeps_good_results_and_replaces_broken_ones(tmp_path):
+    from autograder.gradescope import fallback
+
+    results = tmp_path / "results.json"
+    good = {"score": 42.0, "tests": [{"name": "ex01 a", "score": 6.0, "max_score": 6.0}]}
+    results.write_text(json.dumps(good))
+    assert fallback.ensure_results(results, None, 1) is True
+    assert json.loads(results.read_text()) == good, "a readable results.json must be left as the grader wrote it"
+    log = tmp_path / "grader.log"
+    log.write_text("Traceback ...\nMemoryError\n")
+    for broken in ('{"score": 4', "[1, 2]", '{"score": NaN}', '{"tests": "all passed"}', "{}"):
+        results.write_text(broken)
+        assert fallback.ensure_results(results, log, 124) is False, f"{broken!r} must be replaced"
+        data = json.loads(results.read_text())
+        jsonschema.validate(data, SCHEMA)
+        assert data["score"] == 0 and "time limit" in data["tests"][0]["output"]
+        staff = [t for t in data["tests"] if t["visibility"] == "hidden"]
+        assert staff and "MemoryError" in staff[0]["output"], "the log tail goes to a staff-only entry"
+    results.unlink()
+    assert fallback.ensure_results(results, None, 137) is False
+    assert "killed" in json.loads(results.read_text())["output"]
