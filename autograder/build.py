@@ -256,8 +256,9 @@ def requirements_for(modules: set[str], pins: dict[str, list[str]]) -> tuple[lis
 # ---------------------------------------------------------------------------------------------
 # The archive.
 
-def collect(root: Path = ROOT, include_checkpoint: bool = True) -> tuple[dict[str, bytes | Path], BuildReport]:
-    """{archive name: source path or bytes} and a report without path/size (filled by `build`)."""
+def collect(root: Path = ROOT, include_checkpoint: bool = True
+            ) -> tuple[dict[str, bytes | Path], tuple[str, ...], str | None]:
+    """({archive name: source path or bytes}, requirement lines, checkpoint's archive name or None)."""
     members: dict[str, bytes | Path] = {}
     for name in ROOT_FILES:
         members[name] = GRADESCOPE_DIR / name
@@ -282,7 +283,7 @@ def collect(root: Path = ROOT, include_checkpoint: bool = True) -> tuple[dict[st
     members["requirements.txt"] = (header + "\n".join(reqs) + "\n").encode()
     members["requirements-torch.txt"] = (header + "\n".join(torch) + "\n").encode()
     ckpt_rel = checkpoint.relative_to(root.resolve()).as_posix() if checkpoint is not None else None
-    return members, BuildReport(Path(), len(members), 0, tuple(reqs + torch), ckpt_rel)
+    return members, tuple(reqs + torch), ckpt_rel
 
 
 def _solution_digests(root: Path) -> set[str]:
@@ -318,7 +319,7 @@ def audit(zip_path: Path, root: Path = ROOT) -> None:
 
 def build(out: Path, root: Path = ROOT, include_checkpoint: bool = True) -> BuildReport:
     """Write the zip to `out` (atomically) after auditing it; return what was built."""
-    members, report = collect(root, include_checkpoint)
+    members, requirements, checkpoint = collect(root, include_checkpoint)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(out.name + ".tmp")
     with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=9) as zf:
@@ -335,7 +336,7 @@ def build(out: Path, root: Path = ROOT, include_checkpoint: bool = True) -> Buil
         tmp.unlink()
         raise
     tmp.replace(out)
-    return BuildReport(out, report.files, out.stat().st_size, report.requirements, report.checkpoint)
+    return BuildReport(out, len(members), out.stat().st_size, requirements, checkpoint)
 
 
 def main(argv: list[str]) -> int:
