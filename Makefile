@@ -19,6 +19,10 @@ setup: $(STAMP)
 
 demo: setup
 	$(VPY) -m hetero.lecture all --plots out
+	$(VPY) -m autograder.demo --out out
+
+pack: setup
+	$(VPY) -m autograder pack
 
 test: setup
 	$(VPY) -m pytest
