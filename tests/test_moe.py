@@ -153,7 +153,7 @@ def test_vectorised_dispatch_matches_a_loop_over_experts():
         want = torch.zeros_like(got)
         for e in range(layer.w_in.shape[0]):
             t, s = torch.where(ids == e)
-            want[t, s] = torch.nn.functional.gelu(x[t] @ layer.w_in[e]) @ layer.w_out[e]
+            want[t, s] = torch.relu(x[t] @ layer.w_in[e]) @ layer.w_out[e]
     assert torch.allclose(got, want, rtol=1e-5, atol=1e-6), (
         f"expert outputs differ from the per-expert loop by {(got - want).abs().max():.3g} (float32 rounding "
         "of one matmul is ~1e-7 here)")
@@ -236,12 +236,18 @@ def test_default_model_figures_and_lecture_findings():
     """Trains the default model once (cached under A2_CACHE_DIR); checks the lecture's qualitative findings."""
     fig = moe.deferral_figures("solutions", progress=False)
     d = fig["delta_mnats"]
-    assert 2.0 < fig["full_loss_nats"] < math.log(len(moe.build_data().vocab)), fig
+    # 2.7155 +- 0.0066 over seeds 0-2; 2.75 is the smoothed bigram model's validation loss (the model
+    # must beat it), 2.0 is far below what 20 s of training reaches.
+    assert 2.0 < fig["full_loss_nats"] < 2.75, f"full loss {fig['full_loss_nats']:.4f} nats/char, expected 2.0-2.75"
+    # Seed spread of the default config over seeds 0-2 (docs/figures_moe.md): defer_1 within 0.1 mnats,
+    # defer_3 1.3 +- 0.4, skip_3 13 +- 4. The bounds are the lecture's qualitative findings with room
+    # for that spread: deferring 1 is lossless (< 0.5), deferring costs a small fraction of skipping.
+    assert abs(d["defer_1"]) < 0.5, f"defer_1 changes the loss by {d['defer_1']:.2f} mnats (expected |.| < 0.5)"
     for k in (1, 2, 3):
-        assert abs(d[f"defer_{k}"]) < 1.0, f"defer_{k} changes the loss by {d[f'defer_{k}']:.2f} mnats (expected < 1)"
-    assert d["skip_3"] > max(abs(d[f"defer_{k}"]) for k in (1, 2, 3)) + 0.5, (
-        f"skipping 3 experts ({d['skip_3']:.2f} mnats) should cost clearly more than deferring them "
-        f"({d['defer_3']:.2f} mnats)")
-    assert d["skip_3"] > d["skip_1"], "skipping more experts should cost more"
+        assert abs(d[f"defer_{k}"]) <= 0.25 * abs(d[f"skip_{k}"]) + 0.5, (
+            f"defer_{k} ({d[f'defer_{k}']:.2f} mnats) should cost far less than skip_{k} "
+            f"({d[f'skip_{k}']:.2f} mnats): expected |defer| <= 0.25 |skip| + 0.5")
+    assert d["skip_3"] > 5.0, f"skipping 3 of 4 experts costs only {d['skip_3']:.2f} mnats (expected > 5)"
+    assert d["skip_3"] > d["skip_2"] > d["skip_1"], f"skipping more experts should cost more: {d}"
     path = moe.checkpoint_path()
     assert path.stat().st_size < 2_000_000, f"checkpoint {path} is {path.stat().st_size} bytes (expected < 2 MB)"

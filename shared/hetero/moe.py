@@ -42,7 +42,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator, Optional, Sequence
+from typing import Any, Callable, Iterator, NamedTuple, Optional, Sequence
 
 import numpy as np
 import torch
@@ -54,10 +54,10 @@ from hetero.impl import REPO_ROOT, exercise_function, load_exercise
 from hetero.parts import Part
 
 # Bump when the data pipeline, model or trainer changes meaning: it is part of the cache key.
-CODE_VERSION = "citymoe-1"
+CODE_VERSION = "citymoe-2"
 PAD, BOS, EOS, UNK = 0, 1, 2, 3
 SPECIAL_TOKENS = ("<pad>", "<bos>", "<eos>", "<unk>")
-EXPERT_BLOCK = 32  # rows per block in the vectorised expert dispatch
+MAX_EXPERT_BLOCK = 128  # largest block (rows) in the vectorised expert dispatch
 MODES_EVALUATED = ("full", "skip_1", "skip_2", "skip_3", "defer_1", "defer_2", "defer_3")
 
 
@@ -93,9 +93,15 @@ class TrainConfig:
     shared_hidden: int = 32
     max_len: int = 64
     min_char_count: int = 10  # vocabulary rule: characters seen >= this often in TRAIN names
-    batch_size: int = 64  # names per step
-    steps: int = 400  # optimizer steps; batches are drawn from a fresh shuffled pass when one runs out
-    lr: float = 1e-2  # peak AdamW learning rate; linear warm-up, then cosine decay to 10 %
+    batch_size: int = 32  # names per step
+    # Length bucketing: each pass over the training names is shuffled and cut into pools of
+    # bucket_batches * batch_size names; a pool is sorted by length and cut into batches, so a batch
+    # holds names of similar length drawn from a random pool. Every batch is padded only to its
+    # longest name. 1 = plain random batches: about 2.3x the real tokens after padding, but on this
+    # data length-sorted batches learn much less per step (docs/figures_moe.md).
+    bucket_batches: int = 1
+    steps: int = 360  # optimizer steps; batches come from a fresh shuffled pass when one runs out
+    lr: float = 5e-3  # peak AdamW learning rate; linear warm-up, then cosine decay to 10 %
     warmup_steps: int = 20
     weight_decay: float = 0.01
     # torch threads inside `train` (restored afterwards). One thread: small matmuls gain little from a
@@ -114,7 +120,7 @@ class TrainConfig:
 DEFAULT_CONFIG = TrainConfig()
 # Used by tests and the grading harness: trains in about a second.
 TINY_CONFIG = TrainConfig(d_model=16, n_layers=2, n_heads=2, n_experts=8, top_k=4, expert_hidden=8,
-                          shared_hidden=16, batch_size=32, steps=20, warmup_steps=2, max_train_names=640)
+                          shared_hidden=16, batch_size=32, steps=20, lr=1e-2, warmup_steps=2, max_train_names=640)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -196,29 +202,51 @@ def _encode_names(rows: Sequence[tuple[int, str]], min_char_count: int, max_len:
     return CityData(vocab=vocab, train=train, val=val, stats=stats)
 
 
+def pad_batch(chunk: Sequence[Sequence[int]]) -> torch.Tensor:
+    """Right-pad sequences to the longest of them -> int64 batch [B, L]."""
+    width = max(len(s) for s in chunk)
+    batch = torch.full((len(chunk), width), PAD, dtype=torch.long)  # [B, L]
+    for row, s in enumerate(chunk):
+        batch[row, : len(s)] = torch.tensor(s, dtype=torch.long)
+    return batch
+
+
 def length_batches(seqs: Sequence[Sequence[int]], batch_size: int) -> list[torch.Tensor]:
     """Group sequences of similar length (stable sort by length) into right-padded int64 batches [B, L]."""
     order = sorted(range(len(seqs)), key=lambda i: len(seqs[i]))
+    return [pad_batch([seqs[i] for i in order[start:start + batch_size]])
+            for start in range(0, len(order), batch_size)]
+
+
+def bucketed_pass(seqs: Sequence[Sequence[int]], batch_size: int, bucket_batches: int,
+                  generator: torch.Generator) -> list[torch.Tensor]:
+    """One shuffled pass over `seqs` in length-bucketed batches [B, L] (see TrainConfig.bucket_batches)."""
+    perm = torch.randperm(len(seqs), generator=generator).tolist()
+    pool_size = batch_size * bucket_batches
     batches = []
-    for start in range(0, len(order), batch_size):
-        chunk = [seqs[i] for i in order[start:start + batch_size]]
-        width = max(len(s) for s in chunk)
-        batch = torch.full((len(chunk), width), PAD, dtype=torch.long)  # [B, L]
-        for row, s in enumerate(chunk):
-            batch[row, : len(s)] = torch.tensor(s, dtype=torch.long)
-        batches.append(batch)
-    return batches
+    for start in range(0, len(perm), pool_size):
+        pool = sorted(perm[start:start + pool_size], key=lambda i: len(seqs[i]))
+        batches.extend(pad_batch([seqs[i] for i in pool[b:b + batch_size]]) for b in range(0, len(pool), batch_size))
+    return [batches[i] for i in torch.randperm(len(batches), generator=generator).tolist()]
 
 
 # ---------------------------------------------------------------------------------------------
 # Model
+
+def block_rows(n_assignments: int, n_experts: int) -> int:
+    """Rows per block of the expert dispatch: a power of two near a quarter of the mean rows per expert,
+    within [8, MAX_EXPERT_BLOCK]. Big batches get big blocks (efficient matmuls), small batches small
+    ones (little padding: at most block - 1 rows per expert)."""
+    target = max(1, n_assignments // (4 * n_experts))
+    return min(MAX_EXPERT_BLOCK, max(8, 1 << (target - 1).bit_length()))
+
 
 def _param(generator: torch.Generator, dtype: torch.dtype, *shape: int, std: float) -> nn.Parameter:
     return nn.Parameter(torch.randn(*shape, generator=generator, dtype=dtype) * std)
 
 
 class MoEFeedForward(nn.Module):
-    """16 routed experts (top-4, softmax gate, top-4 weights renormalised) + 1 shared expert."""
+    """16 routed experts (top-4, softmax gate, top-4 weights renormalised) + 1 shared expert; ReLU MLPs."""
 
     def __init__(self, cfg: ModelConfig, generator: torch.Generator, dtype: torch.dtype):
         super().__init__()
@@ -238,35 +266,40 @@ class MoEFeedForward(nn.Module):
         return top_w / top_w.sum(dim=-1, keepdim=True), top_i
 
     def shared(self, x: torch.Tensor) -> torch.Tensor:
-        return F.gelu(x @ self.shared_in) @ self.shared_out  # [T, D]
+        return torch.relu(x @ self.shared_in) @ self.shared_out  # [T, D]
 
     def experts(self, x: torch.Tensor, expert_ids: torch.Tensor) -> torch.Tensor:
         """Unweighted routed outputs [T, K, D], vectorised (no loop over tokens or experts).
 
         The T*K (token, expert) assignments are sorted by expert; each expert's group is padded to a
-        multiple of EXPERT_BLOCK rows, so the padded buffer is a stack of blocks that each belong to
-        one expert. One batched matmul over the blocks (with each block's expert weights gathered)
-        computes every assignment; results are scattered back to [T, K, D]. Padding is at most
-        EXPERT_BLOCK - 1 rows per expert however unbalanced the routing is.
+        multiple of `block_rows` rows, so the padded buffer is a stack of blocks that each belong to
+        one expert. One gather fills the buffer (padding rows read an appended zero row), one batched
+        matmul per expert matrix runs over the blocks (with each block's expert weights gathered), and
+        one gather brings the results back to [T, K, D]. Padding is at most block_rows - 1 rows per
+        expert however unbalanced the routing is.
         """
         num_tokens, k = expert_ids.shape
         n_experts, width = self.w_in.shape[0], x.shape[1]
         flat = expert_ids.reshape(-1)  # [N = T*K]
+        block = block_rows(flat.numel(), n_experts)
         order = torch.argsort(flat, stable=True)  # assignment indices grouped by expert
         counts = torch.bincount(flat, minlength=n_experts)  # [E]
-        padded = (counts + EXPERT_BLOCK - 1) // EXPERT_BLOCK * EXPERT_BLOCK  # [E] rows per expert
+        padded = (counts + block - 1) // block * block  # [E] rows per expert
         starts = torch.cumsum(counts, 0) - counts  # [E] first sorted position of each expert
         padded_starts = torch.cumsum(padded, 0) - padded  # [E] first buffer row of each expert
         sorted_expert = flat[order]  # [N]
         rows = padded_starts[sorted_expert] + torch.arange(flat.numel()) - starts[sorted_expert]  # [N]
-        block_expert = torch.repeat_interleave(torch.arange(n_experts), padded // EXPERT_BLOCK)  # [NB]
+        block_expert = torch.repeat_interleave(torch.arange(n_experts), padded // block)  # [NB]
         n_rows = int(padded.sum())
-        grouped = x.new_zeros(n_rows, width).index_put((rows,), x[order // k])  # [R, D]
-        grouped = grouped.view(-1, EXPERT_BLOCK, width)  # [NB, B, D]
-        hidden = F.gelu(torch.bmm(grouped, self.w_in[block_expert]))  # [NB, B, H]
+        source = torch.full((n_rows,), num_tokens, dtype=torch.long)  # [R] token feeding each buffer row
+        source[rows] = order // k
+        position = torch.empty_like(rows)  # [N] buffer row of each assignment, in (token, slot) order
+        position[order] = rows
+        x_ext = torch.cat([x, x.new_zeros(1, width)])  # [T+1, D], last row feeds the padding
+        grouped = x_ext[source].view(-1, block, width)  # [NB, B, D]
+        hidden = torch.relu(torch.bmm(grouped, self.w_in[block_expert]))  # [NB, B, H]
         out_rows = torch.bmm(hidden, self.w_out[block_expert]).view(n_rows, width)  # [R, D]
-        out = x.new_empty(flat.numel(), width).index_put((order,), out_rows[rows])  # [N, D]
-        return out.view(num_tokens, k, width)  # [T, K, D]
+        return out_rows[position].view(num_tokens, k, width)  # [T, K, D]
 
 
 class Block(nn.Module):
@@ -287,8 +320,29 @@ class Block(nn.Module):
         b, length, d = x.shape
         q, k, v = (self.ln_attn(x) @ self.qkv).split(d, dim=-1)  # 3 x [B, L, D]
         heads = lambda t: t.view(b, length, self.n_heads, d // self.n_heads).transpose(1, 2)  # noqa: E731
-        y = F.scaled_dot_product_attention(heads(q), heads(k), heads(v), is_causal=True)  # [B, h, L, D/h]
+        scores = heads(q) @ heads(k).transpose(-1, -2) * (d // self.n_heads) ** -0.5  # [B, h, L, L]
+        scores = scores.masked_fill(_causal_mask(length), float("-inf"))
+        y = torch.softmax(scores, dim=-1) @ heads(v)  # [B, h, L, D/h]
         return y.transpose(1, 2).reshape(b, length, d) @ self.proj
+
+
+_MASKS: dict[int, torch.Tensor] = {}
+
+
+def _causal_mask(length: int) -> torch.Tensor:
+    """[L, L] bool, True above the diagonal (future positions a query must not see); memoised per length."""
+    if length not in _MASKS:
+        _MASKS[length] = torch.ones(length, length, dtype=torch.bool).triu(1)
+    return _MASKS[length]
+
+
+class LayerParts(NamedTuple):
+    """What one layer hands to its MoE residual update (T = B*L tokens)."""
+
+    h: torch.Tensor  # [T, D] residual stream after attention
+    shared_out: torch.Tensor  # [T, D] shared-expert output
+    expert_out: torch.Tensor  # [T, K, D] unweighted routed-expert outputs, router order
+    weights: torch.Tensor  # [T, K] renormalised top-k gate weights, descending
 
 
 # update(layer, h [T,D], shared [T,D], experts [T,K,D], weights [T,K], carry) -> (x [T,D], carry)
@@ -314,20 +368,37 @@ class CityMoE(nn.Module):
         self.ln_out = nn.LayerNorm(cfg.d_model, dtype=dtype)
         self.head = _param(generator, dtype, cfg.d_model, cfg.vocab_size, std=cfg.d_model ** -0.5)  # [D, V]
 
+    def embed(self, tokens: torch.Tensor) -> torch.Tensor:
+        """tokens [B, L] int64 -> input of layer 0 [B, L, D]."""
+        return self.tok_emb[tokens] + self.pos_emb[: tokens.shape[1]]
+
+    def layer_parts(self, layer: int, x: torch.Tensor) -> LayerParts:
+        """Layer `layer` on its input x [B, L, D], up to (not including) the MoE residual update."""
+        b, length, _ = x.shape
+        block = self.blocks[layer]
+        h = x + block.attention(x)  # [B, L, D]
+        flat = block.ln_moe(h).reshape(b * length, -1)  # [T=B*L, D]
+        weights, ids = block.moe.route(flat)  # [T, K] each
+        return LayerParts(h.reshape(b * length, -1), block.moe.shared(flat), block.moe.experts(flat, ids), weights)
+
     def forward(self, tokens: torch.Tensor, update: ResidualUpdate = full_update,
                 routing: Optional[list[torch.Tensor]] = None) -> torch.Tensor:
         """tokens [B, L] int64 -> logits [B, L, V]. `routing`, if given, receives each layer's weights [B*L, K]."""
-        b, length = tokens.shape
-        x = self.tok_emb[tokens] + self.pos_emb[:length]  # [B, L, D]
+        return self.forward_from(self.layer_parts(0, self.embed(tokens)), tokens.shape, update, routing)
+
+    def forward_from(self, first: LayerParts, shape: Sequence[int], update: ResidualUpdate = full_update,
+                     routing: Optional[list[torch.Tensor]] = None) -> torch.Tensor:
+        """Logits [B, L, V] given layer 0's parts (which do not depend on the update rule): applies
+        `update` at layer 0, then runs layers 1.. . Lets an evaluation share layer 0 across modes."""
+        b, length = shape
+        parts = first
         carry: Optional[torch.Tensor] = None  # [B*L, D] deferred output of the previous layer
-        for layer, block in enumerate(self.blocks):
-            h = x + block.attention(x)  # [B, L, D]
-            flat = block.ln_moe(h).reshape(b * length, -1)  # [T=B*L, D]
-            weights, ids = block.moe.route(flat)  # [T, K] each
+        for layer in range(self.cfg.n_layers):
+            if layer > 0:
+                parts = self.layer_parts(layer, x)
             if routing is not None:
-                routing.append(weights)
-            x_flat, carry = update(layer, h.reshape(b * length, -1), block.moe.shared(flat),
-                                   block.moe.experts(flat, ids), weights, carry)
+                routing.append(parts.weights)
+            x_flat, carry = update(layer, parts.h, parts.shared_out, parts.expert_out, parts.weights, carry)
             x = x_flat.view(b, length, -1)  # [B, L, D]
         return self.ln_out(x) @ self.head  # [B, L, V]
 
@@ -345,17 +416,24 @@ def masked_loss(logits: torch.Tensor, tokens: torch.Tensor) -> tuple[torch.Tenso
 
 @contextlib.contextmanager
 def _torch_settings(threads: int) -> Iterator[None]:
-    """Fixed thread count and deterministic algorithms inside the block; previous settings restored."""
+    """Fixed thread count and deterministic algorithms inside the block; previous settings restored.
+
+    Deterministic mode would also fill every new uninitialised tensor with NaN (a debugging aid that
+    costs a pass over memory per allocation); every buffer here is written before it is read, so
+    that fill is switched off."""
     old_threads = torch.get_num_threads()
     old_det = torch.are_deterministic_algorithms_enabled()
     old_warn = torch.is_deterministic_algorithms_warn_only_enabled()
+    old_fill = torch.utils.deterministic.fill_uninitialized_memory
     torch.set_num_threads(threads)
     torch.use_deterministic_algorithms(True)
+    torch.utils.deterministic.fill_uninitialized_memory = False
     try:
         yield
     finally:
         torch.set_num_threads(old_threads)
         torch.use_deterministic_algorithms(old_det, warn_only=old_warn)
+        torch.utils.deterministic.fill_uninitialized_memory = old_fill
 
 
 @dataclass(frozen=True)
@@ -382,10 +460,9 @@ def train(config: TrainConfig = DEFAULT_CONFIG, data: Optional[CityData] = None,
     with _torch_settings(config.threads):
         gen = torch.Generator().manual_seed(config.seed)
         model = CityMoE(config.model_config(len(data.vocab)), gen, dtype)
-        batches = length_batches(names, config.batch_size)
         total_steps = config.steps
         opt = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay,
-                                betas=(0.9, 0.98), foreach=True)
+                                betas=(0.9, 0.98), fused=True)
 
         def lr_at(step: int) -> float:
             if step < config.warmup_steps:
@@ -400,11 +477,11 @@ def train(config: TrainConfig = DEFAULT_CONFIG, data: Optional[CityData] = None,
         recent: list[float] = []
         tokens_seen = 0
         start = time.perf_counter()
-        order: list[int] = []
+        queue: list[torch.Tensor] = []
         for step in range(total_steps):
-            if not order:
-                order = torch.randperm(len(batches), generator=gen).tolist()
-            batch = batches[order.pop()]
+            if not queue:
+                queue = bucketed_pass(names, config.batch_size, config.bucket_batches, gen)[::-1]
+            batch = queue.pop()
             for group in opt.param_groups:
                 group["lr"] = lr_at(step)
             loss, n = masked_loss(model(batch), batch)
@@ -559,10 +636,13 @@ def evaluate(model: CityMoE, seqs: Sequence[Sequence[int]], fns: Ex10Functions,
     with _torch_settings(threads), torch.inference_mode():
         for batch in batches:
             valid = (batch != PAD).reshape(-1)  # [B*L]: routing statistics over real tokens only
+            first = model.layer_parts(0, model.embed(batch))  # identical in every mode
             for m in modes:
                 mode, k = parse_mode(m)
                 routing: list[torch.Tensor] = []
-                logits = model(batch, mode_update(fns, model.cfg.n_layers, mode, k), routing)
+                # fresh copies: an update that writes into its inputs must not leak into the next mode
+                own = LayerParts(*(t.clone() for t in first))
+                logits = model.forward_from(own, batch.shape, mode_update(fns, model.cfg.n_layers, mode, k), routing)
                 loss, n = masked_loss(logits, batch)
                 totals[m] += float(loss) * n
                 if m == "full":
