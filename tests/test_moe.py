@@ -143,10 +143,11 @@ def test_last_layer_never_defers(fns):
         f"(layer, last_layer, carried) = {seen}; the last layer must return no carry")
 
 
-def test_vectorised_dispatch_matches_a_loop_over_experts():
+@pytest.mark.parametrize("n_tokens", [40, 3000])  # dispatch blocks of 8 rows and of MAX_EXPERT_BLOCK rows
+def test_vectorised_dispatch_matches_a_loop_over_experts(n_tokens):
     model = tiny_model(n_layers=1, router_scale=30.0)  # sharp router: unbalanced expert loads
     layer = model.blocks[0].moe
-    x = torch.randn(40, 16, generator=torch.Generator().manual_seed(3))
+    x = torch.randn(n_tokens, 16, generator=torch.Generator().manual_seed(3))
     with torch.no_grad():
         _, ids = layer.route(x)
         got = layer.experts(x, ids)
