@@ -6,7 +6,7 @@ VPY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: setup demo test mutation bench release pack clean
+.PHONY: setup demo test mutation bench release pack autograder grade-all clean
 
 $(STAMP): pyproject.toml
 	test -x $(VPY) || $(PYTHON) -m venv $(VENV)
@@ -23,6 +23,13 @@ demo: setup
 
 pack: setup
 	$(VPY) -m autograder pack
+
+autograder: setup
+	$(VPY) -m autograder build --out dist/autograder.zip
+
+SUBMISSIONS ?= submissions
+grade-all: setup
+	$(VPY) -m autograder grade-all $(SUBMISSIONS) --csv out/grades.csv
 
 test: setup
 	$(VPY) -m pytest
