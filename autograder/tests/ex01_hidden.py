@@ -6,7 +6,9 @@ Hardware figures are datasheet values; prices other than the lecture's are illus
 """
 
 import numpy as np
+from hypothesis import strategies as st
 
+from autograder.tests._generated import examples, magnitudes
 from hetero.checks import Case
 
 EXACT = "a single division or product of exact inputs: correct code agrees to ~1e-15; 1e-9 allows only that"
@@ -79,3 +81,20 @@ for label, price, tflops, bw, cap in _BELOW_ONE:
         Case(f"ex01.per_thousand_usd.{label}", "per_thousand_usd", (price, tflops, bw, cap), rel_tol=1e-9,
              tol_note=EXACT, unit="resource per $1000", hint=KEYS_HINT + "; values below 1 are valid", points=0.5),
     ]
+
+# Hypothesis-generated devices (autograder/tests/_generated.py: derandomized, so the same inputs on every
+# run): prices from $1 to ~$10M and resources from 0.1 to ~1e5 units, every decade equally likely, the
+# smallest values first. Only the inputs are generated; the expected values come from the answer key.
+_PRICE, _RESOURCE = magnitudes(0, 6), magnitudes(-1, 4)
+_PAIRS = examples(st.tuples(_PRICE, _RESOURCE), 4)  # one list, split between the two price-per-unit functions
+for i, (price, cap) in enumerate(_PAIRS[:2]):
+    CASES.append(Case(f"ex01.usd_per_gb.hyp_{i}", "usd_per_gb", (price, cap), rel_tol=1e-9, tol_note=EXACT,
+                      unit="$ per GB", hint="price / capacity, both as given (no unit conversion); values below "
+                                            "1 are valid", points=0.5))
+for i, (price, bw) in enumerate(_PAIRS[2:]):
+    CASES.append(Case(f"ex01.usd_per_gb_per_s.hyp_{i}", "usd_per_gb_per_s", (price, bw), rel_tol=1e-9,
+                      tol_note=EXACT, unit="$ per GB/s", hint="price / bandwidth, both as given; values below 1 "
+                                                              "are valid", points=0.5))
+for i, args in enumerate(examples(st.tuples(_PRICE, _RESOURCE, _RESOURCE, _RESOURCE), 2)):
+    CASES.append(Case(f"ex01.per_thousand_usd.hyp_{i}", "per_thousand_usd", args, rel_tol=1e-9, tol_note=EXACT,
+                      unit="resource per $1000", hint=KEYS_HINT, points=0.5))

@@ -6,7 +6,9 @@ x bytes per parameter.
 """
 
 import numpy as np
+from hypothesis import strategies as st
 
+from autograder.tests._generated import examples
 from hetero.checks import Case
 
 EXACT = "products and one subtraction of exact inputs: correct code agrees to ~1e-15; 1e-9 allows only that"
@@ -161,3 +163,53 @@ CASES += [
               "docstring allows 0) and raise ValueError naming the argument")
     for func, what, args in _INVALID_EDGES
 ]
+
+# Hypothesis-generated inputs (autograder/tests/_generated.py: derandomized, so the same inputs on every run);
+# the expected values come from the answer key. Sizes are built so that the floors and the weights-fit check
+# are decided by exact arithmetic: HBM in half-GB steps and integer weight bytes (exact in any multiplication
+# order), free bytes at, one byte below or one byte above a whole number of tokens.
+for i, args in enumerate(examples(st.tuples(st.integers(1, 256), st.integers(1, 128), st.integers(1, 512),
+                                            st.sampled_from([0.5, 1.0, 2.0, 4.0])), 1)):
+    CASES.append(Case(f"ex02.kv_bytes_per_token.hyp_{i}", "kv_bytes_per_token", args, rel_tol=1e-9,
+                      tol_note=EXACT, unit="bytes per token", hint=KV_HINT, points=0.5))
+
+
+@st.composite
+def _hbm_args(draw):
+    n_gpus = draw(st.integers(1, 64))
+    hbm_gb = draw(st.integers(1, 600)) / 2  # 0.5 .. 300 GB per GPU, exact in binary
+    weight_frac = draw(st.integers(0, 1000)) / 1000  # 0 (no weights) and 1 (exactly full) are both valid
+    weights = float(round(weight_frac * n_gpus * hbm_gb * 1e9))  # whole bytes, never above the total
+    return n_gpus, hbm_gb, weights, draw(st.floats(0.0, 1.0, exclude_max=True))
+
+
+for i, args in enumerate(examples(_hbm_args(), 2)):
+    CASES.append(Case(f"ex02.hbm_for_kv_bytes.hyp_{i}", "hbm_for_kv_bytes", args, rel_tol=1e-9, abs_tol=1.0,
+                      tol_note=EXACT + "; 1 byte of absolute slack for a result of 0 (weights exactly fill the HBM)",
+                      unit="bytes", hint=HBM_HINT, points=0.5))
+
+
+@st.composite
+def _capacity_args(draw):
+    kv = draw(st.integers(2, 4 * 2**20)) / 4  # 0.5 B .. 1 MiB per token in quarter bytes: exact in binary
+    tokens = draw(st.integers(0, 10**7))
+    step = draw(st.sampled_from([0.0, -1.0, 1.0]))  # at, one byte short of, one byte past a whole token
+    return max(tokens * kv + step, 0.0), kv
+
+
+for i, args in enumerate(examples(_capacity_args(), 2)):
+    CASES.append(Case(f"ex02.kv_capacity_tokens.hyp_{i}", "kv_capacity_tokens", args, rel_tol=0.0, tol_note=INT,
+                      unit="tokens", hint=FLOOR_HINT, points=0.5))
+
+
+@st.composite
+def _requests_args(draw):
+    mean = draw(st.integers(1, 40000)) / 4  # 0.25 .. 10,000 tokens in quarter tokens: exact in binary
+    requests = draw(st.integers(0, 10**5))
+    step = draw(st.sampled_from([0, -1, 1]))  # at, one token short of, one token past a whole request
+    return max(round(requests * mean) + step, 0), mean
+
+
+for i, args in enumerate(examples(_requests_args(), 1)):
+    CASES.append(Case(f"ex02.requests_that_fit.hyp_{i}", "requests_that_fit", args, rel_tol=0.0, tol_note=INT,
+                      unit="requests", hint=FLOOR_HINT, points=0.5))
