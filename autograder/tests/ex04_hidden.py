@@ -4,7 +4,9 @@ Expected values are computed from the answer key by `python -m autograder expect
 """
 
 import numpy as np
+from hypothesis import strategies as st
 
+from autograder.tests._generated import examples, finite_floats, magnitudes
 from hetero.checks import Case
 
 EXACT = "one multiplication or division of exact inputs: correct code agrees to ~1e-15; 1e-9 allows only that"
@@ -108,3 +110,30 @@ CASES += [
               "(a measurement above line rate means mixed Gb/s and GB/s)")
     for func, what, args in _INVALID
 ]
+
+# Hypothesis-generated inputs (autograder/tests/_generated.py: derandomized, so the same inputs on every run);
+# the expected values come from the answer key. Rates and sizes span many decades; a measured rate is a
+# fraction in (0, 1] of its line rate, so exactly line rate (efficiency 1.0) is among the valid inputs.
+for i, args in enumerate(examples(st.tuples(st.integers(1, 64), magnitudes(0, 3)), 1)):
+    CASES.append(Case(f"ex04.line_rate_gb_per_s.hyp_{i}", "line_rate_gb_per_s", args, rel_tol=1e-9,
+                      tol_note=EXACT, unit="GB/s", hint=RATE_HINT, points=0.5))
+
+
+@st.composite
+def _efficiency_args(draw):
+    line = draw(magnitudes(-1, 3))
+    fraction = draw(st.one_of(st.just(1.0), finite_floats(1e-3, 1.0)))  # exactly line rate first
+    return fraction * line, line  # fraction <= 1, so the rounded product never exceeds line
+
+
+for i, args in enumerate(examples(_efficiency_args(), 3)):
+    CASES.append(Case(f"ex04.link_efficiency.hyp_{i}", "link_efficiency", args, rel_tol=1e-9, tol_note=EXACT,
+                      unit="fraction of line rate", hint=EFF_HINT, points=0.5))
+_BYTES = st.one_of(magnitudes(0, 14), st.just(0.0))  # 1 B .. 1 PB, or nothing to move
+for i, args in enumerate(examples(st.tuples(_BYTES, magnitudes(-1, 3)), 1)):
+    CASES.append(Case(f"ex04.transfer_time_s.hyp_{i}", "transfer_time_s", args, rel_tol=1e-9, abs_tol=1e-12,
+                      tol_note=EXACT + "; 1e-12 s absolute slack for a 0-byte transfer", unit="s", hint=TIME_HINT,
+                      points=0.5))
+for i, args in enumerate(examples(st.tuples(magnitudes(-3, 3), magnitudes(-3, 3)), 1)):
+    CASES.append(Case(f"ex04.speedup_over_recompute.hyp_{i}", "speedup_over_recompute", args, rel_tol=1e-9,
+                      tol_note=EXACT, unit="x", hint=SPEEDUP_HINT, points=0.5))

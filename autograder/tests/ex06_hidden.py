@@ -6,7 +6,9 @@ intermediate_size, experts per token, MoE layers). Expected values are computed 
 """
 
 import numpy as np
+from hypothesis import strategies as st
 
+from autograder.tests._generated import examples, finite_floats, magnitudes
 from hetero.checks import Case
 
 EXACT = "products and quotients of exact inputs: correct code agrees to ~1e-15; 1e-9 allows only float rounding"
@@ -116,3 +118,19 @@ CASES += [
          raises="ValueError", hint="efficiency is a fraction in (0, 1]; 1.5 must raise ValueError naming efficiency",
          points=0.5),
 ]
+
+# Hypothesis-generated inputs (autograder/tests/_generated.py: derandomized, so the same inputs on every run);
+# the expected values come from the answer key. Counts from 1 upwards (1 is valid), bits per parameter in
+# quarter bits from 1 to 32 (4.5 and 8.5 included), efficiencies in (0, 1] with 1.0 itself valid.
+for i, args in enumerate(examples(st.tuples(st.integers(1, 32768), st.integers(1, 32768), st.integers(1, 4)), 2)):
+    CASES.append(Case(f"ex06.expert_params.hyp_{i}", "expert_params", args, tol_note="integer count: exact",
+                      unit="parameters", hint=PARAMS_HINT, points=0.5))
+_BITS = st.integers(4, 128).map(lambda quarters: quarters / 4)  # 1.0 .. 32.0 bits, exact in binary
+for i, args in enumerate(examples(st.tuples(st.integers(1, 16), st.integers(1, 10**9), st.integers(1, 128), _BITS),
+                                  2)):
+    CASES.append(Case(f"ex06.expert_bytes_per_token.hyp_{i}", "expert_bytes_per_token", args, rel_tol=1e-9,
+                      tol_note=EXACT, unit="bytes", hint=BYTES_HINT, points=0.5))
+for i, args in enumerate(examples(st.tuples(magnitudes(0, 12), magnitudes(-1, 4),
+                                            st.one_of(st.just(1.0), finite_floats(1e-3, 1.0))), 2)):
+    CASES.append(Case(f"ex06.decode_tokens_per_s_bound.hyp_{i}", "decode_tokens_per_s_bound", args, rel_tol=1e-9,
+                      tol_note=EXACT, unit="tokens/s", hint=BOUND_HINT, points=0.5))
