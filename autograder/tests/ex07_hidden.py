@@ -4,7 +4,9 @@ Expected values are computed from the answer key by `python -m autograder expect
 """
 
 import numpy as np
+from hypothesis import strategies as st
 
+from autograder.tests._generated import examples, magnitudes
 from hetero.checks import Case
 
 EXACT = "one product and quotient of integers: correct code agrees to ~1e-16; 1e-9 allows only float rounding"
@@ -81,3 +83,20 @@ CASES += [
          raises="ValueError", hint="num_routed_experts < active_experts must raise ValueError naming "
                                    "num_routed_experts", points=0.5),
 ]
+
+# Hypothesis-generated inputs (autograder/tests/_generated.py: derandomized, so the same inputs on every run);
+# the expected values come from the answer key. Routed-expert counts never below the active ones (equal is
+# valid); offload dicts whose values often tie (drawn from a few levels), so the stable order is tested.
+_ROUTING = st.integers(1, 16).flatmap(
+    lambda k: st.tuples(st.integers(1, 10**6), st.just(k), st.integers(k, 512)))  # (batch, active, routed)
+for i, args in enumerate(examples(_ROUTING, 3)):
+    CASES.append(Case(f"ex07.tokens_per_routed_expert.hyp_{i}", "tokens_per_routed_expert", args, rel_tol=1e-9,
+                      tol_note=EXACT, unit="tokens", hint=ROUTED_HINT, points=0.5))
+for i, args in enumerate(examples(st.tuples(st.integers(1, 10**9)), 1)):
+    CASES.append(Case(f"ex07.tokens_per_shared_expert.hyp_{i}", "tokens_per_shared_expert", args, rel_tol=1e-9,
+                      tol_note=EXACT, unit="tokens", hint=SHARED_HINT, points=0.5))
+_PART_NAMES = st.text(alphabet="abcdefghijklmnopqrstuvwxyz _", min_size=1, max_size=12)
+_LEVELS = st.one_of(st.sampled_from([0.03125, 2.0, 64.0]), magnitudes(-3, 4))  # ties, and arbitrary values
+for i, d in enumerate(examples(st.dictionaries(_PART_NAMES, _LEVELS, min_size=1, max_size=8), 2)):
+    CASES.append(Case(f"ex07.offload_order.hyp_{i}", "offload_order", (d,), unit="part names",
+                      tol_note="list of names: exact", hint=ORDER_HINT, points=0.5))

@@ -6,7 +6,9 @@ key by `python -m autograder expected`.
 """
 
 import numpy as np
+from hypothesis import strategies as st
 
+from autograder.tests._generated import examples, finite_floats
 from hetero.checks import Case
 
 REL = "sums, products and a max of the inputs: correct code agrees to ~1e-15; 1e-9 allows only float rounding"
@@ -111,3 +113,31 @@ CASES += [
          kwargs={"min_immediate": 9}, raises="ValueError",
          hint="min_immediate = 9 > 8 active experts must raise ValueError naming min_immediate", points=0.5),
 ]
+
+# Hypothesis-generated layers (autograder/tests/_generated.py: derandomized, so the same inputs on every run);
+# the expected values come from the answer key. gpu_s = 0 and deferred = 0 or active_experts are valid
+# boundaries. For best_deferred, gpu_s / cpu_per_expert_s is a whole number plus a fraction in [0.1, 0.9]
+# (rounded to 1/1000), as in the seeded layers above, so the best deferral is never decided by float rounding.
+_CPU_S = finite_floats(1e-6, 1e-2)  # one expert: 1 us .. 10 ms
+_LAYER_ARGS = st.integers(1, 16).flatmap(
+    lambda k: st.tuples(st.one_of(st.just(0.0), finite_floats(1e-6, 0.1)), _CPU_S, st.just(k), st.integers(0, k)))
+_LAYERS = examples(_LAYER_ARGS, 4)  # one list, split between layer_time_s and deferral_speedup
+for i, args in enumerate(_LAYERS[:2]):
+    CASES.append(Case(f"ex08.layer_time_s.hyp_{i}", "layer_time_s", args, rel_tol=1e-9, tol_note=REL, unit="s",
+                      hint=LAYER_HINT, points=0.5))
+for i, args in enumerate(_LAYERS[2:]):
+    CASES.append(Case(f"ex08.deferral_speedup.hyp_{i}", "deferral_speedup", args, rel_tol=1e-9, tol_note=REL,
+                      unit="x", hint=SPEEDUP_HINT, points=0.5))
+
+
+@st.composite
+def _best_args(draw):
+    k = draw(st.integers(2, 16))  # top-1 routing has its own case above
+    c = draw(_CPU_S)
+    ratio = draw(st.integers(0, k)) + draw(st.integers(100, 900)) / 1000  # GPU time in expert times
+    return ratio * c, c, k, draw(st.integers(0, k))
+
+
+for i, (g, c, k, m) in enumerate(examples(_best_args(), 3)):
+    CASES.append(Case(f"ex08.best_deferred.hyp_{i}", "best_deferred", (g, c, k), kwargs={"min_immediate": m},
+                      tol_note="integer: exact", unit="experts", hint=BEST_HINT, points=0.5))

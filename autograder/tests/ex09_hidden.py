@@ -3,6 +3,9 @@
 Expected values are computed from the answer key by `python -m autograder expected`.
 """
 
+from hypothesis import strategies as st
+
+from autograder.tests._generated import examples, finite_floats, magnitudes
 from hetero.checks import Case
 
 EXACT = "products and quotients of exact inputs: correct code agrees to ~1e-15; 1e-9 allows only float rounding"
@@ -125,3 +128,23 @@ CASES += [
     Case("ex09.peak_tops.zero_cores", "peak_tops", (0, 2.0, 2048.0), raises="ValueError",
          hint="cores = 0 must raise ValueError naming cores", points=0.5),
 ]
+
+# Hypothesis-generated inputs (autograder/tests/_generated.py: derandomized, so the same inputs on every run);
+# the expected values come from the answer key. Tile dimensions up to 4096 keep 2 x m x k x n exact even in
+# a float; measured_tops = 0 is a valid boundary; clocks, rates and sizes span several decades.
+for i, args in enumerate(examples(st.tuples(st.integers(1, 4096), st.integers(1, 4096), st.integers(1, 4096)), 1)):
+    CASES.append(Case(f"ex09.amx_ops_per_instruction.hyp_{i}", "amx_ops_per_instruction", args,
+                      tol_note="integer count: exact", unit="ops", hint=OPS_HINT, points=0.5))
+for i, args in enumerate(examples(st.tuples(st.integers(1, 10**6), st.integers(1, 64)), 1)):
+    CASES.append(Case(f"ex09.ops_per_cycle_per_core.hyp_{i}", "ops_per_cycle_per_core", args, rel_tol=1e-9,
+                      tol_note=EXACT, unit="ops/cycle/core", hint=OPC_HINT, points=0.5))
+for i, args in enumerate(examples(st.tuples(st.integers(1, 1024), finite_floats(0.1, 6.0), magnitudes(-1, 4)), 1)):
+    CASES.append(Case(f"ex09.peak_tops.hyp_{i}", "peak_tops", args, rel_tol=1e-9, tol_note=EXACT, unit="TOPS",
+                      hint=PEAK_HINT, points=0.5))
+for i, args in enumerate(examples(st.tuples(st.one_of(st.just(0.0), magnitudes(-2, 3)), magnitudes(-1, 3)), 1)):
+    CASES.append(Case(f"ex09.fraction_of_peak.hyp_{i}", "fraction_of_peak", args, rel_tol=1e-9, abs_tol=1e-15,
+                      tol_note=EXACT + "; 1e-15 absolute slack for a measurement of 0", unit="fraction",
+                      hint=FRACTION_HINT, points=0.5))
+for i, args in enumerate(examples(st.tuples(st.integers(1, 10**6), magnitudes(0, 12), magnitudes(-2, 3)), 2)):
+    CASES.append(Case(f"ex09.prefill_expert_time_s.hyp_{i}", "prefill_expert_time_s", args, rel_tol=1e-9,
+                      tol_note=EXACT, unit="s", hint=PREFILL_HINT, points=0.5))
