@@ -19,6 +19,12 @@ Why `derandomize=True` (and `database=None`, `phases=[Phase.generate]`):
   explain, the collector just records what was generated.
 - health checks are off and there is no deadline: they are timing-based, and a slow grading machine
   must not change (or abort) the case list.
+- no constants from the code around: Hypothesis also mixes into its draws literal numbers and strings it
+  finds in the project's modules that happen to be imported (`sys.modules`), so the same derandomized
+  strategy gave different inputs under pytest than under `python -m autograder expected`. `examples`
+  switches that source off while it collects (`_without_local_constants`), which makes the inputs depend
+  only on the strategy and the Hypothesis version. This reaches into Hypothesis's internals, which is
+  why the version is checked exactly.
 
 Why only the inputs: Hypothesis here chooses arguments, never answers. The expected values still come
 from the answer key (`solutions/`) through `python -m autograder expected`, exactly as for every other
@@ -27,11 +33,13 @@ hidden case, and are stored as data; the case files never compute an expected va
 
 from __future__ import annotations
 
-from typing import Any
+from contextlib import contextmanager
+from typing import Any, Iterator
 
 import hypothesis
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
+from hypothesis.internal.conjecture import providers
 
 PINNED_VERSION = "6.170.15"  # must equal the pin in pyproject.toml: another version may generate other inputs
 DRAWS_PER_EXAMPLE = 10  # examples generated per example kept: room for duplicates, and for spreading the picks
@@ -58,7 +66,8 @@ def examples(strategy: st.SearchStrategy, count: int) -> list[Any]:
     def collect(example: Any) -> None:
         drawn.append(example)
 
-    collect()
+    with _without_local_constants():
+        collect()
     distinct: list[Any] = []
     for example in drawn:
         if repr(example) not in {repr(seen) for seen in distinct}:
@@ -69,6 +78,19 @@ def examples(strategy: st.SearchStrategy, count: int) -> list[Any]:
         return distinct[-1:]
     last = len(distinct) - 1
     return [distinct[round(j * last / (count - 1))] for j in range(count)]
+
+
+@contextmanager
+def _without_local_constants() -> Iterator[None]:
+    """Generate without the constants Hypothesis collects from imported project modules (see the module doc)."""
+    original = providers._get_local_constants
+    providers._get_local_constants = providers.Constants
+    providers.CONSTANTS_CACHE.cache.clear()  # it may hold allowed constants computed with the local ones
+    try:
+        yield
+    finally:
+        providers._get_local_constants = original
+        providers.CONSTANTS_CACHE.cache.clear()
 
 
 def finite_floats(low: float, high: float) -> st.SearchStrategy:
