@@ -143,6 +143,115 @@ def test_last_layer_never_defers(fns):
         f"(layer, last_layer, carried) = {seen}; the last layer must return no carry")
 
 
+def padded_reference(model: moe.CityMoE, seqs, fns: moe.Ex10Functions) -> dict:
+    """The evaluation written the plain way: every mode is a separate padded forward of every name."""
+    batch = moe.pad_batch(seqs)  # [B, L]
+    n_layers = model.cfg.n_layers
+    losses, top1 = {}, []
+    for name in moe.MODES_EVALUATED:
+        mode, k = moe.parse_mode(name)
+        update = moe.mode_update(fns, n_layers, mode, k)
+
+        def spy(layer, h, shared_out, expert_out, weights, carry):
+            if name == "full":
+                real = (batch != moe.PAD).reshape(-1)  # [B*L]
+                top1.append(float(weights.max(dim=-1).values[real].sum()) / int(real.sum()))
+            return update(layer, h, shared_out, expert_out, weights, carry)
+
+        with torch.no_grad():
+            loss, _ = moe.masked_loss(model(batch, spy), batch)
+        losses[name] = float(loss)
+    return {"loss_nats": losses, "top1_weight_by_layer": top1}
+
+
+def float64_model(n_layers: int = 3) -> moe.CityMoE:
+    vocab = len(moe.build_data().vocab)
+    cfg = moe.ModelConfig(vocab_size=vocab, d_model=16, n_layers=n_layers, n_heads=2, n_experts=8, top_k=4,
+                          expert_hidden=8, shared_hidden=16)
+    model = moe.CityMoE(cfg, torch.Generator().manual_seed(7), torch.float64)
+    with torch.no_grad():
+        for block in model.blocks:
+            block.moe.router.mul_(40.0)  # a router that actually prefers experts: skip/defer change the loss
+    return model.eval()
+
+
+# The trie evaluation sums the same float64 terms in another order (per node, over ancestors instead of a
+# masked row); 1e-10 relative is ~1e5 ulps of float64, far below any modelling difference (>1e-6).
+TRIE_RTOL = 1e-10
+
+
+def test_trie_evaluation_equals_padded_forwards(fns):
+    """Names with shared prefixes (the first validation names in sorted order), three chunk sizes."""
+    seqs = sorted(moe.build_data().val)[:60]
+    model = float64_model()
+    want = padded_reference(model, seqs, fns)
+    assert want["loss_nats"]["skip_3"] - want["loss_nats"]["full"] > 1e-4, "skipping changed nothing: blind test"
+    for chunk in (9, 1000):
+        got = moe.evaluate(model, seqs, fns, chunk_names=chunk)
+        for m, loss in want["loss_nats"].items():
+            assert math.isclose(got["loss_nats"][m], loss, rel_tol=TRIE_RTOL), (
+                f"chunk {chunk}, mode {m}: {got['loss_nats'][m]!r} nats/char, padded forward gives {loss!r} "
+                f"(rel tol {TRIE_RTOL}): a node's hidden state or a target's multiplicity is wrong")
+        for layer, (a, b) in enumerate(zip(got["top1_weight_by_layer"], want["top1_weight_by_layer"])):
+            assert math.isclose(a, b, rel_tol=TRIE_RTOL), (
+                f"chunk {chunk}, layer {layer}: mean top-1 weight {a!r}, padded forward {b!r} (dimensionless)")
+
+
+def test_update_writing_into_its_inputs_does_not_leak_between_modes(fns):
+    """Modes share a layer's outputs; an ex10 update that writes into them must see only its own copy."""
+    def in_place(x, shared_out, expert_out, topk_weights, carry, k, mode, last_layer):
+        new_x, carry_out = fns.moe_residual_update(x, shared_out, expert_out, topk_weights, carry, k, mode,
+                                                   last_layer)
+        shared_out.mul_(3.0)  # corrupt the inputs after use
+        expert_out.zero_()
+        topk_weights.fill_(0.5)
+        return x.copy_(new_x), carry_out
+
+    seqs = sorted(moe.build_data().val)[200:260]
+    model = float64_model()
+    clean = moe.evaluate(model, seqs, fns)
+    dirty = moe.evaluate(model, seqs, moe.Ex10Functions(fns.split_topk_weights, in_place))
+    for m, loss in clean["loss_nats"].items():
+        assert math.isclose(dirty["loss_nats"][m], loss, rel_tol=1e-12), (
+            f"mode {m}: {dirty['loss_nats'][m]!r} vs {loss!r} nats/char: another mode's update leaked in")
+
+
+def test_prefix_trie_counts():
+    seqs = [(1, 5, 6, 2), (1, 5, 6, 7, 2), (1, 5, 2), (1, 5, 6, 2), (1, 8, 2)]
+    trie = moe.prefix_trie(seqs)
+    # distinct prefixes: 1 | 1,5 1,8 | 1,5,6 1,5,2 1,8,2 | 1,5,6,2 1,5,6,7 | 1,5,6,7,2
+    assert trie.tokens.shape[0] == 9, f"{trie.tokens.shape[0]} nodes, expected 9 distinct prefixes"
+    assert [g[1] - g[0] for g in trie.depth_groups] == [1, 2, 3, 2, 1]
+    assert float(trie.names_through.sum()) == pytest.approx(sum(len(s) for s in seqs), abs=0), "token count"
+    assert trie.scored_nodes.shape[0] == sum(len(s) - 1 for s in seqs), "one target per predicted position"
+    for first, end, ancestors in trie.depth_groups:
+        assert torch.equal(ancestors[:, -1], torch.arange(first, end)), "a node's last ancestor is itself"
+
+
+def test_grading_checkpoints_are_fresh():
+    """The shipped ex10 grading models are what `python -m hetero.moe grading-checkpoints` makes now."""
+    data = moe.build_data()
+    for seed in moe.GRADING_SEEDS:
+        path = moe.grading_checkpoint_path(seed)
+        model, meta = moe.load_checkpoint(path)
+        config = moe.grading_config(seed)
+        stale = f"{path} is stale: regenerate with `python -m hetero.moe grading-checkpoints`"
+        assert meta["key"] == moe.cache_key(config, data), f"{stale} (config, data, code or torch changed)"
+        assert meta["val_tokens"] == [list(t) for t in data.val[:moe.GRADING_VAL_NAMES]], f"{stale} (names)"
+        fresh = moe.train(config, data, progress=False).model.state_dict()
+        for name, tensor in model.state_dict().items():
+            # float64 training of 20 steps; another CPU's kernels may round differently (~1e-15 per op)
+            assert torch.allclose(tensor, fresh[name], rtol=1e-9, atol=1e-12), f"{stale} (weights {name})"
+
+
+def test_deferral_table_harness_runs_every_mode(key):
+    table = moe.deferral_table(key, seed=1, val_names=50)
+    assert set(table["delta_mnats"]) == {f"{m}_{k}" for m in ("skip", "defer") for k in (1, 2, 3)}
+    assert 2.0 < table["full_loss_nats"] < math.log(142), f"tiny model loss {table['full_loss_nats']} nats/char"
+    with pytest.raises(ValueError, match="val_names"):
+        moe.deferral_table(key, seed=1, val_names=moe.GRADING_VAL_NAMES + 1)
+
+
 @pytest.mark.parametrize("n_tokens", [40, 3000])  # dispatch blocks of 8 rows and of MAX_EXPERT_BLOCK rows
 def test_vectorised_dispatch_matches_a_loop_over_experts(n_tokens):
     model = tiny_model(n_layers=1, router_scale=30.0)  # sharp router: unbalanced expert loads
