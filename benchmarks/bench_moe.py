@@ -5,7 +5,10 @@ Prints, in one run and on the same data and config:
   with a straightforward dispatch that loops over the 16 experts: wall time, tokens/s and achieved
   GFLOP/s (useful FLOPs only: real tokens, the 4 chosen experts, 3x the forward for training), ratio;
 - whether the vectorised run reproduced the cached checkpoint's weights bit for bit;
-- evaluating full, skip_1..3 and defer_1..3 on the validation split (wall time);
+- evaluating full, skip_1..3 and defer_1..3 on the validation split (wall and CPU time): the package's
+  evaluation (prefix trie, modes sharing identical layers) with one and with two torch threads, next to
+  a plain evaluation (padded batches of 256 length-sorted names, each mode a separate forward), and
+  the largest difference between their losses;
 - the checkpoint size on disk.
 Targets: training <= 20 s, evaluation <= 3 s. Wall times depend on how busy the machine is; the
 load average is printed next to them.
@@ -58,6 +61,23 @@ def dispatch(fn) -> Iterator[None]:
         moe.MoEFeedForward.experts = original
 
 
+def plain_evaluate(model: moe.CityMoE, seqs: Sequence[Sequence[int]], fns: moe.Ex10Functions,
+                   batch_size: int = 256) -> dict:
+    """Losses of every mode computed the plain way: padded batches of length-sorted names, each mode a
+    separate forward from the embedding (no sharing), one thread."""
+    ordered = sorted(seqs, key=len)
+    totals = {m: 0.0 for m in moe.MODES_EVALUATED}
+    with moe._torch_settings(1, deterministic=False), torch.inference_mode():
+        for start in range(0, len(ordered), batch_size):
+            batch = moe.pad_batch(ordered[start:start + batch_size])  # [B, L]
+            for m in moe.MODES_EVALUATED:
+                mode, k = moe.parse_mode(m)
+                loss, n = moe.masked_loss(model(batch, moe.mode_update(fns, model.cfg.n_layers, mode, k)), batch)
+                totals[m] += float(loss) * n
+    count = sum(len(s) - 1 for s in seqs)
+    return {"loss_nats": {m: t / count for m, t in totals.items()}}
+
+
 def train_flops_per_token(config: moe.TrainConfig, data: moe.CityData) -> float:
     """Useful training FLOPs per predicted token, averaged over the training split (3x the forward:
     the forward matmuls, and two matmuls of the same size in the backward)."""
@@ -101,15 +121,22 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     fns = moe.Ex10Functions.from_impl("solutions")
     model = moe.load_model(path)
-    start = time.perf_counter()
-    result = moe.evaluate(model, data.val, fns)
-    seconds = time.perf_counter() - start
     n_tokens = sum(len(s) - 1 for s in data.val)
     print(f"evaluation of {len(moe.MODES_EVALUATED)} modes on {len(data.val)} validation names "
-          f"({n_tokens} predicted tokens each): {seconds:.2f} s "
-          f"({len(moe.MODES_EVALUATED) * n_tokens / seconds:.0f} tokens/s); target <= 3 s: "
-          f"{'met' if seconds <= 3 else 'NOT met'}; load average {os.getloadavg()[0]:.1f}")
-    print(f"  full loss {result['loss_nats']['full']:.4f} nats/char")
+          f"({n_tokens} predicted tokens each):")
+    runs = [("plain: padded batches, mode by mode", lambda: plain_evaluate(model, data.val, fns)),
+            ("prefix trie, shared layers, 1 thread", lambda: moe.evaluate(model, data.val, fns, threads=1)),
+            ("prefix trie, shared layers, 2 threads", lambda: moe.evaluate(model, data.val, fns, threads=2))]
+    results = {}
+    for label, fn in runs:
+        wall, cpu = time.perf_counter(), time.process_time()
+        results[label] = fn()
+        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+        print(f"  {label:<38} {wall:6.2f} s wall {cpu:6.2f} s CPU   target <= 3 s: "
+              f"{'met' if wall <= 3 else 'NOT met'}; load average {os.getloadavg()[0]:.1f}")
+    plain, trie = results[runs[0][0]]["loss_nats"], results[runs[1][0]]["loss_nats"]
+    print(f"  full loss {trie['full']:.4f} nats/char; largest |trie - plain| over the modes "
+          f"{max(abs(trie[m] - plain[m]) for m in plain):.2e} nats/char")
     return 0
 
 
