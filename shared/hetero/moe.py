@@ -7,9 +7,11 @@ What lives here:
   top-4 softmax routing with the top-4 weights renormalised to sum to 1, plus 1 shared expert);
 - trainer: deterministic on CPU, with a content-addressed checkpoint cache (`ensure_checkpoint`);
 - evaluation of `full`, `skip-k` and `defer-k`, where the skip/defer logic is exercise 10
-  (`solutions/ex10_deferral_accuracy.py`), called through `hetero.impl.exercise_function`;
+  (`solutions/ex10_deferral_accuracy.py`), called through `hetero.impl.exercise_function`; it runs
+  over the prefix trie of the names (`prefix_trie`) with the modes sharing identical layers;
 - the experiment part "deferral" (`PARTS`), the Gen builders of the ex10 cases, the grading harness
-  `deferral_table`, and a CLI: `python -m hetero.moe train|evaluate [--impl solutions] [--seeds 0 1 2]`.
+  `deferral_table` (on the stored float64 models under hetero/data/), and a CLI:
+  `python -m hetero.moe train|evaluate|grading-checkpoints [--impl solutions] [--seeds 0 1 2]`.
 
 Data rules (documented figures, see docs/figures_moe.md):
 - split: a city goes to validation when sha256(str(geonameid)) mod 10 == 0 (about 10 %), else train;
