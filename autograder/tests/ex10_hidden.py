@@ -3,8 +3,9 @@
 Inputs are tensors of random tiny MoE layers (`Gen("tiny_moe_layer", ...)`, built by `hetero.moe`
 from a seeded torch.Generator: real routing weights in router order, real shared and expert
 outputs), gate weights with many ties (`Gen("tied_weights", ...)`), invalid input, and the harness
-`hetero.moe:deferral_table`, which trains a tiny float64 MoE and evaluates all seven forward modes
-with the submitted functions.
+`hetero.moe:deferral_table`, which loads a tiny trained float64 MoE
+(shared/hetero/data/citymoe-grading-seed*.pt) and evaluates all seven forward modes with the
+submitted functions.
 """
 
 from hetero.checks import Case, Gen
