@@ -4,6 +4,7 @@ names its mistake (the `MISTAKE:` sentence of the fixture)."""
 
 from __future__ import annotations
 
+import difflib
 import shutil
 from pathlib import Path
 
@@ -60,3 +61,21 @@ def test_wrong_submission_loses_points_and_feedback_names_the_mistake(fixture, t
     failed = [t["output"] for t in data["tests"] if t.get("status") == "failed" and t["max_score"] > 0]
     assert any(description in out for out in failed), (
         f"{fixture.name}: no failed case names the mistake {description!r}; failed outputs:\n" + "\n".join(failed[:5]))
+
+
+MAX_CHANGED_LINES = 12  # the MISTAKE docstring lines plus the one mistake; measured today: 6 to 11
+
+
+@pytest.mark.parametrize("fixture", WRONG, ids=[p.name for p in WRONG])
+def test_wrong_submission_is_the_answer_key_with_one_mistake(fixture):
+    """A fixture is a full copy of the answer key with one realistic mistake; when the key changes, a
+    fixture that was not updated with it shows up here as a large difference."""
+    ex = BY_ID[fixture.name.split("_", 1)[0]]
+    key = [line for line in (ROOT / "solutions" / ex.filename).read_text(encoding="utf-8").splitlines()
+           if line.strip() not in ("# BEGIN SOLUTION", "# END SOLUTION")]
+    wrong = (fixture / ex.filename).read_text(encoding="utf-8").splitlines()
+    changed = [line for line in difflib.unified_diff(key, wrong, lineterm="", n=0)
+               if line[:1] in "+-" and not line.startswith(("+++", "---"))]
+    assert 0 < len(changed) <= MAX_CHANGED_LINES, (
+        f"{fixture.name} differs from solutions/{ex.filename} in {len(changed)} lines (at most {MAX_CHANGED_LINES}: "
+        "update the fixture from the current answer key, keeping only its one mistake)")
