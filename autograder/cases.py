@@ -8,24 +8,15 @@ wrong fixtures on them, in `autograder/expected/exNN.json` (written by `python -
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 from typing import Any
 
 from autograder.manifest import BY_ID, ROOT
 from hetero.checks import Case
+from hetero.impl import load_module_from_path
 
 EXPECTED_DIR = ROOT / "autograder" / "expected"
-
-
-def _load_module(path: Path, name: str):
-    spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None or spec.loader is None:
-        raise ImportError(f"cannot load {path}")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def _checked(cases: Any, path: Path, ex_id: str) -> list[Case]:
@@ -50,12 +41,12 @@ def public_cases_path(ex_id: str, root: Path = ROOT) -> Path:
 
 def public_cases(ex_id: str, root: Path = ROOT) -> list[Case]:
     path = public_cases_path(ex_id, root)
-    return _checked(_load_module(path, f"_a2_public_{ex_id}").CASES, path, ex_id)
+    return _checked(load_module_from_path(path, f"_a2_public_{ex_id}").CASES, path, ex_id)
 
 
 def hidden_cases(ex_id: str, root: Path = ROOT) -> list[Case]:
     path = root / "autograder" / "tests" / f"{ex_id}_hidden.py"
-    return _checked(_load_module(path, f"_a2_hidden_{ex_id}").CASES, path, ex_id)
+    return _checked(load_module_from_path(path, f"_a2_hidden_{ex_id}").CASES, path, ex_id)
 
 
 def expected_values(ex_id: str, root: Path = ROOT) -> dict[str, Any]:

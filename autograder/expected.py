@@ -17,7 +17,6 @@ wrong fixture passes every case (it would test nothing).
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import sys
 from pathlib import Path
@@ -26,6 +25,7 @@ from typing import Any
 from autograder.cases import hidden_cases, public_cases
 from autograder.manifest import BY_ID, EXERCISES, ROOT
 from hetero.checks import NO_EXPECT, Case, judge, run_call
+from hetero.impl import load_module_from_path
 
 EXPECTED_DIR = ROOT / "autograder" / "expected"
 WRONG_DIR = ROOT / "autograder" / "fixtures" / "wrong"
@@ -33,16 +33,6 @@ WRONG_DIR = ROOT / "autograder" / "fixtures" / "wrong"
 
 class AnswerKeyError(RuntimeError):
     """The answer key and the cases disagree."""
-
-
-def load_file_module(path: Path, name: str):
-    spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None or spec.loader is None:
-        raise ImportError(f"cannot load {path}")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def mistake_description(path: Path) -> str:
@@ -73,7 +63,7 @@ def all_cases(ex_id: str) -> list[tuple[str, Case]]:
 
 def compute(ex_id: str) -> dict[str, Any]:
     ex = BY_ID[ex_id]
-    key = load_file_module(ROOT / "solutions" / ex.filename, f"_a2_key_{ex_id}")
+    key = load_module_from_path(ROOT / "solutions" / ex.filename, f"_a2_key_{ex_id}")
     entries: dict[str, dict[str, Any]] = {}
     for kind, case in all_cases(ex_id):
         outcome = run_call(case, key)
@@ -92,7 +82,7 @@ def compute(ex_id: str) -> dict[str, Any]:
         entries[case.id] = {"expect": outcome.value, "raises": None, "mistakes": {}}
     for name, path in wrong_fixtures(ex_id):
         description = mistake_description(path)
-        module = load_file_module(path, f"_a2_wrong_{name}")
+        module = load_module_from_path(path, f"_a2_wrong_{name}")
         caught = False
         for _, case in all_cases(ex_id):
             entry = entries[case.id]

@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import ast
 import copy
-import importlib.util
 import json
 import signal
 import sys
@@ -33,6 +32,7 @@ from autograder.cases import expected_values
 from autograder.expected import all_cases
 from autograder.manifest import BY_ID, EXERCISES, ROOT
 from hetero.checks import judge, run_call
+from hetero.impl import load_module_from_path
 
 NOTES = ROOT / "autograder" / "mutation_notes.json"
 MUTANT_TIMEOUT_S = 60
@@ -147,12 +147,10 @@ def killed_by(mutant_source: str, ex_id: str, cases, stored) -> str | None:
         path = Path(tmp) / BY_ID[ex_id].filename
         path.write_text(mutant_source, encoding="utf-8")
         name = f"_a2_mutant_{ex_id}_{abs(hash(mutant_source))}"
-        spec = importlib.util.spec_from_file_location(name, path)
-        module = importlib.util.module_from_spec(spec)
         signal.signal(signal.SIGALRM, _alarm)
         signal.alarm(MUTANT_TIMEOUT_S)
         try:
-            spec.loader.exec_module(module)
+            module = load_module_from_path(path, name)
             for _, case in cases:
                 entry = stored[case.id]
                 verdict = judge(case, run_call(case, module), entry["expect"] if not case.raises else None)

@@ -32,6 +32,7 @@ import tempfile
 from pathlib import Path
 
 from autograder.manifest import EXERCISES, ROOT
+from hetero.impl import load_module_from_path
 
 BEGIN = "# BEGIN SOLUTION"
 END = "# END SOLUTION"
@@ -135,9 +136,7 @@ def build_release(dest: Path, root: Path = ROOT) -> list[Path]:
 
 
 def _public_case_lines(ex, solutions: Path) -> list[str]:
-    from autograder.cases import _load_module
-
-    cases = _load_module(solutions / "tests" / f"public_{ex.id}.py", f"_handout_public_{ex.id}").CASES
+    cases = load_module_from_path(solutions / "tests" / f"public_{ex.id}.py", f"_handout_public_{ex.id}").CASES
     lines = []
     for case in cases:
         what = f"raises `{case.raises}`" if case.raises else f"expects `{case.expect!r}`" + (

@@ -22,7 +22,7 @@ import pytest
 
 from autograder import grader, results as res, sandbox
 from autograder.manifest import BY_ID, ROOT
-from autograder.expected import load_file_module
+from hetero.impl import load_module_from_path as load_file_module
 
 # the helpers live in test_grader.py; pytest's importlib mode does not put tests/ on sys.path
 _helpers = load_file_module(Path(__file__).with_name("test_grader.py"), "_a2_grader_test_helpers")

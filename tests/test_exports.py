@@ -26,7 +26,8 @@ import pytest
 
 from autograder import export_nbgrader, export_otter
 from autograder import notebooks as nb
-from autograder.expected import load_file_module, wrong_fixtures
+from autograder.expected import wrong_fixtures
+from hetero.impl import load_module_from_path as load_file_module
 from autograder.manifest import BY_ID, ROOT
 from hetero.checks import judge, run_call
 

@@ -45,7 +45,7 @@ WITH_SOLUTION = [e for e in BY_ID if has_solution(e)]
 
 
 def _load(path: Path, name: str):
-    from autograder.expected import load_file_module
+    from hetero.impl import load_module_from_path as load_file_module
 
     return load_file_module(path, name)
 

@@ -68,13 +68,19 @@ def load_exercise(ex_id: str, impl: str | Path = "solutions") -> ModuleType:
     if not path.is_file():
         raise MissingExercise(ex_id, f"file {path} not found")
     digest = hashlib.sha1(str(path).encode()).hexdigest()[:10]
-    name = f"_a2impl_{digest}_{EXERCISES[ex_id]}"
+    module = load_module_from_path(path, f"_a2impl_{digest}_{EXERCISES[ex_id]}")
+    _CACHE[key] = module
+    return module
+
+
+def load_module_from_path(path: str | Path, name: str) -> ModuleType:
+    """Import the Python file `path` as module `name` (registered in sys.modules; no sys.path changes)."""
     spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {path}")
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     spec.loader.exec_module(module)
-    _CACHE[key] = module
     return module
 
 
