@@ -40,6 +40,7 @@ class Exercise:
     hidden_visibility: str = "visible"
     hidden_detail_visibility: str = "after_due_date"
     terms: str = ""  # the lecture's Chinese terms beside the English ones, for the handout
+    case_timeout_s: float = 10.0  # wall-clock limit for one case's call: a loop costs only that case
 
     @property
     def filename(self) -> str:
@@ -68,7 +69,7 @@ EXERCISES: tuple[Exercise, ...] = (
              "§2.4, §7 Q4", 6, 0.4, 20, 20, 2048,
              terms="传输引擎 / transfer engine, 线速 / line rate, 网卡 / NIC, 用存储换计算 / trading storage for compute"),
     Exercise("ex05", "ex05_overload", "Prediction-based early rejection and the anti-phase oscillation",
-             "§3.2, §7 Q5", 14, 0.4, 90, 90, 3072,
+             "§3.2, §7 Q5", 14, 0.4, 90, 90, 3072, case_timeout_s=20.0,
              terms="提前拒绝 / early rejection, 按预测拒绝 / prediction-based rejection, 反相位振荡 / anti-phase oscillation, 过载 / overload"),
     Exercise("ex06", "ex06_expert_bytes", "Expert bytes per token and the CPU decode bound",
              "§4.2, §4.3, §7 Q6", 8, 0.4, 20, 20, 2048,
@@ -83,7 +84,7 @@ EXERCISES: tuple[Exercise, ...] = (
              "§4.5, §7 Q9", 6, 0.4, 20, 20, 2048,
              terms="矩阵扩展 / AMX, 峰值 / peak, 预填充 / prefill"),
     Exercise("ex10", "ex10_deferral_accuracy", "Skip vs defer on the small MoE",
-             "§4.4", 20, 0.4, 120, 120, 4096,
+             "§4.4", 20, 0.4, 120, 120, 4096, case_timeout_s=30.0,
              terms="专家推迟 / expert deferral, 跳过 / skip, 残差流 / residual stream, 毫 nat / milli-nat"),
 )
 
@@ -99,5 +100,7 @@ def check() -> None:
         for level in (e.public_visibility, e.hidden_visibility, e.hidden_detail_visibility):
             if level not in VISIBILITY_LEVELS:
                 raise ValueError(f"{e.id}: unknown visibility {level!r}")
+        if not 0 < e.case_timeout_s <= e.timeout_s:
+            raise ValueError(f"{e.id}: case_timeout_s must lie in (0, timeout_s]")
         if not 0 <= e.public_share <= 1:
             raise ValueError(f"{e.id}: public_share must lie in [0, 1]")
