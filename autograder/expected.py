@@ -1,10 +1,15 @@
 """Compute the answer key's values for every case, once, and store them as data.
 
-`python -m autograder expected` runs each exercise's solution (`solutions/exNN_*.py`) on its public
-and hidden cases and writes `autograder/expected/exNN.json`:
+`python -m autograder expected` loads each exercise's hidden case file once (the only place Hypothesis
+runs), stores every hidden case as data, runs the solution (`solutions/exNN_*.py`) on the public and
+the stored hidden cases and writes `autograder/expected/exNN.json`:
     {"exercise": "exNN",
+     "hidden": [<case as data: id, func, encoded args and kwargs, tolerances, hint, points, ...>],
      "cases": {case_id: {"expect": <encoded value> | null, "raises": "ValueError" | null,
-                         "mistakes": {fixture: [description, <encoded value>]}}}}
+                         "class": <answer class within its group>,
+                         "mistakes": {fixture: [description, <encoded value>]}}},
+     "rules": {group: {"rule": "two_answers" | "valid_and_invalid", "uses": [...]}}}
+`class` and `rules` are what `autograder.scoring` needs to decide which passed cases pay.
 `mistakes` holds what each known-wrong submission (`autograder/fixtures/wrong/exNN_<slug>/`, whose
 docstring starts with `MISTAKE: ...`) returns where that differs from the answer key, so feedback can
 name the mistake. Grading reads only these files: it never imports `solutions/`.
@@ -22,7 +27,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from autograder.cases import hidden_cases, public_cases
+from autograder import scoring
+from autograder.cases import case_from_data, case_to_data, hidden_cases_from_source, public_cases
 from autograder.manifest import BY_ID, EXERCISES, ROOT
 from hetero.checks import NO_EXPECT, Case, judge, run_call
 from hetero.impl import load_module_from_path
@@ -57,15 +63,24 @@ def wrong_fixtures(ex_id: str) -> list[tuple[str, Path]]:
     return found
 
 
-def all_cases(ex_id: str) -> list[tuple[str, Case]]:
-    return [("public", c) for c in public_cases(ex_id)] + [("hidden", c) for c in hidden_cases(ex_id)]
+def stored_hidden(ex_id: str) -> list[dict[str, Any]]:
+    """The hidden cases as the data the grader will read (built from the case file, once)."""
+    return [case_to_data(c) for c in hidden_cases_from_source(ex_id)]
+
+
+def all_cases(ex_id: str, hidden_data: list[dict[str, Any]] | None = None) -> list[tuple[str, Case]]:
+    """("public" | "hidden", case); hidden cases as read back from their stored data."""
+    data = stored_hidden(ex_id) if hidden_data is None else hidden_data
+    return [("public", c) for c in public_cases(ex_id)] + [("hidden", case_from_data(d)) for d in data]
 
 
 def compute(ex_id: str) -> dict[str, Any]:
     ex = BY_ID[ex_id]
     key = load_module_from_path(ROOT / "solutions" / ex.filename, f"_a2_key_{ex_id}")
+    hidden_data = json.loads(json.dumps(stored_hidden(ex_id)))  # exactly what the JSON file will hold
+    cases = all_cases(ex_id, hidden_data)
     entries: dict[str, dict[str, Any]] = {}
-    for kind, case in all_cases(ex_id):
+    for kind, case in cases:
         outcome = run_call(case, key)
         if case.raises:
             if outcome.error_type != case.raises:
@@ -84,7 +99,7 @@ def compute(ex_id: str) -> dict[str, Any]:
         description = mistake_description(path)
         module = load_module_from_path(path, f"_a2_wrong_{name}")
         caught = False
-        for _, case in all_cases(ex_id):
+        for _, case in cases:
             entry = entries[case.id]
             outcome = run_call(case, module)
             verdict = judge(case, outcome, entry["expect"])
@@ -95,11 +110,22 @@ def compute(ex_id: str) -> dict[str, Any]:
                 entry["mistakes"][name] = [description, outcome.value]
         if not caught:
             raise AnswerKeyError(f"wrong fixture {name} passes every case of {ex_id}: no case detects its mistake")
-    return {"exercise": ex_id, "cases": entries}
+    plain = [c for _, c in cases]
+    classes = scoring.answer_classes(plain, {cid: e["expect"] for cid, e in entries.items()})
+    echo = {c.id: scoring.echoes(c, entries[c.id]["expect"]) for c in plain}
+    for cid, number in classes.items():
+        entries[cid]["class"] = number
+        entries[cid]["echo"] = echo[cid]
+    try:
+        rules = scoring.group_rules(ex_id, [c for kind, c in cases if kind == "hidden"], classes, plain, echo)
+    except scoring.CaseListError as exc:
+        raise AnswerKeyError(str(exc)) from None
+    return {"exercise": ex_id, "hidden": hidden_data, "cases": entries,
+            "rules": {k: {"rule": r.rule, "uses": list(r.uses)} for k, r in rules.items()}}
 
 
 def render(data: dict[str, Any]) -> str:
-    return json.dumps(data, indent=1, sort_keys=True) + "\n"
+    return json.dumps(data, indent=1) + "\n"  # no sort_keys: dict arguments keep their order
 
 
 def available_exercises() -> list[str]:

@@ -18,6 +18,7 @@ Python API: `grade_submission(submission, out=None) -> dict` (the results.json c
 from __future__ import annotations
 
 import argparse
+import builtins
 import os
 import shutil
 import sys
@@ -30,10 +31,10 @@ from pathlib import Path, PurePosixPath
 from typing import Any, Iterable, Optional, Sequence
 
 from autograder import results as res
-from autograder import sandbox
-from autograder.cases import expected_values, hidden_cases, public_cases
+from autograder import sandbox, scoring
+from autograder.cases import hidden_cases, public_cases, stored
 from autograder.manifest import BY_ID, EXERCISES, ROOT, Exercise
-from hetero.checks import Case, Outcome, decode, encode, judge
+from hetero.checks import Array, Case, Outcome, decode, encode, judge
 
 MAX_FILE_BYTES = 2 * 2**20  # an exercise file (or notebook) larger than this is not graded
 MAX_ZIP_MEMBERS = 20000
@@ -199,27 +200,71 @@ def _outcome_text(outcome: Optional[Outcome], reason: str) -> str:
         return "an unreadable value"
 
 
-def _hidden_message(case: Case, passed: bool, verdict_message: str, outcome: Optional[Outcome], reason: str) -> str:
-    """Pass/fail text for a hidden case: what was checked and the likely mistake, no inputs or values."""
-    what = f"{case.func}: hidden case {case.id}"
+BUILTIN_EXCEPTIONS = frozenset(name for name, obj in vars(builtins).items()
+                               if isinstance(obj, type) and issubclass(obj, BaseException))
+
+
+def exception_name(error_type: Optional[str]) -> str:
+    """An exception's class name for hidden-case feedback: builtin names only (the student picks the others)."""
+    if error_type in BUILTIN_EXCEPTIONS:
+        return str(error_type)
+    if error_type == "EncodeError":
+        return "a value that is not plain data"
+    return "an exception of a class defined in your file"
+
+
+def _kind(value: Any) -> str:
+    """The kind of a decoded value, in the fixed words of hidden-case feedback."""
+    if isinstance(value, Array):
+        return "a torch tensor" if value.tag == "tensor" else "a numpy array"
+    names = {bool: "a bool", int: "an int", float: "a float", str: "a str", list: "a list", tuple: "a tuple",
+             dict: "a dict", type(None): "None"}
+    return names.get(type(value), "another type")
+
+
+def mismatch_kind(expect_encoded: Any, outcome: Outcome) -> str:
+    """Why a returned value is wrong, from a fixed set of phrases that depend on no hidden input."""
+    try:
+        expected, got = decode(expect_encoded), decode(outcome.value)
+    except Exception:
+        return "the returned value could not be read"
+    want, have = _kind(expected), _kind(got)
+    if want != have and not (want == "a float" and have == "an int"):
+        return f"type mistake: your function returned {have} where {want} is expected"
+    if isinstance(expected, Array) and isinstance(got, Array):
+        if expected.value.dtype != got.value.dtype or expected.torch_dtype != got.torch_dtype:
+            return "type mistake: the array's dtype differs from the expected one"
+        if expected.value.shape != got.value.shape:
+            return "wrong shape"
+    if isinstance(expected, dict) and set(expected) != set(got):
+        return "wrong keys"
+    if isinstance(expected, (list, tuple)) and len(expected) != len(got):
+        return "wrong length"
+    return "wrong value"
+
+
+def _hidden_message(case: Case, passed: bool, verdict_message: str, outcome: Optional[Outcome], reason: str,
+                    expect: Any) -> str:
+    """Feedback for one hidden case in fixed words: no input, no expected value, nothing the student chose."""
     unit = f" (unit: {case.unit})" if case.unit else ""
     hint = f" Likely mistake: {case.hint}" if case.hint else ""
     if passed:
-        return f"{what}: passed."
+        return "passed."
     if outcome is None:
-        return f"{what}: {reason}."
+        return f"{reason}."
     if outcome.error_type == "NotImplementedError":
-        return f"{what}: not implemented yet."
+        return "not implemented yet."
+    known = f" {verdict_message[verdict_message.index(KNOWN_MISTAKE):]}" if KNOWN_MISTAKE in verdict_message else ""
     if case.raises:
-        did = f"raised {outcome.error_type}" if outcome.error_type else "returned a value"
-        named = f" {verdict_message[verdict_message.index(KNOWN_MISTAKE):]}" if KNOWN_MISTAKE in verdict_message else hint
-        return f"{what}: this input is invalid and must raise {case.raises}, but your function {did}.{named}"
+        did = f"raised {exception_name(outcome.error_type)}" if outcome.error_type else "returned a value"
+        return f"this input is invalid and must raise {case.raises}, but your function {did}.{known or hint}"
     if outcome.error_type:
-        return (f"{what}: your function raised {outcome.error_type} (its message is withheld because it may "
-                f"contain the hidden inputs; it is shown with them after the due date).")
-    if KNOWN_MISTAKE in verdict_message:
-        return f"{what}: wrong result{unit}. {verdict_message[verdict_message.index(KNOWN_MISTAKE):]}"
-    return f"{what}: wrong result{unit} (type, keys, shape or value; tolerance: {case.tol_note}).{hint}"
+        return (f"your function raised {exception_name(outcome.error_type)} (its message is not shown: it may "
+                f"contain the hidden inputs).")
+    kind = mismatch_kind(expect, outcome)
+    if kind.startswith("type mistake"):
+        return f"{kind}{unit}."
+    return f"{kind}{unit} (tolerance: {case.tol_note}).{known or hint}"
 
 
 def _no_result_reason(found: Optional[Found], ex: Exercise, report: Optional[sandbox.ChildReport],
@@ -229,8 +274,7 @@ def _no_result_reason(found: Optional[Found], ex: Exercise, report: Optional[san
             f"no result: {found.note}"
     assert report is not None
     if report.imported is False:
-        first = report.import_error.strip().splitlines()[-1] if report.import_error.strip() else "an error"
-        return f"no result: your file could not be imported ({first})"
+        return "no result: your file could not be imported (the error is shown with the first public case)"
     if case_id in report.refused:
         return f"no result: {report.refused[case_id]}"
     stage = "while your file was being imported" if report.imported is None else "before this case finished"
@@ -247,46 +291,60 @@ def _judge(case: Case, outcome: Outcome, expect: Any, mistakes: Any) -> tuple[bo
 
 def grade_exercise(ex: Exercise, found: Optional[Found], root: Path = ROOT, time_scale: float = 1.0) -> res.ExerciseResult:
     public = public_cases(ex.id, root)
+    data = stored(ex.id, root)
     hidden = hidden_cases(ex.id, root)
-    stored = expected_values(ex.id, root)
-    stale = [c.id for c in hidden if c.id not in stored or (not c.raises and stored[c.id].get("expect") is None)]
-    if stale:
-        raise ConfigError(f"{ex.id}: no stored expected value for {stale} (run `python -m autograder expected`)")
+    entries = data["cases"]
+    missing = [c.id for c in public + hidden if c.id not in entries or "class" not in entries[c.id]]
+    if missing:
+        raise ConfigError(f"{ex.id}: no stored expected value for {missing} (run `python -m autograder expected`)")
     if not public or not hidden:
         raise ConfigError(f"{ex.id}: needs public and hidden cases, has {len(public)} and {len(hidden)}")
-    public_points = res.split_points(ex.points * ex.public_share, [c.points for c in public])
-    hidden_points = res.split_points(ex.points * (1 - ex.public_share), [c.points for c in hidden])
+    cents = scoring.case_cents(ex.points, ex.public_share, public, hidden)
+    rules = {k: scoring.GroupRule(v["rule"], tuple(v["uses"])) for k, v in data["rules"].items()}
     report = None
     if found is not None and found.path is not None:
         specs = [call_spec(c) for c in public + hidden]
         report = sandbox.run_exercise(found.path, ex.module, specs, len(public), limits_for(ex, time_scale))
     outcomes = report.outcomes if report is not None else {}
-    cases = []
-    for case, points, is_hidden in [(c, p, False) for c, p in zip(public, public_points)] + \
-                                   [(c, p, True) for c, p in zip(hidden, hidden_points)]:
-        entry = stored.get(case.id, {})
+    judged: dict[str, tuple[bool, str, Optional[Outcome], str]] = {}
+    hidden_ids = {c.id for c in hidden}
+    for case in public + hidden:
+        entry = entries[case.id]
         outcome = outcomes.get(case.id)
         reason = "" if outcome is not None else _no_result_reason(found, ex, report, case.id)
-        expect = entry.get("expect") if is_hidden else None
+        expect = entry.get("expect") if case.id in hidden_ids else None
         if outcome is None:
             passed, message = False, f"{case.func}: {case.id}: {reason}."
         else:
             passed, message = _judge(case, outcome, expect, entry.get("mistakes"))
+        judged[case.id] = (passed, message, outcome, reason)
+    passed_map = {cid: j[0] for cid, j in judged.items()}
+    classes = {cid: entries[cid]["class"] for cid in entries}
+    echo = {cid: bool(entries[cid].get("echo")) for cid in entries}
+    live = scoring.live_groups(rules, hidden, classes, passed_map, echo)
+    pays = scoring.paid(public + hidden, passed_map, live)
+    cases = []
+    for case in public + hidden:
+        passed, message, outcome, reason = judged[case.id]
+        is_hidden = case.id in hidden_ids
+        gate = "" if pays[case.id] or not passed else f" {scoring.UNPAID_NOTE}"
         if not is_hidden:
-            cases.append(res.CaseResult(case.id, case.func, False, points, passed, message))
+            cases.append(res.CaseResult(case.id, case.func, False, cents[case.id], passed, pays[case.id],
+                                        message + gate, group=scoring.group_key(case)))
             continue
+        expect = entries[case.id].get("expect")
         expected_text = f"raises {case.raises}" if case.raises else _short(decode(expect)) + (f" {case.unit}" if case.unit else "")
         detail = (f"[{'passed' if passed else 'FAILED'}] {case.id}\n  call:     {_call_text(case)}\n"
                   f"  expected: {expected_text}\n  got:      {_outcome_text(outcome, reason)}\n  verdict:  {message}")
-        cases.append(res.CaseResult(case.id, case.func, True, points, passed,
-                                    _hidden_message(case, passed, message, outcome, reason), detail))
+        cases.append(res.CaseResult(case.id, case.func, True, cents[case.id], passed, pays[case.id],
+                                    _hidden_message(case, passed, message, outcome, reason, expect) + gate,
+                                    detail, group=scoring.group_key(case)))
     note = _exercise_note(ex, found, report)
-    if report is not None and report.imported is False and cases:
-        first = cases[0]
-        cases[0] = res.CaseResult(first.case_id, first.func, first.hidden, first.max_score, first.passed,
-                                  f"{first.message}\n\nYour file could not be imported:\n{report.import_error}")
+    import_error = report.import_error if report is not None and report.imported is False else ""
     return res.ExerciseResult(ex, cases, note, report.output_public if report else "",
-                              report.output_all if report else "", report.wall_s if report else 0.0)
+                              report.output_all if report else "", report.wall_s if report else 0.0,
+                              import_error=import_error,
+                              isolation=tuple(report.isolation) if report is not None else ())
 
 
 def _exercise_note(ex: Exercise, found: Optional[Found], report: Optional[sandbox.ChildReport]) -> str:
@@ -302,9 +360,9 @@ def _exercise_note(ex: Exercise, found: Optional[Found], report: Optional[sandbo
         elif report.ended != "finished":
             parts.append(f"Stopped: {report.detail}; cases without a result score 0.")
         if report.survivors_killed:
-            parts.append(f"{report.survivors_killed} leftover process(es) started by your code were killed.")
+            parts.append("Processes started by your code were still running after it finished; they were killed.")
         if report.bad_records:
-            parts.append(f"{report.bad_records} unauthenticated line(s) on the result channel were ignored.")
+            parts.append("Lines written to the grader's result channel by your code were ignored.")
     return _join(*parts)
 
 

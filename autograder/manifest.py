@@ -7,19 +7,25 @@ Gradescope builder and the nbgrader / Otter exports. Points total 100.
 Per exercise, `public_share` of the points come from the public cases (the ones students run
 locally: `solutions/tests/public_exNN.py`, released to `assignments/tests/`) and the rest from the
 hidden cases (`autograder/tests/exNN_hidden.py`, never released). Inside each share, points are
-split in proportion to each case's `points` weight.
+split in exact hundredths in proportion to each case's `points` weight, and a passed case pays only
+when its function is shown to compute (`autograder.scoring`).
 
 Visibility uses Gradescope's four levels (hidden, after_due_date, after_published, visible):
-`public_visibility` for public cases; `hidden_visibility` for the pass/fail line of a hidden case
-(its message names the likely mistake but not the inputs or the expected value); and
-`hidden_detail_visibility` for a zero-point companion entry that shows the hidden inputs and expected
-values.
+`public_visibility` for the public-case entries; `hidden_visibility` for the hidden-case entries (fixed
+words: the likely mistake, never the inputs or the expected value). `hidden_detail_visibility` is
+None by default: no entry shows the hidden inputs and expected values. Setting it (for instance to
+"after_due_date") adds a zero-point entry that does; on Gradescope every later submission of the same
+student can read earlier results, so from that level on the hidden cases are no longer hidden.
+
+Limits: `timeout_s` and `cpu_s` bound one exercise's whole child process, `case_timeout_s` one case's
+call (a loop costs only that case), `memory_mb` its address space (MiB).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Optional
 
 ROOT = Path(__file__).resolve().parents[1]
 VISIBILITY_LEVELS = ("hidden", "after_due_date", "after_published", "visible")
@@ -38,7 +44,7 @@ class Exercise:
     memory_mb: int  # address-space limit for that process
     public_visibility: str = "visible"
     hidden_visibility: str = "visible"
-    hidden_detail_visibility: str = "after_due_date"
+    hidden_detail_visibility: Optional[str] = None  # opt-in entry with the hidden inputs and expected values
     terms: str = ""  # the lecture's Chinese terms beside the English ones, for the handout
     case_timeout_s: float = 10.0  # wall-clock limit for one case's call: a loop costs only that case
 
@@ -97,7 +103,7 @@ def check() -> None:
     if abs(total - 100) > 1e-9:
         raise ValueError(f"exercise points total {total}, not 100")
     for e in EXERCISES:
-        for level in (e.public_visibility, e.hidden_visibility, e.hidden_detail_visibility):
+        for level in (e.public_visibility, e.hidden_visibility, e.hidden_detail_visibility or "hidden"):
             if level not in VISIBILITY_LEVELS:
                 raise ValueError(f"{e.id}: unknown visibility {level!r}")
         if not 0 < e.case_timeout_s <= e.timeout_s:

@@ -2,16 +2,22 @@
 
 Format: Gradescope's autograder specification (top-level score, execution_time, output,
 output_format, visibility, stdout_visibility, tests[]), checked against
-`autograder/schema/gradescope_results.schema.json`. Points come from `autograder.manifest`: an
-exercise's `points * public_share` are split over its public cases in proportion to `Case.points`,
-the rest over its hidden cases.
+`autograder/schema/gradescope_results.schema.json`. Points are exact hundredths
+(`autograder.scoring`): each test's score, and the total, is a two-decimal number and the exercise
+totals add up to exactly 100.
 
-Per exercise the tests are: one entry per public case (visibility `public_visibility`; expected vs
-got with units); one pass/fail entry per hidden case (visibility `hidden_visibility`; what was
-checked and the likely mistake, never the inputs or the expected value); one zero-point entry
-(visibility `hidden_detail_visibility`) with the hidden inputs, expected values and results. When
-the grader itself fails, a visible "autograder failed" entry with a generic message and a hidden
-entry with the traceback take the place of the tests it could not produce (as otter-grader does).
+Per exercise the tests are one entry per function and side: "exNN <function> (public cases)"
+(visibility `public_visibility`; each case's call, expected vs got with units) and "exNN <function>
+(hidden cases)" (visibility `hidden_visibility`; one line per hidden case in fixed words: passed,
+the kind of mistake, the likely mistake; never an input, an expected value, a size that depends on
+them, or text the student's code chose). A simulator driven by the student's functions has its own
+pair of entries. Only when the manifest opts in (`hidden_detail_visibility`) is there a zero-point
+entry with the hidden inputs, expected values and results; on Gradescope a results.json is handed to
+later runs of the same student's submissions, so that entry exposes the hidden cases to any later
+submission once its visibility level is reached. A staff-only entry records how each exercise's
+child was isolated. When the grader itself fails, a visible "autograder failed" entry with a generic
+message and a hidden entry with the traceback take the place of the tests it could not produce (as
+otter-grader does).
 """
 
 from __future__ import annotations
@@ -19,10 +25,11 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
+from autograder import scoring
 from autograder.manifest import ROOT, Exercise
 
 SCHEMA_PATH = ROOT / "autograder" / "schema" / "gradescope_results.schema.json"
@@ -36,10 +43,12 @@ class CaseResult:
     case_id: str
     func: str
     hidden: bool
-    max_score: float
+    cents: int  # the case's share in hundredths of a point (autograder.scoring)
     passed: bool
-    message: str  # the pass/fail entry's text (hidden cases: without inputs or values)
-    detail: str = ""  # hidden cases: inputs, expected and got, for the after-due-date entry
+    paid: bool  # passed and its group is live (autograder.scoring): the share counts
+    message: str  # the case's feedback line (hidden cases: fixed words, no inputs or values)
+    detail: str = ""  # hidden cases: inputs, expected and got, for the opt-in after-due-date entry
+    group: str = ""  # scoring group: the function, or "harness:<module:function>"
 
 
 @dataclass(frozen=True)
@@ -48,65 +57,80 @@ class ExerciseResult:
     cases: Sequence[CaseResult] = ()
     note: str = ""  # visible sentence about the whole exercise (missing file, crash, time limit)
     output: str = ""  # what the student's code printed before the first hidden case
-    hidden_output: str = ""  # everything it printed (shown with the hidden details)
+    hidden_output: str = ""  # everything it printed (shown only in the opt-in hidden detail entry)
     wall_s: float = 0.0
     failure: Optional[str] = None  # traceback when the grader failed on this exercise
+    import_error: str = ""  # the student's traceback when the file could not be imported
+    isolation: tuple[str, ...] = ()  # how the child was isolated (staff-only entry)
+
+    @property
+    def cents(self) -> int:
+        return sum(c.cents for c in self.cases if c.paid)
 
     @property
     def score(self) -> float:
-        return sum(c.max_score for c in self.cases if c.passed)
-
-
-@dataclass
-class Assembly:
-    tests: list[dict[str, Any]] = field(default_factory=list)
-    summary: list[str] = field(default_factory=list)
-
-
-def split_points(total: float, weights: Sequence[float]) -> list[float]:
-    """`total` split over cases in proportion to their weights (empty when there are no cases)."""
-    if not weights:
-        return []
-    if any(w < 0 for w in weights) or sum(weights) <= 0:
-        raise ValueError(f"case points must be >= 0 with a positive sum, got {list(weights)}")
-    scale = total / sum(weights)
-    return [w * scale for w in weights]
+        return scoring.cents_to_points(self.cents)
 
 
 def clip(text: str, limit: int = OUTPUT_CHARS) -> str:
     return text if len(text) <= limit else text[:limit] + f"\n... ({len(text) - limit} more characters)"
 
 
-def _points(x: float) -> float:
-    return round(x, 9)
+def _group_label(group: str) -> str:
+    return f"simulator {group[len('harness:'):]}" if group.startswith("harness:") else group
+
+
+def _entries(result: ExerciseResult) -> list[tuple[str, bool, list[CaseResult]]]:
+    """(group, hidden, cases) in the order the cases come: one Gradescope test per function and side."""
+    order: list[tuple[str, bool]] = []
+    members: dict[tuple[str, bool], list[CaseResult]] = {}
+    for case in result.cases:
+        key = (case.group or case.func, case.hidden)
+        if key not in members:
+            order.append(key)
+            members[key] = []
+        members[key].append(case)
+    return [(group, hidden, members[(group, hidden)]) for group, hidden in order]
 
 
 def exercise_tests(result: ExerciseResult, index: int) -> list[dict[str, Any]]:
     ex = result.exercise
     if result.failure is not None:
-        return failure_tests(f"{ex.id} ({ex.filename})", ex.points, result.failure, f"{index}")
+        return failure_tests(f"{ex.id} ({ex.filename})", scoring.to_cents(ex.points), result.failure, f"{index}")
     tests = []
-    for k, case in enumerate(result.cases, start=1):
-        name = f"{ex.id} {case.case_id}" + (" (hidden)" if case.hidden else "")
+    first_public = True
+    for k, (group, hidden, cases) in enumerate(_entries(result), start=1):
+        earned = sum(c.cents for c in cases if c.paid)
+        total = sum(c.cents for c in cases)
+        lines = []
+        if not hidden and first_public and result.import_error:
+            lines += [f"Your file could not be imported:\n{result.import_error}", ""]
+        if not hidden:
+            first_public = False
+            lines += [f"[{'passed' if c.passed else 'FAILED'}] ({scoring.points_text(c.cents)} pt) {c.message}"
+                      for c in cases]
+        else:
+            lines += [f"hidden case {n} of {len(cases)} ({scoring.points_text(c.cents)} pt): {c.message}"
+                      for n, c in enumerate(cases, start=1)]
         tests.append({
-            "name": name,
+            "name": f"{ex.id} {_group_label(group)} ({'hidden' if hidden else 'public'} cases)",
             "number": f"{index}.{k}",
-            "score": _points(case.max_score if case.passed else 0.0),
-            "max_score": _points(case.max_score),
-            "status": "passed" if case.passed else "failed",
-            "output": clip(case.message),
+            "score": scoring.cents_to_points(earned),
+            "max_score": scoring.cents_to_points(total),
+            "status": "passed" if earned == total else "failed",
+            "output": clip("\n".join(lines)),
             "output_format": "text",
-            "visibility": ex.hidden_visibility if case.hidden else ex.public_visibility,
+            "visibility": ex.hidden_visibility if hidden else ex.public_visibility,
         })
     hidden = [c for c in result.cases if c.hidden]
-    if hidden:
+    if hidden and ex.hidden_detail_visibility is not None:
         lines = [f"{ex.id}: the hidden cases, their inputs, expected values and your results.", ""]
         lines += [c.detail for c in hidden]
         if result.hidden_output.strip():
             lines += ["", "Everything your code printed while the cases ran:", result.hidden_output]
         tests.append({
             "name": f"{ex.id} hidden cases: inputs, expected values and your results",
-            "number": f"{index}.{len(result.cases) + 1}",
+            "number": f"{index}.{len(tests) + 1}",
             "score": 0.0,
             "max_score": 0.0,
             "status": "passed" if all(c.passed for c in hidden) else "failed",
@@ -117,11 +141,11 @@ def exercise_tests(result: ExerciseResult, index: int) -> list[dict[str, Any]]:
     return tests
 
 
-def failure_tests(what: str, max_score: float, trace: str, number: str) -> list[dict[str, Any]]:
+def failure_tests(what: str, max_cents: int, trace: str, number: str) -> list[dict[str, Any]]:
     """The visible 'autograder failed' entry and the hidden one holding the traceback."""
     return [
         {"name": f"autograder failed: {what}", "number": f"{number}.1", "score": 0.0,
-         "max_score": _points(max_score), "status": "failed", "output": GENERIC_FAILURE.format(what=what),
+         "max_score": scoring.cents_to_points(max_cents), "status": "failed", "output": GENERIC_FAILURE.format(what=what),
          "output_format": "text", "visibility": "visible"},
         {"name": f"autograder failed: {what} (traceback, staff only)", "number": f"{number}.2", "score": 0.0,
          "max_score": 0.0, "status": "failed", "output": clip(trace, 4 * OUTPUT_CHARS),
@@ -135,18 +159,29 @@ def summary_line(result: ExerciseResult) -> str:
         return f"{ex.id} {ex.title}: autograder failed (0 / {ex.points:g})"
     public = [c for c in result.cases if not c.hidden]
     hidden = [c for c in result.cases if c.hidden]
-    line = (f"{ex.id} {ex.title}: {result.score:.2f} / {ex.points:g} "
-            f"(public {sum(c.passed for c in public)}/{len(public)}, hidden {sum(c.passed for c in hidden)}/{len(hidden)})")
+    line = (f"{ex.id} {ex.title}: {scoring.points_text(result.cents)} / {ex.points:g} "
+            f"(public {sum(c.passed for c in public)}/{len(public)}, hidden {sum(c.passed for c in hidden)}/{len(hidden)} passed)")
     return line + (f"\n     {result.note}" if result.note else "")
+
+
+def environment_test(results: Sequence[ExerciseResult], number: str) -> dict[str, Any]:
+    """A staff-only entry saying how each exercise's child was isolated ("network: not isolated ..." included)."""
+    lines = [f"{r.exercise.id}: " + ("; ".join(r.isolation) if r.isolation else "not run")
+             for r in results if r.failure is None]
+    return {"name": "grading environment (staff only)", "number": number, "score": 0.0, "max_score": 0.0,
+            "status": "passed", "output": clip("\n".join(lines)), "output_format": "text", "visibility": "hidden"}
 
 
 def assemble(results: Sequence[ExerciseResult], execution_time: float, notes: Sequence[str] = ()) -> dict[str, Any]:
     tests: list[dict[str, Any]] = []
     for index, result in enumerate(results, start=1):
         tests.extend(exercise_tests(result, index))
-    score = round(sum(t["score"] for t in tests), 6)
-    max_score = round(sum(t["max_score"] for t in tests), 6)
-    lines = [f"Score: {score:g} / {max_score:g}", ""] + [summary_line(r) for r in results]
+    tests.append(environment_test(results, f"{len(results) + 1}.1"))
+    total_cents = sum(r.cents for r in results if r.failure is None)
+    max_cents = sum(scoring.to_cents(r.exercise.points) for r in results)
+    score = scoring.cents_to_points(total_cents)
+    lines = [f"Score: {scoring.points_text(total_cents)} / {scoring.points_text(max_cents)}", ""] + \
+        [summary_line(r) for r in results]
     if notes:
         lines += ["", *notes]
     printed = [r for r in results if r.output.strip()]
@@ -172,7 +207,7 @@ def grader_failure(trace: str, max_score: float, execution_time: float = 0.0) ->
         "output_format": "text",
         "visibility": "visible",
         "stdout_visibility": "hidden",
-        "tests": failure_tests("this submission", max_score, trace, "0"),
+        "tests": failure_tests("this submission", scoring.to_cents(max_score), trace, "0"),
     }
 
 

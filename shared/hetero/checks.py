@@ -47,6 +47,8 @@ class Case:
     hint:      the likely mistake when the check fails.
     points:    relative weight of the case inside its exercise's public or hidden share.
     harness:   "module:function" in `hetero`, called as harness(exercise_module, *args, **kwargs).
+    uses:      harness cases: the exercise functions the harness drives (their cases must show the
+               submission computes before the harness's cases pay; see `autograder.scoring`).
     """
 
     id: str
@@ -62,6 +64,7 @@ class Case:
     hint: str = ""
     points: float = 1.0
     harness: str | None = None
+    uses: tuple[str, ...] = ()
 
     @property
     def ex_id(self) -> str:
@@ -137,6 +140,25 @@ def decode(data: Any) -> Any:
             return Array(arr, data["__array__"], data.get("torch_dtype"))
         raise EncodeError(f"unknown encoded object with keys {sorted(data)}")
     return data
+
+
+def unwrap(value: Any) -> Any:
+    """Decoded arguments -> call arguments: each `Array` back to a numpy array or a torch tensor."""
+    if isinstance(value, Array):
+        if value.tag == "tensor":
+            import torch
+
+            return torch.from_numpy(value.value.copy())
+        return value.value
+    if isinstance(value, list):
+        return [unwrap(v) for v in value]
+    if isinstance(value, tuple):
+        return tuple(unwrap(v) for v in value)
+    if isinstance(value, dict):
+        return {k: unwrap(v) for k, v in value.items()}
+    if isinstance(value, Gen):
+        return Gen(value.name, unwrap(dict(value.params)))
+    return value
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,214 @@
+"""Points: exact decimal shares of each case, and the rule that decides which passed cases pay.
+
+Every route that scores a submission (the native grader, the nbgrader and Otter test cells) uses this
+module, so a submission earns the same points in all three.
+
+Exact points. Each case's share is a whole number of hundredths of a point ("centipoints"). An
+exercise's `points * public_share` is split over its public cases, the rest over its hidden cases, in
+proportion to `Case.points`, by the largest-remainder method: the shares of a group add up exactly to
+the group's total and the exercise totals add up to exactly 100, with no float residue.
+
+Which passed cases pay (the "live function" rule). A submission that computes nothing must earn
+nothing: a constant, a table of the released public answers, or raising the required exception for
+every input. So a case pays only when it passes AND its group is live:
+- a group is the cases of one exercise function (non-harness cases, by `Case.func`), or the cases of one
+  harness (`Case.harness`: a `hetero` simulator driven by the submitted functions);
+- a function whose hidden valid-input cases have at least two distinct answers (by the case's own
+  tolerance) is live when the passed hidden valid-input cases show two distinct answers; a case whose
+  answer equals one of its own arguments (an "echo" case: 1 cycle per instruction, a batch whose
+  tokens all reach the shared expert) is no evidence, since returning the argument passes it;
+- a function without two such answers (a validator returning None, an identity on valid input) is live
+  when it passes at least one hidden valid-input case and at least one hidden invalid-input case;
+- a harness group is live under the same two-answer rule, and only when every function it declares in
+  `Case.uses` is live too (a simulator produces varied outputs even around a constant policy).
+A constant passes cases of one answer only; a public-answer table fails the hidden cases (which it has
+never seen); raising everywhere passes no valid-input case. Which rule applies to a group is decided
+from the answer key when `python -m autograder expected` runs (`group_rules`), which refuses a case list
+under which the answer key itself could not be live.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping, Sequence
+
+from hetero.checks import Case, compare, decode
+
+CENTS = 100  # points are whole numbers of 1/CENTS of a point
+UNPAID_NOTE = ("(Passed, but not paid yet: this function's points count once it also returns correct, "
+               "different answers on the hidden inputs.)")
+TWO_ANSWERS = "two_answers"
+VALID_AND_INVALID = "valid_and_invalid"
+
+
+def group_key(case: Case) -> str:
+    """The group a case's payment depends on: its harness, else its function."""
+    return f"harness:{case.harness}" if case.harness else case.func
+
+
+def split_cents(total_cents: int, weights: Sequence[float]) -> list[int]:
+    """`total_cents` split in proportion to `weights` (largest remainder); the parts add up exactly."""
+    if not weights:
+        return []
+    if any(w < 0 for w in weights) or sum(weights) <= 0:
+        raise ValueError(f"case points must be >= 0 with a positive sum, got {list(weights)}")
+    scale = total_cents / sum(weights)
+    raw = [w * scale for w in weights]
+    parts = [int(r) for r in raw]
+    order = sorted(range(len(raw)), key=lambda i: (-(raw[i] - parts[i]), i))
+    for i in order[:total_cents - sum(parts)]:
+        parts[i] += 1
+    return parts
+
+
+def to_cents(points: float) -> int:
+    cents = round(points * CENTS)
+    if abs(cents - points * CENTS) > 1e-6:
+        raise ValueError(f"{points} points is not a whole number of hundredths")
+    return cents
+
+
+def case_cents(points: float, public_share: float, public: Sequence[Case], hidden: Sequence[Case]) -> dict[str, int]:
+    """Case id -> share in centipoints for one exercise (public share first, then hidden)."""
+    total = to_cents(points)
+    public_total = to_cents(points * public_share) if public else 0
+    shares: dict[str, int] = {}
+    for group, cents in ((public, public_total), (hidden, total - public_total)):
+        for case, part in zip(group, split_cents(cents, [c.points for c in group])):
+            shares[case.id] = part
+    return shares
+
+
+def points_text(cents: int) -> str:
+    """Centipoints as the decimal shown to people: 2.4, 0.37, 6."""
+    whole, frac = divmod(cents, CENTS)
+    return f"{whole}" if frac == 0 else f"{whole}.{frac:02d}".rstrip("0")
+
+
+def cents_to_points(cents: int) -> float:
+    """Centipoints as the float results.json carries; round() gives the shortest decimal repr."""
+    return round(cents / CENTS, 2)
+
+
+# ---------------------------------------------------------------------------------------------
+# Answer classes and group rules (computed from the answer key by `python -m autograder expected`).
+
+def answer_classes(cases: Sequence[Case], answers: Mapping[str, Any]) -> dict[str, int]:
+    """Case id -> class number: cases of one group with the same answer share it.
+
+    `answers[case_id]` is the encoded expected value, or None for a case that must raise. Raising
+    cases get class -1 (one class: "raises"); values are compared with the case's tolerance.
+    """
+    classes: dict[str, int] = {}
+    seen: dict[str, list[tuple[int, Any, Case]]] = {}
+    for case in cases:
+        if case.raises:
+            classes[case.id] = -1
+            continue
+        value = decode(answers[case.id])
+        reps = seen.setdefault(group_key(case), [])
+        for number, other, other_case in reps:
+            tol_r, tol_a = max(case.rel_tol, other_case.rel_tol), max(case.abs_tol, other_case.abs_tol)
+            if _same(other, value, tol_r, tol_a):
+                classes[case.id] = number
+                break
+        else:
+            classes[case.id] = len(reps)
+            reps.append((len(reps), value, case))
+    return classes
+
+
+def echoes(case: Case, answer: Any) -> bool:
+    """Whether the encoded `answer` equals one of the case's own scalar arguments (returning it passes)."""
+    if case.raises:
+        return False
+    value = decode(answer)
+    if type(value) not in (int, float, bool, str):
+        return False
+    inputs = list(case.args) + list(case.kwargs.values())
+    for arg in inputs:
+        if type(arg) in (int, float) and type(value) in (int, float):  # 8 (an int batch) echoes as 8.0
+            if math.isclose(arg, value, rel_tol=max(case.rel_tol, 1e-12), abs_tol=case.abs_tol):
+                return True
+        elif type(arg) is type(value) and arg == value:
+            return True
+    return False
+
+
+def _same(a: Any, b: Any, rel_tol: float, abs_tol: float) -> bool:
+    try:
+        return compare(a, b, rel_tol, abs_tol) is None and compare(b, a, rel_tol, abs_tol) is None
+    except TypeError:
+        return False
+
+
+@dataclass(frozen=True)
+class GroupRule:
+    rule: str  # TWO_ANSWERS | VALID_AND_INVALID
+    uses: tuple[str, ...] = ()  # harness groups: the function groups that must be live too
+
+
+class CaseListError(ValueError):
+    """A case list under which even the answer key could not earn every point."""
+
+
+def group_rules(ex_id: str, hidden: Sequence[Case], classes: Mapping[str, int],
+                all_cases: Sequence[Case], echo: Mapping[str, bool]) -> dict[str, GroupRule]:
+    """Group key -> rule for one exercise; raises CaseListError when a group could never be live."""
+    rules: dict[str, GroupRule] = {}
+    groups = sorted({group_key(c) for c in all_cases})
+    for key in groups:
+        valid = {classes[c.id] for c in hidden if group_key(c) == key and not c.raises and not echo[c.id]}
+        invalid = [c for c in hidden if group_key(c) == key and c.raises]
+        members = [c for c in all_cases if group_key(c) == key]
+        uses = tuple(sorted({u for c in members for u in c.uses}))
+        if key.startswith("harness:"):
+            if not uses:
+                raise CaseListError(f"{ex_id}: harness cases {key[8:]} must declare the functions they drive "
+                                    "(Case.uses)")
+            unknown = [u for u in uses if u not in groups]
+            if unknown:
+                raise CaseListError(f"{ex_id}: {key[8:]} uses {unknown}, which have no cases of their own")
+        any_valid = [c for c in hidden if group_key(c) == key and not c.raises]
+        if len(valid) >= 2:
+            rules[key] = GroupRule(TWO_ANSWERS, uses)
+        elif any_valid and invalid and not key.startswith("harness:"):
+            rules[key] = GroupRule(VALID_AND_INVALID, uses)
+        else:
+            raise CaseListError(f"{ex_id}: {key} needs hidden valid-input cases with two different answers (or, "
+                                "for a function with a single answer, hidden valid and invalid cases): "
+                                f"it has {len(valid)} distinct hidden answer(s) and {len(invalid)} invalid case(s)")
+    return rules
+
+
+def live_groups(rules: Mapping[str, GroupRule], hidden: Iterable[Case], classes: Mapping[str, int],
+                passed: Mapping[str, bool], echo: Mapping[str, bool]) -> set[str]:
+    """The groups whose passed hidden cases show the submission computes (see the module doc)."""
+    evidence: dict[str, set[int]] = {key: set() for key in rules}
+    passed_valid: dict[str, bool] = {key: False for key in rules}
+    passed_invalid: dict[str, bool] = {key: False for key in rules}
+    for case in hidden:
+        if not passed.get(case.id):
+            continue
+        key = group_key(case)
+        if case.raises:
+            passed_invalid[key] = True
+            continue
+        passed_valid[key] = True
+        if not echo.get(case.id):
+            evidence.setdefault(key, set()).add(classes[case.id])
+    live = set()
+    for key, rule in rules.items():
+        if rule.rule == TWO_ANSWERS:
+            ok = len(evidence.get(key, set())) >= 2
+        else:
+            ok = passed_valid.get(key, False) and passed_invalid.get(key, False)
+        if ok:
+            live.add(key)
+    return {key for key in live if all(u in live for u in rules[key].uses)}
+
+
+def paid(cases: Iterable[Case], passed: Mapping[str, bool], live: set[str]) -> dict[str, bool]:
+    """Case id -> whether its share is paid: it passed and its group is live."""
+    return {c.id: bool(passed.get(c.id)) and group_key(c) in live for c in cases}
