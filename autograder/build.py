@@ -5,11 +5,11 @@ requirements and fallback.py; beside them, laid out as in the repository so that
 grader computes from its own location still holds:
 
     autograder/             the grader modules (the import closure of autograder.grader), the
-                            hidden cases (tests/exNN_hidden.py), their stored expected values
+                            hidden cases stored as data with their expected values
                             (expected/exNN.json) and the results schema
-    shared/hetero/          the reference library (simulators, case format, case generators)
+    shared/hetero/          the reference library (simulators, case format, case generators, the
+                            small MoE grading checkpoints in data/)
     assignments/tests/      the public cases (public_exNN.py)
-    <checkpoint>            the small MoE checkpoint, at its repository-relative path
 
 It never holds solution source: nothing from solutions/, nothing from autograder/fixtures/ (the
 wrong fixtures are near-copies of the answer key), no file containing the answer-key marker text
@@ -25,7 +25,6 @@ import argparse
 import ast
 import hashlib
 import importlib.metadata
-import importlib.util
 import re
 import sys
 import zipfile
@@ -56,7 +55,6 @@ class BuildReport:
     files: int
     size_bytes: int
     requirements: tuple[str, ...]
-    checkpoint: str | None  # repository-relative path of the shipped MoE checkpoint
 
 
 # ---------------------------------------------------------------------------------------------
@@ -143,43 +141,24 @@ def grader_modules(package: Path = ROOT / "autograder") -> list[Path]:
 
 
 def _exercise_files(root: Path) -> dict[str, Path]:
-    """Per-exercise data the grader reads; a missing one is a build error (it would grade wrongly)."""
+    """Per-exercise data the grader reads; a missing one is a build error (it would grade wrongly).
+
+    The hidden case files (autograder/tests/) do not ship: the grader reads the hidden cases as data
+    from autograder/expected/exNN.json, so the image needs neither them nor Hypothesis.
+    """
     files: dict[str, Path] = {}
     missing: list[str] = []
     for ex in EXERCISES:
-        for rel in (f"assignments/tests/public_{ex.id}.py", f"autograder/tests/{ex.id}_hidden.py",
-                    f"autograder/expected/{ex.id}.json"):
+        for rel in (f"assignments/tests/public_{ex.id}.py", f"autograder/expected/{ex.id}.json"):
             path = root / rel
             if path.is_file():
                 files[rel] = path
             else:
                 missing.append(rel)
-    for helper in sorted((root / "autograder" / "tests").glob("_*.py")):  # shared by the hidden case files
-        files[str(helper.relative_to(root))] = helper
     if missing:
         raise BuildError("missing grading data (run `python -m autograder release` and "
                          f"`python -m autograder expected` first?): {', '.join(missing)}")
     return files
-
-
-def moe_checkpoint(root: Path = ROOT) -> Path | None:
-    """The small MoE checkpoint ex10's hidden cases load (trained on first use), or None without hetero.moe."""
-    if importlib.util.find_spec("hetero.moe") is None:
-        return None
-    import hetero.moe
-
-    ensure = getattr(hetero.moe, "ensure_checkpoint", None)
-    if ensure is None:
-        return None
-    path = Path(ensure()).resolve()
-    if not path.is_file():
-        raise BuildError(f"hetero.moe.ensure_checkpoint() returned {path}, which is not a file")
-    try:
-        path.relative_to(root.resolve())
-    except ValueError:
-        raise BuildError(f"MoE checkpoint {path} lies outside {root}: the grader in the zip "
-                         "would not find it at the same relative path") from None
-    return path
 
 
 # ---------------------------------------------------------------------------------------------
@@ -258,9 +237,8 @@ def requirements_for(modules: set[str], pins: dict[str, list[str]]) -> tuple[lis
 # ---------------------------------------------------------------------------------------------
 # The archive.
 
-def collect(root: Path = ROOT, include_checkpoint: bool = True
-            ) -> tuple[dict[str, bytes | Path], tuple[str, ...], str | None]:
-    """({archive name: source path or bytes}, requirement lines, checkpoint's archive name or None)."""
+def collect(root: Path = ROOT) -> tuple[dict[str, bytes | Path], tuple[str, ...]]:
+    """({archive name: source path or bytes}, requirement lines)."""
     members: dict[str, bytes | Path] = {}
     for name in ROOT_FILES:
         members[name] = GRADESCOPE_DIR / name
@@ -274,9 +252,6 @@ def collect(root: Path = ROOT, include_checkpoint: bool = True
             members[path.relative_to(root).as_posix()] = path
     for path in _python_files(root / "shared" / "hetero"):
         members[path.relative_to(root).as_posix()] = path
-    checkpoint = moe_checkpoint(root) if include_checkpoint else None
-    if checkpoint is not None:
-        members[checkpoint.relative_to(root.resolve()).as_posix()] = checkpoint
     shipped_py = [p for p in members.values() if isinstance(p, Path) and p.suffix == ".py"]
     reqs, torch = requirements_for(third_party_imports(shipped_py), pyproject_pins(root / "pyproject.toml"))
     if not torch:
@@ -284,8 +259,7 @@ def collect(root: Path = ROOT, include_checkpoint: bool = True
     header = "# Generated by `python -m autograder build` from pyproject.toml pins.\n"
     members["requirements.txt"] = (header + "\n".join(reqs) + "\n").encode()
     members["requirements-torch.txt"] = (header + "\n".join(torch) + "\n").encode()
-    ckpt_rel = checkpoint.relative_to(root.resolve()).as_posix() if checkpoint is not None else None
-    return members, tuple(reqs + torch), ckpt_rel
+    return members, tuple(reqs + torch)
 
 
 def _solution_digests(root: Path) -> set[str]:
@@ -319,9 +293,9 @@ def audit(zip_path: Path, root: Path = ROOT) -> None:
         raise BuildError("refusing to ship this zip:\n  " + "\n  ".join(problems))
 
 
-def build(out: Path, root: Path = ROOT, include_checkpoint: bool = True) -> BuildReport:
+def build(out: Path, root: Path = ROOT) -> BuildReport:
     """Write the zip to `out` (atomically) after auditing it; return what was built."""
-    members, requirements, checkpoint = collect(root, include_checkpoint)
+    members, requirements = collect(root)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(out.name + ".tmp")
     with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=9) as zf:
@@ -338,7 +312,7 @@ def build(out: Path, root: Path = ROOT, include_checkpoint: bool = True) -> Buil
         tmp.unlink()
         raise
     tmp.replace(out)
-    return BuildReport(out, len(members), out.stat().st_size, requirements, checkpoint)
+    return BuildReport(out, len(members), out.stat().st_size, requirements)
 
 
 def main(argv: list[str]) -> int:
@@ -352,6 +326,5 @@ def main(argv: list[str]) -> int:
         return 1
     print(f"wrote {report.path} ({report.files} files, {report.size_bytes / 1e6:.2f} MB)")
     print(f"  requirements: {', '.join(report.requirements)}")
-    print(f"  MoE checkpoint: {report.checkpoint or 'none (hetero.moe.ensure_checkpoint not available)'}")
     print("  upload it as the autograder of a Gradescope programming assignment (Ubuntu 22.04 base image)")
     return 0

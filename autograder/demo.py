@@ -98,8 +98,7 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
 
     report = build.build(args.zip)
-    print(f"[1/4] built {report.path} ({report.files} files, {report.size_bytes / 1e6:.2f} MB; "
-          f"checkpoint: {report.checkpoint or 'none'})")
+    print(f"[1/4] built {report.path} ({report.files} files, {report.size_bytes / 1e6:.2f} MB)")
     students = assemble_examples(args.out / "submissions", args.fixtures)
     print(f"[2/4] assembled {len(students)} example submissions in {args.out / 'submissions'}: {', '.join(students)}")
     batch = bulk.grade_all(args.out / "submissions", args.out / "graded", args.workers)
