@@ -1,10 +1,8 @@
-"""The sandboxed grader: file discovery, scoring, feedback without leaks, results.json, failure paths.
+"""The sandboxed grader: file discovery, exact points, feedback without leaks, results.json, failure paths.
 
-Grading needs each exercise's public cases, hidden cases and stored expected values. Exercises whose
-real files all exist are graded against the package itself; for the others the tests build a
-temporary mini set (`mini_root`): the real public cases, "hidden" cases derived from them under new
-ids, and expected values (plus known-mistake outputs of the wrong fixtures) computed from the answer
-key here, so the grader's logic is tested whatever the state of the case files.
+Grading reads each exercise's public cases and its hidden cases stored as data with their expected
+values (autograder/expected/); all of them are committed and drift-checked, so the tests grade
+against the package itself and fail (never skip) when something is missing.
 """
 
 from __future__ import annotations
@@ -12,18 +10,20 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 import zipfile
 from pathlib import Path
 
+import jsonschema
 import pytest
 
 from autograder import grader, results as res, sandbox
 from autograder.cases import expected_values, public_cases
 from autograder.manifest import BY_ID, ROOT
-from hetero.checks import NO_EXPECT, judge, run_call
+from hetero.checks import decode
 
 SOLUTIONS = ROOT / "solutions"
 WRONG = ROOT / "autograder" / "fixtures" / "wrong"
@@ -50,49 +50,11 @@ def _load(path: Path, name: str):
     return load_file_module(path, name)
 
 
-def mini_root(base: Path, ex_ids: list[str]) -> Path:
-    """A package root holding, for each exercise, real public cases, derived hidden cases, expected values."""
-    root = base / "root"
-    for ex_id in ex_ids:
-        ex = BY_ID[ex_id]
-        (root / "solutions" / "tests").mkdir(parents=True, exist_ok=True)
-        (root / "autograder" / "tests").mkdir(parents=True, exist_ok=True)
-        (root / "autograder" / "expected").mkdir(parents=True, exist_ok=True)
-        public_path = root / "solutions" / "tests" / f"public_{ex_id}.py"
-        shutil.copyfile(ex.public_cases_path, public_path)
-        (root / "autograder" / "tests" / f"{ex_id}_hidden.py").write_text(
-            "import dataclasses, importlib.util\nfrom hetero.checks import NO_EXPECT\n"
-            f"_spec = importlib.util.spec_from_file_location('_pub_{ex_id}', {str(public_path)!r})\n"
-            "_pub = importlib.util.module_from_spec(_spec)\n_spec.loader.exec_module(_pub)\n"
-            "CASES = [dataclasses.replace(c, id=c.id + '_hidden', expect=NO_EXPECT) for c in _pub.CASES]\n")
-        key = _load(SOLUTIONS / ex.filename, f"_key_{ex_id}_{base.name}")
-        hidden = [dataclasses.replace(c, id=c.id + "_hidden", expect=NO_EXPECT) for c in public_cases(ex_id)]
-        entries = {}
-        for case in hidden:
-            outcome = run_call(case, key)
-            entries[case.id] = {"expect": None if case.raises else outcome.value, "raises": case.raises,
-                                "mistakes": {}}
-        for folder in sorted(WRONG.glob(f"{ex_id}_*")):
-            path = folder / ex.filename
-            if not path.is_file():
-                continue
-            from autograder.expected import mistake_description
-
-            wrong = _load(path, f"_wrong_{folder.name}_{base.name}")
-            for case in hidden:
-                entry = entries[case.id]
-                outcome = run_call(case, wrong)
-                if not judge(case, outcome, entry["expect"]).passed and not outcome.error_type \
-                        and outcome.value is not None:
-                    entry["mistakes"][folder.name] = [mistake_description(path), outcome.value]
-        (root / "autograder" / "expected" / f"{ex_id}.json").write_text(
-            json.dumps({"exercise": ex_id, "cases": entries}))
-    return root
-
-
 def root_for(base: Path, ex_ids: list[str]) -> Path:
-    """The package itself when every exercise is ready there, else a mini root."""
-    return ROOT if all(real_ready(e) for e in ex_ids) else mini_root(base, ex_ids)
+    """Where the cases and expected values live: the package itself (they are committed and drift-checked)."""
+    missing = [e for e in ex_ids if not real_ready(e)]
+    assert not missing, f"cases or stored expected values missing for {missing}: run `make release`"
+    return ROOT
 
 
 def submission_with(base: Path, ex_ids: list[str], nested: str = "upload/work") -> Path:
@@ -117,9 +79,6 @@ def sandbox_survivors() -> list[int]:
             if uids & set(sandbox.SANDBOX_UIDS) and state not in "ZX"]
 
 
-needs_ex01 = pytest.mark.skipif(not has_solution("ex01"), reason="ex01 answer key not written yet")
-
-
 # ---------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("ex_id", [pytest.param(e, marks=() if e == "ex01" else pytest.mark.slow)
@@ -137,25 +96,39 @@ def test_answer_key_scores_full_marks(ex_id, tmp_path):
     res.validate(json.loads((tmp_path / "results.json").read_text()))
 
 
-@needs_ex01
-def test_points_split_public_share_and_visibility(tmp_path):
-    root = root_for(tmp_path, ["ex01"])
-    data = grader.grade_submission(submission_with(tmp_path, ["ex01"]), exercises=["ex01"], root=root)
+def test_points_are_exact_and_one_entry_per_function_and_side(tmp_path):
+    data = grader.grade_submission(submission_with(tmp_path, ["ex01"]), exercises=["ex01"], root=ROOT)
     ex = BY_ID["ex01"]
-    public = [t for t in data["tests"] if t["name"].startswith("ex01 ") and "(hidden)" not in t["name"]
-              and "hidden cases" not in t["name"]]
-    hidden = [t for t in data["tests"] if t["name"].endswith("(hidden)")]
-    detail = [t for t in data["tests"] if "hidden cases: inputs" in t["name"]]
-    assert abs(sum(t["max_score"] for t in public) - ex.points * ex.public_share) < SCORE_TOL, \
-        "public cases must carry points * public_share"
-    assert abs(sum(t["max_score"] for t in hidden) - ex.points * (1 - ex.public_share)) < SCORE_TOL
+    public = [t for t in data["tests"] if t["name"].endswith("(public cases)")]
+    hidden = [t for t in data["tests"] if t["name"].endswith("(hidden cases)")]
+    functions = {c.func for c in public_cases("ex01")}
+    assert len(public) == len(hidden) == len(functions), \
+        f"expected one public and one hidden entry per function {sorted(functions)}, got {[t['name'] for t in data['tests']]}"
+    for test in data["tests"]:
+        for key in ("score", "max_score"):
+            assert round(test[key], 2) == test[key], f"{test['name']}: {key} {test[key]!r} is not an exact hundredth"
+    cents = sum(round(t["max_score"] * 100) for t in public)
+    assert cents == round(ex.points * ex.public_share * 100), "public entries must carry points * public_share"
+    assert sum(round(t["max_score"] * 100) for t in hidden) == round(ex.points * 100) - cents
+    assert data["score"] == ex.points, f"the answer key must score exactly {ex.points}, got {data['score']!r}"
     assert {t["visibility"] for t in public} == {ex.public_visibility}
     assert {t["visibility"] for t in hidden} == {ex.hidden_visibility}
-    assert len(detail) == 1 and detail[0]["max_score"] == 0 and detail[0]["visibility"] == ex.hidden_detail_visibility
-    assert all(t["number"].startswith("1.") for t in data["tests"])
+    assert not [t for t in data["tests"] if "hidden cases: inputs" in t["name"]], \
+        "by default no entry may show the hidden inputs and expected values"
+    assert all(t["number"].startswith(("1.", "2.")) for t in data["tests"])
+    staff = [t for t in data["tests"] if t["name"].startswith("grading environment")]
+    assert len(staff) == 1 and staff[0]["visibility"] == "hidden" and "network" in staff[0]["output"]
 
 
-@needs_ex01
+def test_hidden_detail_entry_only_when_the_manifest_opts_in(tmp_path, monkeypatch):
+    opted = dataclasses.replace(BY_ID["ex01"], hidden_detail_visibility="after_due_date")
+    monkeypatch.setitem(grader.BY_ID, "ex01", opted)
+    data = grader.grade_submission(submission_with(tmp_path, ["ex01"]), exercises=["ex01"], root=ROOT)
+    detail = [t for t in data["tests"] if "hidden cases: inputs" in t["name"]]
+    assert len(detail) == 1 and detail[0]["visibility"] == "after_due_date" and detail[0]["max_score"] == 0
+    assert "expected:" in detail[0]["output"]
+
+
 def test_missing_file_scores_zero_and_others_are_graded(tmp_path):
     others = [e for e in WITH_SOLUTION if e != "ex01"][:1]
     if not others:
@@ -169,7 +142,6 @@ def test_missing_file_scores_zero_and_others_are_graded(tmp_path):
     res.validate(data)
 
 
-@needs_ex01
 def test_zip_nested_duplicates_macosx_hidden_and_symlinks(tmp_path):
     root = root_for(tmp_path, ["ex01"])
     name = BY_ID["ex01"].filename
@@ -192,37 +164,56 @@ def test_zip_nested_duplicates_macosx_hidden_and_symlinks(tmp_path):
     assert exercise_score(data, "ex01")[0] == 0, "a symlink must not smuggle in a file from the grader's disk"
 
 
+def _hidden_literals(ex_id: str) -> set[str]:
+    """Texts that would give a hidden case away: its numeric inputs and expected values, as printed."""
+    from autograder.cases import hidden_cases
+
+    texts: set[str] = set()
+
+    def walk(value):
+        if isinstance(value, (list, tuple)):
+            for v in value:
+                walk(v)
+        elif isinstance(value, dict):
+            for v in value.values():
+                walk(v)
+        elif type(value) is float and value not in (0.0, 1.0) and value == value:
+            texts.update({repr(value), f"{value:.6g}"})
+        elif type(value) is int and abs(value) > 100:
+            texts.add(str(value))
+
+    for case in hidden_cases(ex_id):
+        walk(case.args)
+        walk(dict(case.kwargs))
+    for entry in expected_values(ex_id).values():
+        walk(decode(entry["expect"]) if entry["expect"] is not None else None)
+    return texts
+
+
 @pytest.mark.slow
-@needs_ex01
 def test_wrong_fixture_feedback_names_mistake_and_hidden_entries_do_not_leak(tmp_path):
     fixtures = sorted(WRONG.glob("ex01_*"))
-    if not fixtures:
-        pytest.skip("no wrong fixture for ex01 yet")
-    root = root_for(tmp_path, ["ex01"])
-    stored = expected_values("ex01", root)
+    assert fixtures, "ex01 needs wrong fixtures"
+    secrets = _hidden_literals("ex01")
     named = 0
     for folder in fixtures:
-        data = grader.grade_submission(folder, exercises=["ex01"], root=root)
+        data = grader.grade_submission(folder, exercises=["ex01"], root=ROOT)
         res.validate(data)
         score, max_score = exercise_score(data, "ex01")
         assert score < max_score, f"wrong fixture {folder.name} got full marks"
-        hidden = [t for t in data["tests"] if t["name"].endswith("(hidden)")]
-        for test in hidden:
-            case_id = test["name"].split(" ")[1]
-            expect = stored[case_id]["expect"]
-            if expect is not None and test["status"] == "failed":
-                assert json.dumps(expect) not in test["output"] and repr(expect) not in test["output"], \
-                    f"hidden entry {case_id} shows the expected value"
-                assert "got" not in test["output"].split("Likely mistake")[0], \
-                    f"hidden entry {case_id} shows the student's value: {test['output']}"
-        named += sum("matches a known mistake" in t["output"] for t in data["tests"])
-        detail = [t for t in data["tests"] if "hidden cases: inputs" in t["name"]][0]
-        assert "expected:" in detail["output"] and detail["visibility"] != "visible"
+        shown = [data["output"]] + [t["output"] for t in data["tests"] if t["visibility"] != "hidden"]
+        for text in shown:
+            leaked = sorted(s for s in secrets if re.search(rf"(?<![\d.]){re.escape(s)}(?![\d])", text))
+            public_text = "".join(t["output"] for t in data["tests"] if t["name"].endswith("(public cases)"))
+            leaked = [s for s in leaked if s not in public_text]  # also a public input: not a leak
+            assert not leaked, f"{folder.name}: visible feedback shows hidden inputs or values {leaked[:5]}"
+        hidden = [t for t in data["tests"] if t["name"].endswith("(hidden cases)")]
+        assert all("got" not in t["output"].split("Likely mistake")[0] for t in hidden)
+        named += sum("matches a known mistake" in t["output"] for t in hidden)
     assert named > 0, "no feedback named a known mistake for the ex01 wrong fixtures"
 
 
 @pytest.mark.slow
-@needs_ex01
 def test_same_submission_graded_five_times_scores_identically(tmp_path):
     root = root_for(tmp_path, ["ex01"])
     folder = tmp_path / "partial"
@@ -238,7 +229,6 @@ def test_same_submission_graded_five_times_scores_identically(tmp_path):
     assert all(run == runs[0] for run in runs), "five gradings of one submission differ"
 
 
-@needs_ex01
 def test_grader_failure_is_reported_and_valid(tmp_path, monkeypatch):
     root = root_for(tmp_path, ["ex01"])
 
@@ -260,7 +250,6 @@ def test_grader_failure_is_reported_and_valid(tmp_path, monkeypatch):
     assert data["score"] == 0 and autograder_failures(data)
 
 
-@needs_ex01
 def test_cli_writes_results(tmp_path):
     if not real_ready("ex01"):
         pytest.skip("the CLI grades against the package's own cases; ex01's are not complete yet")
@@ -327,7 +316,6 @@ def test_result_channel_refuses_forged_duplicate_and_out_of_order_records():
     assert report.bad_records == 2
 
 
-@needs_ex01
 def test_non_root_path_still_sandboxes(tmp_path, monkeypatch):
     root = root_for(tmp_path, ["ex01"])
     monkeypatch.setattr(sandbox, "is_root", lambda: False)
@@ -343,9 +331,8 @@ def test_results_schema_rejects_malformed_results():
     for broken in ({**good, "tests": [{**good["tests"][0], "status": "ok"}]},
                    {**good, "tests": [{**good["tests"][0], "visibility": "public"}]},
                    {**good, "scroe": 1.0}):
-        with pytest.raises(Exception):
+        with pytest.raises(jsonschema.ValidationError):
             res.validate(broken)
-    assert res.split_points(6 * 0.4, [1, 1, 2]) == pytest.approx([0.6, 0.6, 1.2], rel=1e-12)
 
 
 def test_results_written_atomically_over_a_planted_symlink(tmp_path):
