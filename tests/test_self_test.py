@@ -5,6 +5,7 @@ names its mistake (the `MISTAKE:` sentence of the fixture)."""
 from __future__ import annotations
 
 import difflib
+import json
 import shutil
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from autograder.expected import mistake_description
 from autograder.manifest import BY_ID, EXERCISES, ROOT
 
 WRONG = sorted(p for p in (ROOT / "autograder" / "fixtures" / "wrong").iterdir() if p.is_dir())
+STORED_SCORES = ROOT / "autograder" / "fixtures" / "wrong_scores.json"
 SCORE_TOL = 1e-6  # per-case points are floats that sum to the exercise total up to rounding
 
 
@@ -57,6 +59,9 @@ def test_wrong_submission_loses_points_and_feedback_names_the_mistake(fixture, t
     score, max_score = exercise_points(data, ex.id)
     assert abs(max_score - ex.points) < SCORE_TOL
     assert score < ex.points - 0.05, f"{fixture.name} ({description}) kept {score:.2f} of {ex.points} points"
+    stored = json.loads(STORED_SCORES.read_text())[fixture.name]
+    assert round(score, 2) == stored, (f"{fixture.name} now scores {score:.2f}, stored {stored}: look at why, then "
+                                       "`python -m autograder.wrong_scores --write`")
     assert score > 0, f"{fixture.name} has one mistake but scored 0: the cases cannot tell it from no answer"
     failed = [t["output"] for t in data["tests"] if t.get("status") == "failed" and t["max_score"] > 0]
     assert any(description in out for out in failed), (

@@ -17,8 +17,9 @@ SIM = ("a deterministic simulation driven by your function: the same decisions r
        "float rounding (1e-9); a different decision anywhere changes them by far more")
 DISTINCT_HINT = "count distinct block ids across all instances (a set union), not the total held"
 DUP_HINT = "total blocks held / distinct blocks held (>= 1.0), not its inverse"
-TTFT_HINT = ("estimate queued + (reused - hit) / transfer_blocks_per_prefill_block + (request - reused) with "
-             "reused = max(hit, pool_hit_blocks) for every instance; smallest wins, ties to the lowest index")
+TTFT_HINT = ("each instance's estimate must count its queue, the pool blocks it fetches beyond its own hits "
+             "(at the transfer rate, not at prefill cost) and the blocks it still has to prefill; the smallest "
+             "estimate wins and ties go to the lowest index")
 
 # Random clusters built where the case runs (hetero.kvcache's "kvcache.cluster" builder).
 # (label, seed, instances, max blocks per instance, id range, empty instances)

@@ -1,0 +1,59 @@
+"""`python -m autograder.wrong_scores [--write]`: what each wrong fixture scores, stored and checked.
+
+Each fixture in autograder/fixtures/wrong/ is graded alone (its one exercise, through the sandboxed
+grader), and its exercise score is compared with `autograder/fixtures/wrong_scores.json`, which the
+test suite also checks (tests/test_self_test.py). A change of the cases or of the points rule that
+moves a fixture's score shows up as a diff of that file, to be looked at and committed with
+`--write`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+from autograder.manifest import BY_ID, ROOT
+
+WRONG_DIR = ROOT / "autograder" / "fixtures" / "wrong"
+STORED = ROOT / "autograder" / "fixtures" / "wrong_scores.json"
+
+
+def fixture_score(folder: Path) -> float:
+    """The exercise score of one wrong fixture, graded alone."""
+    from autograder import grader
+
+    ex = BY_ID[folder.name.split("_", 1)[0]]
+    with tempfile.TemporaryDirectory(prefix="a2wrong-") as tmp:
+        submission = Path(tmp) / "submission"
+        submission.mkdir()
+        shutil.copyfile(folder / ex.filename, submission / ex.filename)
+        data = grader.grade_submission(submission, exercises=[ex.id])
+    return round(sum(t["score"] for t in data["tests"] if t["name"].split(" ", 1)[0] == ex.id), 2)
+
+
+def compute() -> dict[str, float]:
+    return {folder.name: fixture_score(folder) for folder in sorted(WRONG_DIR.iterdir()) if folder.is_dir()}
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m autograder.wrong_scores", description=__doc__.splitlines()[0])
+    parser.add_argument("--write", action="store_true", help="store the measured scores")
+    args = parser.parse_args(argv)
+    scores = compute()
+    stored = json.loads(STORED.read_text(encoding="utf-8")) if STORED.is_file() else {}
+    for name, score in scores.items():
+        mark = "" if stored.get(name) == score else f"   (stored: {stored.get(name)})"
+        print(f"{name:32s} {score:6.2f} / {BY_ID[name.split('_', 1)[0]].points:g}{mark}")
+    if args.write:
+        STORED.write_text(json.dumps(scores, indent=1) + "\n", encoding="utf-8")
+        print(f"wrote {STORED.relative_to(ROOT)}")
+        return 0
+    return 0 if scores == stored else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
