@@ -11,12 +11,14 @@ Each notebook holds, with nbgrader cell metadata (schema_version 3):
   lines written as nbgrader's `### BEGIN SOLUTION` / `### END SOLUTION` (nbgrader replaces each region
   by a stub at the region's indentation). The cell is tagged `a2-exercise` like the package's own
   student notebooks, so `autograder.notebooks.extract_code` also reads nbgrader submissions;
-- one autograded grade cell per public case (visible to students) and one per hidden case, whose body
-  sits between `### BEGIN HIDDEN TESTS` / `### END HIDDEN TESTS` and embeds the case's inputs, the
-  answer-key value stored in `autograder/expected/exNN.json` and the known mistakes' outputs.
-  Every test cell decides with `hetero.checks.judge`, as the native grader does, and carries that case's
-  points by the manifest rule (`autograder.notebooks.case_points`), so partial credit matches the native
-  grader case by case.
+- one autograded grade cell per exercise function (`autograder.notebooks.group_cell_code`): its public
+  cases are visible to students; its hidden cases sit between `### BEGIN HIDDEN TESTS` /
+  `### END HIDDEN TESTS` inside the same cell (so the students' copy has no empty hidden cell) and embed
+  each case's inputs, the answer-key value stored in `autograder/expected/exNN.json` and the known
+  mistakes' outputs. The cell scores with `hetero.grading.score_cases` (the native grader's judge, exact
+  hundredths and live-function rule, a per-case time limit) and ends with the points earned, which
+  nbgrader takes as partial credit; its test output goes to stdout (nbgrader scores a cell that writes
+  to stderr 0).
 
 The grading kernel needs the `hetero` package (this repository's `pip install -e .`) and the kernel
 named `python3`; nbgrader must find `alembic` on PATH (the venv's bin/).
@@ -62,37 +64,26 @@ def to_nbgrader_markers(solution_text: str) -> str:
 
 
 def source_notebook(src: nb.ExerciseSources) -> dict[str, Any]:
-    """The nbgrader source (instructor) notebook of one exercise."""
+    """The nbgrader source (instructor) notebook of one exercise: one grade cell per exercise function."""
     ex = src.exercise
-    points = nb.case_points(ex, src.public, src.hidden)
+    cents = src.cents
     cells = [
         nb.markdown_cell(nb.intro_markdown(src), "intro",
                          {"nbgrader": nbgrader_meta(f"{ex.id}-intro", locked=True)}),
         nb.code_cell(nb.exercise_cell_source(ex, to_nbgrader_markers(src.solution)), "exercise",
                      {"tags": [nb.EXERCISE_TAG], "nbgrader": nbgrader_meta(f"{ex.id}-code", solution=True)}),
-        nb.markdown_cell("## Public tests\n\nEach cell checks one case and is worth the points nbgrader shows; "
-                         "a failing cell says what was expected, in which unit, and the likely mistake.",
-                         "public-tests", {"nbgrader": nbgrader_meta(f"{ex.id}-public-tests", locked=True)}),
+        nb.markdown_cell("## Tests\n\nOne cell per function. Each runs that function's public cases and prints "
+                         "what was expected, in which unit, and the likely mistake; when grading, the same cell "
+                         f"also runs hidden cases. Each case has a time limit of {ex.case_timeout_s:g} s. A function's "
+                         "points count once it returns correct, different answers on the hidden inputs.",
+                         "tests", {"nbgrader": nbgrader_meta(f"{ex.id}-tests", locked=True)}),
     ]
-    for case in src.public:
-        grade_id = nb.cell_id_for(case.id)
-        cells.append(nb.code_cell(nb.public_test_code(case), grade_id,
-                                  {"nbgrader": nbgrader_meta(grade_id, grade=True, locked=True,
-                                                             points=points[case.id])}))
-    cells.append(nb.markdown_cell(
-        "## Hidden tests\n\nThese cells are empty in your copy; the grader fills them in (other hardware, "
-        "other models, random and invalid inputs).", "hidden-tests",
-        {"nbgrader": nbgrader_meta(f"{ex.id}-hidden-tests", locked=True)}))
-    for number, case in enumerate(src.hidden, start=1):
-        grade_id = nb.cell_id_for(f"{ex.id}.hidden.{number:03d}")
-        body = "\n".join([
-            f"# hidden test {number} of {len(src.hidden)} of {ex.id} ({points[case.id]:.4g} points)",
-            BEGIN_HIDDEN,
-            nb.hidden_test_code(case, src.expected[case.id]),
-            END_HIDDEN,
-        ])
-        cells.append(nb.code_cell(body, grade_id, {"nbgrader": nbgrader_meta(grade_id, grade=True, locked=True,
-                                                                            points=points[case.id])}))
+    for key in src.groups():
+        public, hidden, _ = nb.group_cases(src, key)
+        grade_id = nb.cell_id_for(f"{ex.id}-{key}")
+        points = sum(cents[c.id] for c in public + hidden) / 100
+        cells.append(nb.code_cell(nb.group_cell_code(src, key, BEGIN_HIDDEN, END_HIDDEN), grade_id,
+                                  {"nbgrader": nbgrader_meta(grade_id, grade=True, locked=True, points=points)}))
     return nb.new_notebook(cells, {"a2": {"exercise": ex.id, "module": ex.module}})
 
 
@@ -103,7 +94,8 @@ def config_text(exercises: list[Exercise]) -> str:
         "",
         "c = get_config()  # noqa: F821 (provided by nbgrader when it reads this file)",
         f"c.CourseDirectory.course_id = {COURSE_ID!r}",
-        "# A cell may run for as long as the slowest exercise's whole time limit in the native grader.",
+        "# Each case stops after its exercise's case_timeout_s (inside the cell); a whole cell may run for as",
+        "# long as the slowest exercise's whole time limit in the native grader.",
         f"c.Execute.timeout = {timeout}",
         f"c.ClearSolutions.code_stub = {{'python': {CODE_STUB!r}}}",
         "",

@@ -16,11 +16,13 @@ Each master notebook holds:
 - the solution cell: the whole `solutions/exNN_<name>.py`, whose `# BEGIN SOLUTION` / `# END SOLUTION`
   lines are already Otter's syntax (the student version gets `...` in their place), tagged
   `a2-exercise` so `autograder.notebooks.extract_code` also reads Otter submissions;
-- `# BEGIN TESTS`: one test cell per public case and one per hidden case, each with a
-  `# BEGIN TEST CONFIG` block holding its points (manifest rule, `autograder.notebooks.case_points`)
-  and `hidden: true` for hidden cases. Tests are `assert` statements (no bare expressions, which
-  Otter would turn into doctests needing saved outputs) deciding with `hetero.checks.judge`, exactly
-  as the native grader decides.
+- `# BEGIN TESTS`: one test cell per hidden case (first) and one per public case, each with a
+  `# BEGIN TEST CONFIG` block holding its exact share in hundredths (`autograder.scoring`, as the
+  native grader) and `hidden: true` for hidden cases. The first hidden test of each function scores
+  the whole function with `hetero.grading.score_cases` (the native grader's judge and live-function
+  rule, a per-case time limit) and leaves the paid case ids in the kernel; every test asserts that
+  its case passed and was paid. Tests are `assert` statements (no bare expressions, which Otter would
+  turn into doctests needing saved outputs).
 
 The grading environment needs the `hetero` package (`pip install -e .` of this repository locally;
 `--package SPEC` puts a pip requirement for it in requirements.txt for Gradescope images).
@@ -36,9 +38,9 @@ from pathlib import Path
 from typing import Any
 
 from autograder import notebooks as nb
+from autograder import scoring
 from autograder.manifest import BY_ID, ROOT
-
-POINT_DIGITS = 6  # points are written rounded to 1e-6; a 10-case exercise drifts by at most 5e-6
+from hetero.checks import Case
 
 
 def assignment_config(ex_id: str, requirements: bool, run_tests: bool = True) -> str:
@@ -60,36 +62,78 @@ def assignment_config(ex_id: str, requirements: bool, run_tests: bool = True) ->
     return "\n".join(lines)
 
 
-def test_cell_source(code: str, points: float, hidden: bool) -> str:
+def test_cell_source(code: str, cents: int, hidden: bool) -> str:
     config = ['""" # BEGIN TEST CONFIG']
     if hidden:
         config.append("hidden: true")
-    config += [f"points: {round(points, POINT_DIGITS)!r}", '""" # END TEST CONFIG']
+    config += [f"points: {cents / 100!r}", '""" # END TEST CONFIG']
     return "\n".join(config + [code])
 
 
+def hidden_cell_code(src: nb.ExerciseSources, key: str, case: Case, first: bool) -> str:
+    """A hidden test of one case. The group's first one scores the whole group once (every public, hidden
+    and support case, as the native grader does) and keeps the paid case ids in the kernel's globals;
+    each hidden test then asserts that its case was paid."""
+    lines = []
+    if first:
+        scorer = nb.group_cell_code(src, key).splitlines()[:-2]  # without printing and the points expression
+        lines += scorer + ["_a2_paid = globals().setdefault('_a2_paid', {})",
+                           f"_a2_paid[{key!r}] = _a2_score.paid_ids"]
+    lines.append(f"assert {case.id!r} in _a2_paid[{key!r}], 'hidden case of {case.func}: failed, or its function "
+                 "is not yet shown to compute on the hidden inputs'")
+    return "\n".join(lines)
+
+
+def public_cell_code(src: nb.ExerciseSources, key: str, case: Case) -> str:
+    """A public test of one case: the verdict with its message; when grading (the hidden tests ran
+    first and left `_a2_paid`), it also requires the case to be paid."""
+    literal = nb.case_source(case)
+    return "\n".join([
+        *nb._needs(literal),
+        "from types import SimpleNamespace",
+        "from hetero.checks import Case, Gen",
+        "from hetero.grading import run_limited",
+        "from hetero.checks import judge",
+        f"_a2_case = {literal}",
+        f"_a2_verdict = judge(_a2_case, run_limited(_a2_case, SimpleNamespace(**globals()), "
+        f"{src.exercise.case_timeout_s!r}))",
+        "assert _a2_verdict.passed, _a2_verdict.message",
+        f"assert {key!r} not in globals().get('_a2_paid', {{}}) or _a2_case.id in _a2_paid[{key!r}], "
+        f"{scoring.UNPAID_NOTE!r}",
+    ])
+
+
 def master_notebook(src: nb.ExerciseSources, requirements: bool = False, run_tests: bool = True) -> dict[str, Any]:
-    """The Otter master notebook of one exercise (`run_tests`: `otter assign` checks the solution)."""
+    """The Otter master notebook of one exercise (`run_tests`: `otter assign` checks the solution).
+
+    Hidden tests come first in the test file, so that when grading they have scored each group before
+    the public tests ask whether their case was paid."""
     ex = src.exercise
-    points = nb.case_points(ex, src.public, src.hidden)
+    cents = src.cents
     cells: list[dict[str, Any]] = [
         nb.raw_cell(assignment_config(ex.id, requirements, run_tests), "assignment-config"),
         nb.markdown_cell(nb.intro_markdown(src), "intro"),
         nb.raw_cell(f"# BEGIN QUESTION\nname: {ex.id}\nmanual: false\nall_or_nothing: false", "begin-question"),
         nb.markdown_cell(f"**{ex.id}.** Fill in the functions below; the public tests run with "
-                         f"`grader.check(\"{ex.id}\")`.", "question-text"),
+                         f"`grader.check(\"{ex.id}\")`. Each case has a time limit of {ex.case_timeout_s:g} s.",
+                         "question-text"),
         nb.raw_cell("# BEGIN SOLUTION", "begin-solution"),
         nb.code_cell(nb.exercise_cell_source(ex, src.solution), "exercise", {"tags": [nb.EXERCISE_TAG]}),
         nb.raw_cell("# END SOLUTION", "end-solution"),
         nb.raw_cell("# BEGIN TESTS", "begin-tests"),
     ]
-    for case in src.public:
-        cells.append(nb.code_cell(test_cell_source(nb.public_test_code(case), points[case.id], False),
-                                  nb.cell_id_for(case.id)))
-    for number, case in enumerate(src.hidden, start=1):
-        code = nb.hidden_test_code(case, src.expected[case.id])
-        cells.append(nb.code_cell(test_cell_source(code, points[case.id], True),
-                                  nb.cell_id_for(f"{ex.id}.hidden.{number:03d}")))
+    number = 0
+    for key in src.groups():
+        _, hidden, _ = nb.group_cases(src, key)
+        for i, case in enumerate(hidden):
+            number += 1
+            cells.append(nb.code_cell(test_cell_source(hidden_cell_code(src, key, case, i == 0), cents[case.id], True),
+                                      nb.cell_id_for(f"{ex.id}.hidden.{number:03d}")))
+    for key in src.groups():
+        public, _, _ = nb.group_cases(src, key)
+        for case in public:
+            cells.append(nb.code_cell(test_cell_source(public_cell_code(src, key, case), cents[case.id], False),
+                                      nb.cell_id_for(case.id)))
     cells += [nb.raw_cell("# END TESTS", "end-tests"), nb.raw_cell("# END QUESTION", "end-question")]
     return nb.new_notebook(cells, {"a2": {"exercise": ex.id, "module": ex.module}})
 

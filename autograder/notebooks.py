@@ -6,7 +6,8 @@ One notebook per exercise, built from the same sources as the `.py` release:
 - the EXERCISE CELL: the released stub of `solutions/exNN_<name>.py` (solution blocks replaced by
   `# TODO(exNN)` + `raise NotImplementedError`), tagged `a2-exercise` and starting with the marker line
   `# a2-exercise exNN: ...`;
-- one cell per public case, calling `hetero.checks.check_call` on the notebook's own namespace.
+- one cell per exercise function checking its public cases (`hetero.checks.check_call` on the
+  notebook's own namespace).
 
 The grading rule for a notebook submission (`extract_code`): the exercise code is the concatenation, in
 notebook order and separated by a blank line, of every code cell that carries the tag `a2-exercise`,
@@ -18,8 +19,10 @@ version-4 notebook, a notebook without any exercise cell, or exercise cells of a
 `NotebookError` with a sentence saying what is wrong.
 
 The nbgrader and Otter exports (`export_nbgrader.py`, `export_otter.py`) reuse the pieces here: the case
-literals (`case_source`), the test-cell code (`public_test_code`, `hidden_test_code`) and the points of
-each case (`case_points`), so every channel grades with the same `hetero.checks.judge` and points.
+literals (`case_source`, `entry_source`) and the test-cell code (`group_cell_code`: one cell per
+exercise function, scored by `hetero.grading.score_cases` with the native grader's exact shares and
+live-function rule), so every channel grades with the same `hetero.checks.judge` and pays the same
+cases.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ import ast
 import json
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -62,7 +65,25 @@ class ExerciseSources:
     docstring: str  # its module docstring
     public: tuple[Case, ...]
     hidden: tuple[Case, ...]  # empty when the exercise has no hidden cases yet
-    expected: dict[str, Any]  # {case_id: {"expect": encoded, "mistakes": {...}}} for hidden cases
+    expected: dict[str, Any]  # {case_id: {"expect": encoded, "class": int, "echo": bool, "mistakes": {...}}}
+    rules: dict[str, Any] = field(default_factory=dict)  # group -> {"rule": ..., "uses": [...]} (stored)
+
+    @property
+    def cents(self) -> dict[str, int]:
+        """Case id -> share in hundredths of a point (autograder.scoring, as the native grader)."""
+        from autograder import scoring
+
+        return scoring.case_cents(self.exercise.points, self.exercise.public_share, self.public, self.hidden)
+
+    def groups(self) -> list[str]:
+        """Scoring groups in the order their first case comes (public cases first)."""
+        from hetero.grading import group_key
+
+        keys: list[str] = []
+        for case in self.public + self.hidden:
+            if group_key(case) not in keys:
+                keys.append(group_key(case))
+        return keys
 
 
 def available_exercises(root: Path = ROOT) -> list[Exercise]:
@@ -75,7 +96,6 @@ def available_exercises(root: Path = ROOT) -> list[Exercise]:
 def gradable_exercises(root: Path = ROOT) -> list[Exercise]:
     """Available exercises that also have hidden cases and their stored expected values."""
     return [ex for ex in available_exercises(root)
-            if (root / "autograder" / "tests" / f"{ex.id}_hidden.py").is_file()
             and (root / "autograder" / "expected" / f"{ex.id}.json").is_file()]
 
 
@@ -88,28 +108,18 @@ def load_sources(ex_id: str, root: Path = ROOT, with_hidden: bool = True) -> Exe
     solution = path.read_text(encoding="utf-8")
     hidden: list[Case] = []
     expected: dict[str, Any] = {}
+    rules: dict[str, Any] = {}
     if with_hidden:
         hidden = case_store.hidden_cases(ex_id, root)
         expected = case_store.expected_values(ex_id, root)
+        rules = case_store.stored(ex_id, root)["rules"]
         missing = [c.id for c in hidden if c.id not in expected]
         if missing:
             raise ValueError(f"{ex_id}: no stored expected value for hidden cases {missing}; "
                              "run `python -m autograder expected`")
     return ExerciseSources(ex, solution, strip_solutions(solution, ex_id, str(path)),
                            ast.get_docstring(ast.parse(solution)) or "",
-                           tuple(case_store.public_cases(ex_id, root)), tuple(hidden), expected)
-
-
-def case_points(ex: Exercise, public: tuple[Case, ...] | list[Case],
-                hidden: tuple[Case, ...] | list[Case]) -> dict[str, float]:
-    """Points of each case: `public_share` of the exercise's points split over the public cases by
-    `Case.points`, the rest over the hidden cases (manifest rule)."""
-    points: dict[str, float] = {}
-    for group, share in ((public, ex.public_share), (hidden, 1.0 - ex.public_share)):
-        weight = sum(c.points for c in group)
-        for c in group:
-            points[c.id] = ex.points * share * c.points / weight if weight > 0 else 0.0
-    return points
+                           tuple(case_store.public_cases(ex_id, root)), tuple(hidden), expected, rules)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -165,36 +175,74 @@ def case_source(case: Case, with_expect: bool = True) -> str:
     return "Case(\n    " + ",\n    ".join(fields) + ",\n)"
 
 
-def public_test_code(case: Case) -> str:
-    """A test cell for a public case: `check_call` on the notebook's namespace, assert with the message."""
-    literal = case_source(case)
-    return "\n".join([
-        *_needs(literal),
-        "from types import SimpleNamespace",
-        "from hetero.checks import Case, Gen, check_call",
-        f"_a2_case = {literal}",
-        "_a2_verdict = check_call(_a2_case, SimpleNamespace(**globals()))",
-        "assert _a2_verdict.passed, _a2_verdict.message",
-    ])
+def entry_source(src: ExerciseSources, case: Case, hidden: bool, cents: int) -> str:
+    """`Entry(...)` source of one case for a test cell (hidden: with its stored value and known mistakes)."""
+    stored = src.expected.get(case.id, {})
+    fields = [case_source(case, with_expect=not hidden), repr(hidden), repr(cents), repr(stored.get("class", 0))]
+    if hidden:
+        expect = json.dumps(stored.get("expect"))
+        mistakes = json.dumps(stored.get("mistakes") or {}, ensure_ascii=False)
+        fields += [repr(bool(stored.get("echo"))), f"json.loads({expect!r})", f"json.loads({mistakes!r})"]
+    return "Entry(" + ", ".join(fields) + ")"
 
 
-def hidden_test_code(case: Case, stored: dict[str, Any]) -> str:
-    """A test cell for a hidden case: its inputs, the stored expected value (encoded) and the known
-    mistakes' outputs, judged by `hetero.checks.judge` exactly as the native grader judges it."""
-    literal = case_source(case, with_expect=False)
-    expect = json.dumps(stored.get("expect"), sort_keys=True)
-    mistakes = json.dumps(stored.get("mistakes") or {}, sort_keys=True, ensure_ascii=False)
-    return "\n".join([
-        *_needs(literal),
-        "import json",
-        "from types import SimpleNamespace",
-        "from hetero.checks import Case, Gen, judge, run_call",
-        f"_a2_case = {literal}",
-        f"_a2_expect = json.loads({expect!r})",
-        f"_a2_mistakes = json.loads({mistakes!r})",
-        "_a2_verdict = judge(_a2_case, run_call(_a2_case, SimpleNamespace(**globals())), _a2_expect, _a2_mistakes)",
-        "assert _a2_verdict.passed, _a2_verdict.message",
-    ])
+def rules_source(src: ExerciseSources, keys: list[str]) -> str:
+    """`{group: Rule(...)}` source for the groups a cell scores."""
+    items = [f"{k!r}: Rule({src.rules[k]['rule']!r}, {tuple(src.rules[k]['uses'])!r})" for k in keys if k in src.rules]
+    return "{" + ", ".join(items) + "}"
+
+
+def group_cases(src: ExerciseSources, key: str) -> tuple[list[Case], list[Case], list[Case]]:
+    """(public, hidden, support) cases of one group; support: the hidden cases of the groups it uses,
+    run at 0 points only to decide whether those groups are live."""
+    from hetero.grading import group_key
+
+    public = [c for c in src.public if group_key(c) == key]
+    hidden = [c for c in src.hidden if group_key(c) == key]
+    uses = tuple(src.rules.get(key, {}).get("uses", ()))
+    support = [c for c in src.hidden if group_key(c) in uses]
+    return public, hidden, support
+
+
+def _header(literals: str) -> list[str]:
+    return [*_needs(literals), "import json", "from types import SimpleNamespace",
+            "from hetero.checks import Case, Gen", "from hetero.grading import Entry, Rule, score_cases"]
+
+
+def group_cell_code(src: ExerciseSources, key: str, hidden_begin: str = "", hidden_end: str = "") -> str:
+    """One test cell scoring one function's public and hidden cases (nbgrader: the hidden ones between
+    `hidden_begin` / `hidden_end`, which nbgrader strips from the students' copy). The cell's last
+    expression is the points earned, which nbgrader takes as partial credit."""
+    public, hidden, support = group_cases(src, key)
+    cents = src.cents
+    public_lines = [f"    {entry_source(src, c, False, cents[c.id])}," for c in public]
+    hidden_lines = [f"    {entry_source(src, c, True, cents[c.id])}," for c in hidden]
+    hidden_lines += [f"    {entry_source(src, c, True, 0)}," for c in support]
+    keys = [key, *src.rules.get(key, {}).get("uses", ())]
+    body = "\n".join(public_lines + hidden_lines)
+    total = sum(cents[c.id] for c in public + hidden)
+    lines = [f"# {src.exercise.id} {key}: {len(public)} public and {len(hidden)} hidden cases, "
+             f"{total / 100:g} points", *_header(body), "_a2_entries = [", *public_lines, "]"]
+    if hidden_lines:
+        lines += [hidden_begin, "_a2_entries += [", *hidden_lines, "]", hidden_end]
+    lines += [f"_a2_score = score_cases(SimpleNamespace(**globals()), _a2_entries, {rules_source(src, keys)}, "
+              f"{src.exercise.case_timeout_s!r})",
+              "print('\\n'.join(_a2_score.lines))",
+              "_a2_score.points"]
+    return "\n".join(line for line in lines if line != "")
+
+
+def public_check_code(src: ExerciseSources, key: str) -> str:
+    """A student notebook's check of one function's public cases (no points: those need the hidden ones)."""
+    public, _, _ = group_cases(src, key)
+    entries = [f"    {entry_source(src, c, False, 0)}," for c in public]
+    body = "\n".join(entries)
+    return "\n".join([*_header(body), "from hetero.checks import check_call",
+                      "_a2_failed = []", "for _a2_entry in [", *entries, "]:",
+                      "    _a2_verdict = check_call(_a2_entry.case, SimpleNamespace(**globals()))",
+                      "    print(('[passed] ' if _a2_verdict.passed else '[FAILED] ') + _a2_verdict.message)",
+                      "    _a2_failed += [] if _a2_verdict.passed else [_a2_verdict.message]",
+                      "assert not _a2_failed, f'{len(_a2_failed)} public case(s) failed (above)'"])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -263,7 +311,8 @@ def student_notebook(src: ExerciseSources, code: str | None = None) -> dict[str,
         markdown_cell("## Public tests\n\nEach cell checks one case; a failing cell says what was expected, "
                       "in which unit, and the likely mistake.", "public-tests"),
     ]
-    cells += [code_cell(public_test_code(case), cell_id_for(case.id)) for case in src.public]
+    cells += [code_cell(public_check_code(src, key), cell_id_for(f"{ex.id}-{key}"))
+              for key in src.groups() if group_cases(src, key)[0]]
     return new_notebook(cells, {"a2": {"exercise": ex.id, "module": ex.module}})
 
 

@@ -30,21 +30,14 @@ under which the answer key itself could not be live.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from hetero.checks import Case, compare, decode
+from hetero.grading import CENTS, TWO_ANSWERS, VALID_AND_INVALID, Rule, group_key, live_groups, paid
 
-CENTS = 100  # points are whole numbers of 1/CENTS of a point
+__all__ = ["CENTS", "TWO_ANSWERS", "VALID_AND_INVALID", "Rule", "group_key", "live_groups", "paid"]
 UNPAID_NOTE = ("(Passed, but not paid yet: this function's points count once it also returns correct, "
                "different answers on the hidden inputs.)")
-TWO_ANSWERS = "two_answers"
-VALID_AND_INVALID = "valid_and_invalid"
-
-
-def group_key(case: Case) -> str:
-    """The group a case's payment depends on: its harness, else its function."""
-    return f"harness:{case.harness}" if case.harness else case.func
 
 
 def split_cents(total_cents: int, weights: Sequence[float]) -> list[int]:
@@ -143,20 +136,14 @@ def _same(a: Any, b: Any, rel_tol: float, abs_tol: float) -> bool:
         return False
 
 
-@dataclass(frozen=True)
-class GroupRule:
-    rule: str  # TWO_ANSWERS | VALID_AND_INVALID
-    uses: tuple[str, ...] = ()  # harness groups: the function groups that must be live too
-
-
 class CaseListError(ValueError):
     """A case list under which even the answer key could not earn every point."""
 
 
 def group_rules(ex_id: str, hidden: Sequence[Case], classes: Mapping[str, int],
-                all_cases: Sequence[Case], echo: Mapping[str, bool]) -> dict[str, GroupRule]:
+                all_cases: Sequence[Case], echo: Mapping[str, bool]) -> dict[str, Rule]:
     """Group key -> rule for one exercise; raises CaseListError when a group could never be live."""
-    rules: dict[str, GroupRule] = {}
+    rules: dict[str, Rule] = {}
     groups = sorted({group_key(c) for c in all_cases})
     for key in groups:
         valid = {classes[c.id] for c in hidden if group_key(c) == key and not c.raises and not echo[c.id]}
@@ -172,43 +159,11 @@ def group_rules(ex_id: str, hidden: Sequence[Case], classes: Mapping[str, int],
                 raise CaseListError(f"{ex_id}: {key[8:]} uses {unknown}, which have no cases of their own")
         any_valid = [c for c in hidden if group_key(c) == key and not c.raises]
         if len(valid) >= 2:
-            rules[key] = GroupRule(TWO_ANSWERS, uses)
+            rules[key] = Rule(TWO_ANSWERS, uses)
         elif any_valid and invalid and not key.startswith("harness:"):
-            rules[key] = GroupRule(VALID_AND_INVALID, uses)
+            rules[key] = Rule(VALID_AND_INVALID, uses)
         else:
             raise CaseListError(f"{ex_id}: {key} needs hidden valid-input cases with two different answers (or, "
                                 "for a function with a single answer, hidden valid and invalid cases): "
                                 f"it has {len(valid)} distinct hidden answer(s) and {len(invalid)} invalid case(s)")
     return rules
-
-
-def live_groups(rules: Mapping[str, GroupRule], hidden: Iterable[Case], classes: Mapping[str, int],
-                passed: Mapping[str, bool], echo: Mapping[str, bool]) -> set[str]:
-    """The groups whose passed hidden cases show the submission computes (see the module doc)."""
-    evidence: dict[str, set[int]] = {key: set() for key in rules}
-    passed_valid: dict[str, bool] = {key: False for key in rules}
-    passed_invalid: dict[str, bool] = {key: False for key in rules}
-    for case in hidden:
-        if not passed.get(case.id):
-            continue
-        key = group_key(case)
-        if case.raises:
-            passed_invalid[key] = True
-            continue
-        passed_valid[key] = True
-        if not echo.get(case.id):
-            evidence.setdefault(key, set()).add(classes[case.id])
-    live = set()
-    for key, rule in rules.items():
-        if rule.rule == TWO_ANSWERS:
-            ok = len(evidence.get(key, set())) >= 2
-        else:
-            ok = passed_valid.get(key, False) and passed_invalid.get(key, False)
-        if ok:
-            live.add(key)
-    return {key for key in live if all(u in live for u in rules[key].uses)}
-
-
-def paid(cases: Iterable[Case], passed: Mapping[str, bool], live: set[str]) -> dict[str, bool]:
-    """Case id -> whether its share is paid: it passed and its group is live."""
-    return {c.id: bool(passed.get(c.id)) and group_key(c) in live for c in cases}
