@@ -78,11 +78,10 @@ def source_notebook(src: nb.ExerciseSources) -> dict[str, Any]:
                          "points count once it returns correct, different answers on the hidden inputs.",
                          "tests", {"nbgrader": nbgrader_meta(f"{ex.id}-tests", locked=True)}),
     ]
-    for key in src.groups():
-        public, hidden, _ = nb.group_cases(src, key)
-        grade_id = nb.cell_id_for(f"{ex.id}-{key}")
-        points = sum(cents[c.id] for c in public + hidden) / 100
-        cells.append(nb.code_cell(nb.group_cell_code(src, key, BEGIN_HIDDEN, END_HIDDEN), grade_id,
+    for keys in nb.cell_groups(src):
+        grade_id = nb.cell_id_for(f"{ex.id}-{keys[0]}")
+        points = sum(cents[c.id] for key in keys for c in sum(nb.group_cases(src, key)[:2], [])) / 100
+        cells.append(nb.code_cell(nb.group_cell_code(src, keys, BEGIN_HIDDEN, END_HIDDEN), grade_id,
                                   {"nbgrader": nbgrader_meta(grade_id, grade=True, locked=True, points=points)}))
     return nb.new_notebook(cells, {"a2": {"exercise": ex.id, "module": ex.module}})
 

@@ -76,7 +76,7 @@ def hidden_cell_code(src: nb.ExerciseSources, key: str, case: Case, first: bool)
     each hidden test then asserts that its case was paid."""
     lines = []
     if first:
-        scorer = nb.group_cell_code(src, key).splitlines()[:-2]  # without printing and the points expression
+        scorer = nb.group_cell_code(src, [key]).splitlines()[:-2]  # without printing and the points expression
         lines += scorer + ["_a2_paid = globals().setdefault('_a2_paid', {})",
                            f"_a2_paid[{key!r}] = _a2_score.paid_ids"]
     lines.append(f"assert {case.id!r} in _a2_paid[{key!r}], 'hidden case of {case.func}: failed, or its function "

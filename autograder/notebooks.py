@@ -96,7 +96,7 @@ def available_exercises(root: Path = ROOT) -> list[Exercise]:
 def gradable_exercises(root: Path = ROOT) -> list[Exercise]:
     """Available exercises that also have hidden cases and their stored expected values."""
     return [ex for ex in available_exercises(root)
-            and (root / "autograder" / "expected" / f"{ex.id}.json").is_file()]
+            if (root / "autograder" / "expected" / f"{ex.id}.json").is_file()]
 
 
 def load_sources(ex_id: str, root: Path = ROOT, with_hidden: bool = True) -> ExerciseSources:
@@ -204,28 +204,47 @@ def group_cases(src: ExerciseSources, key: str) -> tuple[list[Case], list[Case],
     return public, hidden, support
 
 
+def cell_groups(src: ExerciseSources) -> list[list[str]]:
+    """The groups each test cell scores: one cell per function with public cases; a group without public
+    cases (a simulator driven by the functions) joins the cell of the first function it uses, so no
+    cell of the students' copy is empty."""
+    cells = [[key] for key in src.groups() if group_cases(src, key)[0]]
+    for key in src.groups():
+        if group_cases(src, key)[0]:
+            continue
+        uses = src.rules.get(key, {}).get("uses", ())
+        home = next((cell for cell in cells if cell[0] in uses), cells[-1])
+        home.append(key)
+    return cells
+
+
 def _header(literals: str) -> list[str]:
     return [*_needs(literals), "import json", "from types import SimpleNamespace",
             "from hetero.checks import Case, Gen", "from hetero.grading import Entry, Rule, score_cases"]
 
 
-def group_cell_code(src: ExerciseSources, key: str, hidden_begin: str = "", hidden_end: str = "") -> str:
-    """One test cell scoring one function's public and hidden cases (nbgrader: the hidden ones between
-    `hidden_begin` / `hidden_end`, which nbgrader strips from the students' copy). The cell's last
-    expression is the points earned, which nbgrader takes as partial credit."""
-    public, hidden, support = group_cases(src, key)
+def group_cell_code(src: ExerciseSources, keys: list[str], hidden_begin: str = "", hidden_end: str = "") -> str:
+    """One test cell scoring the public and hidden cases of `keys` (one function, and the simulators it
+    drives). nbgrader: the hidden ones sit between `hidden_begin` / `hidden_end`, which nbgrader strips
+    from the students' copy. The cell's last expression is the points earned (nbgrader's partial credit)."""
     cents = src.cents
+    public = [c for key in keys for c in group_cases(src, key)[0]]
+    hidden = [c for key in keys for c in group_cases(src, key)[1]]
+    hidden_ids = {c.id for c in hidden}
+    support: list[Case] = []
+    for key in keys:
+        support += [c for c in group_cases(src, key)[2] if c.id not in hidden_ids and c not in support]
     public_lines = [f"    {entry_source(src, c, False, cents[c.id])}," for c in public]
     hidden_lines = [f"    {entry_source(src, c, True, cents[c.id])}," for c in hidden]
     hidden_lines += [f"    {entry_source(src, c, True, 0)}," for c in support]
-    keys = [key, *src.rules.get(key, {}).get("uses", ())]
+    rule_keys = list(dict.fromkeys([*keys, *(u for k in keys for u in src.rules.get(k, {}).get("uses", ()))]))
     body = "\n".join(public_lines + hidden_lines)
     total = sum(cents[c.id] for c in public + hidden)
-    lines = [f"# {src.exercise.id} {key}: {len(public)} public and {len(hidden)} hidden cases, "
+    lines = [f"# {src.exercise.id} {', '.join(keys)}: {len(public)} public and {len(hidden)} hidden cases, "
              f"{total / 100:g} points", *_header(body), "_a2_entries = [", *public_lines, "]"]
     if hidden_lines:
         lines += [hidden_begin, "_a2_entries += [", *hidden_lines, "]", hidden_end]
-    lines += [f"_a2_score = score_cases(SimpleNamespace(**globals()), _a2_entries, {rules_source(src, keys)}, "
+    lines += [f"_a2_score = score_cases(SimpleNamespace(**globals()), _a2_entries, {rules_source(src, rule_keys)}, "
               f"{src.exercise.case_timeout_s!r})",
               "print('\\n'.join(_a2_score.lines))",
               "_a2_score.points"]
@@ -240,9 +259,9 @@ def public_check_code(src: ExerciseSources, key: str) -> str:
     return "\n".join([*_header(body), "from hetero.checks import check_call",
                       "_a2_failed = []", "for _a2_entry in [", *entries, "]:",
                       "    _a2_verdict = check_call(_a2_entry.case, SimpleNamespace(**globals()))",
-                      "    print(('[passed] ' if _a2_verdict.passed else '[FAILED] ') + _a2_verdict.message)",
+                      "    print('[passed] ' + _a2_verdict.message) if _a2_verdict.passed else None",
                       "    _a2_failed += [] if _a2_verdict.passed else [_a2_verdict.message]",
-                      "assert not _a2_failed, f'{len(_a2_failed)} public case(s) failed (above)'"])
+                      "assert not _a2_failed, '\\n'.join(_a2_failed)"])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -311,8 +330,8 @@ def student_notebook(src: ExerciseSources, code: str | None = None) -> dict[str,
         markdown_cell("## Public tests\n\nEach cell checks one case; a failing cell says what was expected, "
                       "in which unit, and the likely mistake.", "public-tests"),
     ]
-    cells += [code_cell(public_check_code(src, key), cell_id_for(f"{ex.id}-{key}"))
-              for key in src.groups() if group_cases(src, key)[0]]
+    cells += [code_cell(public_check_code(src, keys[0]), cell_id_for(f"{ex.id}-{keys[0]}"))
+              for keys in cell_groups(src)]
     return new_notebook(cells, {"a2": {"exercise": ex.id, "module": ex.module}})
 
 

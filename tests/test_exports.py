@@ -11,6 +11,8 @@ generate_assignment` + `nbgrader autograde` and `otter assign` + `otter run` for
 from __future__ import annotations
 
 import ast
+import contextlib
+import io
 import json
 import math
 import os
@@ -27,6 +29,7 @@ import pytest
 from autograder import export_nbgrader, export_otter
 from autograder import notebooks as nb
 from autograder.expected import wrong_fixtures
+from autograder.fixtures import nothing
 from hetero.impl import load_module_from_path as load_file_module
 from autograder.manifest import BY_ID, ROOT
 from hetero.checks import judge, run_call
@@ -36,10 +39,9 @@ if not GRADABLE:
     pytest.skip("no exercise has hidden cases with stored expected values yet", allow_module_level=True)
 
 VENV_BIN = Path(sys.executable).parent
-# Points are compared per exercise. Otter's test configs and the native results.json carry per-case points
-# rounded to 1e-6, so a sum over at most ~70 cases (ex02 has 69) may differ by 7e-5; 1e-4 allows that
-# rounding and nothing more: the smallest case is worth ~0.05 points, so one differing verdict is caught.
-POINTS_TOL = 1e-4
+# Points are exact hundredths everywhere; the tools add them as floats, so a total may carry ~1e-13 of float
+# residue, which is what this tolerance allows (a differing verdict moves a total by at least 0.01).
+POINTS_TOL = 1e-9
 
 
 @pytest.fixture(scope="module", params=GRADABLE)
@@ -52,39 +54,53 @@ def sources(request) -> nb.ExerciseSources:
 VERDICT_PARAMS = [pytest.param(e, marks=pytest.mark.slow) if BY_ID[e].timeout_s > 20 else e for e in GRADABLE]
 
 
-def _exec_cells(exercise_code: str, cells: list[str]) -> list[tuple[bool, str]]:
+def _namespace(exercise_code: str) -> dict[str, Any]:
     namespace: dict[str, Any] = {"__name__": "__main__"}
     exec(compile(exercise_code, "<exercise cell>", "exec"), namespace)
-    results = []
+    return namespace
+
+
+def _nbgrader_cents(exercise_code: str, cells: list[str]) -> int:
+    """Run grade cells as nbgrader does (one kernel namespace); the last expression is the partial credit."""
+    namespace = _namespace(exercise_code)
+    cents = 0
     for code in cells:
+        *body, last = code.splitlines()
+        with contextlib.redirect_stdout(io.StringIO()):
+            exec(compile("\n".join(body), "<grade cell>", "exec"), namespace)
+        cents += round(eval(last, namespace) * 100)
+    return cents
+
+
+def _otter_cents(exercise_code: str, tests: list[str]) -> int:
+    """Run Otter test cells in order in one namespace; a test scores its points when no assert fails."""
+    namespace = _namespace(exercise_code)
+    cents = 0
+    for test in tests:
+        config, code = _strip_test_config(test)
         try:
-            exec(compile(code, "<test cell>", "exec"), namespace)
-            results.append((True, ""))
-        except AssertionError as exc:
-            results.append((False, str(exc)))
-    return results
+            with contextlib.redirect_stdout(io.StringIO()):
+                exec(compile(code, "<test cell>", "exec"), namespace)
+        except AssertionError:
+            continue
+        cents += round(float(config["points"]) * 100)
+    return cents
 
 
-_VERDICTS: dict[tuple[str, str], list[tuple[bool, str]]] = {}
+def _native_cents(src: nb.ExerciseSources, path: Path) -> int:
+    """What the native grader pays on this code (its judge and scoring, without the sandbox)."""
+    from autograder import scoring
 
-
-def _native_verdicts(src: nb.ExerciseSources, path: Path) -> list[tuple[bool, str]]:
-    """What the native grader decides for each case (public then hidden), without the sandbox."""
-    key = (src.exercise.id, path.read_text(encoding="utf-8"))
-    if key not in _VERDICTS:
-        _VERDICTS[key] = _judge_all(src, path)
-    return _VERDICTS[key]
-
-
-def _judge_all(src: nb.ExerciseSources, path: Path) -> list[tuple[bool, str]]:
     module = load_file_module(path, f"_a2_export_check_{path.parent.name}_{src.exercise.id}")
-    verdicts = []
-    for case in src.public:
-        verdicts.append(judge(case, run_call(case, module)))
+    passed = {c.id: judge(c, run_call(c, module)).passed for c in src.public}
     for case in src.hidden:
         stored = src.expected[case.id]
-        verdicts.append(judge(case, run_call(case, module), stored.get("expect"), stored.get("mistakes") or {}))
-    return [(v.passed, v.message) for v in verdicts]
+        passed[case.id] = judge(case, run_call(case, module), stored.get("expect"), stored.get("mistakes")).passed
+    rules = {k: scoring.Rule(v["rule"], tuple(v["uses"])) for k, v in src.rules.items()}
+    live = scoring.live_groups(rules, src.hidden, {k: v["class"] for k, v in src.expected.items()}, passed,
+                               {k: bool(v.get("echo")) for k, v in src.expected.items()})
+    pays = scoring.paid(src.public + src.hidden, passed, live)
+    return sum(c for cid, c in src.cents.items() if pays[cid])
 
 
 def _implementations(src: nb.ExerciseSources, tmp_path: Path) -> list[Path]:
@@ -92,18 +108,15 @@ def _implementations(src: nb.ExerciseSources, tmp_path: Path) -> list[Path]:
     stub = tmp_path / "release" / ex.filename
     stub.parent.mkdir(parents=True, exist_ok=True)
     stub.write_text(src.stub, encoding="utf-8")
-    return [ROOT / "solutions" / ex.filename, stub] + [path for _, path in wrong_fixtures(ex.id)]
+    constant = nothing.build("public_table_raise", tmp_path / "nothing") / ex.filename
+    return [ROOT / "solutions" / ex.filename, stub, constant] + [path for _, path in wrong_fixtures(ex.id)]
 
 
-def _check_same_verdicts(src: nb.ExerciseSources, cells: list[str], tmp_path: Path) -> None:
+def _check_same_points(src: nb.ExerciseSources, run, cells: list[str], tmp_path: Path) -> None:
     for path in _implementations(src, tmp_path):
-        got = _exec_cells(path.read_text(encoding="utf-8"), cells)
-        want = _native_verdicts(src, path)
-        assert [g[0] for g in got] == [w[0] for w in want], (
-            f"{src.exercise.id} with {path}: exported cells pass/fail {[g[0] for g in got]}, "
-            f"the native grader's judge {[w[0] for w in want]}")
-        assert [g[1] for g in got if not g[0]] == [w[1] for w in want if not w[0]], (
-            "a failing exported cell must show the native grader's feedback message")
+        got, want = run(path.read_text(encoding="utf-8"), cells), _native_cents(src, path)
+        assert got == want, (f"{src.exercise.id} with {path}: the exported cells pay {got / 100:.2f} points, "
+                             f"the native grader {want / 100:.2f} on the same code")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -128,21 +141,22 @@ def test_nbgrader_notebook_structure_and_points(sources):
     assert solution[0]["source"].count("### BEGIN SOLUTION") == blocks, "each solution block needs nbgrader's ### marker"
     assert solution[0]["source"].count("### END SOLUTION") == blocks
     grades = [c for c in cells if c["metadata"]["nbgrader"]["grade"]]
-    assert len(grades) == len(sources.public) + len(sources.hidden), "expected one grade cell per case"
-    hidden = grades[len(sources.public):]
-    assert all(export_nbgrader.BEGIN_HIDDEN in c["source"] and export_nbgrader.END_HIDDEN in c["source"]
-               for c in hidden), "hidden cases must sit between the hidden-test markers"
-    assert not any(export_nbgrader.BEGIN_HIDDEN in c["source"] for c in grades[:len(sources.public)])
-    total = sum(c["metadata"]["nbgrader"]["points"] for c in grades)
-    assert math.isclose(total, ex.points, abs_tol=1e-9), f"{ex.id} grade cells total {total}, manifest says {ex.points}"
+    assert len(grades) == len(nb.cell_groups(sources)), "expected one grade cell per exercise function"
+    for cell in grades:
+        visible = cell["source"].split(export_nbgrader.BEGIN_HIDDEN)[0]
+        assert "Entry(" in visible, f"{cell['id']}: every grade cell shows its public cases (no empty hidden cell)"
+        assert "json.loads" not in visible, "hidden values must sit between the hidden-test markers"
+    cents = sum(round(c["metadata"]["nbgrader"]["points"] * 100) for c in grades)
+    assert cents == round(ex.points * 100), f"{ex.id} grade cells total {cents / 100}, manifest says {ex.points}"
+    assert all(round(c["metadata"]["nbgrader"]["points"], 2) == c["metadata"]["nbgrader"]["points"] for c in grades)
 
 
 @pytest.mark.parametrize("ex_id", VERDICT_PARAMS)
-def test_nbgrader_cells_decide_like_the_native_grader(ex_id, tmp_path):
+def test_nbgrader_cells_pay_like_the_native_grader(ex_id, tmp_path):
     sources = nb.load_sources(ex_id)
     note = export_nbgrader.source_notebook(sources)
     cells = [c["source"] for c in _nbgrader_cells(note) if c["metadata"]["nbgrader"]["grade"]]
-    _check_same_verdicts(sources, cells, tmp_path)
+    _check_same_points(sources, _nbgrader_cents, cells, tmp_path)
 
 
 def test_export_nbgrader_cli(tmp_path):
@@ -190,9 +204,10 @@ def test_otter_master_structure_and_points(sources):
     tests = _otter_tests(note)
     assert len(tests) == len(sources.public) + len(sources.hidden)
     configs = [_strip_test_config(t)[0] for t in tests]
-    assert [c.get("hidden") == "true" for c in configs] == [False] * len(sources.public) + [True] * len(sources.hidden)
-    total = sum(float(c["points"]) for c in configs)
-    assert math.isclose(total, ex.points, abs_tol=POINTS_TOL), f"{ex.id} tests total {total}, manifest says {ex.points}"
+    assert [c.get("hidden") == "true" for c in configs] == [True] * len(sources.hidden) + [False] * len(sources.public), \
+        "hidden tests come first: they score each function before the public tests ask whether they were paid"
+    cents = sum(round(float(c["points"]) * 100) for c in configs)
+    assert cents == round(ex.points * 100), f"{ex.id} tests total {cents / 100}, manifest says {ex.points}"
     for test in tests:
         body = ast.parse(_strip_test_config(test)[1]).body
         bare = [ast.unparse(s) for s in body if isinstance(s, ast.Expr)]
@@ -200,10 +215,9 @@ def test_otter_master_structure_and_points(sources):
 
 
 @pytest.mark.parametrize("ex_id", VERDICT_PARAMS)
-def test_otter_tests_decide_like_the_native_grader(ex_id, tmp_path):
+def test_otter_tests_pay_like_the_native_grader(ex_id, tmp_path):
     sources = nb.load_sources(ex_id)
-    cells = [_strip_test_config(t)[1] for t in _otter_tests(export_otter.master_notebook(sources))]
-    _check_same_verdicts(sources, cells, tmp_path)
+    _check_same_points(sources, _otter_cents, _otter_tests(export_otter.master_notebook(sources)), tmp_path)
 
 
 def test_export_otter_cli(tmp_path):
@@ -228,6 +242,7 @@ def _submissions() -> dict[str, dict[str, Any]]:
     kinds: dict[str, dict[str, Any]] = {
         "solutions": {e: (ROOT / "solutions" / BY_ID[e].filename).read_text(encoding="utf-8") for e in GRADABLE},
         "release": {e: None for e in GRADABLE},
+        "nothing": {e: (nothing.HERE / "public_table_raise.py").read_text(encoding="utf-8") for e in GRADABLE[:2]},
     }
     firsts = [(e, wrong_fixtures(e)) for e in GRADABLE if wrong_fixtures(e)]
     if len(firsts) >= 2:
@@ -269,14 +284,17 @@ def _compare(tool: str, tool_points: dict[str, dict[str, float]], native: dict[s
     for kind, exercises in kinds.items():
         for ex_id in exercises:
             got, want = tool_points[kind].get(ex_id, 0.0), native[kind][ex_id]
-            assert math.isclose(got, want, abs_tol=POINTS_TOL), (
+            assert round(got, 2) == round(want, 2) and abs(got - round(got, 2)) < 1e-9, (
                 f"{tool} gives {got:.4f} points for {ex_id} on the '{kind}' submission, the native grader "
-                f"{want:.4f} on the same code (expected equal within {POINTS_TOL})")
+                f"{want:.4f} on the same code (expected equal, in exact hundredths)")
     # the comparison must not be vacuous: full marks, zero, and a fixture below full marks
     for ex_id in kinds["solutions"]:
         assert math.isclose(native["solutions"][ex_id], BY_ID[ex_id].points, abs_tol=POINTS_TOL), (
             f"the answer key should earn all {BY_ID[ex_id].points} points of {ex_id}")
         assert native["release"][ex_id] <= POINTS_TOL, f"the unfilled release should earn 0 points on {ex_id}"
+    for ex_id in kinds["nothing"]:
+        assert native["nothing"][ex_id] == 0 and tool_points["nothing"].get(ex_id, 0.0) == 0, \
+            f"{tool}: a submission that computes nothing must earn 0 on {ex_id}"
     for kind, exercises in kinds.items():
         for ex_id in exercises if kind.startswith("fixtures") else ():
             assert native[kind][ex_id] < BY_ID[ex_id].points - POINTS_TOL, f"the {kind} of {ex_id} should lose points"
