@@ -20,8 +20,9 @@ Each master notebook holds:
   `# BEGIN TEST CONFIG` block holding its exact share in hundredths (`autograder.scoring`, as the
   native grader) and `hidden: true` for hidden cases. The first hidden test of each function scores
   the whole function with `hetero.grading.score_cases` (the native grader's judge and live-function
-  rule, a per-case time limit) and leaves the paid case ids in the kernel; every test asserts that
-  its case passed and was paid. Tests are `assert` statements (no bare expressions, which Otter would
+  rule, a per-case time limit) and leaves the paid case ids in the kernel process
+  (`hetero.grading.remember_paid`: Otter runs each test on a fresh copy of the notebook's globals);
+  every test asserts that its case passed and was paid. Tests are `assert` statements (no bare expressions, which Otter would
   turn into doctests needing saved outputs).
 
 The grading environment needs the `hetero` package (`pip install -e .` of this repository locally;
@@ -74,13 +75,15 @@ def hidden_cell_code(src: nb.ExerciseSources, key: str, case: Case, first: bool)
     """A hidden test of one case. The group's first one scores the whole group once (every public, hidden
     and support case, as the native grader does) and keeps the paid case ids in the kernel's globals;
     each hidden test then asserts that its case was paid."""
+    token = f"{src.exercise.id}:{key}"
     lines = []
     if first:
         scorer = nb.group_cell_code(src, [key]).splitlines()[:-2]  # without printing and the points expression
-        lines += scorer + ["_a2_paid = globals().setdefault('_a2_paid', {})",
-                           f"_a2_paid[{key!r}] = _a2_score.paid_ids"]
-    lines.append(f"assert {case.id!r} in _a2_paid[{key!r}], 'hidden case of {case.func}: failed, or its function "
-                 "is not yet shown to compute on the hidden inputs'")
+        lines += scorer + ["from hetero.grading import remember_paid",
+                           f"remember_paid({token!r}, _a2_score.paid_ids)"]
+    lines += ["from hetero.grading import recall_paid",
+              f"assert {case.id!r} in (recall_paid({token!r}) or ()), 'hidden case of {case.func}: failed, or its "
+              "function is not yet shown to compute on the hidden inputs'"]
     return "\n".join(lines)
 
 
@@ -92,14 +95,14 @@ def public_cell_code(src: nb.ExerciseSources, key: str, case: Case) -> str:
         *nb._needs(literal),
         "from types import SimpleNamespace",
         "from hetero.checks import Case, Gen",
-        "from hetero.grading import run_limited",
+        "from hetero.grading import recall_paid, run_limited",
         "from hetero.checks import judge",
         f"_a2_case = {literal}",
         f"_a2_verdict = judge(_a2_case, run_limited(_a2_case, SimpleNamespace(**globals()), "
         f"{src.exercise.case_timeout_s!r}))",
         "assert _a2_verdict.passed, _a2_verdict.message",
-        f"assert {key!r} not in globals().get('_a2_paid', {{}}) or _a2_case.id in _a2_paid[{key!r}], "
-        f"{scoring.UNPAID_NOTE!r}",
+        f"_a2_paid = recall_paid({f'{src.exercise.id}:{key}'!r})",
+        f"assert _a2_paid is None or _a2_case.id in _a2_paid, {scoring.UNPAID_NOTE!r}",
     ])
 
 

@@ -102,6 +102,20 @@ class CellScore:
         return round(self.cents / CENTS, 2)
 
 
+_PAID: dict[str, frozenset[str]] = {}  # "exNN:group" -> paid case ids, kept for the tests that follow
+
+
+def remember_paid(token: str, ids: frozenset[str]) -> None:
+    """Keep the paid case ids of one scored group in this process (Otter runs each test in a fresh copy
+    of the notebook's globals, so the tests after the one that scored the group find them here)."""
+    _PAID[token] = frozenset(ids)
+
+
+def recall_paid(token: str) -> frozenset[str] | None:
+    """The paid case ids a test earlier in this process left for `token`, or None."""
+    return _PAID.get(token)
+
+
 class _CaseTimeout(Exception):
     pass
 
