@@ -86,11 +86,19 @@ def source_notebook(src: nb.ExerciseSources) -> dict[str, Any]:
     return nb.new_notebook(cells, {"a2": {"exercise": ex.id, "module": ex.module}})
 
 
-def config_text(exercises: list[Exercise]) -> str:
+def config_text(exercises: list[Exercise], feedback_shows_hidden: bool = False) -> str:
     timeout = max(int(ex.timeout_s) for ex in exercises)
+    feedback = ([] if feedback_shows_hidden else [
+        "# Feedback leaves the hidden tests out (their inputs and expected values): generate_feedback",
+        "# renders the autograded notebooks, whose grade cells hold the hidden tests again.",
+        "from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor",
+        "from nbgrader.preprocessors import ClearHiddenTests, GetGrades",
+        "c.GenerateFeedback.preprocessors = [GetGrades, ClearHiddenTests, CSSHTMLHeaderPreprocessor]",
+    ])
     return "\n".join([
         '"""nbgrader configuration of the A2 course (written by `python -m autograder export-nbgrader`)."""',
         "",
+        *feedback,
         "c = get_config()  # noqa: F821 (provided by nbgrader when it reads this file)",
         f"c.CourseDirectory.course_id = {COURSE_ID!r}",
         "# Each case stops after its exercise's case_timeout_s (inside the cell); a whole cell may run for as",
@@ -102,7 +110,7 @@ def config_text(exercises: list[Exercise]) -> str:
 
 
 def export(dest: Path, assignment: str = DEFAULT_ASSIGNMENT, ex_ids: list[str] | None = None,
-           root: Path = ROOT) -> list[Path]:
+           root: Path = ROOT, feedback_shows_hidden: bool = False) -> list[Path]:
     """Write the course into `dest`; returns the files written."""
     chosen = [ex for ex in nb.gradable_exercises(root) if ex_ids is None or ex.id in ex_ids]
     if ex_ids is not None:
@@ -114,7 +122,7 @@ def export(dest: Path, assignment: str = DEFAULT_ASSIGNMENT, ex_ids: list[str] |
         raise ValueError("no exercise has a solution, public and hidden cases and expected values yet")
     dest.mkdir(parents=True, exist_ok=True)
     config = dest / "nbgrader_config.py"
-    config.write_text(config_text(chosen), encoding="utf-8")
+    config.write_text(config_text(chosen, feedback_shows_hidden), encoding="utf-8")
     written = [config]
     for ex in chosen:
         src = nb.load_sources(ex.id, root)
@@ -161,6 +169,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("dest", type=Path, help="course folder to write (nbgrader_config.py, source/)")
     parser.add_argument("--assignment", default=DEFAULT_ASSIGNMENT, help="assignment name (default: a2)")
     parser.add_argument("--exercises", help="comma-separated exercise ids (default: every exportable one)")
+    parser.add_argument("--feedback-shows-hidden", action="store_true",
+                        help="let generate_feedback show the hidden tests (their inputs and expected values)")
     args = parser.parse_args(argv)
     ex_ids = args.exercises.split(",") if args.exercises else None
     if ex_ids:
@@ -168,7 +178,7 @@ def main(argv: list[str]) -> int:
         if bad:
             parser.error(f"unknown exercise ids: {', '.join(bad)}")
     try:
-        written = export(args.dest, args.assignment, ex_ids)
+        written = export(args.dest, args.assignment, ex_ids, feedback_shows_hidden=args.feedback_shows_hidden)
     except ValueError as exc:
         print(f"export-nbgrader: {exc}", file=sys.stderr)
         return 1

@@ -314,8 +314,21 @@ def test_nbgrader_autograde_matches_native_grader(tmp_path):
             release = json.loads((course / "release" / "a2" / f"{ex.module}.ipynb").read_text(encoding="utf-8"))
             note = release if code is None else nb.fill_exercise_cell(release, ex, code)
             submitted[kind][ex_id] = nb.write_notebook(note, course / "submitted" / kind / "a2" / f"{ex.module}.ipynb")
-    export_nbgrader.run_nbgrader(course, ["autograde", "a2", "--create"], timeout_s=1800)
+    autograde = export_nbgrader.run_nbgrader(course, ["autograde", "a2", "--create"], timeout_s=1800)
+    log = autograde.stdout + autograde.stderr
+    changed = log.count("Attribute 'checksum' for cell")
+    with_hidden = {ex_id: sum(export_nbgrader.BEGIN_HIDDEN in c["source"] for c in
+                              export_nbgrader.source_notebook(nb.load_sources(ex_id))["cells"]) for ex_id in GRADABLE}
+    expected_warnings = sum(with_hidden[ex_id] for exercises in kinds.values() for ex_id in exercises)
+    assert changed <= expected_warnings, (f"{changed} checksum warnings, more than the {expected_warnings} grade "
+                                          "cells whose hidden tests nbgrader restores")
     tool = export_nbgrader.autograded_points(course)
+    export_nbgrader.run_nbgrader(course, ["generate_feedback", "a2"], timeout_s=1800)
+    for html in (course / "feedback").rglob("*.html"):
+        text = html.read_text(encoding="utf-8")
+        assert "json.loads" not in text and "HIDDEN TESTS" not in text, \
+            f"{html}: the feedback shows hidden tests (their inputs and expected values)"
+    print(f"\nnbgrader autograde: {changed} 'checksum changed' warnings (one per grade cell holding hidden tests)")
     with ThreadPoolExecutor(max_workers=2) as pool:
         native = dict(zip(submitted, pool.map(lambda k: _native_points(submitted[k], tmp_path / "native" / k),
                                               submitted)))
