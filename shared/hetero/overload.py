@@ -858,7 +858,7 @@ def plot(figures: dict[str, Any], outdir: Path) -> list[Path]:
     import matplotlib.pyplot as plt
 
     fig_data = figures["default"]
-    series = {k: v for k, v in fig_data["series"].items() if k != "window_s"}
+    series = {p.name: fig_data["series"][p.name] for p in OSCILLATION_POLICIES}
     fig, axes = plt.subplots(len(series), 1, figsize=(10, 2.2 * len(series)), sharex=True, squeeze=False)
     t0 = fig_data["series"]["window_s"][0]
     for ax, (policy, s) in zip(axes[:, 0], series.items()):
@@ -907,7 +907,8 @@ def plot_lag(figures: dict[str, Any], outdir: Path) -> list[Path]:
         ax.set_ylabel(label)
         ax.legend(fontsize=8)
         ax.grid(alpha=0.3)
-    fig.suptitle(f"Where 'look at the decode load now' stops working (mean decode {figures['decode_mean_s']:.0f} s "
+    fig.suptitle(f"Early vs prediction-based rejection as the admission-to-decode lag grows (mean decode "
+                 f"{figures['decode_mean_s']:.0f} s "
                  f"at the TBT threshold; {len(figures['seeds'])} seeds, ± std)", fontsize=10)
     fig.tight_layout()
     path = Path(outdir) / "overload_lag_sweep.png"
