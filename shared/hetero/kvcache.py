@@ -231,7 +231,7 @@ class WorkloadConfig:
     num_requests: int = 20_000
     num_documents: int = 400
     zipf_s: float = 1.0  # popularity of the document of rank r is proportional to r ** -zipf_s
-    doc_blocks_min: int = 8  # documents are 4K-20K tokens (Kimi's mean input: 8,590 tokens)
+    doc_blocks_min: int = 8  # documents are 4K-20K tokens (the lecture's Kimi mean input: 8,590 tokens)
     doc_blocks_max: int = 40
     question_tokens_min: int = 32  # the unique question after the document
     question_tokens_max: int = 1024
