@@ -772,7 +772,7 @@ def _run_lag_part(impl: str) -> dict[str, Any]:
 
 
 def _pm(s: dict[str, float], fmt: str = "{:.0f}") -> str:
-    return f"{fmt.format(s['mean'])} ± {fmt.format(s['std'])}"
+    return f"{fmt.format(s['mean'])} ± {fmt.replace('+', '').format(s['std'])}"
 
 
 def _config_line(cfg: dict[str, Any], fig: dict[str, Any]) -> str:
