@@ -32,7 +32,7 @@ The arrival checks and decode entry use the same threshold, `DecodeModel.max_bat
 Default configuration (fixed from the lecture's words before it was run; reasons beside each field;
 docs/figures_overload.md): both pools serve about 2 req/s, requests arrive as a Poisson process at
 2.6 req/s for one hour, output lengths are exponential, and prefills are long (10-20 s, "十几秒"), so
-a request reaches decode ten-plus seconds after it was admitted. `SHORT_PREFILL` is the same cluster
+a request reaches decode 10-30 s after it arrives (queueing within the 30 s TTFT SLO + prefill). `SHORT_PREFILL` is the same cluster
 with 2-6 s prefills; the lag sweep (`lag_sweep`, experiment part "overload_lag") varies the prefill
 time at constant capacity and shows where "look at the decode load now" stops predicting it.
 
