@@ -596,6 +596,7 @@ def test_real_batch_of_twenty_grades_the_honest_ones_as_alone(tmp_path):
     for i in range(8):
         honest[f"key{i}"] = _submission(subs, f"key{i}", key)
     honest["wrong"] = _submission(subs, "wrong", wrong)
+    honest["stubs"] = _submission(subs, "stubs", {f: (ROOT / "assignments" / f).read_bytes() for f in key})
     honest["zipped"] = _zip(subs, "zipped.zip", {f"hw/{k}": v for k, v in key.items()})
     honest["near_miss"] = _submission(subs, "near_miss", {"ex01_cost_per_gb (1).py": key[EX01.filename],
                                                           EX02.filename: key[EX02.filename]})
