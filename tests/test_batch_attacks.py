@@ -22,7 +22,6 @@ import json
 import os
 import shutil
 import sqlite3
-import struct
 import sys
 import textwrap
 import time
@@ -32,6 +31,7 @@ from pathlib import Path
 import pytest
 
 from autograder import bulk, grader, intake, results as res
+from autograder.attacks import bomb_zip, damaged_zip, deep_tree, remove_deep
 from autograder.gradebook import Gradebook
 from autograder.manifest import BY_ID, ROOT
 from autograder.safetext import clean_text, csv_cell
@@ -42,8 +42,6 @@ WRONG = ROOT / "autograder" / "fixtures" / "wrong"
 EX01, EX02 = BY_ID["ex01"], BY_ID["ex02"]
 GRADED = ["ex01", "ex02"]  # the real-grader tests grade only these two (cheap: about 4 s per submission)
 SCORE_TOL = 1e-6  # scores are sums of rounded (1e-6) case points
-DEEP_LEVELS = 1100  # deeper than Python's default recursion limit (1000): a recursive walk would crash
-BOMB_BYTES = 256 * 2**20  # one zip member expanding to 256 MiB (about 260 KB compressed)
 
 
 def _key(ex) -> bytes:
@@ -65,87 +63,24 @@ def _locate(submission: Path, tmp_path: Path) -> tuple[dict, list[str], Path]:
     return found, notes, staging
 
 
+@pytest.fixture()
+def deep_trees():
+    """Makes deep trees (autograder.attacks.deep_tree) and always removes them: pytest's own remover
+    of old temporary folders recurses once per level and would fail on them in a later session."""
+    made: list[Path] = []
+
+    def make(top: Path) -> Path:
+        made.append(top)
+        return deep_tree(top)
+
+    yield make
+    for top in made:
+        if top.exists():
+            remove_deep(top)
+
+
 def _disk_bytes(folder: Path) -> int:
     return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
-
-
-# ---------------------------------------------------------------------------------------------
-# Zip members damaged on purpose (the bytes are patched after zipfile wrote a valid archive).
-
-def _central_headers(data: bytes) -> dict[str, int]:
-    """Offset of each member's central-directory header, by name."""
-    offsets = {}
-    end = data.rfind(b"PK\x05\x06")
-    (start,) = struct.unpack("<I", data[end + 16:end + 20])
-    pos = start
-    while data[pos:pos + 4] == b"PK\x01\x02":
-        name_len, extra_len, comment_len = struct.unpack("<HHH", data[pos + 28:pos + 34])
-        offsets[data[pos + 46:pos + 46 + name_len].decode()] = pos
-        pos += 46 + name_len + extra_len + comment_len
-    return offsets
-
-
-def damaged_zip(path: Path) -> Path:
-    """ex01 intact; ex02 flagged encrypted; ex03 with a flipped data byte (bad CRC); ex04 with method 99."""
-    names = {ex: BY_ID[ex].filename for ex in ("ex01", "ex02", "ex03", "ex04")}
-    with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED) as zf:
-        for ex_id, name in names.items():
-            zf.writestr(f"work/{name}", _key(BY_ID[ex_id]) if ex_id in ("ex01", "ex02") else b"x = 1\n" * 50)
-        infos = {i.filename.split("/")[-1]: i for i in zf.infolist()}
-    data = bytearray(path.read_bytes())
-    central = _central_headers(bytes(data))
-    for ex_id, name in names.items():
-        cpos, lpos = central[f"work/{name}"], infos[name].header_offset
-        if ex_id == "ex02":  # general-purpose flag bit 0: encrypted
-            data[cpos + 8] |= 0x1
-            data[lpos + 6] |= 0x1
-        elif ex_id == "ex03":  # a byte of the stored data: the CRC no longer matches
-            name_len, extra_len = struct.unpack("<HH", data[lpos + 26:lpos + 30])
-            data[lpos + 30 + name_len + extra_len + 10] ^= 0xFF
-        elif ex_id == "ex04":  # compression method 99: no reader knows it
-            data[cpos + 10:cpos + 12] = struct.pack("<H", 99)
-            data[lpos + 8:lpos + 10] = struct.pack("<H", 99)
-    path.write_bytes(bytes(data))
-    return path
-
-
-def bomb_zip(path: Path) -> Path:
-    """An exercise-named member expanding to BOMB_BYTES, next to the ex02 answer key."""
-    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
-        with zf.open(f"a/{EX01.filename}", "w", force_zip64=True) as fh:
-            chunk = b"#" * 2**20
-            for _ in range(BOMB_BYTES // 2**20):
-                fh.write(chunk)
-        zf.writestr(EX02.filename, _key(EX02))
-    return path
-
-
-def deep_tree(top: Path, levels: int = DEEP_LEVELS) -> Path:
-    """`top` with a chain of `levels` nested folders holding an ex02 file at the bottom."""
-    top.mkdir(parents=True, exist_ok=True)
-    current = top
-    for _ in range(levels):  # one level at a time: os.makedirs recurses once per level
-        current = current / "d"
-        current.mkdir()
-    (current / EX02.filename).write_bytes(_key(EX02))
-    return top
-
-
-def remove_deep(top: Path) -> None:
-    """Remove a chain of folders too deep for a recursive remover: cut it into pieces of 100 levels."""
-    pieces, current, depth = [top], top, 0
-    while True:
-        subdirs = [Path(e.path) for e in os.scandir(current) if e.is_dir(follow_symlinks=False)]
-        if not subdirs:
-            break
-        current, depth = subdirs[0], depth + 1
-        if depth % 100 == 0:
-            piece = top.parent / f"{top.name}.piece{depth}"
-            os.rename(current, piece)
-            pieces.append(piece)
-            current = piece
-    for piece in pieces:
-        shutil.rmtree(piece)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -198,14 +133,11 @@ def test_a_zip_that_cannot_be_opened_is_a_note_not_a_crash(tmp_path):
     assert "The zip could not be opened (BadZipFile" in notes[0], notes
 
 
-def test_a_deep_tree_is_searched_to_its_depth_cap(tmp_path):
-    top = deep_tree(tmp_path / "deep")
+def test_a_deep_tree_is_searched_to_its_depth_cap(tmp_path, deep_trees):
+    top = deep_trees(tmp_path / "deep")
     (top / EX01.filename).write_bytes(_key(EX01))
-    try:
-        found, notes, _ = _locate(top, tmp_path)
-        digest = bulk.content_hash(top)
-    finally:
-        remove_deep(top)
+    found, notes, _ = _locate(top, tmp_path)
+    digest = bulk.content_hash(top)
     assert found["ex01"].path is not None, "the exercise at the top must be graded despite the deep tree"
     assert "ex02" not in found, "a file below the depth cap must not be found"
     assert any(f"deeper than {intake.MAX_DEPTH} levels" in n for n in notes), notes
@@ -587,7 +519,7 @@ def test_real_grader_on_damaged_zip_and_bad_notebook(tmp_path):
 
 
 @pytest.mark.slow
-def test_real_batch_of_twenty_grades_the_honest_ones_as_alone(tmp_path):
+def test_real_batch_of_twenty_grades_the_honest_ones_as_alone(tmp_path, deep_trees):
     subs = tmp_path / "subs"
     key = {EX01.filename: _key(EX01), EX02.filename: _key(EX02)}
     wrong_dir = sorted(WRONG.glob("ex02_*"))[0]
@@ -604,7 +536,7 @@ def test_real_batch_of_twenty_grades_the_honest_ones_as_alone(tmp_path):
     shutil.copyfile(ADVERSARIAL / "batch_surrogate_message" / EX02.filename, surrogate / EX02.filename)
     _submission(subs, os.fsdecode(b"name\xff"), key)
     deep = _submission(subs, "deep", {EX01.filename: key[EX01.filename]})
-    deep_tree(deep / "x")
+    deep_trees(deep / "x")
     bomb_zip(subs / "bomb.zip")
     damaged_zip(subs / "damaged.zip")
     nb = _submission(subs, "notebook", {EX01.filename: key[EX01.filename]})
@@ -613,11 +545,8 @@ def test_real_batch_of_twenty_grades_the_honest_ones_as_alone(tmp_path):
     _zip(subs, "gradebook.sqlite.zip", key)
     assert len(list(subs.iterdir())) == 20
     out = tmp_path / "graded"
-    try:
-        report = bulk.grade_all(subs, out, workers=2, progress=False, exercises=GRADED)
-        again = bulk.grade_all(subs, out, workers=2, progress=False, exercises=GRADED)
-    finally:
-        remove_deep(deep)
+    report = bulk.grade_all(subs, out, workers=2, progress=False, exercises=GRADED)
+    again = bulk.grade_all(subs, out, workers=2, progress=False, exercises=GRADED)
     scores = {r.student: r for r in report.records}
     assert len(scores) == 19 and [r.entry for r in report.refused] == ["gradebook.sqlite.zip"], report.refused
     assert report.failed == [], f"no hostile submission may make the grader fail: {report.failed}"
