@@ -13,7 +13,8 @@ SUBMISSIONS is one of:
 An entry that cannot be graded as a student is refused with a sentence saying why (printed, and in
 the report), never stopping the batch: a name that collides with grade-all's own outputs
 (`gradebook.sqlite.zip`, ...), two entries for one student (`alice/` and `alice.zip`), the output
-folder itself. Each submission is graded by the single-submission grader in its own subprocess
+folder itself. Students whose output folders would differ only in case (`Alice/`, `alice/`) are both
+graded, each into a folder named with a hash of the student. Each submission is graded by the single-submission grader in its own subprocess
 (`python -m autograder grade SUB --out DIR/<student>/results.json [--exercises ...]`), several at
 once, so that a crash, a hang or a runaway submission only ever affects that student: when the
 grader exits or reaches the per-submission time limit, the grader and every process it started
@@ -167,23 +168,30 @@ def discover(folder: Path, out: Optional[Path] = None) -> tuple[list[Submission]
             candidates.append(Submission(key, path, folder_name(key), name, email))
         else:
             candidates.append(Submission(student, path))
-    by_folder: dict[str, list[Submission]] = {}
+    by_student: dict[str, list[Submission]] = {}
     for sub in candidates:
-        by_folder.setdefault(sub.out_folder.lower(), []).append(sub)
-    subs = []
+        by_student.setdefault(sub.student, []).append(sub)
     reserved = {n.lower() for n in RESERVED_NAMES}
-    for key in sorted(by_folder):
-        group = by_folder[key]
+    by_folder: dict[str, list[Submission]] = {}
+    for student, group in sorted(by_student.items()):
         shown = ", ".join(clean_text(s.path.name) for s in group)
-        if key in reserved:
-            refused += [Refused(clean_text(s.path.name), f"its name collides with grade-all's own output "
-                                                         f"{group[0].out_folder!r}; rename it and grade it again")
-                        for s in group]
-        elif len(group) > 1:
+        if len(group) > 1:
             refused += [Refused(clean_text(s.path.name), f"more than one submission for one student ({shown}); "
                                                          "none of them was graded: keep one") for s in group]
+        elif group[0].out_folder.lower() in reserved:
+            refused.append(Refused(clean_text(group[0].path.name),
+                                   f"its name collides with grade-all's own output {group[0].out_folder!r}; "
+                                   "rename it and grade it again"))
         else:
+            by_folder.setdefault(group[0].out_folder.lower(), []).append(group[0])
+    subs = []
+    for group in by_folder.values():
+        if len(group) == 1:
             subs.append(group[0])
+            continue
+        for sub in group:  # e.g. "Alice" and "alice": distinct students, distinct output folders
+            digest = hashlib.sha256(sub.student.encode("utf-8")).hexdigest()[:8]
+            subs.append(Submission(sub.student, sub.path, f"{sub.out_folder}-{digest}", sub.name, sub.email))
     return sorted(subs, key=lambda s: s.student), refused
 
 

@@ -333,6 +333,17 @@ def test_names_colliding_with_outputs_are_refused_and_formulas_neutralised(tmp_p
     assert (out / "gradebook.sqlite").is_file(), "the gradebook must not be replaced by a student's folder"
 
 
+def test_case_variants_are_two_students_with_two_folders(tmp_path, fake_python):
+    subs = tmp_path / "subs"
+    _folder(subs, "Alice")
+    _folder(subs, "alice")
+    report = bulk.grade_all(subs, tmp_path / "graded", progress=False, python=fake_python)
+    assert report.graded == ["Alice", "alice"] and not report.refused, report
+    folders = sorted(p.name for p in (tmp_path / "graded").iterdir() if p.is_dir())
+    assert len(folders) == 2 and all(f.lower().startswith("alice-") for f in folders), (
+        f"one output folder per student, distinct even where case is ignored: {folders}")
+
+
 def test_output_folder_inside_the_submissions_is_not_a_student(tmp_path, fake_python):
     subs = tmp_path / "subs"
     _folder(subs, "alice")
