@@ -9,7 +9,6 @@ intact).
 from __future__ import annotations
 
 import os
-import shutil
 import struct
 import zipfile
 from pathlib import Path
@@ -93,18 +92,28 @@ def deep_tree(top: Path, levels: int = DEEP_LEVELS) -> Path:
     return top
 
 
+def very_deep_tree(top: Path, levels: int = 3000, name: str = "d" * 40) -> Path:
+    """`top` with a chain of `levels` folders named `name`, made relative to open folders (the whole
+    path is far longer than PATH_MAX); one folder near the bottom is left without any permission."""
+    top.mkdir(parents=True, exist_ok=True)
+    fd = os.open(top, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for level in range(levels):
+            os.mkdir(name, dir_fd=fd)
+            inner = os.open(name, os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+            os.close(fd)
+            fd = inner
+            if level % 500 == 0:
+                with open(os.open("f.py", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd), "w") as fh:
+                    fh.write("x = 1\n")
+        os.mkdir("locked", mode=0o000, dir_fd=fd)
+    finally:
+        os.close(fd)
+    return top
+
+
 def remove_deep(top: Path) -> None:
-    """Remove a chain of folders too deep for a recursive remover: cut it into pieces of 100 levels."""
-    pieces, current, depth = [top], top, 0
-    while True:
-        subdirs = [Path(e.path) for e in os.scandir(current) if e.is_dir(follow_symlinks=False)]
-        if not subdirs:
-            break
-        current, depth = subdirs[0], depth + 1
-        if depth % 100 == 0:
-            piece = top.parent / f"{top.name}.piece{depth}"
-            os.rename(current, piece)
-            pieces.append(piece)
-            current = piece
-    for piece in pieces:
-        shutil.rmtree(piece)
+    """Remove a tree of any depth (the trees above are too deep for shutil.rmtree's recursion)."""
+    from autograder.bulk import remove_tree
+
+    remove_tree(top)

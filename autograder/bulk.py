@@ -47,6 +47,7 @@ import signal
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import zipfile
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -443,9 +444,56 @@ def _wait_unreaped(pid: int, timeout_s: float) -> bool:
         time.sleep(WAIT_POLL_S)
 
 
+def remove_tree(path: Path) -> None:
+    """Remove a folder tree of any depth and width: no recursion, no long paths (each step is relative
+    to one open folder), at most two folders open at a time; unreadable folders are made readable."""
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
+    try:
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        return
+    except OSError:  # a file or a link, not a folder
+        os.unlink(path)
+        return
+    names: list[str] = []
+    while True:
+        child = None
+        with os.scandir(fd) as it:
+            for entry in it:
+                try:
+                    if entry.is_dir(follow_symlinks=False):
+                        child = entry.name
+                        break
+                    os.unlink(entry.name, dir_fd=fd)
+                except FileNotFoundError:
+                    continue
+        if child is not None:
+            try:
+                inner = os.open(child, flags, dir_fd=fd)
+            except PermissionError:
+                os.chmod(child, 0o700, dir_fd=fd)
+                inner = os.open(child, flags, dir_fd=fd)
+            os.close(fd)
+            fd = inner
+            names.append(child)
+            continue
+        if not names:
+            os.close(fd)
+            os.rmdir(path)
+            return
+        parent = os.open("..", flags, dir_fd=fd)
+        os.close(fd)
+        fd = parent
+        os.rmdir(names.pop(), dir_fd=fd)
+
+
 def grade_one(sub: Submission, student_dir: Path, timeout_s: float, python: str = sys.executable,
               exercises: Optional[Sequence[str]] = None) -> Graded:
-    """Run the grader CLI on one submission; never raises for anything the submission does."""
+    """Run the grader CLI on one submission; never raises for anything the submission does.
+
+    The grader's temporary files (its copy of the submission's files, the sandbox folders) go to a
+    folder of their own (TMPDIR), removed when the grader has ended, also after it was killed.
+    """
     student_dir.mkdir(parents=True, exist_ok=True)
     results_path = student_dir / "results.json"
     log_path = student_dir / "grader.log"
@@ -455,12 +503,18 @@ def grade_one(sub: Submission, student_dir: Path, timeout_s: float, python: str 
         cmd += ["--exercises", *exercises]
     start = time.perf_counter()
     reason = ""
-    with log_path.open("wb") as log:
-        proc = subprocess.Popen(cmd, cwd=str(ROOT), stdout=log, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, start_new_session=True)
-        finished = _wait_unreaped(proc.pid, timeout_s)
-        leftovers = end_process_tree(proc.pid)
-        status = proc.wait()
+    scratch = Path(tempfile.mkdtemp(prefix="a2batch-"))
+    try:
+        scratch.chmod(0o711)  # the sandbox user may pass through to its own folder, not list or write here
+        env = dict(os.environ, TMPDIR=str(scratch))
+        with log_path.open("wb") as log:
+            proc = subprocess.Popen(cmd, cwd=str(ROOT), stdout=log, stderr=subprocess.STDOUT, env=env,
+                                    stdin=subprocess.DEVNULL, start_new_session=True)
+            finished = _wait_unreaped(proc.pid, timeout_s)
+            leftovers = end_process_tree(proc.pid)
+            status = proc.wait()
+    finally:
+        remove_tree(scratch)
     if not finished:
         reason = (f"grading took longer than {timeout_s:.0f} s and was stopped (the grader and the "
                   f"{leftovers} process(es) it had started were killed)")

@@ -31,7 +31,7 @@ from pathlib import Path
 import pytest
 
 from autograder import bulk, grader, intake, results as res
-from autograder.attacks import bomb_zip, damaged_zip, deep_tree, remove_deep
+from autograder.attacks import bomb_zip, damaged_zip, deep_tree, remove_deep, very_deep_tree
 from autograder.gradebook import Gradebook
 from autograder.manifest import BY_ID, ROOT
 from autograder.safetext import clean_text, csv_cell
@@ -144,6 +144,14 @@ def test_a_deep_tree_is_searched_to_its_depth_cap(tmp_path, deep_trees):
     assert len(digest) == 64
 
 
+def test_remove_tree_removes_what_no_recursive_remover_can(tmp_path):
+    top = very_deep_tree(tmp_path / "very_deep")
+    (top / "link").symlink_to(ROOT)  # must be removed as a link, never followed
+    bulk.remove_tree(top)
+    assert not top.exists(), "a 3000-level tree with a locked folder must be removed completely"
+    assert (ROOT / "README.md").is_file()
+
+
 def test_surrogate_file_names_are_escaped_in_notes(tmp_path):
     top = tmp_path / "sub"
     odd = top / os.fsdecode(b"dir\xff")
@@ -250,6 +258,11 @@ FAKE_GRADER = textwrap.dedent('''\
         subprocess.Popen([sys.executable, "-c", relay])
         with open(os.path.join(here, "pids.txt"), "w") as fh:
             fh.write(" ".join(map(str, pids)))
+        import tempfile
+        scratch = tempfile.mkdtemp(prefix="staging-")
+        open(os.path.join(scratch, "copy.py"), "w").write("x = 1")
+        with open(os.path.join(here, "scratch.txt"), "w") as fh:
+            fh.write(scratch)
         time.sleep(120)
     text = "plain"
     if "surrogate" in name:
@@ -385,6 +398,9 @@ def test_timeout_ends_the_graders_whole_tree_and_says_so(tmp_path, fake_python):
     size = (out / "spawn" / "relay.txt").stat().st_size
     time.sleep(0.3)
     assert (out / "spawn" / "relay.txt").stat().st_size == size, "the relay is still forking"
+    scratch = Path((out / "spawn" / "scratch.txt").read_text())
+    assert not scratch.exists() and not scratch.parent.exists(), (
+        f"the killed grader's temporary files ({scratch}) must be removed with its TMPDIR")
 
 
 def test_a_crash_of_the_batch_itself_resumes_where_it_stopped(tmp_path, fake_python, monkeypatch):
