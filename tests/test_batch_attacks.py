@@ -133,6 +133,17 @@ def test_a_zip_that_cannot_be_opened_is_a_note_not_a_crash(tmp_path):
     assert "The zip could not be opened (BadZipFile" in notes[0], notes
 
 
+def test_a_zip_whose_utf8_names_are_not_utf8_is_a_note(tmp_path):
+    archive = tmp_path / "names.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        zf.writestr(zipfile.ZipInfo("ex01_cost_per_gb\u00e9.py"), b"x = 1\n")  # stored with the UTF-8 flag
+    data = archive.read_bytes().replace("\u00e9".encode("utf-8"), b"\xff\xfe")  # now invalid UTF-8
+    archive.write_bytes(data)
+    found, notes, _ = _locate(archive, tmp_path)
+    assert found == {} and len(notes) == 1 and "could not be opened" in notes[0], notes
+    notes[0].encode("utf-8")
+
+
 def test_a_deep_tree_is_searched_to_its_depth_cap(tmp_path, deep_trees):
     top = deep_trees(tmp_path / "deep")
     (top / EX01.filename).write_bytes(_key(EX01))
@@ -216,6 +227,18 @@ def test_malformed_cell_metadata_costs_nothing_when_the_marker_is_there(tmp_path
     code = extract_code(path, "ex01")
     assert code.strip() == _key(EX01).decode().strip() and marker_line(EX01) not in code, (
         "with the marker line present, the exercise cell must be found whatever its metadata holds")
+
+
+@pytest.mark.parametrize("text", ["[" * 100000, '{"cells": [], "nbformat": {"x": 1}}', '{"cells": [5]}'])
+def test_hostile_notebook_json_costs_only_its_exercise(tmp_path, text):
+    top = tmp_path / "sub"
+    top.mkdir()
+    (top / f"{EX02.module}.ipynb").write_text(text)
+    (top / EX01.filename).write_bytes(_key(EX01))
+    found, _, _ = _locate(top, tmp_path)
+    assert found["ex01"].path is not None
+    assert found["ex02"].path is None and "could not be read as this exercise's notebook" in found["ex02"].note, (
+        found["ex02"])
 
 
 def test_committed_bad_tags_notebook_costs_only_its_exercise(tmp_path):
