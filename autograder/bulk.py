@@ -77,6 +77,15 @@ HASH_MAX_ENTRIES = 100000  # files and folders a folder's content hash looks at
 EXPORT_MAX_MEMBERS = 200000
 EXPORT_MAX_BYTES = 4 * 2**30  # bytes unpacked from one Gradescope export, counted while reading
 WAIT_POLL_S = 0.05
+# Starts the grader so that it dies with the batch (PR_SET_PDEATHSIG survives execve): argv is the
+# batch's pid, then the grader's command. The check after prctl closes the race with an early death.
+DIE_WITH_BATCH = (
+    "import ctypes, os, signal, sys\n"
+    "ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0)\n"
+    "if os.getppid() != int(sys.argv[1]):\n"
+    "    os._exit(70)\n"
+    "os.execvp(sys.argv[2], sys.argv[2:])\n"
+)
 KILL_ROUNDS = 100  # SIGSTOP sweeps over the grader's tree before the SIGKILL (a sweep finds new forks)
 
 
@@ -492,15 +501,17 @@ def grade_one(sub: Submission, student_dir: Path, timeout_s: float, python: str 
     """Run the grader CLI on one submission; never raises for anything the submission does.
 
     The grader's temporary files (its copy of the submission's files, the sandbox folders) go to a
-    folder of their own (TMPDIR), removed when the grader has ended, also after it was killed.
+    folder of their own (TMPDIR), removed when the grader has ended, also after it was killed. On
+    Linux the grader is killed by the kernel if the batch process dies first (PR_SET_PDEATHSIG).
     """
     student_dir.mkdir(parents=True, exist_ok=True)
     results_path = student_dir / "results.json"
     log_path = student_dir / "grader.log"
     results_path.unlink(missing_ok=True)
-    cmd = [python, "-m", "autograder", "grade", str(sub.path.resolve()), "--out", str(results_path.resolve())]
+    grade = [python, "-m", "autograder", "grade", str(sub.path.resolve()), "--out", str(results_path.resolve())]
     if exercises:
-        cmd += ["--exercises", *exercises]
+        grade += ["--exercises", *exercises]
+    cmd = [sys.executable, "-c", DIE_WITH_BATCH, str(os.getpid()), *grade] if sys.platform == "linux" else grade
     start = time.perf_counter()
     reason = ""
     scratch = Path(tempfile.mkdtemp(prefix="a2batch-"))

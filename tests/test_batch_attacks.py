@@ -22,6 +22,7 @@ import json
 import os
 import shutil
 import sqlite3
+import subprocess
 import sys
 import textwrap
 import time
@@ -424,6 +425,46 @@ def test_timeout_ends_the_graders_whole_tree_and_says_so(tmp_path, fake_python):
     scratch = Path((out / "spawn" / "scratch.txt").read_text())
     assert not scratch.exists() and not scratch.parent.exists(), (
         f"the killed grader's temporary files ({scratch}) must be removed with its TMPDIR")
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="PR_SET_PDEATHSIG is Linux only")
+def test_graders_die_with_a_killed_batch(tmp_path, fake_python):
+    subs = tmp_path / "subs"
+    _folder(subs, "spawn")
+    out = tmp_path / "graded"
+    script = (f"from pathlib import Path\nfrom autograder import bulk\n"
+              f"bulk.grade_all(Path({str(subs)!r}), Path({str(out)!r}), progress=False, python={fake_python!r})\n")
+    batch = subprocess.Popen([sys.executable, "-c", script], cwd=str(ROOT))
+    pid_file = out / "spawn" / "pids.txt"
+    deadline = time.monotonic() + 60
+    while not pid_file.is_file() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert pid_file.is_file(), "the stand-in grader did not start"
+    graders = [pid for pid in bulk.descendants(batch.pid) if " grade " in _cmdline(pid) and "/subs/spawn " in _cmdline(pid)]
+    batch.kill()
+    assert len(graders) == 1, f"expected the one grader below the batch, found {graders}"
+    (grader_pid,) = graders
+    batch.wait()
+    deadline = time.monotonic() + 10
+    while _alive(grader_pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    leftovers = [int(p) for p in pid_file.read_text().split()] + [int((out / "spawn" / "orphan.txt").read_text())]
+    for pid in leftovers:  # the stand-in's own children: in a real grader they die with it (sandbox)
+        if _alive(pid):
+            os.kill(pid, 9)
+    try:
+        os.killpg(grader_pid, 9)
+    except ProcessLookupError:
+        pass
+    assert not _alive(grader_pid), "the grader of a batch that was killed must die with it"
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            return fh.read().replace(b"\0", b" ").decode(errors="replace").strip()
+    except OSError:
+        return ""
 
 
 def test_a_crash_of_the_batch_itself_resumes_where_it_stopped(tmp_path, fake_python, monkeypatch):
