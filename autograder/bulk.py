@@ -7,22 +7,26 @@ SUBMISSIONS is one of:
   `submission_metadata.yml` and one folder per submission (`submission_123456/`). The yml maps each
   folder to its submitters; the student is the submitters' e-mail (else their SID, else the folder
   name), so a resubmission, which Gradescope exports under a new folder name, lands on the same
-  student; names and e-mails go to the gradebook and the CSV. The zip is unpacked into
-  DIR/_gradescope_export/ with the caps of `autograder.intake` (per file, per export, depth, links).
+  student; names and e-mails go to the gradebook and the CSV;
+- a zip of either (a zip of a folder of per-student zips, for instance).
+A zip is unpacked into DIR/_gradescope_export/ with caps (per file, per export, depth; links and
+damaged members skipped).
 
 An entry that cannot be graded as a student is refused with a sentence saying why (printed, and in
 the report), never stopping the batch: a name that collides with grade-all's own outputs
 (`gradebook.sqlite.zip`, ...), two entries for one student (`alice/` and `alice.zip`), the output
 folder itself. Students whose output folders would differ only in case (`Alice/`, `alice/`) are both
-graded, each into a folder named with a hash of the student. Each submission is graded by the single-submission grader in its own subprocess
-(`python -m autograder grade SUB --out DIR/<student>/results.json [--exercises ...]`), several at
-once, so that a crash, a hang or a runaway submission only ever affects that student: when the
-grader exits or reaches the per-submission time limit, the grader and every process it started
-that is still its descendant or in its process group are stopped (SIGSTOP, so none can fork) and
-killed, while the grader is kept unreaped so that its pid and group cannot be reused meanwhile; the
-student gets a results.json saying what happened; the batch goes on. (A process that left both the
-tree and the group is the sandbox's to end: its children die with the grader, see
-`autograder.sandbox`.)
+graded, each into a folder named with a hash of the student. Each submission is graded by the
+single-submission grader in its own subprocess (`python -m autograder grade SUB --out
+DIR/<student>/results.json [--exercises ...]`), several at once, so that a crash, a hang or a
+runaway submission only ever affects that student: when the grader exits or reaches the per-
+submission time limit, the grader and every process it started that is still its descendant or in
+its process group are stopped (SIGSTOP, so none can fork) and killed, while the grader is kept
+unreaped so that its pid and group cannot be reused meanwhile; the student gets a results.json
+saying what happened; the batch goes on. (A process that left both the tree and the group is the
+sandbox's to end: its children die with the grader, see `autograder.sandbox`.)
+Each grader runs with a TMPDIR of its own, removed once it has ended (killed or not), and on Linux
+dies with the batch process (PR_SET_PDEATHSIG), so a killed batch leaves no grader running.
 
 Per student, DIR/<student>/ receives results.json (Gradescope format), grader.log, feedback.md (what
 the student may see now: tests whose visibility is "visible") and feedback_instructor.md (every test,
@@ -75,7 +79,7 @@ RESERVED_NAMES = (GRADEBOOK_NAME, f"{GRADEBOOK_NAME}-journal", f"{GRADEBOOK_NAME
 FOLDER_NAME_CHARS = 120  # longest per-student output folder name (longer names are cut and hashed)
 HASH_MAX_ENTRIES = 100000  # files and folders a folder's content hash looks at
 EXPORT_MAX_MEMBERS = 200000
-EXPORT_MAX_BYTES = 4 * 2**30  # bytes unpacked from one Gradescope export, counted while reading
+EXPORT_MAX_BYTES = 2 * 2**30  # bytes unpacked from one Gradescope export, counted while reading
 WAIT_POLL_S = 0.05
 # Starts the grader so that it dies with the batch (PR_SET_PDEATHSIG survives execve): argv is the
 # batch's pid, then the grader's command. The check after prctl closes the race with an early death.
@@ -162,6 +166,9 @@ def discover(folder: Path, out: Optional[Path] = None) -> tuple[list[Submission]
         if out is None:
             raise ValueError(f"{folder} is a zip: give an output folder to unpack it into")
         folder = unpack_export(folder, out / EXPORT_DIR)
+        inside = [p for p in folder.iterdir() if not p.name.startswith(".") and p.name not in IGNORED_NAMES]
+        if gradescope_root(folder) is None and len(inside) == 1 and inside[0].is_dir():
+            folder = inside[0]  # a zip of a folder of submissions
     if not folder.is_dir():
         raise FileNotFoundError(f"{folder} is not a folder of submissions (nor a Gradescope export zip)")
     export_root = gradescope_root(folder)
@@ -263,9 +270,9 @@ def read_metadata(path: Path) -> dict[str, tuple[str, str, str]]:
 def unpack_export(archive: Path, dest: Path) -> Path:
     """Unpack a Gradescope export zip into `dest` (replaced) with the intake caps; return `dest`.
 
-    Links, absolute or `..` paths, hidden entries, files larger than intake.MAX_FILE_BYTES, entries
-    deeper than intake.MAX_DEPTH + 2 and damaged members are skipped (counted on stderr); bytes are
-    counted while reading, at most EXPORT_MAX_BYTES in all.
+    Links, absolute or `..` paths, hidden entries, files larger than intake.MAX_FILE_BYTES (zips:
+    intake.MAX_SUBMISSION_BYTES), entries deeper than intake.MAX_DEPTH + 2 and damaged members are
+    skipped (counted on stderr); bytes are counted while reading, at most EXPORT_MAX_BYTES in all.
     """
     if dest.exists():
         shutil.rmtree(dest)
@@ -290,9 +297,10 @@ def unpack_export(archive: Path, dest: Path) -> Path:
                 target.parent.mkdir(parents=True, exist_ok=True)
                 with zf.open(info) as src, open(target, "wb") as dst:
                     written = 0
+                    limit = intake.MAX_SUBMISSION_BYTES if name.suffix.lower() == ".zip" else intake.MAX_FILE_BYTES
                     while chunk := src.read(intake.READ_CHUNK_BYTES):
                         written += len(chunk)
-                        if written > intake.MAX_FILE_BYTES or written > left_bytes:
+                        if written > limit or written > left_bytes:
                             raise ValueError("too large")
                         dst.write(chunk)
                 left_bytes -= written

@@ -145,15 +145,17 @@ def _folder_candidates(top: Path, exercises: Sequence[Exercise]) -> tuple[list[_
         folder, rel = stack.pop()
         try:
             with os.scandir(folder) as it:
-                entries = sorted(it, key=lambda e: e.name, reverse=True)
+                entries = []
+                for entry in it:  # counted while listing: a folder of millions of entries is not read whole
+                    seen += 1
+                    if seen > MAX_ENTRIES:
+                        stack.clear()
+                        break
+                    entries.append(entry)
         except OSError:
             unreadable += 1
             continue
-        for entry in entries:
-            seen += 1
-            if seen > MAX_ENTRIES:
-                stack.clear()
-                break
+        for entry in sorted(entries, key=lambda e: e.name, reverse=True):
             name = entry.name
             if _ignored(name):
                 continue

@@ -574,6 +574,13 @@ def test_unpacked_gradescope_export_and_flat_folder_of_zips(tmp_path, fake_pytho
             zf.writestr("f.py", "x = 1\n")
     subs, refused = bulk.discover(flat)
     assert [s.student for s in subs] == ["dora", "eve"] and not refused
+    zipped = tmp_path / "class.zip"
+    with zipfile.ZipFile(zipped, "w") as zf:
+        for student in ("dora", "eve"):
+            zf.write(flat / f"{student}.zip", f"class/{student}.zip")
+    out = tmp_path / "graded"
+    report = bulk.grade_all(zipped, out, progress=False, python=fake_python)
+    assert report.graded == ["dora", "eve"] and not report.failed, "a zip of a folder of per-student zips"
 
 
 # ---------------------------------------------------------------------------------------------
