@@ -185,7 +185,8 @@ class Gradebook:
 
     def identity(self, student: str) -> tuple[str, str]:
         """(name, email) of a student, empty strings when unknown."""
-        row = self._db.execute("SELECT name, email FROM identities WHERE student = ?", (clean_text(student),)).fetchone()
+        row = self._db.execute("SELECT name, email FROM identities WHERE student = ?",
+                               (clean_text(student),)).fetchone()
         return (row[0], row[1]) if row else ("", "")
 
     def history(self, student: str) -> list[Version]:

@@ -76,6 +76,9 @@ class _Candidate:
     source: Union[Path, zipfile.ZipInfo]
 
 
+_Scan = tuple[list[_Candidate], dict[str, list[str]], list[str]]  # candidates, hinted names per exercise, notes
+
+
 class _Budget:
     """Bytes still allowed to reach the disk from this submission."""
 
@@ -134,7 +137,7 @@ def hinted_exercise(name: str, exercises: Sequence[Exercise]) -> Optional[str]:
 # ---------------------------------------------------------------------------------------------
 # Folders
 
-def _folder_candidates(top: Path, exercises: Sequence[Exercise]) -> tuple[list[_Candidate], dict[str, list[str]], list[str]]:
+def _folder_candidates(top: Path, exercises: Sequence[Exercise]) -> _Scan:
     """Candidates, hinted names per exercise and notes for a folder, walked without recursion."""
     candidates: list[_Candidate] = []
     hints: dict[str, list[str]] = {}
@@ -239,7 +242,7 @@ def _write_capped(src: BinaryIO, target: Path, budget: _Budget) -> str:
 # ---------------------------------------------------------------------------------------------
 # Zips
 
-def _zip_candidates(zf: zipfile.ZipFile, exercises: Sequence[Exercise]) -> tuple[list[_Candidate], dict[str, list[str]], list[str]]:
+def _zip_candidates(zf: zipfile.ZipFile, exercises: Sequence[Exercise]) -> _Scan:
     candidates: list[_Candidate] = []
     hints: dict[str, list[str]] = {}
     too_deep = 0

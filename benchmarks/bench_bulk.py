@@ -113,7 +113,8 @@ def assemble_hostile(dest: Path) -> dict[str, str]:
     (dest / "deep_tree" / BY_ID["ex02"].filename).unlink()
     deep_tree(dest / "deep_tree" / "x")
     fixtures = ROOT / "autograder" / "fixtures" / "adversarial"
-    folder("surrogate", {"ex02_kv_capacity.py": (fixtures / "batch_surrogate_message" / "ex02_kv_capacity.py").read_bytes()})
+    attack = fixtures / "batch_surrogate_message" / "ex02_kv_capacity.py"
+    folder("surrogate", {"ex02_kv_capacity.py": attack.read_bytes()})
     folder("notebook_bad_tags", {})
     (dest / "notebook_bad_tags" / "ex02_kv_capacity.py").unlink()
     shutil.copyfile(fixtures / "batch_notebook_bad_tags" / "ex02_kv_capacity.ipynb",

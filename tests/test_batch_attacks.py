@@ -440,7 +440,8 @@ def test_graders_die_with_a_killed_batch(tmp_path, fake_python):
     while not pid_file.is_file() and time.monotonic() < deadline:
         time.sleep(0.1)
     assert pid_file.is_file(), "the stand-in grader did not start"
-    graders = [pid for pid in bulk.descendants(batch.pid) if " grade " in _cmdline(pid) and "/subs/spawn " in _cmdline(pid)]
+    graders = [pid for pid in bulk.descendants(batch.pid)
+               if " grade " in _cmdline(pid) and "/subs/spawn " in _cmdline(pid)]
     batch.kill()
     assert len(graders) == 1, f"expected the one grader below the batch, found {graders}"
     (grader_pid,) = graders
