@@ -386,9 +386,13 @@ def _zip_is_readable(path: Path) -> bool:
 # Grading one submission in a subprocess, and ending everything it started.
 
 def _process_table() -> dict[int, int]:
-    """{pid: parent pid} of every process visible in /proc."""
-    table = {}
-    for entry in os.listdir("/proc"):
+    """{pid: parent pid} of every process visible in /proc (empty where there is no /proc)."""
+    table: dict[int, int] = {}
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return table
+    for entry in entries:
         if not entry.isdigit():
             continue
         try:
@@ -445,12 +449,19 @@ def end_process_tree(root_pid: int) -> int:
     return len(stopped - {root_pid})
 
 
-def _wait_unreaped(pid: int, timeout_s: float) -> bool:
-    """Wait up to `timeout_s` for `pid` to exit, leaving it unreaped; True when it has exited."""
+def _wait_unreaped(proc: subprocess.Popen, timeout_s: float) -> bool:
+    """Wait up to `timeout_s` for `proc` to exit, leaving it unreaped where the system allows
+    (os.waitid with WNOWAIT); True when it has exited."""
+    if not hasattr(os, "waitid"):  # e.g. macOS: reaped here; its group id could then be reused, rarely
+        try:
+            proc.wait(timeout=timeout_s)
+            return True
+        except subprocess.TimeoutExpired:
+            return False
     deadline = time.monotonic() + timeout_s
     while True:
         try:
-            info = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT | os.WNOHANG)
+            info = os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT | os.WNOHANG)
         except ChildProcessError:
             return True
         if info is not None:
@@ -528,7 +539,7 @@ def grade_one(sub: Submission, student_dir: Path, timeout_s: float, python: str 
         with log_path.open("wb") as log:
             proc = subprocess.Popen(cmd, cwd=str(ROOT), stdout=log, stderr=subprocess.STDOUT, env=env,
                                     stdin=subprocess.DEVNULL, start_new_session=True)
-            finished = _wait_unreaped(proc.pid, timeout_s)
+            finished = _wait_unreaped(proc, timeout_s)
             leftovers = end_process_tree(proc.pid)
             status = proc.wait()
     finally:
