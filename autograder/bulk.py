@@ -26,7 +26,8 @@ unreaped so that its pid and group cannot be reused meanwhile; the student gets 
 saying what happened; the batch goes on. (A process that left both the tree and the group is the
 sandbox's to end: its children die with the grader, see `autograder.sandbox`.)
 Each grader runs with a TMPDIR of its own, removed once it has ended (killed or not), and on Linux
-dies with the batch process (PR_SET_PDEATHSIG), so a killed batch leaves no grader running.
+dies with the batch process (PR_SET_PDEATHSIG), so a killed batch leaves no grader running; the
+TMPDIRs a killed batch left behind are removed by the next batch.
 
 Per student, DIR/<student>/ receives results.json (Gradescope format), grader.log, feedback.md (what
 the student may see now: tests whose visibility is "visible") and feedback_instructor.md (every test,
@@ -47,6 +48,7 @@ import os
 import re
 import shutil
 import signal
+import stat
 import statistics
 import subprocess
 import sys
@@ -80,6 +82,7 @@ HASH_MAX_ENTRIES = 100000  # files and folders a folder's content hash looks at
 EXPORT_MAX_MEMBERS = 200000
 EXPORT_MAX_BYTES = 2 * 2**30  # bytes unpacked from one Gradescope export, counted while reading
 WAIT_POLL_S = 0.05
+SCRATCH_PREFIX = "a2batch-"  # + the batch's pid: a grader's TMPDIR
 # Starts the grader so that it dies with the batch (PR_SET_PDEATHSIG survives execve): argv is the
 # batch's pid, then the grader's command. The check after prctl closes the race with an early death.
 DIE_WITH_BATCH = (
@@ -514,6 +517,37 @@ def remove_tree(path: Path) -> None:
         os.rmdir(names.pop(), dir_fd=fd)
 
 
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def sweep_stale_scratch() -> int:
+    """Remove the graders' TMPDIRs left by batches that died without cleaning up (killed); return
+    how many. Only folders of this user named SCRATCH_PREFIX + the pid of a process that no longer
+    exists are touched (never links: /tmp is shared with the sandboxed code)."""
+    removed = 0
+    for entry in Path(tempfile.gettempdir()).glob(SCRATCH_PREFIX + "*"):
+        match = re.fullmatch(re.escape(SCRATCH_PREFIX) + r"(\d+)-\w+", entry.name)
+        try:
+            info = entry.lstat()
+        except OSError:
+            continue
+        if match is None or not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
+            continue
+        pid = int(match.group(1))
+        if pid == os.getpid() or _alive(pid):
+            continue
+        remove_tree(entry)
+        removed += 1
+    return removed
+
+
 def grade_one(sub: Submission, student_dir: Path, timeout_s: float, python: str = sys.executable,
               exercises: Optional[Sequence[str]] = None) -> Graded:
     """Run the grader CLI on one submission; never raises for anything the submission does.
@@ -532,7 +566,7 @@ def grade_one(sub: Submission, student_dir: Path, timeout_s: float, python: str 
     cmd = [sys.executable, "-c", DIE_WITH_BATCH, str(os.getpid()), *grade] if sys.platform == "linux" else grade
     start = time.perf_counter()
     reason = ""
-    scratch = Path(tempfile.mkdtemp(prefix="a2batch-"))
+    scratch = Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{os.getpid()}-"))
     try:
         scratch.chmod(0o711)  # the sandbox user may pass through to its own folder, not list or write here
         env = dict(os.environ, TMPDIR=str(scratch))
@@ -705,6 +739,7 @@ def grade_all(submissions: Path, out: Path, workers: int | None = None, force: b
     `exercises` limits grading to these exercise ids (default: all).
     """
     out.mkdir(parents=True, exist_ok=True)
+    sweep_stale_scratch()
     subs, refused = discover(submissions, out)
     for item in refused:
         print(f"grade-all: refused {item.entry}: {item.reason}", file=sys.stderr)

@@ -437,7 +437,7 @@ def test_graders_die_with_a_killed_batch(tmp_path, fake_python):
     batch = subprocess.Popen([sys.executable, "-c", script], cwd=str(ROOT))
     pid_file = out / "spawn" / "pids.txt"
     deadline = time.monotonic() + 60
-    while not pid_file.is_file() and time.monotonic() < deadline:
+    while not (out / "spawn" / "scratch.txt").is_file() and time.monotonic() < deadline:
         time.sleep(0.1)
     assert pid_file.is_file(), "the stand-in grader did not start"
     graders = [pid for pid in bulk.descendants(batch.pid)
@@ -458,6 +458,10 @@ def test_graders_die_with_a_killed_batch(tmp_path, fake_python):
     except ProcessLookupError:
         pass
     assert not _alive(grader_pid), "the grader of a batch that was killed must die with it"
+    scratch = Path((out / "spawn" / "scratch.txt").read_text()).parent
+    assert scratch.name.startswith(f"{bulk.SCRATCH_PREFIX}{batch.pid}-") and scratch.is_dir()
+    assert bulk.sweep_stale_scratch() >= 1 and not scratch.exists(), (
+        "the next batch must remove the TMPDIR a killed batch left behind")
 
 
 def _cmdline(pid: int) -> str:
