@@ -797,6 +797,9 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--python", default=sys.executable,
                         help="interpreter that runs `-m autograder grade` (default: this one)")
     args = parser.parse_args(argv)
+    for stream in (sys.stdout, sys.stderr):  # student names in the summary never stop the report
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")
     if args.csv is not None and (args.csv.name.lower() in {n.lower() for n in RESERVED_NAMES}
                                  or args.csv.resolve() == (args.out / GRADEBOOK_NAME).resolve()):
         print(f"grade-all: --csv {args.csv} would overwrite grade-all's own output", file=sys.stderr)

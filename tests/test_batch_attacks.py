@@ -196,6 +196,17 @@ def test_near_miss_names_are_accepted_with_a_note_or_named(tmp_path):
     assert found["ex01"].path.read_text() == "x = 2\n", "the exact name must win over a near miss"
 
 
+def test_a_fifo_named_like_an_exercise_neither_hangs_nor_is_graded(tmp_path):
+    top = tmp_path / "sub"
+    top.mkdir()
+    os.mkfifo(top / EX01.filename)  # opening it for reading would block forever
+    (top / "deeper").mkdir()
+    (top / "deeper" / EX01.filename).write_bytes(_key(EX01))
+    found, _, _ = _locate(top, tmp_path)
+    assert found["ex01"].shown == f"deeper/{EX01.filename}", found["ex01"]
+    assert len(bulk.content_hash(top)) == 64
+
+
 def test_files_are_snapshotted_before_any_code_runs(tmp_path):
     top = tmp_path / "sub"
     top.mkdir()
