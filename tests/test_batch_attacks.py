@@ -508,6 +508,20 @@ def test_a_crash_of_the_batch_itself_resumes_where_it_stopped(tmp_path, fake_pyt
     assert sorted(again.skipped) == sorted(done) and sorted(again.graded) == sorted({"a", "b", "c", "d"} - done), again
 
 
+def test_a_rerun_grades_again_what_the_grader_failed_on(tmp_path, fake_python):
+    subs = tmp_path / "subs"
+    _folder(subs, "alice")
+    _folder(subs, "spawn")  # the stand-in hangs on it: a grader failure (time limit)
+    out = tmp_path / "graded"
+    first = bulk.grade_all(subs, out, timeout_s=2.0, progress=False, python=fake_python)
+    again = bulk.grade_all(subs, out, timeout_s=2.0, progress=False, python=fake_python)
+    assert first.failed == ["spawn"] and again.graded == ["spawn"] and again.skipped == ["alice"], again
+    calls = (out / "calls.txt").read_text().split()
+    assert calls.count("spawn") == 2 and calls.count("alice") == 1, calls
+    with Gradebook(out / "gradebook.sqlite") as book:
+        assert [v.status for v in book.history("spawn")] == ["grader_failed", "grader_failed"]
+
+
 def test_resubmission_history_keeps_every_graded_version(tmp_path, fake_python):
     subs = tmp_path / "subs"
     alice = _folder(subs, "alice")
