@@ -16,7 +16,9 @@ from pathlib import Path
 from autograder.manifest import BY_ID, ROOT
 
 DEEP_LEVELS = 1100  # deeper than Python's default recursion limit (1000): a recursive walk would crash
-BOMB_BYTES = 256 * 2**20  # one zip member expanding to 256 MiB (about 260 KB compressed)
+BOMB_BYTES = 256 * 2**20  # one zip member expanding to 256 MiB
+BOMB_COPIES = 100  # more copies of the exercise file, 3 MiB each: 300 MiB if every copy were
+# extracted; the whole zip is about 2.5 MB
 EX01_FILE, EX02_FILE = BY_ID["ex01"].filename, BY_ID["ex02"].filename
 
 
@@ -64,16 +66,19 @@ def damaged_zip(path: Path) -> Path:
     return path
 
 
-def bomb_zip(path: Path) -> Path:
-    """An exercise-named member expanding to BOMB_BYTES, next to the ex02 answer key.
+def bomb_zip(path: Path, copies: int = BOMB_COPIES) -> Path:
+    """An exercise-named member expanding to BOMB_BYTES, `copies` more copies of the exercise file of
+    3 MiB each in other folders (extracting every copy is what fills a disk), and the ex02 answer key.
 
     Deserved: 0 for ex01 ("larger than 2 MiB"), ex02 full marks.
     """
-    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
+    chunk = b"#" * 2**20
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as zf:  # level 1: built in ~2 s
         with zf.open(f"a/{EX01_FILE}", "w", force_zip64=True) as fh:
-            chunk = b"#" * 2**20
             for _ in range(BOMB_BYTES // 2**20):
                 fh.write(chunk)
+        for i in range(copies):
+            zf.writestr(f"copies/{i}/{EX01_FILE}", chunk * 3)
         zf.writestr(EX02_FILE, answer_key("ex02"))
     return path
 

@@ -32,7 +32,7 @@ from pathlib import Path
 import pytest
 
 from autograder import bulk, grader, intake, results as res
-from autograder.attacks import bomb_zip, damaged_zip, deep_tree, remove_deep, very_deep_tree
+from autograder.attacks import BOMB_COPIES, bomb_zip, damaged_zip, deep_tree, remove_deep, very_deep_tree
 from autograder.gradebook import Gradebook
 from autograder.manifest import BY_ID, ROOT
 from autograder.safetext import clean_text, csv_cell
@@ -100,15 +100,18 @@ def test_damaged_zip_members_cost_only_their_exercise(tmp_path):
 
 def test_zip_bomb_is_capped_while_extracting(tmp_path):
     archive = bomb_zip(tmp_path / "bomb.zip")
-    assert archive.stat().st_size < 2 * 2**20, "the bomb must stay a small file (it is built compressed)"
+    assert archive.stat().st_size < 4 * 2**20, "the bomb must stay a small file (it is built compressed)"
     start = time.perf_counter()
     found, _, staging = _locate(archive, tmp_path)
     took = time.perf_counter() - start
     assert found["ex01"].path is None and "larger than 2 MiB" in found["ex01"].note, found["ex01"]
+    assert f"{EX01.filename} occurs {BOMB_COPIES + 1} times" in found["ex01"].note, found["ex01"].note
     assert found["ex02"].path is not None, "the honest member next to the bomb must still be graded"
     on_disk = _disk_bytes(staging)
-    assert on_disk <= intake.MAX_EXTRACT_BYTES, f"{on_disk} bytes left in staging"
-    # reading stops after MAX_FILE_BYTES + one chunk: far less than decompressing 256 MiB (about 1 s)
+    assert on_disk <= 2 * intake.MAX_FILE_BYTES, (
+        f"{on_disk} bytes left in staging: only the chosen copy of each exercise may be extracted, not all "
+        f"{BOMB_COPIES + 1} (about {BOMB_COPIES * 3 + 256} MiB)")
+    # reading stops after MAX_FILE_BYTES + one chunk: far less than decompressing 556 MiB (seconds)
     assert took < 5.0, f"locating took {took:.1f} s: the bomb was decompressed past its cap"
 
 
