@@ -10,7 +10,7 @@ batch must survive (a zip bomb, a zip with damaged members, a 1100-level folder 
 surrogate in exception messages, a notebook with malformed tags) next to the answer key, and prints
 each one's grading time and score, and the peak bytes the zip bomb put on disk while it was read
 (the staging folder sampled every millisecond during `autograder.intake.locate`; extracting every
-exercise-named member, as the reader once did, would have written about 200 MiB).
+exercise-named member, as the reader once did, wrote 202 MiB for this zip).
 
     python benchmarks/bench_bulk.py [--n 20] [--workers N] [--hostile]
 """
