@@ -182,8 +182,9 @@ def discover(folder: Path, out: Optional[Path] = None) -> tuple[list[Submission]
         if out is not None and (_within(out, path) or path.resolve() == out.resolve()):
             refused.append(Refused(clean_text(path.name), "this is grade-all's own output folder, not a submission"))
             continue
-        if path.stem in metadata or path.name in metadata:
-            name, email, key = metadata.get(path.name) or metadata[path.stem]
+        record = metadata.get(clean_text(path.name)) or metadata.get(clean_text(path.stem))
+        if record is not None:
+            name, email, key = record
             candidates.append(Submission(key, path, folder_name(key), name, email))
         else:
             candidates.append(Submission(student, path))
