@@ -159,6 +159,17 @@ def test_a_deep_tree_is_searched_to_its_depth_cap(tmp_path, deep_trees):
     assert len(digest) == 64
 
 
+def test_a_tree_deeper_than_path_max_neither_stops_hashing_nor_reading(tmp_path):
+    top = very_deep_tree(tmp_path / "sub")  # what code run earlier could leave in a writable submission
+    (top / EX01.filename).write_bytes(_key(EX01))
+    try:
+        digest = bulk.content_hash(top)
+        found, _, _ = _locate(top, tmp_path)
+    finally:
+        bulk.remove_tree(top)
+    assert len(digest) == 64 and found["ex01"].path is not None
+
+
 def test_remove_tree_removes_what_no_recursive_remover_can(tmp_path):
     top = very_deep_tree(tmp_path / "very_deep")
     (top / "link").symlink_to(ROOT)  # must be removed as a link, never followed
