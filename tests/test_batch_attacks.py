@@ -43,6 +43,9 @@ WRONG = ROOT / "autograder" / "fixtures" / "wrong"
 EX01, EX02 = BY_ID["ex01"], BY_ID["ex02"]
 GRADED = ["ex01", "ex02"]  # the real-grader tests grade only these two (cheap: about 4 s per submission)
 SCORE_TOL = 1e-6  # scores are sums of rounded (1e-6) case points
+# deeper than Python's recursion limit (1000) and, at 11 characters a level, than PATH_MAX (4096)
+# 3 times over; the default 3000 levels cost 10 s of rmdir (3.5 ms each) on this machine
+VERY_DEEP = {"levels": 1200, "name": "d" * 10}
 
 
 def _key(ex) -> bytes:
@@ -160,7 +163,7 @@ def test_a_deep_tree_is_searched_to_its_depth_cap(tmp_path, deep_trees):
 
 
 def test_a_tree_deeper_than_path_max_neither_stops_hashing_nor_reading(tmp_path):
-    top = very_deep_tree(tmp_path / "sub")  # what code run earlier could leave in a writable submission
+    top = very_deep_tree(tmp_path / "sub", **VERY_DEEP)  # what earlier code could leave in a writable folder
     (top / EX01.filename).write_bytes(_key(EX01))
     try:
         digest = bulk.content_hash(top)
@@ -171,10 +174,10 @@ def test_a_tree_deeper_than_path_max_neither_stops_hashing_nor_reading(tmp_path)
 
 
 def test_remove_tree_removes_what_no_recursive_remover_can(tmp_path):
-    top = very_deep_tree(tmp_path / "very_deep")
+    top = very_deep_tree(tmp_path / "very_deep", **VERY_DEEP)
     (top / "link").symlink_to(ROOT)  # must be removed as a link, never followed
     bulk.remove_tree(top)
-    assert not top.exists(), "a 3000-level tree with a locked folder must be removed completely"
+    assert not top.exists(), "a tree deeper than the recursion limit and PATH_MAX, with a locked folder, must go"
     assert (ROOT / "README.md").is_file()
 
 
