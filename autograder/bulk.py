@@ -12,12 +12,12 @@ SUBMISSIONS is one of:
 A zip is unpacked into DIR/_gradescope_export/ with caps (per file, per export, depth; links and
 damaged members skipped).
 
-An entry that cannot be graded as a student is refused with a sentence saying why (printed, and in
-the report), never stopping the batch: a name that collides with grade-all's own outputs
-(`gradebook.sqlite.zip`, ...), two entries for one student (`alice/` and `alice.zip`), the output
-folder itself. Students whose output folders would differ only in case (`Alice/`, `alice/`) are both
-graded, each into a folder named with a hash of the student. Each submission is graded by the
-single-submission grader in its own subprocess (`python -m autograder grade SUB --out
+An entry that cannot be graded as a student is refused with a sentence saying why (printed, in the
+report and in DIR/refused.txt), never stopping the batch: a name that collides with grade-all's own
+outputs (`gradebook.sqlite.zip`, ...), two entries for one student (`alice/` and `alice.zip`), the
+output folder itself. Students whose output folders would differ only in case (`Alice/`, `alice/`)
+are both graded, each into a folder named with a hash of the student. Each submission is graded by
+the single-submission grader in its own subprocess (`python -m autograder grade SUB --out
 DIR/<student>/results.json [--exercises ...]`), several at once, so that a crash, a hang or a
 runaway submission only ever affects that student: when the grader exits or reaches the per-
 submission time limit, the grader and every process it started that is still its descendant or in
@@ -75,8 +75,9 @@ LOG_TAIL_CHARS = 6000
 GRADEBOOK_NAME = "gradebook.sqlite"
 EXPORT_DIR = "_gradescope_export"  # where a Gradescope export zip is unpacked, under --out
 METADATA_NAME = "submission_metadata.yml"
+REFUSED_NAME = "refused.txt"  # under --out: the entries of the last run that were refused, and why
 RESERVED_NAMES = (GRADEBOOK_NAME, f"{GRADEBOOK_NAME}-journal", f"{GRADEBOOK_NAME}-wal", f"{GRADEBOOK_NAME}-shm",
-                  EXPORT_DIR)
+                  EXPORT_DIR, REFUSED_NAME)
 FOLDER_NAME_CHARS = 120  # longest per-student output folder name (longer names are cut and hashed)
 HASH_MAX_ENTRIES = 100000  # files and folders a folder's content hash looks at
 EXPORT_MAX_MEMBERS = 200000
@@ -744,6 +745,11 @@ def grade_all(submissions: Path, out: Path, workers: int | None = None, force: b
     subs, refused = discover(submissions, out)
     for item in refused:
         print(f"grade-all: refused {item.entry}: {item.reason}", file=sys.stderr)
+    refused_path = out / REFUSED_NAME
+    if refused:
+        refused_path.write_text("".join(f"{r.entry}\t{r.reason}\n" for r in refused), encoding="utf-8")
+    else:
+        refused_path.unlink(missing_ok=True)
     start = time.perf_counter()
     graded: list[str] = []
     skipped: list[str] = []

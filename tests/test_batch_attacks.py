@@ -396,6 +396,8 @@ def test_names_colliding_with_outputs_are_refused_and_formulas_neutralised(tmp_p
     assert refused == sorted(["gradebook.sqlite.zip", "GRADEBOOK.SQLITE-wal.zip", f"{bulk.EXPORT_DIR}.zip"]), refused
     assert all("collides with grade-all's own output" in r.reason for r in report.refused), report.refused
     assert (out / "gradebook.sqlite").is_file(), "the gradebook must not be replaced by a student's folder"
+    listed = (out / "refused.txt").read_text(encoding="utf-8")
+    assert all(f"{entry}\t" in listed for entry in refused), f"refused.txt must list every refused entry: {listed}"
 
 
 def test_case_variants_are_two_students_with_two_folders(tmp_path, fake_python):
