@@ -679,8 +679,9 @@ def _distribution(fractions: list[float]) -> str:
     return f"{zero:>4} {low:>5} {high:>6} {full:>5}"
 
 
-def summary_table(records: list[Record]) -> str:
-    """Per-exercise and total mean / median / min / max and distribution over `records`."""
+def summary_table(records: list[Record], exercises: Optional[Sequence[str]] = None) -> str:
+    """Per-exercise and total mean / median / min / max and distribution over `records`
+    (rows for `exercises` only, when given: the ones a `--exercises` batch graded)."""
     if not records:
         return "no graded submissions"
     head = (f"{'exercise':<10}{'max':>6}{'mean':>8}{'median':>8}{'min':>7}{'max':>7}   "
@@ -688,7 +689,8 @@ def summary_table(records: list[Record]) -> str:
     lines = [head, "-" * len(head)]
     rows: list[tuple[str, float, list[float]]] = []
     for e in EXERCISES:
-        rows.append((e.id, float(e.points), [r.exercises.get(e.id, (0.0, 0.0))[0] for r in records]))
+        if exercises is None or e.id in exercises:
+            rows.append((e.id, float(e.points), [r.exercises.get(e.id, (0.0, 0.0))[0] for r in records]))
     rows.append(("total", max(r.max_score for r in records), [r.score for r in records]))
     for name, top, scores in rows:
         fractions = [s / top if top > 0 else 0.0 for s in scores]
@@ -817,7 +819,7 @@ def main(argv: list[str]) -> int:
     except (OSError, ValueError, zipfile.BadZipFile) as exc:
         print(f"grade-all: {clean_text(exc)}", file=sys.stderr)
         return 2
-    print(summary_table(report.records))
+    print(summary_table(report.records, args.exercises))
     print(f"graded {len(report.graded)}, skipped {len(report.skipped)} unchanged, "
           f"grader failed on {len(report.failed)}, refused {len(report.refused)}; {report.wall_s:.1f} s; "
           f"gradebook {args.out / GRADEBOOK_NAME}")

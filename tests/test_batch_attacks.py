@@ -370,6 +370,9 @@ def test_surrogates_everywhere_and_reruns_never_stop_the_batch(tmp_path, fake_py
                       "--python", fake_python]) == 0
     rows = list(csv.DictReader((tmp_path / "g.csv").open(encoding="utf-8")))
     assert sorted(r["student"] for r in rows) == ["alice_surrogate", "bob\\udcff", "carol"]
+    with Gradebook(out / "gradebook.sqlite") as book:
+        table = bulk.summary_table(list(book.records()), ["ex01"])
+    assert [line.split()[0] for line in table.splitlines()[2:4]] == ["ex01", "total"], table
 
 
 def test_names_colliding_with_outputs_are_refused_and_formulas_neutralised(tmp_path, fake_python):
