@@ -30,7 +30,7 @@ from typing import Any, Iterable, Optional, Sequence
 
 from autograder import intake
 from autograder import results as res
-from autograder import sandbox, scoring
+from autograder import safetext, sandbox, scoring
 from autograder.cases import hidden_cases, public_cases, stored
 from autograder.intake import MAX_FILE_BYTES, Found  # noqa: F401  (part of the grader's API)
 from autograder.manifest import BY_ID, EXERCISES, ROOT, Exercise
@@ -300,6 +300,6 @@ def main(argv: Sequence[str]) -> int:
     parser.add_argument("--time-scale", type=float, default=1.0, help="multiply the manifest's time limits")
     args = parser.parse_args(list(argv))
     data = grade_submission(args.submission, args.out, exercises=args.exercises, time_scale=args.time_scale)
-    print(data["output"])
+    print(safetext.clean_text(data["output"]))
     print(f"\nwrote {args.out}")
     return 0
