@@ -1,52 +1,118 @@
 """Grade a whole class: `python -m autograder grade-all SUBMISSIONS --csv grades.csv [--out DIR] [--workers N] [--force]`.
 
-SUBMISSIONS holds one entry per student: a folder or a .zip (the student's name is the folder name or
-the zip's stem). Each submission is graded by the single-submission grader in its own subprocess
-(`python -m autograder grade SUB --out DIR/<student>/results.json`), several at once, so that a crash,
-a hang or a runaway submission only ever affects that student: after the per-submission time limit
-the process group is killed and the student gets a results.json saying the grader failed; the batch
-goes on.
+SUBMISSIONS is one of:
+- a folder with one entry per student: a folder or a .zip (the student is the folder name or the
+  zip's stem), e.g. a flat folder of per-student zips;
+- Gradescope's "export submissions" zip, or that zip unpacked: a top folder holding
+  `submission_metadata.yml` and one folder per submission (`submission_123456/`). The yml maps each
+  folder to its submitters; the student is the submitters' e-mail (else their SID, else the folder
+  name), so a resubmission, which Gradescope exports under a new folder name, lands on the same
+  student; names and e-mails go to the gradebook and the CSV;
+- a zip of either (a zip of a folder of per-student zips, for instance).
+A zip is unpacked into DIR/_gradescope_export/ with caps (per file, per export, depth; links and
+damaged members skipped).
+
+An entry that cannot be graded as a student is refused with a sentence saying why (printed, in the
+report and in DIR/refused.txt), never stopping the batch: a name that collides with grade-all's own
+outputs (`gradebook.sqlite.zip`, ...), two entries for one student (`alice/` and `alice.zip`), the
+output folder itself. Students whose output folders would differ only in case (`Alice/`, `alice/`)
+are both graded, each into a folder named with a hash of the student. Each submission is graded by
+the single-submission grader in its own subprocess (`python -m autograder grade SUB --out
+DIR/<student>/results.json [--exercises ...]`), several at once, so that a crash, a hang or a
+runaway submission only ever affects that student: when the grader exits or reaches the per-
+submission time limit, the grader and every process it started that is still its descendant or in
+its process group are stopped (SIGSTOP, so none can fork) and killed, while the grader is kept
+unreaped so that its pid and group cannot be reused meanwhile; the student gets a results.json
+saying what happened; the batch goes on. (A process that left both the tree and the group is the
+sandbox's to end: its children die with the grader, see `autograder.sandbox`.)
+Each grader runs with a TMPDIR of its own, removed once it has ended (killed or not), and on Linux
+dies with the batch process (PR_SET_PDEATHSIG), so a killed batch leaves no grader running; the
+TMPDIRs a killed batch left behind are removed by the next batch.
 
 Per student, DIR/<student>/ receives results.json (Gradescope format), grader.log, feedback.md (what
 the student may see now: tests whose visibility is "visible") and feedback_instructor.md (every test,
-including hidden details). All results also go into the SQLite gradebook (DIR/gradebook.sqlite),
-which makes the run resumable: a submission whose content hash is unchanged since it was last graded
-is skipped unless --force. At the end, a summary table (per-exercise mean and distribution) is
-printed and, with --csv, the gradebook rows of this batch are exported.
+including hidden details). Every text written is made encodable first (`autograder.safetext`). All
+results also go into the SQLite gradebook (DIR/gradebook.sqlite, with the history of every graded
+version), which makes the run resumable: each grading is committed as soon as it ends, so a rerun
+after any failure, even a crash of the batch itself, grades only what is left; a submission whose
+content hash is unchanged since it was last graded successfully is skipped unless --force (one
+whose grader failed is graded again). At the end, a summary table (per-exercise mean and
+distribution) is printed and, with --csv, the gradebook rows of this batch are exported.
 """
 
 from __future__ import annotations
 
 import argparse
 import hashlib
-import json
 import os
+import re
+import shutil
 import signal
+import stat
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import zipfile
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any, Iterator, Optional, Sequence
 
 from tqdm import tqdm
 
+from autograder import intake
+from autograder import results as res
 from autograder.gradebook import Gradebook, Record, exercise_scores, test_exercise
 from autograder.gradescope.fallback import failure_results, readable_results
-from autograder.manifest import EXERCISES, ROOT
+from autograder.manifest import BY_ID, EXERCISES, ROOT
+from autograder.safetext import clean_data, clean_text
 
 DEFAULT_TIMEOUT_S = sum(e.timeout_s for e in EXERCISES) + 120.0  # every exercise at its limit, plus start-up
 IGNORED_NAMES = ("__pycache__", "__MACOSX", ".DS_Store")
 LOG_TAIL_CHARS = 6000
+GRADEBOOK_NAME = "gradebook.sqlite"
+EXPORT_DIR = "_gradescope_export"  # where a Gradescope export zip is unpacked, under --out
+METADATA_NAME = "submission_metadata.yml"
+REFUSED_NAME = "refused.txt"  # under --out: the entries of the last run that were refused, and why
+RESERVED_NAMES = (GRADEBOOK_NAME, f"{GRADEBOOK_NAME}-journal", f"{GRADEBOOK_NAME}-wal", f"{GRADEBOOK_NAME}-shm",
+                  EXPORT_DIR, REFUSED_NAME)
+FOLDER_NAME_CHARS = 120  # longest per-student output folder name (longer names are cut and hashed)
+HASH_MAX_ENTRIES = 100000  # files and folders a folder's content hash looks at
+EXPORT_MAX_MEMBERS = 200000
+EXPORT_MAX_BYTES = 2 * 2**30  # bytes unpacked from one Gradescope export, counted while reading
+WAIT_POLL_S = 0.05
+SCRATCH_PREFIX = "a2batch-"  # + the batch's pid: a grader's TMPDIR
+# Starts the grader so that it dies with the batch (PR_SET_PDEATHSIG survives execve): argv is the
+# batch's pid, then the grader's command. The check after prctl closes the race with an early death.
+DIE_WITH_BATCH = (
+    "import ctypes, os, signal, sys\n"
+    "ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0)\n"
+    "if os.getppid() != int(sys.argv[1]):\n"
+    "    os._exit(70)\n"
+    "os.execvp(sys.argv[2], sys.argv[2:])\n"
+)
+KILL_ROUNDS = 100  # SIGSTOP sweeps over the grader's tree before the SIGKILL (a sweep finds new forks)
 
 
 @dataclass(frozen=True)
 class Submission:
-    student: str
+    student: str  # the gradebook's key (printable text)
     path: Path  # a folder or a .zip
+    folder: str = ""  # output folder name under --out (default: made from `student`)
+    name: str = ""  # display name, when known (Gradescope export)
+    email: str = ""
+
+    @property
+    def out_folder(self) -> str:
+        return self.folder or folder_name(self.student)
+
+
+@dataclass(frozen=True)
+class Refused:
+    entry: str  # the entry of SUBMISSIONS (printable)
+    reason: str
 
 
 @dataclass(frozen=True)
@@ -60,95 +126,472 @@ class Graded:
 # ---------------------------------------------------------------------------------------------
 # Finding and fingerprinting submissions.
 
-def discover(folder: Path) -> list[Submission]:
-    """One Submission per sub-folder or .zip of `folder`, sorted by student; duplicates are an error."""
-    if not folder.is_dir():
-        raise FileNotFoundError(f"{folder} is not a folder of submissions")
-    found: dict[str, Submission] = {}
-    clashes: list[str] = []
+def folder_name(student: str) -> str:
+    """A safe output folder name for a student: printable, no separators or control characters,
+    not hidden, at most FOLDER_NAME_CHARS long (a cut name keeps a hash of the whole)."""
+    name = re.sub(r"[\x00-\x1f\x7f/\\]", "_", clean_text(student)).strip()
+    if not name or name.startswith(".") or name in ("..", "."):
+        name = "_" + name
+    if len(name) > FOLDER_NAME_CHARS:
+        digest = hashlib.sha256(name.encode("utf-8")).hexdigest()[:12]
+        name = f"{name[:FOLDER_NAME_CHARS - 13]}-{digest}"
+    return name
+
+
+def _within(path: Path, folder: Path) -> bool:
+    try:
+        path.resolve().relative_to(folder.resolve())
+    except (ValueError, OSError):
+        return False
+    return True
+
+
+def _entries(folder: Path) -> list[tuple[str, Path]]:
+    """(student, path) for each sub-folder or .zip of `folder`."""
+    found = []
     for entry in sorted(folder.iterdir()):
-        if entry.name.startswith(".") or entry.name in IGNORED_NAMES:
+        if entry.name.startswith(".") or entry.name in IGNORED_NAMES or entry.is_symlink():
             continue
         if entry.is_dir():
-            student = entry.name
-        elif entry.suffix.lower() == ".zip":
-            student = entry.stem
-        else:
+            found.append((clean_text(entry.name), entry))
+        elif entry.is_file() and entry.suffix.lower() == ".zip":
+            found.append((clean_text(entry.stem), entry))
+    return found
+
+
+def discover(folder: Path, out: Optional[Path] = None) -> tuple[list[Submission], list[Refused]]:
+    """The submissions under `folder` (layouts in the module docstring) and the entries refused.
+
+    `out` is the batch's output folder (a Gradescope export zip is unpacked into it, and it is
+    refused as a submission when it lies inside `folder`).
+    """
+    if folder.is_file() and zipfile.is_zipfile(folder):
+        if out is None:
+            raise ValueError(f"{folder} is a zip: give an output folder to unpack it into")
+        folder = unpack_export(folder, out / EXPORT_DIR)
+        inside = [p for p in folder.iterdir() if not p.name.startswith(".") and p.name not in IGNORED_NAMES]
+        if gradescope_root(folder) is None and len(inside) == 1 and inside[0].is_dir():
+            folder = inside[0]  # a zip of a folder of submissions
+    if not folder.is_dir():
+        raise FileNotFoundError(f"{folder} is not a folder of submissions (nor a Gradescope export zip)")
+    export_root = gradescope_root(folder)
+    metadata = read_metadata(export_root / METADATA_NAME) if export_root is not None else {}
+    entries = _entries(export_root if export_root is not None else folder)
+    candidates: list[Submission] = []
+    refused: list[Refused] = []
+    for student, path in entries:
+        if out is not None and (_within(out, path) or path.resolve() == out.resolve()):
+            refused.append(Refused(clean_text(path.name), "this is grade-all's own output folder, not a submission"))
             continue
-        if student in found:
-            clashes.append(student)
-        found[student] = Submission(student, entry)
-    if clashes:
-        raise ValueError(f"more than one submission (folder and zip?) for: {', '.join(sorted(set(clashes)))}")
-    return [found[k] for k in sorted(found)]
+        record = metadata.get(clean_text(path.name)) or metadata.get(clean_text(path.stem))
+        if record is not None:
+            name, email, key = record
+            candidates.append(Submission(key, path, folder_name(key), name, email))
+        else:
+            candidates.append(Submission(student, path))
+    by_student: dict[str, list[Submission]] = {}
+    for sub in candidates:
+        by_student.setdefault(sub.student, []).append(sub)
+    reserved = {n.lower() for n in RESERVED_NAMES}
+    by_folder: dict[str, list[Submission]] = {}
+    for student, group in sorted(by_student.items()):
+        shown = ", ".join(clean_text(s.path.name) for s in group)
+        if len(group) > 1:
+            refused += [Refused(clean_text(s.path.name), f"more than one submission for one student ({shown}); "
+                                                         "none of them was graded: keep one") for s in group]
+        elif group[0].out_folder.lower() in reserved:
+            refused.append(Refused(clean_text(group[0].path.name),
+                                   f"its name collides with grade-all's own output {group[0].out_folder!r}; "
+                                   "rename it and grade it again"))
+        else:
+            by_folder.setdefault(group[0].out_folder.lower(), []).append(group[0])
+    subs = []
+    for group in by_folder.values():
+        if len(group) == 1:
+            subs.append(group[0])
+            continue
+        for sub in group:  # e.g. "Alice" and "alice": distinct students, distinct output folders
+            digest = hashlib.sha256(sub.student.encode("utf-8")).hexdigest()[:8]
+            subs.append(Submission(sub.student, sub.path, f"{sub.out_folder}-{digest}", sub.name, sub.email))
+    return sorted(subs, key=lambda s: s.student), refused
+
+
+def gradescope_root(folder: Path) -> Optional[Path]:
+    """The folder holding Gradescope's submission_metadata.yml: `folder` itself or its only sub-folder."""
+    if (folder / METADATA_NAME).is_file():
+        return folder
+    subdirs = [p for p in folder.iterdir() if p.is_dir() and not p.name.startswith(".") and p.name not in IGNORED_NAMES]
+    if len(subdirs) == 1 and (subdirs[0] / METADATA_NAME).is_file():
+        return subdirs[0]
+    return None
+
+
+def _plain_yaml(loader: Any, suffix: str, node: Any) -> Any:
+    """Ruby-tagged YAML nodes (`!ruby/object:BigDecimal ...`) read as plain scalars, lists or maps."""
+    import yaml
+
+    if isinstance(node, yaml.MappingNode):
+        return loader.construct_mapping(node, deep=True)
+    if isinstance(node, yaml.SequenceNode):
+        return loader.construct_sequence(node, deep=True)
+    return loader.construct_scalar(node)
+
+
+def read_metadata(path: Path) -> dict[str, tuple[str, str, str]]:
+    """Gradescope's submission_metadata.yml as {folder: (names, e-mails, student key)}; {} when unreadable.
+
+    The file maps each submission folder to a record whose `:submitters:` list holds `:name:`,
+    `:email:` and `:sid:` (keys are Ruby symbols, written with a leading colon).
+    """
+    try:
+        import yaml
+
+        class Loader(yaml.SafeLoader):
+            pass
+
+        Loader.add_multi_constructor("!", _plain_yaml)
+        data = yaml.load(path.read_text(encoding="utf-8", errors="replace"), Loader=Loader)
+    except Exception as exc:  # PyYAML missing, or a malformed file: grade by folder name
+        print(f"grade-all: {clean_text(path)} could not be read ({type(exc).__name__}); students are named "
+              "by their submission folders", file=sys.stderr)
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    found: dict[str, tuple[str, str, str]] = {}
+    for folder, record in data.items():
+        record = {str(k).lstrip(":"): v for k, v in record.items()} if isinstance(record, dict) else {}
+        submitters = record.get("submitters")
+        people = [{str(k).lstrip(":"): v for k, v in p.items()} for p in submitters if isinstance(p, dict)] \
+            if isinstance(submitters, list) else []
+        names = ", ".join(clean_text(p.get("name") or "") for p in people if p.get("name"))
+        emails = ", ".join(clean_text(p.get("email") or "") for p in people if p.get("email"))
+        sids = "+".join(clean_text(p.get("sid") or "") for p in people if p.get("sid"))
+        key = "+".join(clean_text(p.get("email")) for p in people if p.get("email")) or sids or clean_text(folder)
+        found[clean_text(folder)] = (names, emails, key)
+    return found
+
+
+def unpack_export(archive: Path, dest: Path) -> Path:
+    """Unpack a Gradescope export zip into `dest` (replaced) with the intake caps; return `dest`.
+
+    Links, absolute or `..` paths, hidden entries, files larger than intake.MAX_FILE_BYTES (zips:
+    intake.MAX_SUBMISSION_BYTES), entries deeper than intake.MAX_DEPTH + 2 and damaged members are
+    skipped (counted on stderr); bytes are counted while reading, at most EXPORT_MAX_BYTES in all.
+    """
+    if dest.exists():
+        shutil.rmtree(dest)
+    dest.mkdir(parents=True)
+    skipped = 0
+    left_bytes = EXPORT_MAX_BYTES
+    with zipfile.ZipFile(archive) as zf:
+        members = zf.infolist()
+        if len(members) > EXPORT_MAX_MEMBERS:
+            raise ValueError(f"{archive} holds {len(members)} entries, more than {EXPORT_MAX_MEMBERS}")
+        for info in members:
+            name = PurePosixPath(info.filename.replace("\\", "/"))
+            parts = name.parts
+            if info.is_dir() or not parts or name.is_absolute() or ".." in parts or \
+                    any(p.startswith(".") or p in IGNORED_NAMES for p in parts) or \
+                    len(parts) > intake.MAX_DEPTH + 2 or (info.external_attr >> 16) & 0o170000 == 0o120000 or \
+                    info.flag_bits & 0x1:
+                skipped += 1
+                continue
+            target = dest.joinpath(*parts)
+            try:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                with zf.open(info) as src, open(target, "wb") as dst:
+                    written = 0
+                    limit = intake.MAX_SUBMISSION_BYTES if name.suffix.lower() == ".zip" else intake.MAX_FILE_BYTES
+                    while chunk := src.read(intake.READ_CHUNK_BYTES):
+                        written += len(chunk)
+                        if written > limit or written > left_bytes:
+                            raise ValueError("too large")
+                        dst.write(chunk)
+                left_bytes -= written
+            except Exception:  # damaged or oversized member: skip it, keep the others
+                target.unlink(missing_ok=True)
+                skipped += 1
+    if skipped:
+        print(f"grade-all: {skipped} entries of {clean_text(archive.name)} were not unpacked (links, hidden, "
+              f"damaged, encrypted or larger than {intake.MAX_FILE_BYTES // 2**20} MiB)", file=sys.stderr)
+    return dest
+
+
+def _walk_files(top: Path) -> Iterator[tuple[str, Optional[Path]]]:
+    """(relative path, file) for the files under `top` in a fixed order, without recursion; unreadable
+    folders and the entries past HASH_MAX_ENTRIES are reported as (marker, None)."""
+    stack: list[tuple[Path, str]] = [(top, "")]
+    seen = 0
+    while stack:
+        folder, rel = stack.pop()
+        try:
+            with os.scandir(folder) as it:
+                entries = sorted(it, key=lambda e: e.name, reverse=True)
+        except OSError as exc:
+            yield f"{rel}\0unreadable {exc.errno}", None
+            continue
+        for entry in entries:
+            seen += 1
+            if seen > HASH_MAX_ENTRIES:
+                yield "\0truncated", None
+                return
+            if entry.name.startswith(".") or entry.name in IGNORED_NAMES or entry.name.endswith(".pyc"):
+                continue
+            path = f"{rel}/{entry.name}" if rel else entry.name
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append((Path(entry.path), path))
+                elif entry.is_file(follow_symlinks=False):
+                    yield path, Path(entry.path)
+            except OSError:
+                yield f"{path}\0unreadable", None
+
+
+def _file_digest(path: Path) -> bytes:
+    digest = hashlib.sha256()
+    try:
+        with open(path, "rb") as fh:
+            while chunk := fh.read(2**20):
+                digest.update(chunk)
+    except OSError as exc:
+        digest.update(f"\0unreadable {exc.errno}".encode())
+    return digest.digest()
 
 
 def content_hash(path: Path) -> str:
-    """sha256 over a submission's content: a zip's bytes, or a folder's (relative path, file bytes) pairs."""
+    """sha256 over a submission's content: a zip's bytes, or a folder's (relative path, file bytes) pairs.
+
+    Never raises for the submission's content: unreadable parts enter the hash as markers, a tree is
+    walked without recursion and at most HASH_MAX_ENTRIES entries deep.
+    """
     digest = hashlib.sha256()
     if path.is_file():
         digest.update(b"zip\0")
-        digest.update(path.read_bytes())
+        digest.update(_file_digest(path))
         return digest.hexdigest()
     digest.update(b"dir\0")
-    for file in sorted(p for p in path.rglob("*") if p.is_file()):
-        rel = file.relative_to(path)
-        if any(part in IGNORED_NAMES or part.startswith(".") for part in rel.parts) or file.suffix == ".pyc":
-            continue
-        digest.update(rel.as_posix().encode() + b"\0")
-        digest.update(hashlib.sha256(file.read_bytes()).digest())
+    for rel, file in sorted(_walk_files(path)):
+        digest.update(os.fsencode(rel) + b"\0")
+        if file is not None:
+            digest.update(_file_digest(file))
     return digest.hexdigest()
 
 
 def _zip_is_readable(path: Path) -> bool:
+    """Whether the zip's directory can be read (its members are not decompressed: that is the grader's job)."""
     try:
         with zipfile.ZipFile(path) as zf:
-            return zf.testzip() is None
-    except (zipfile.BadZipFile, OSError):
+            zf.infolist()
+        return True
+    except Exception:  # a damaged central directory raises many types
         return False
 
 
 # ---------------------------------------------------------------------------------------------
-# Grading one submission in a subprocess.
+# Grading one submission in a subprocess, and ending everything it started.
 
-def grade_one(sub: Submission, student_dir: Path, timeout_s: float, python: str = sys.executable) -> Graded:
-    """Run the grader CLI on one submission; never raises for anything the submission does."""
+def _process_table() -> dict[int, int]:
+    """{pid: parent pid} of every process visible in /proc (empty where there is no /proc)."""
+    table: dict[int, int] = {}
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return table
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as fh:
+                fields = fh.read().rsplit(b")", 1)[1].split()
+            table[int(entry)] = int(fields[1])
+        except (OSError, IndexError, ValueError):
+            continue
+    return table
+
+
+def descendants(root_pid: int) -> set[int]:
+    """The pids below `root_pid` in the process tree (children, their children ...)."""
+    children: dict[int, list[int]] = {}
+    for pid, ppid in _process_table().items():
+        children.setdefault(ppid, []).append(pid)
+    found: set[int] = set()
+    todo = [root_pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            if child not in found:
+                found.add(child)
+                todo.append(child)
+    return found
+
+
+def _signal(pid: int, sig: int) -> None:
+    try:
+        os.kill(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def end_process_tree(root_pid: int) -> int:
+    """Stop then kill `root_pid`, its descendants and its process group; return how many were found.
+
+    The caller keeps `root_pid` unreaped (a zombie at worst), so neither its pid nor its process
+    group id can be reused by an unrelated process while this runs.
+    """
+    stopped: set[int] = set()
+    for _ in range(KILL_ROUNDS):
+        fresh = (descendants(root_pid) | {root_pid}) - stopped
+        if not fresh:
+            break
+        for pid in fresh:
+            _signal(pid, signal.SIGSTOP)
+        stopped |= fresh
+    try:
+        os.killpg(root_pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    for pid in stopped:
+        _signal(pid, signal.SIGKILL)
+    return len(stopped - {root_pid})
+
+
+def _wait_unreaped(proc: subprocess.Popen, timeout_s: float) -> bool:
+    """Wait up to `timeout_s` for `proc` to exit, leaving it unreaped where the system allows
+    (os.waitid with WNOWAIT); True when it has exited."""
+    if not hasattr(os, "waitid"):  # e.g. macOS: reaped here; its group id could then be reused, rarely
+        try:
+            proc.wait(timeout=timeout_s)
+            return True
+        except subprocess.TimeoutExpired:
+            return False
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            info = os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT | os.WNOHANG)
+        except ChildProcessError:
+            return True
+        if info is not None:
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(WAIT_POLL_S)
+
+
+def remove_tree(path: Path) -> None:
+    """Remove a folder tree of any depth and width: no recursion, no long paths (each step is relative
+    to one open folder), at most two folders open at a time; unreadable folders are made readable."""
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
+    try:
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        return
+    except OSError:  # a file or a link, not a folder
+        os.unlink(path)
+        return
+    names: list[str] = []
+    while True:
+        child = None
+        with os.scandir(fd) as it:
+            for entry in it:
+                try:
+                    if entry.is_dir(follow_symlinks=False):
+                        child = entry.name
+                        break
+                    os.unlink(entry.name, dir_fd=fd)
+                except FileNotFoundError:
+                    continue
+        if child is not None:
+            try:
+                inner = os.open(child, flags, dir_fd=fd)
+            except PermissionError:
+                os.chmod(child, 0o700, dir_fd=fd)
+                inner = os.open(child, flags, dir_fd=fd)
+            os.close(fd)
+            fd = inner
+            names.append(child)
+            continue
+        if not names:
+            os.close(fd)
+            os.rmdir(path)
+            return
+        parent = os.open("..", flags, dir_fd=fd)
+        os.close(fd)
+        fd = parent
+        os.rmdir(names.pop(), dir_fd=fd)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def sweep_stale_scratch() -> int:
+    """Remove the graders' TMPDIRs left by batches that died without cleaning up (killed); return
+    how many. Only folders of this user named SCRATCH_PREFIX + the pid of a process that no longer
+    exists are touched (never links: /tmp is shared with the sandboxed code)."""
+    removed = 0
+    for entry in Path(tempfile.gettempdir()).glob(SCRATCH_PREFIX + "*"):
+        match = re.fullmatch(re.escape(SCRATCH_PREFIX) + r"(\d+)-\w+", entry.name)
+        try:
+            info = entry.lstat()
+        except OSError:
+            continue
+        if match is None or not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
+            continue
+        pid = int(match.group(1))
+        if pid == os.getpid() or _alive(pid):
+            continue
+        remove_tree(entry)
+        removed += 1
+    return removed
+
+
+def grade_one(sub: Submission, student_dir: Path, timeout_s: float, python: str = sys.executable,
+              exercises: Optional[Sequence[str]] = None) -> Graded:
+    """Run the grader CLI on one submission; never raises for anything the submission does.
+
+    The grader's temporary files (its copy of the submission's files, the sandbox folders) go to a
+    folder of their own (TMPDIR), removed when the grader has ended, also after it was killed. On
+    Linux the grader is killed by the kernel if the batch process dies first (PR_SET_PDEATHSIG).
+    """
     student_dir.mkdir(parents=True, exist_ok=True)
     results_path = student_dir / "results.json"
     log_path = student_dir / "grader.log"
     results_path.unlink(missing_ok=True)
-    cmd = [python, "-m", "autograder", "grade", str(sub.path.resolve()), "--out", str(results_path.resolve())]
+    grade = [python, "-m", "autograder", "grade", str(sub.path.resolve()), "--out", str(results_path.resolve())]
+    if exercises:
+        grade += ["--exercises", *exercises]
+    cmd = [sys.executable, "-c", DIE_WITH_BATCH, str(os.getpid()), *grade] if sys.platform == "linux" else grade
     start = time.perf_counter()
     reason = ""
-    with log_path.open("wb") as log:
-        proc = subprocess.Popen(cmd, cwd=str(ROOT), stdout=log, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, start_new_session=True)
-        try:
-            status = proc.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            _kill_group(proc)
-            status = None
-            reason = f"grading took longer than {timeout_s:.0f} s and was stopped"
+    scratch = Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{os.getpid()}-"))
+    try:
+        scratch.chmod(0o711)  # the sandbox user may pass through to its own folder, not list or write here
+        env = dict(os.environ, TMPDIR=str(scratch))
+        with log_path.open("wb") as log:
+            proc = subprocess.Popen(cmd, cwd=str(ROOT), stdout=log, stderr=subprocess.STDOUT, env=env,
+                                    stdin=subprocess.DEVNULL, start_new_session=True)
+            finished = _wait_unreaped(proc, timeout_s)
+            leftovers = end_process_tree(proc.pid)
+            status = proc.wait()
+    finally:
+        remove_tree(scratch)
+    if not finished:
+        reason = (f"grading took longer than {timeout_s:.0f} s and was stopped (the grader and the "
+                  f"{leftovers} process(es) it had started were killed)")
     duration = time.perf_counter() - start
-    results = readable_results(results_path)
+    results = None if reason else readable_results(results_path)
     if results is None:
         if not reason:
             reason = (f"the grader exited with status {status} without writing a readable results.json"
                       + ("" if sub.path.is_dir() or _zip_is_readable(sub.path) else " (the zip file is damaged)"))
         tail = log_path.read_text(encoding="utf-8", errors="replace")[-LOG_TAIL_CHARS:]
-        results = failure_results(reason, tail)
-        results_path.write_text(json.dumps(results, indent=2), encoding="utf-8")
-        return Graded(sub.student, results, duration, True)
-    return Graded(sub.student, results, duration, False)
-
-
-def _kill_group(proc: subprocess.Popen) -> None:
-    """Kill the grader and every sandbox child it started (they share its session)."""
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    proc.wait()
+        return Graded(sub.student, clean_data(failure_results(reason, tail)), duration, True)
+    return Graded(sub.student, clean_data(results), duration, False)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -210,12 +653,15 @@ def _failed(test: dict[str, Any]) -> bool:
 
 
 def write_outputs(student_dir: Path, student: str, results: dict[str, Any]) -> None:
+    """results.json (rewritten when what the grader wrote needed escaping) and the two feedback files."""
+    results = clean_data(results)
     student_dir.mkdir(parents=True, exist_ok=True)
     results_path = student_dir / "results.json"
-    if readable_results(results_path) is None:
-        results_path.write_text(json.dumps(results, indent=2), encoding="utf-8")
-    (student_dir / "feedback.md").write_text(feedback_markdown(student, results, False), encoding="utf-8")
-    (student_dir / "feedback_instructor.md").write_text(feedback_markdown(student, results, True), encoding="utf-8")
+    if readable_results(results_path) != results:
+        res.write(results, results_path)
+    for name, instructor in (("feedback.md", False), ("feedback_instructor.md", True)):
+        (student_dir / name).write_text(feedback_markdown(clean_text(student), results, instructor),
+                                        encoding="utf-8", errors="backslashreplace")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -233,8 +679,9 @@ def _distribution(fractions: list[float]) -> str:
     return f"{zero:>4} {low:>5} {high:>6} {full:>5}"
 
 
-def summary_table(records: list[Record]) -> str:
-    """Per-exercise and total mean / median / min / max and distribution over `records`."""
+def summary_table(records: list[Record], exercises: Optional[Sequence[str]] = None) -> str:
+    """Per-exercise and total mean / median / min / max and distribution over `records`
+    (rows for `exercises` only, when given: the ones a `--exercises` batch graded)."""
     if not records:
         return "no graded submissions"
     head = (f"{'exercise':<10}{'max':>6}{'mean':>8}{'median':>8}{'min':>7}{'max':>7}   "
@@ -242,7 +689,8 @@ def summary_table(records: list[Record]) -> str:
     lines = [head, "-" * len(head)]
     rows: list[tuple[str, float, list[float]]] = []
     for e in EXERCISES:
-        rows.append((e.id, float(e.points), [r.exercises.get(e.id, (0.0, 0.0))[0] for r in records]))
+        if exercises is None or e.id in exercises:
+            rows.append((e.id, float(e.points), [r.exercises.get(e.id, (0.0, 0.0))[0] for r in records]))
     rows.append(("total", max(r.max_score for r in records), [r.score for r in records]))
     for name, top, scores in rows:
         fractions = [s / top if top > 0 else 0.0 for s in scores]
@@ -264,59 +712,88 @@ class BatchReport:
     failed: list[str]
     records: list[Record]
     wall_s: float
+    refused: list[Refused] = field(default_factory=list)
+
+
+def _failure(student: str, reason: str) -> Graded:
+    return Graded(student, failure_results(reason), 0.0, True)
+
+
+def _record(book: Gradebook, sub: Submission, digest: str, result: Graded, out: Path) -> Graded:
+    """Store one grading and write its files; a failure here costs only this student."""
+    try:
+        book.record(sub.student, str(sub.path), digest, result.results, result.duration_s, result.grader_failed)
+        if sub.name or sub.email:
+            book.set_identity(sub.student, sub.name, sub.email)
+        write_outputs(out / sub.out_folder, sub.name or sub.student, result.results)
+        return result
+    except Exception as exc:  # e.g. a results file the feedback writer cannot read: record the failure
+        failed = _failure(sub.student, f"the batch could not record this grading ({type(exc).__name__})")
+        book.record(sub.student, str(sub.path), digest, failed.results, result.duration_s, True)
+        write_outputs(out / sub.out_folder, sub.student, failed.results)
+        return failed
 
 
 def grade_all(submissions: Path, out: Path, workers: int | None = None, force: bool = False,
               timeout_s: float = DEFAULT_TIMEOUT_S, progress: bool = True,
-              python: str = sys.executable) -> BatchReport:
+              python: str = sys.executable, exercises: Optional[Sequence[str]] = None) -> BatchReport:
     """Grade every submission under `submissions` into `out` (see the module docstring).
 
-    `python` is the interpreter that runs `-m autograder grade` (the current one by default).
+    `python` is the interpreter that runs `-m autograder grade` (the current one by default);
+    `exercises` limits grading to these exercise ids (default: all).
     """
-    subs = discover(submissions)
     out.mkdir(parents=True, exist_ok=True)
+    sweep_stale_scratch()
+    subs, refused = discover(submissions, out)
+    for item in refused:
+        print(f"grade-all: refused {item.entry}: {item.reason}", file=sys.stderr)
+    refused_path = out / REFUSED_NAME
+    if refused:
+        refused_path.write_text("".join(f"{r.entry}\t{r.reason}\n" for r in refused), encoding="utf-8")
+    else:
+        refused_path.unlink(missing_ok=True)
     start = time.perf_counter()
     graded: list[str] = []
     skipped: list[str] = []
     failed: list[str] = []
-    with Gradebook(out / "gradebook.sqlite") as book:
+    with Gradebook(out / GRADEBOOK_NAME) as book:
         todo: list[tuple[Submission, str]] = []
         for sub in subs:
             digest = content_hash(sub.path)
-            if not force and book.known_hash(sub.student) == digest:
+            if not force and book.known_hash(sub.student) == digest and book.status(sub.student) == "graded":
                 skipped.append(sub.student)
                 stored = book.results(sub.student)
                 if stored is not None:
-                    write_outputs(out / sub.student, sub.student, stored)
+                    write_outputs(out / sub.out_folder, sub.name or sub.student, stored)
             else:
                 todo.append((sub, digest))
         n_workers = max(1, workers or os.cpu_count() or 1)
         with ThreadPoolExecutor(max_workers=n_workers) as pool, \
                 tqdm(total=len(todo), desc="grading", unit="submission", file=sys.stderr,
                      disable=not progress) as bar:
-            futures = {pool.submit(grade_one, sub, out / sub.student, timeout_s, python): (sub, digest)
+            futures = {pool.submit(grade_one, sub, out / sub.out_folder, timeout_s, python, exercises): (sub, digest)
                        for sub, digest in todo}
             for future in as_completed(futures):
                 sub, digest = futures[future]
                 try:
                     result = future.result()
-                except OSError as exc:  # the submission could not even be handed to the grader
-                    result = Graded(sub.student, failure_results(f"could not start grading ({exc})"), 0.0, True)
-                book.record(sub.student, str(sub.path), digest, result.results, result.duration_s,
-                            result.grader_failed)
-                write_outputs(out / sub.student, sub.student, result.results)
+                except Exception as exc:  # the submission could not even be handed to the grader
+                    result = _failure(sub.student, f"could not start grading ({type(exc).__name__}: "
+                                                   f"{clean_text(exc)})")
+                result = _record(book, sub, digest, result, out)
                 graded.append(sub.student)
                 if result.grader_failed:
                     failed.append(sub.student)
                 bar.update(1)
         wanted = {s.student for s in subs}
         records = [r for r in book.records() if r.student in wanted]
-    return BatchReport(sorted(graded), skipped, sorted(failed), records, time.perf_counter() - start)
+    return BatchReport(sorted(graded), skipped, sorted(failed), records, time.perf_counter() - start, refused)
 
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m autograder grade-all", description=__doc__.splitlines()[0])
-    parser.add_argument("submissions", type=Path, help="folder with one sub-folder or .zip per student")
+    parser.add_argument("submissions", type=Path,
+                        help="folder with one sub-folder or .zip per student, or a Gradescope export (zip or folder)")
     parser.add_argument("--csv", type=Path, help="export this batch's gradebook rows to this CSV file")
     parser.add_argument("--out", type=Path, default=Path("out/graded"),
                         help="per-student results, feedback and gradebook.sqlite (default out/graded)")
@@ -324,21 +801,32 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--force", action="store_true", help="regrade submissions whose content is unchanged")
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S,
                         help=f"wall-clock limit per submission, s (default {DEFAULT_TIMEOUT_S:.0f})")
+    parser.add_argument("--exercises", nargs="+", choices=list(BY_ID), help="grade only these exercises")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument("--python", default=sys.executable,
                         help="interpreter that runs `-m autograder grade` (default: this one)")
     args = parser.parse_args(argv)
+    for stream in (sys.stdout, sys.stderr):  # student names in the summary never stop the report
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")
+    if args.csv is not None and (args.csv.name.lower() in {n.lower() for n in RESERVED_NAMES}
+                                 or args.csv.resolve() == (args.out / GRADEBOOK_NAME).resolve()):
+        print(f"grade-all: --csv {args.csv} would overwrite grade-all's own output", file=sys.stderr)
+        return 2
     try:
         report = grade_all(args.submissions, args.out, args.workers, args.force, args.timeout,
-                           not args.no_progress, args.python)
-    except (FileNotFoundError, ValueError) as exc:
-        print(f"grade-all: {exc}", file=sys.stderr)
+                           not args.no_progress, args.python, args.exercises)
+    except (OSError, ValueError, zipfile.BadZipFile) as exc:
+        print(f"grade-all: {clean_text(exc)}", file=sys.stderr)
         return 2
-    print(summary_table(report.records))
+    print(summary_table(report.records, args.exercises))
     print(f"graded {len(report.graded)}, skipped {len(report.skipped)} unchanged, "
-          f"grader failed on {len(report.failed)}; {report.wall_s:.1f} s; gradebook {args.out / 'gradebook.sqlite'}")
+          f"grader failed on {len(report.failed)}, refused {len(report.refused)}; {report.wall_s:.1f} s; "
+          f"gradebook {args.out / GRADEBOOK_NAME}")
+    for item in report.refused:
+        print(f"refused {item.entry}: {item.reason}")
     if args.csv:
-        with Gradebook(args.out / "gradebook.sqlite") as book:
+        with Gradebook(args.out / GRADEBOOK_NAME) as book:
             rows = book.export_csv(args.csv, [r.student for r in report.records])
         print(f"wrote {args.csv} ({rows} rows)")
     return 0

@@ -1,9 +1,17 @@
 """The instructor's gradebook: one SQLite file holding every graded submission, exportable to CSV.
 
-`python -m autograder grade-all` records each student's latest grading here (embedded database,
-default `<out>/gradebook.sqlite`): the submission's content hash (so an unchanged submission is
-not graded again), the total and per-exercise scores, whether the grader itself failed, how long it
-took, and the full results.json. Only the process that owns the batch writes to it.
+`python -m autograder grade-all` records each student's gradings here (embedded database, default
+`<out>/gradebook.sqlite`). Table `submissions` holds the latest grading of each student, which is
+the grade: the submission's content hash (so an unchanged submission is not graded again), the
+total and per-exercise scores, whether the grader itself failed, how long it took, and the full
+results.json. Table `history` keeps one row per graded version (resubmissions and regrades: hash,
+time, status, score, results.json), in the order they were graded. Table `identities` holds a
+student's display name and e-mail when the batch knows them (Gradescope's export does).
+
+Every text stored or exported goes through `autograder.safetext.clean_text` (a lone surrogate in a
+student's output or name cannot stop the batch), and CSV text cells through `csv_cell` (a name
+beginning with `=`, `+`, `-` or `@` is not a spreadsheet formula). Only the process that owns the
+batch writes to the file.
 """
 
 from __future__ import annotations
@@ -18,6 +26,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from autograder.manifest import EXERCISES
+from autograder.safetext import clean_data, clean_text, csv_cell
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS submissions (
@@ -30,6 +39,24 @@ CREATE TABLE IF NOT EXISTS submissions (
     duration_s   REAL NOT NULL,
     graded_at    TEXT NOT NULL,      -- UTC, ISO 8601
     results_json TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS history (
+    id           INTEGER PRIMARY KEY AUTOINCREMENT,  -- grading order
+    student      TEXT NOT NULL,
+    source       TEXT NOT NULL,
+    content_hash TEXT NOT NULL,
+    status       TEXT NOT NULL,
+    score        REAL NOT NULL,
+    max_score    REAL NOT NULL,
+    duration_s   REAL NOT NULL,
+    graded_at    TEXT NOT NULL,
+    results_json TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS history_student ON history(student);
+CREATE TABLE IF NOT EXISTS identities (
+    student TEXT PRIMARY KEY,
+    name    TEXT NOT NULL,
+    email   TEXT NOT NULL
 );
 CREATE TABLE IF NOT EXISTS exercise_scores (
     student   TEXT NOT NULL REFERENCES submissions(student) ON DELETE CASCADE,
@@ -54,6 +81,19 @@ class Record:
     duration_s: float
     graded_at: str
     exercises: dict[str, tuple[float, float]]  # exercise id -> (score, max_score)
+    versions: int = 1  # gradings kept in the history for this student (resubmissions, regrades)
+
+
+@dataclass(frozen=True)
+class Version:
+    """One graded version of a student's submission (a row of the history)."""
+
+    student: str
+    content_hash: str
+    status: str
+    score: float
+    max_score: float
+    graded_at: str
 
 
 def test_exercise(test: dict[str, Any]) -> str | None:
@@ -109,25 +149,52 @@ class Gradebook:
         self._db.close()
 
     def known_hash(self, student: str) -> str | None:
-        row = self._db.execute("SELECT content_hash FROM submissions WHERE student = ?", (student,)).fetchone()
+        row = self._db.execute("SELECT content_hash FROM submissions WHERE student = ?",
+                               (clean_text(student),)).fetchone()
+        return row[0] if row else None
+
+    def status(self, student: str) -> str | None:
+        row = self._db.execute("SELECT status FROM submissions WHERE student = ?", (clean_text(student),)).fetchone()
         return row[0] if row else None
 
     def record(self, student: str, source: str, content_hash: str, results: dict[str, Any],
                duration_s: float, grader_failed: bool) -> Record:
+        """Store a grading as the student's latest and append it to the history."""
+        student, source, results = clean_text(student), clean_text(source), clean_data(results)
         score, max_score = total_score(results)
         per_ex = exercise_scores(results)
         graded_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         status = "grader_failed" if grader_failed else "graded"
+        row = (student, source, content_hash, status, score, max_score, duration_s, graded_at, json.dumps(results))
         with self._db:
             self._db.execute("DELETE FROM submissions WHERE student = ?", (student,))
+            self._db.execute("INSERT INTO submissions VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", row)
             self._db.execute(
-                "INSERT INTO submissions VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (student, source, content_hash, status, score, max_score, duration_s, graded_at,
-                 json.dumps(results)))
+                "INSERT INTO history (student, source, content_hash, status, score, max_score, duration_s, "
+                "graded_at, results_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", row)
             self._db.executemany(
                 "INSERT INTO exercise_scores VALUES (?, ?, ?, ?)",
                 [(student, ex, s, m) for ex, (s, m) in per_ex.items()])
-        return Record(student, source, content_hash, status, score, max_score, duration_s, graded_at, per_ex)
+        return Record(student, source, content_hash, status, score, max_score, duration_s, graded_at, per_ex,
+                      len(self.history(student)))
+
+    def set_identity(self, student: str, name: str, email: str) -> None:
+        with self._db:
+            self._db.execute("INSERT OR REPLACE INTO identities VALUES (?, ?, ?)",
+                             (clean_text(student), clean_text(name), clean_text(email)))
+
+    def identity(self, student: str) -> tuple[str, str]:
+        """(name, email) of a student, empty strings when unknown."""
+        row = self._db.execute("SELECT name, email FROM identities WHERE student = ?",
+                               (clean_text(student),)).fetchone()
+        return (row[0], row[1]) if row else ("", "")
+
+    def history(self, student: str) -> list[Version]:
+        """Every graded version of a student's submission, oldest first; the last one is the grade."""
+        rows = self._db.execute(
+            "SELECT student, content_hash, status, score, max_score, graded_at FROM history "
+            "WHERE student = ? ORDER BY id", (clean_text(student),)).fetchall()
+        return [Version(*row) for row in rows]
 
     def records(self) -> Iterator[Record]:
         rows = self._db.execute(
@@ -136,27 +203,34 @@ class Gradebook:
         per_ex: dict[str, dict[str, tuple[float, float]]] = {}
         for student, ex, s, m in self._db.execute("SELECT student, exercise, score, max_score FROM exercise_scores"):
             per_ex.setdefault(student, {})[ex] = (s, m)
+        versions = dict(self._db.execute("SELECT student, COUNT(*) FROM history GROUP BY student").fetchall())
         for row in rows:
-            yield Record(*row, exercises=per_ex.get(row[0], {}))
+            yield Record(*row, exercises=per_ex.get(row[0], {}), versions=max(1, versions.get(row[0], 1)))
 
     def results(self, student: str) -> dict[str, Any] | None:
-        row = self._db.execute("SELECT results_json FROM submissions WHERE student = ?", (student,)).fetchone()
+        row = self._db.execute("SELECT results_json FROM submissions WHERE student = ?",
+                               (clean_text(student),)).fetchone()
         return json.loads(row[0]) if row else None
 
     def export_csv(self, path: Path, students: Iterable[str] | None = None) -> int:
-        """Write one row per student (total, per-exercise scores, status); return the number of rows."""
-        wanted = set(students) if students is not None else None
+        """Write one row per student (the latest grading: total, per-exercise scores, status, number of
+        graded versions); return the number of rows. Text cells are never spreadsheet formulas."""
+        wanted = {clean_text(s) for s in students} if students is not None else None
         ex_ids = [e.id for e in EXERCISES]
         path.parent.mkdir(parents=True, exist_ok=True)
         count = 0
         with path.open("w", newline="", encoding="utf-8") as fh:
             writer = csv.writer(fh)
-            writer.writerow(["student", "score", "max_score", *ex_ids, "status", "content_hash", "graded_at"])
+            writer.writerow(["student", "name", "email", "score", "max_score", *ex_ids, "status", "versions",
+                             "content_hash", "graded_at"])
             for rec in self.records():
                 if wanted is not None and rec.student not in wanted:
                     continue
-                writer.writerow([rec.student, f"{rec.score:.4g}", f"{rec.max_score:.4g}",
+                name, email = self.identity(rec.student)
+                writer.writerow([csv_cell(rec.student), csv_cell(name), csv_cell(email),
+                                 f"{rec.score:.4g}", f"{rec.max_score:.4g}",
                                  *(f"{rec.exercises.get(ex, (0.0, 0.0))[0]:.4g}" for ex in ex_ids),
-                                 rec.status, rec.content_hash, rec.graded_at])
+                                 csv_cell(rec.status), rec.versions, csv_cell(rec.content_hash),
+                                 csv_cell(rec.graded_at)])
                 count += 1
         return count

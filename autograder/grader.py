@@ -1,10 +1,11 @@
 """`python -m autograder grade SUBMISSION --out results.json`: grade one submission in sandboxed children.
 
 SUBMISSION is a folder or a zip. The exercise files (names from `autograder.manifest`) are found by
-name anywhere inside it: hidden folders, `__MACOSX` and symlinks are ignored; when a name occurs
-twice the shallowest copy is graded and the feedback says so. A missing file scores 0 for its
-exercise; the others are graded normally. A notebook `exNN_<name>.ipynb` stands in for a missing
-`.py` through `autograder.notebooks.extract_code` (`_from_notebook` is the one call site).
+name anywhere inside it by `autograder.intake` (near-miss names accepted with a note, hidden folders,
+`__MACOSX` and symlinks ignored, the shallowest of several copies graded, caps on extracted bytes,
+entries and depth; a damaged zip member or notebook costs only its exercise). A missing file scores 0
+for its exercise; the others are graded normally. A notebook `exNN_<name>.ipynb` stands in for a
+missing `.py` through `autograder.notebooks.extract_code`.
 
 This process never imports student code: each exercise's public and hidden cases run in one child
 process (`autograder.sandbox.run_exercise`), which sends back encoded outcomes; they are judged here
@@ -19,36 +20,23 @@ from __future__ import annotations
 
 import argparse
 import builtins
-import os
 import shutil
 import sys
 import tempfile
 import time
 import traceback
-import zipfile
-from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any, Iterable, Optional, Sequence
 
+from autograder import intake
 from autograder import results as res
-from autograder import sandbox, scoring
+from autograder import safetext, sandbox, scoring
 from autograder.cases import hidden_cases, public_cases, stored
+from autograder.intake import MAX_FILE_BYTES, Found  # noqa: F401  (part of the grader's API)
 from autograder.manifest import BY_ID, EXERCISES, ROOT, Exercise
 from hetero.checks import Array, Case, Outcome, decode, encode, judge
 
-MAX_FILE_BYTES = 2 * 2**20  # an exercise file (or notebook) larger than this is not graded
-MAX_ZIP_MEMBERS = 20000
-SKIPPED_DIRS = ("__MACOSX", "__pycache__")
 KNOWN_MISTAKE = "Your result matches a known mistake"
-
-
-@dataclass(frozen=True)
-class Found:
-    """The file graded for one exercise."""
-
-    path: Optional[Path]  # the .py to run (None: nothing gradable)
-    shown: str  # where it was in the submission, for feedback
-    note: str = ""  # duplicates, notebook used, too large ...
 
 
 class ConfigError(RuntimeError):
@@ -56,113 +44,14 @@ class ConfigError(RuntimeError):
 
 
 # ---------------------------------------------------------------------------------------------
-# Finding the exercise files
-
-def _wanted(exercises: Sequence[Exercise]) -> dict[str, tuple[str, str]]:
-    """file name -> (exercise id, kind) for the .py files and the notebooks that stand in for them."""
-    names = {}
-    for ex in exercises:
-        names[ex.filename] = (ex.id, "py")
-        names[f"{ex.module}.ipynb"] = (ex.id, "ipynb")
-    return names
-
-
-def _ignored(part: str) -> bool:
-    return part.startswith(".") or part in SKIPPED_DIRS
-
-
-def _folder_candidates(top: Path, wanted: dict[str, tuple[str, str]]) -> list[tuple[str, Path]]:
-    found = []
-    for dirpath, dirnames, filenames in os.walk(top, followlinks=False):
-        dirnames[:] = sorted(d for d in dirnames if not _ignored(d))
-        for name in sorted(filenames):
-            path = Path(dirpath) / name
-            if name in wanted and not path.is_symlink() and path.is_file():
-                found.append((path.relative_to(top).as_posix(), path))
-    return found
-
-
-def _zip_candidates(archive: Path, wanted: dict[str, tuple[str, str]], staging: Path) -> list[tuple[str, Path]]:
-    found = []
-    with zipfile.ZipFile(archive) as zf:
-        members = zf.infolist()
-        if len(members) > MAX_ZIP_MEMBERS:
-            raise ValueError(f"the zip holds {len(members)} entries (at most {MAX_ZIP_MEMBERS})")
-        for i, info in enumerate(members):
-            name = PurePosixPath(info.filename.replace("\\", "/"))
-            if info.is_dir() or name.is_absolute() or ".." in name.parts or name.name not in wanted:
-                continue
-            if any(_ignored(part) for part in name.parts[:-1]) or _ignored(name.name):
-                continue
-            is_link = (info.external_attr >> 16) & 0o170000 == 0o120000
-            if is_link:
-                continue
-            target = staging / "zip" / str(i) / name.name
-            target.parent.mkdir(parents=True)
-            with zf.open(info) as src, open(target, "wb") as dst:
-                dst.write(src.read(MAX_FILE_BYTES + 1))
-            found.append((name.as_posix(), target))
-    return found
-
+# Finding the exercise files: autograder.intake (names, near misses, zips, caps, snapshots)
 
 def locate(submission: Path, exercises: Sequence[Exercise], staging: Path) -> tuple[dict[str, Found], list[str]]:
-    """Exercise id -> Found, and notes about the submission as a whole."""
-    wanted = _wanted(exercises)
-    notes: list[str] = []
-    if submission.is_dir():
-        candidates = _folder_candidates(submission, wanted)
-    elif submission.is_file() and zipfile.is_zipfile(submission):
-        candidates = _zip_candidates(submission, wanted, staging)
-    elif submission.is_file() and submission.name in wanted:
-        candidates = [(submission.name, submission)]
-    else:
-        notes.append(f"The submission {submission.name!r} is neither a folder nor a zip file; nothing was graded.")
-        candidates = []
-    by_exercise: dict[str, dict[str, list[tuple[str, Path]]]] = {}
-    for shown, path in candidates:
-        ex_id, kind = wanted[path.name]
-        by_exercise.setdefault(ex_id, {}).setdefault(kind, []).append((shown, path))
-    found: dict[str, Found] = {}
-    for ex in exercises:
-        kinds = by_exercise.get(ex.id, {})
-        if "py" in kinds:
-            found[ex.id] = _choose(kinds["py"], ex.filename)
-        elif "ipynb" in kinds:
-            found[ex.id] = _from_notebook(_choose(kinds["ipynb"], f"{ex.module}.ipynb"), ex, staging)
-    return found, notes
+    """Exercise id -> Found, and notes about the submission as a whole (rules in autograder.intake)."""
+    return intake.locate(submission, exercises, staging)
 
 
-def _choose(copies: list[tuple[str, Path]], filename: str) -> Found:
-    copies = sorted(copies, key=lambda item: (len(PurePosixPath(item[0]).parts), item[0]))
-    shown, path = copies[0]
-    note = ""
-    if len(copies) > 1:
-        others = ", ".join(s for s, _ in copies[1:])
-        note = f"{filename} occurs {len(copies)} times in your submission; graded {shown} (the shallowest), ignored {others}."
-    if path.stat().st_size > MAX_FILE_BYTES:
-        return Found(None, shown, _join(note, f"{shown} is larger than {MAX_FILE_BYTES // 2**20} MiB and was not graded."))
-    return Found(path, shown, note)
-
-
-def _from_notebook(found: Found, ex: Exercise, staging: Path) -> Found:
-    """Grade a notebook submission through the code of its exercise cells (autograder.notebooks)."""
-    if found.path is None:
-        return found
-    from autograder.notebooks import NotebookError, extract_code
-
-    try:
-        code = extract_code(found.path, ex.id)
-    except NotebookError as exc:
-        return Found(None, found.shown, _join(found.note, f"{found.shown} could not be read as this exercise's "
-                                                          f"notebook: {exc}"))
-    target = staging / "notebooks" / ex.filename
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(code, encoding="utf-8")
-    return Found(target, found.shown, _join(found.note, f"graded the code extracted from the notebook {found.shown}."))
-
-
-def _join(*parts: str) -> str:
-    return " ".join(p for p in parts if p)
+_join = intake.join
 
 
 # ---------------------------------------------------------------------------------------------
@@ -411,6 +300,6 @@ def main(argv: Sequence[str]) -> int:
     parser.add_argument("--time-scale", type=float, default=1.0, help="multiply the manifest's time limits")
     args = parser.parse_args(list(argv))
     data = grade_submission(args.submission, args.out, exercises=args.exercises, time_scale=args.time_scale)
-    print(data["output"])
+    print(safetext.clean_text(data["output"]))
     print(f"\nwrote {args.out}")
     return 0

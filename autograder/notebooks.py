@@ -14,7 +14,8 @@ notebook order and separated by a blank line, of every code cell that carries th
 or, when no cell carries the tag (some front-ends drop cell tags), of every code cell whose first line
 is the marker `# a2-exercise exNN...`. The marker line itself is dropped, and top-level IPython lines
 (`%magic`, `%%cell-magic`, `!shell`) are turned into comments. Outputs, markdown cells and any other
-cell are ignored. The resulting text is graded exactly like the `.py` file. A file that is not a
+cell are ignored; malformed metadata (tags that are not a list of strings, metadata that is not an
+object) counts as none, and a malformed cell outside the exercise cells is ignored too. The resulting text is graded exactly like the `.py` file. A file that is not a
 version-4 notebook, a notebook without any exercise cell, or exercise cells of another exercise raise
 `NotebookError` with a sentence saying what is wrong.
 
@@ -34,7 +35,7 @@ import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 import numpy as np
 
@@ -351,7 +352,7 @@ def write_student_notebooks(dest: Path, root: Path = ROOT) -> list[Path]:
 def fill_exercise_cell(notebook: dict[str, Any], ex: Exercise, code: str) -> dict[str, Any]:
     """A copy of `notebook` whose exercise cell (tagged `a2-exercise`) holds `code`: a filled submission."""
     filled = json.loads(json.dumps(notebook))
-    cells = [c for c in filled["cells"] if EXERCISE_TAG in (c.get("metadata", {}).get("tags") or [])]
+    cells = [c for c in filled["cells"] if EXERCISE_TAG in _tags(c)]
     if len(cells) != 1:
         raise NotebookError(f"expected one cell tagged {EXERCISE_TAG}, found {len(cells)}")
     cells[0]["source"] = exercise_cell_source(ex, code)
@@ -364,11 +365,31 @@ def fill_exercise_cell(notebook: dict[str, Any], ex: Exercise, code: str) -> dic
 
 def _source_text(cell: dict[str, Any]) -> str:
     source = cell.get("source", "")
-    if isinstance(source, list):
-        return "".join(str(part) for part in source)
+    if isinstance(source, list) and all(isinstance(part, str) for part in source):
+        return "".join(source)
     if isinstance(source, str):
         return source
     raise NotebookError("a cell's source is neither text nor a list of lines")
+
+
+def _metadata(node: dict[str, Any]) -> dict[str, Any]:
+    """A notebook's or cell's metadata; anything but a JSON object counts as none."""
+    meta = node.get("metadata")
+    return meta if isinstance(meta, dict) else {}
+
+
+def _tags(cell: dict[str, Any]) -> list[str]:
+    """A cell's tags; malformed tags (`"tags": 5`, a string, non-text items) count as none."""
+    tags = _metadata(cell).get("tags")
+    return [t for t in tags if isinstance(t, str)] if isinstance(tags, list) else []
+
+
+def _has_marker(cell: dict[str, Any]) -> Optional[re.Match]:
+    """The marker match of a code cell's first line; a cell whose source is malformed has none."""
+    try:
+        return MARKER_RE.match(_source_text(cell))
+    except NotebookError:
+        return None
 
 
 def _is_ipython_line(line: str) -> bool:
@@ -384,6 +405,8 @@ def _read_notebook(path: Path) -> dict[str, Any]:
         notebook = json.loads(text)
     except json.JSONDecodeError as exc:
         raise NotebookError(f"{path.name}: not a notebook (invalid JSON at line {exc.lineno}: {exc.msg})") from None
+    except RecursionError:
+        raise NotebookError(f"{path.name}: not a notebook (JSON nested too deeply)") from None
     if not isinstance(notebook, dict) or not isinstance(notebook.get("cells"), list):
         raise NotebookError(f"{path.name}: not a Jupyter notebook (no list of cells)")
     if notebook.get("nbformat") != 4:
@@ -398,13 +421,13 @@ def notebook_exercise_id(ipynb_path: str | Path) -> str | None:
     """The exercise a notebook belongs to (metadata `a2.exercise` or the exercise cells' marker)."""
     path = Path(ipynb_path)
     notebook = _read_notebook(path)
-    meta = notebook.get("metadata", {})
+    meta = _metadata(notebook)
     declared = meta.get("a2", {}).get("exercise") if isinstance(meta.get("a2"), dict) else None
-    if declared in BY_ID:
+    if isinstance(declared, str) and declared in BY_ID:
         return declared
     for cell in notebook["cells"]:
         if cell.get("cell_type") == "code":
-            match = MARKER_RE.match(_source_text(cell))
+            match = _has_marker(cell)
             if match and match.group(1) in BY_ID:
                 return match.group(1)
     return None
@@ -419,9 +442,8 @@ def extract_code(ipynb_path: str | Path, ex_id: str | None = None) -> str:
     path = Path(ipynb_path)
     notebook = _read_notebook(path)
     code_cells = [c for c in notebook["cells"] if c.get("cell_type") == "code"]
-    tagged = [c for c in code_cells
-              if isinstance(c.get("metadata"), dict) and EXERCISE_TAG in (c["metadata"].get("tags") or [])]
-    chosen = tagged or [c for c in code_cells if MARKER_RE.match(_source_text(c))]
+    tagged = [c for c in code_cells if EXERCISE_TAG in _tags(c)]
+    chosen = tagged or [c for c in code_cells if _has_marker(c)]
     if not chosen:
         raise NotebookError(f"{path.name}: no exercise cell found; the graded cell carries the tag "
                             f"'{EXERCISE_TAG}' and starts with '# a2-exercise exNN' (download a fresh "

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
-from autograder import scoring
+from autograder import safetext, scoring
 from autograder.manifest import ROOT, Exercise
 
 SCHEMA_PATH = ROOT / "autograder" / "schema" / "gradescope_results.schema.json"
@@ -237,7 +237,9 @@ def _validate_essentials(results: dict[str, Any], schema: dict[str, Any]) -> Non
 
 
 def write(results: dict[str, Any], out: Path) -> None:
-    """Write atomically: a file or symlink planted at `out` is replaced, never followed or appended to."""
+    """Write atomically: a file or symlink planted at `out` is replaced, never followed or appended to.
+    Text that UTF-8 cannot encode (a lone surrogate in a student's exception message) is escaped."""
+    results = safetext.clean_data(results)
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".results-", suffix=".json", dir=out.parent)

@@ -5,7 +5,14 @@ wrong fixture (cycling through every fixture), and partial submissions (answer k
 left as stubs) — grades them with `grade-all` (parallel workers, each submission in its own grader
 subprocess) into a temporary folder and prints the figures. Target: >= 10 submissions per minute.
 
-    python benchmarks/bench_bulk.py [--n 20] [--workers N]
+`--hostile` grades instead (exercises ex01 and ex02 only) one submission of each hostile class the
+batch must survive (a zip bomb, a zip with damaged members, a 1100-level folder tree, a lone
+surrogate in exception messages, a notebook with malformed tags) next to the answer key, and prints
+each one's grading time and score, and the peak bytes the zip bomb put on disk while it was read
+(the staging folder sampled every millisecond during `autograder.intake.locate`; extracting every
+exercise-named member, as the reader once did, wrote 202 MiB for this zip).
+
+    python benchmarks/bench_bulk.py [--n 20] [--workers N] [--hostile]
 """
 
 from __future__ import annotations
@@ -17,11 +24,14 @@ import shutil
 import statistics
 import sys
 import tempfile
+import threading
+import time
 from pathlib import Path
 
-from autograder import bulk
+from autograder import bulk, intake
+from autograder.attacks import BOMB_BYTES, BOMB_COPIES, answer_key, bomb_zip, damaged_zip, deep_tree, remove_deep
 from autograder.demo import copy_exercises, with_fixture, wrong_fixtures
-from autograder.manifest import EXERCISES, ROOT
+from autograder.manifest import BY_ID, EXERCISES, ROOT
 
 TARGET_PER_MIN = 10.0
 
@@ -50,11 +60,104 @@ def assemble(dest: Path, n: int) -> list[str]:
     return names
 
 
+HOSTILE_EXERCISES = ["ex01", "ex02"]
+SAMPLE_S = 0.001
+
+
+def _tree_bytes(folder: Path) -> int:
+    total = 0
+    for dirpath, _, files in os.walk(folder):
+        for name in files:
+            try:
+                total += os.lstat(os.path.join(dirpath, name)).st_size
+            except OSError:
+                pass
+    return total
+
+
+def peak_staging_bytes(archive: Path) -> tuple[int, float]:
+    """(peak bytes in the staging folder, seconds) while intake.locate reads `archive`."""
+    with tempfile.TemporaryDirectory(prefix="a2-bench-staging-") as tmp:
+        staging = Path(tmp)
+        peak = 0
+        done = threading.Event()
+
+        def sample() -> None:
+            nonlocal peak
+            while not done.is_set():
+                peak = max(peak, _tree_bytes(staging))
+                time.sleep(SAMPLE_S)
+
+        sampler = threading.Thread(target=sample)
+        sampler.start()
+        start = time.perf_counter()
+        intake.locate(archive, [BY_ID[e] for e in HOSTILE_EXERCISES], staging)
+        took = time.perf_counter() - start
+        done.set()
+        sampler.join()
+        return max(peak, _tree_bytes(staging)), took
+
+
+def assemble_hostile(dest: Path) -> dict[str, str]:
+    """One submission per hostile class, plus the answer key; {entry: what it is}."""
+    files = {BY_ID[e].filename: answer_key(e) for e in HOSTILE_EXERCISES}
+
+    def folder(name: str, extra: dict[str, bytes]) -> None:
+        (dest / name).mkdir(parents=True)
+        for rel, data in {**files, **extra}.items():
+            (dest / name / rel).write_bytes(data)
+
+    folder("key", {})
+    bomb_zip(dest / "zip_bomb.zip")
+    damaged_zip(dest / "zip_damaged.zip")
+    folder("deep_tree", {})
+    (dest / "deep_tree" / BY_ID["ex02"].filename).unlink()
+    deep_tree(dest / "deep_tree" / "x")
+    fixtures = ROOT / "autograder" / "fixtures" / "adversarial"
+    attack = fixtures / "batch_surrogate_message" / "ex02_kv_capacity.py"
+    folder("surrogate", {"ex02_kv_capacity.py": attack.read_bytes()})
+    folder("notebook_bad_tags", {})
+    (dest / "notebook_bad_tags" / "ex02_kv_capacity.py").unlink()
+    shutil.copyfile(fixtures / "batch_notebook_bad_tags" / "ex02_kv_capacity.ipynb",
+                    dest / "notebook_bad_tags" / "ex02_kv_capacity.ipynb")
+    return {"key": "answer key", "zip_bomb": f"ex01: a {BOMB_BYTES // 2**20} MiB member + {BOMB_COPIES} copies of 3 MiB",
+            "zip_damaged": "ex02 encrypted (ex03/ex04 damaged, not graded here)",
+            "deep_tree": f"ex02 below {intake.MAX_DEPTH} levels", "surrogate": "ex02 raises lone surrogates",
+            "notebook_bad_tags": 'ex02 notebook with "tags": 5'}
+
+
+def hostile(workers: int) -> int:
+    with tempfile.TemporaryDirectory(prefix="a2-bench-hostile-") as tmp:
+        subs = Path(tmp) / "submissions"
+        kinds = assemble_hostile(subs)
+        try:
+            peak, took = peak_staging_bytes(subs / "zip_bomb.zip")
+            bomb_size = (subs / "zip_bomb.zip").stat().st_size
+            report = bulk.grade_all(subs, Path(tmp) / "graded", workers=workers, progress=False,
+                                    exercises=HOSTILE_EXERCISES)
+        finally:
+            remove_deep(subs / "deep_tree")
+    print(f"hostile submissions ({', '.join(HOSTILE_EXERCISES)} graded, {workers} workers, "
+          f"load average {os.getloadavg()[0]:.2f}):")
+    print(f"  {'submission':<20}{'seconds':>9}{'score':>8}  what")
+    for rec in report.records:
+        print(f"  {rec.student:<20}{rec.duration_s:>9.1f}{rec.score:>8.1f}  {kinds.get(rec.student, '')}")
+    print(f"  grader failures: {len(report.failed)}")
+    expanded_mib = BOMB_BYTES / 2**20 + 3 * BOMB_COPIES
+    print(f"zip bomb: {bomb_size / 1e3:.0f} KB zip expanding to {expanded_mib:.0f} MiB; "
+          f"peak staging disk use {peak / 2**20:.2f} MiB (cap per file {intake.MAX_FILE_BYTES / 2**20:.0f} MiB, "
+          f"per submission {intake.MAX_EXTRACT_BYTES / 2**20:.0f} MiB); locate took {took:.2f} s")
+    return 0
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=20, help="number of submissions (>= 20 for the figure)")
     parser.add_argument("--workers", type=int, default=None, help="parallel graders (default: cores)")
+    parser.add_argument("--hostile", action="store_true", help="grade one submission per hostile class instead")
     args = parser.parse_args(argv)
+    if args.hostile:
+        return hostile(args.workers or os.cpu_count() or 1)
     workers = args.workers or os.cpu_count() or 1
     with tempfile.TemporaryDirectory(prefix="a2-bench-bulk-") as tmp:
         subs = Path(tmp) / "submissions"

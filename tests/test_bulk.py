@@ -155,11 +155,14 @@ def test_content_hash_tracks_content_not_noise(tmp_path):
     assert bulk.content_hash(a) != h, "a renamed file is a different submission"
 
 
-def test_discover_rejects_two_submissions_for_one_student(tmp_path):
+def test_discover_refuses_two_submissions_for_one_student_and_keeps_the_others(tmp_path):
     _folder(tmp_path, "alice", 1)
     (tmp_path / "alice.zip").write_bytes(b"")
-    with pytest.raises(ValueError, match="alice"):
-        bulk.discover(tmp_path)
+    _folder(tmp_path, "bob", 1)
+    subs, refused = bulk.discover(tmp_path)
+    assert [s.student for s in subs] == ["bob"], "a clash between two entries must not stop the others"
+    assert sorted(r.entry for r in refused) == ["alice", "alice.zip"], refused
+    assert all("more than one submission" in r.reason for r in refused), refused
 
 
 def test_gradebook_csv_and_summary(tmp_path):

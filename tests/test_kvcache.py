@@ -1,5 +1,6 @@
 """The prefix KV cache pool simulator (hetero.kvcache): cache semantics against a plain reference,
-trace replay, the document workload, the experiment part and the CLI.
+trace replay, the document workload, the experiment part, hot blocks (sender bandwidth,
+replication, the balancing threshold) and the CLI.
 
 Hit counts are integers and compared exactly; rates derived from them are compared with the
 tolerances stated next to each check.
@@ -8,6 +9,8 @@ tolerances stated next to each check.
 from __future__ import annotations
 
 import json
+import math
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import numpy as np
@@ -193,3 +196,69 @@ def test_harness_returns_plain_numbers():
     assert sum(out["requests_per_instance"]) == 400
     cluster = kvcache.random_cluster(seed=3, num_instances=5, max_blocks=10, id_range=12, empty_instances=2)
     assert cluster[0] == [] and cluster[1] == [] and all(len(set(c)) == len(c) for c in cluster)
+
+
+# ---------------------------------------------------------------------------------------------
+# Hot blocks: sender-side bandwidth, replication, the balancing threshold (hand-checked)
+
+def _hot_workload(blocks, arrivals, instances=3, rate=2.0):
+    c = kvcache.WorkloadConfig(num_instances=instances, num_requests=len(blocks), instance_capacity_blocks=100,
+                               transfer_blocks_per_prefill_block=rate)
+    n = len(blocks)
+    return kvcache.Workload(c, np.zeros(n, dtype=np.int64), tuple(tuple(b) for b in blocks),
+                            np.array([len(b) for b in blocks]), np.array([512 * len(b) for b in blocks]),
+                            np.array(arrivals, dtype=np.float64), frozenset({0, 1, 2, 3}))
+
+
+HOT = kvcache.HotBlockConfig
+
+
+def test_hot_block_congests_its_holder_and_replication_spreads_the_fetches():
+    # 3 instances, round-robin; a NIC sends 2 blocks per prefill-block-time. A 4-block document (0-3):
+    # r0 (t 0, inst 0) computes it: TTFT 4. r1 (t 10, inst 1) fetches 4 blocks from inst 0 (10-12) and
+    # computes its question block: TTFT 3. r2 (t 10, inst 2) also fetches from inst 0: sender-limited and
+    # unreplicated it waits for r1's fetch (12-14), TTFT 5; with replication inst 1 holds a copy whose NIC
+    # is idle (10-12), TTFT 3. r3 (t 20, inst 0) hits locally: TTFT 1. r4 (t 30, inst 1) fetches again from
+    # inst 0 without replication (TTFT 3) and hits its own copy with it (TTFT 1).
+    blocks = [(0, 1, 2, 3), (0, 1, 2, 3, 10), (0, 1, 2, 3, 20), (0, 1, 2, 3, 30), (0, 1, 2, 3, 40)]
+    w = _hot_workload(blocks, [0.0, 10.0, 10.0, 20.0, 30.0])
+    free = kvcache.simulate_hot_blocks(w, HOT("free", sender_limited=False))
+    congested = kvcache.simulate_hot_blocks(w, HOT("limited"))
+    replicated = kvcache.simulate_hot_blocks(w, HOT("replicated", replicate=True))
+    for name, r, mean in (("no sender limit", free, 14 / 5), ("sender-limited", congested, 16 / 5),
+                          ("replicated", replicated, 12 / 5)):
+        assert math.isclose(r["ttft_mean"], mean, rel_tol=1e-12), (
+            f"{name}: mean TTFT {r['ttft_mean']} prefill-block-times, expected {mean}")
+    # Remote traffic: 4 + 4 + 4 blocks over 5 requests without replication, 4 + 4 with it.
+    assert math.isclose(congested["remote_blocks_per_request"], 2.4) and math.isclose(
+        replicated["remote_blocks_per_request"], 1.6), (congested, replicated)
+    assert congested["busiest_sender_share"] == 1.0 and replicated["busiest_sender_share"] == 0.5, (
+        "without replicas inst 0 sends everything; with them inst 0 and inst 1 send 4 blocks each")
+    assert replicated["copies_per_block"] == 2.0 and congested["copies_per_block"] == 1.0
+
+
+def test_balancing_threshold_decides_between_fetching_and_recomputing():
+    # With replication inst 1 keeps blocks 0-1 after r1. r4 (inst 1) then holds a local prefix of 2 of the
+    # 4 document blocks that inst 0 holds: best / local = 2. Threshold 1 fetches blocks 2-3 (2 > 1), threshold
+    # 2 recomputes them (2 is not > 2). Blocks reused: r1 2 + r4 4 = 6 of 14, or 2 + 2 = 4 of 14.
+    blocks = [(0, 1, 2, 3), (0, 1, 60), (80,), (90,), (0, 1, 2, 3, 99)]
+    w = _hot_workload(blocks, [0.0, 10.0, 20.0, 30.0, 40.0])
+    fetch = kvcache.simulate_hot_blocks(w, HOT("t1", replicate=True, balancing_threshold=1.0))
+    recompute = kvcache.simulate_hot_blocks(w, HOT("t2", replicate=True, balancing_threshold=2.0))
+    assert math.isclose(fetch["block_hit_rate"], 6 / 14) and math.isclose(recompute["block_hit_rate"], 4 / 14), (
+        f"block hit rates {fetch['block_hit_rate']:.3f} / {recompute['block_hit_rate']:.3f}, expected 6/14 and 4/14")
+    with pytest.raises(ValueError, match="balancing_threshold"):
+        kvcache.simulate_hot_blocks(w, HOT("bad", balancing_threshold=0.5))
+
+
+def test_hot_block_part_renders_every_configuration():
+    c = replace(kvcache.WorkloadConfig(), num_requests=1500)
+    w = kvcache.generate_workload(np.random.default_rng(0), c)
+    rows = [kvcache.simulate_hot_blocks(w, cfg) for cfg in kvcache.HOT_BLOCK_CONFIGS]
+    text = kvcache.render_hot_blocks({"config": asdict(c), "rows": rows})
+    assert all(cfg.name in text for cfg in kvcache.HOT_BLOCK_CONFIGS), text
+    by = {r["name"]: r for r in rows}
+    assert by["no sender limit"]["block_hit_rate"] == by["sender-limited, no replication"]["block_hit_rate"], (
+        "the sender limit changes times, not what is cached")
+    assert by["replication, threshold 1"]["remote_blocks_per_request"] < by["sender-limited, no replication"][
+        "remote_blocks_per_request"], "replicas turn remote hits into local ones"

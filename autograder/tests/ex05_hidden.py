@@ -91,8 +91,8 @@ for label, n, slope, noise, offset in (("antiphase_noisy", 600, -1.0, 0.6, 30.0)
     d = np.round(offset + 3.0 * (slope * base + noise * _rng.normal(0.0, 1.0, size=n)), 4)
     CASES.append(Case(f"ex05.antiphase_correlation.{label}", "antiphase_correlation", (p.tolist(), d.tolist()),
                       rel_tol=0.0, abs_tol=1e-9, tol_note=CORR, unit="Pearson r", hint=CORR_HINT, points=2.0))
-for label, scenario, policy, seed in (("sim_long_prefill_early", "long_prefill", "early", 7),
-                                      ("sim_default_baseline", "default", "baseline", 11)):
+for label, scenario, policy, seed in (("sim_default_early", "default", "early", 7),
+                                      ("sim_short_prefill_baseline", "short_prefill", "baseline", 11)):
     series = [Gen("overload.load_series", {"scenario": scenario, "policy": policy, "seed": seed, "pool": pool,
                                            "duration_s": 1200.0}) for pool in ("prefill", "decode")]
     CASES.append(Case(f"ex05.antiphase_correlation.{label}", "antiphase_correlation", tuple(series),
@@ -119,8 +119,8 @@ for label, n, dt, period, noise, level in (("sine_noisy_dt_half", 512, 0.5, 32.0
 _square = [30.0 if (i // 25) % 2 == 0 else 10.0 for i in range(300)]  # period 50 samples, dt 2 s
 CASES.append(Case("ex05.dominant_period_s.square_wave", "dominant_period_s", (_square, 2.0),
                   rel_tol=1e-9, tol_note=PERIOD, unit="s", hint=PERIOD_HINT, points=1.0))
-CASES.append(Case("ex05.dominant_period_s.sim_long_prefill_decode", "dominant_period_s",
-                  (Gen("overload.load_series", {"scenario": "long_prefill", "policy": "early", "seed": 7,
+CASES.append(Case("ex05.dominant_period_s.sim_default_decode", "dominant_period_s",
+                  (Gen("overload.load_series", {"scenario": "default", "policy": "early", "seed": 7,
                                                 "pool": "decode", "duration_s": 1200.0}), 1.0),
                   rel_tol=1e-9, tol_note=PERIOD, unit="s", hint=PERIOD_HINT, points=2.0))
 CASES += [
@@ -135,10 +135,15 @@ CASES += [
 # The student's predicted_decode_load + admit_predictive drive the simulator on short seeded scenarios.
 for label, scenario, seed, over in (("default_10min", {"duration_s": 600.0}, 3, 1.0),
                                     ("default_10min_x1_1", {"duration_s": 600.0}, 4, 1.1),
-                                    ("long_prefill_15min", {"base": "long_prefill", "duration_s": 900.0}, 5, 1.0),
+                                    ("short_prefill_15min", {"base": "short_prefill", "duration_s": 900.0}, 5, 1.0),
+                                    # A small pool: 10 ms + 2 ms per request per step, TBT SLO 20 ms -> 5
+                                    # requests; 150 tokens at 20 ms = 3 s of decoding.
                                     ("small_cluster", {"duration_s": 900.0, "prefill_instances": 2,
-                                                       "prefill_mean_s": 1.0, "decode_slots": 6,
-                                                       "decode_mean_s": 3.0, "ttft_slo_s": 3.0}, 6, 1.0),
+                                                       "prefill_mean_s": 1.0, "ttft_slo_s": 3.0,
+                                                       "decode": {"base_s": 0.01, "kv_s_per_request": 0.002,
+                                                                  "compute_s_per_request": 0.0, "tbt_slo_s": 0.02,
+                                                                  "kv_capacity_requests": 100},
+                                                       "decode_mean_tokens": 150.0}, 6, 1.0),
                                     ("heavy_overload", {"duration_s": 600.0, "arrival_rate_per_s": 5.0}, 8, 1.2)):
     CASES.append(Case(f"ex05.scenario.{label}", "run_scenario", (scenario, seed), {"oversubscription": over},
                       tol_note=COUNTS, unit="requests", harness="hetero.overload:run_scenario",

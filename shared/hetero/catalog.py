@@ -198,8 +198,10 @@ ASSUMPTIONS: dict[str, float] = {
     "memory_efficiency": 0.8,  # fraction of peak bandwidth a weight/KV stream achieves
     "decode_context_tokens": 4096,  # context length of each sequence in the §1.2 decode step
     "hbm_headroom_frac": 0.10,  # HBM kept free for activations (lecture §7 Q2)
-    "kimi_mean_input_tokens": 8590,  # Mooncake paper: average input length of Kimi requests
-    "kimi_mean_output_tokens": 182,  # Mooncake paper: average output length
+    # Average input length of Kimi requests as the lecture gives it (§1.2, §2.2). Sources differ: the
+    # Mooncake paper's trace analysis says 7,590 tokens, the released trace's README 8,596.
+    "kimi_mean_input_tokens": 8590,
+    "kimi_mean_output_tokens": 182,  # lecture §2.2 and the Mooncake paper: average output length
     "block_tokens": 512,  # Mooncake trace: tokens per hash block
 }
 

@@ -17,9 +17,11 @@ Parts and the stable keys of their figures (`python -m hetero.lecture 03 --json`
 "decode" (§4.3; ex06, ex08), batch 1, one RTX 4090-class GPU + a two-socket Xeon server:
     cpu_gb_per_token, gpu_gb_per_token (1e9 B); cpu_bandwidth_gb_per_s {"numa_aware", "numa_naive"};
     q6_bound_tokens_per_s (§7 Q6: 0.7 x 300 GB/s / 11.5 GB);
-    configs: {name: {launches, numa_aware, deferral, deferred, gpu_layer_ms, cpu_expert_ms,
-              layer_speedup, launch_ms, gpu_ms, cpu_ms, cpu_exposed_ms, total_ms, tokens_per_s,
-              launch_share}} (ms per token unless named per layer / per expert; tokens/s; fraction);
+    configs: {name: {launches, numa_aware, deferral, shared_overlap, deferred, gpu_layer_ms (attention +
+              router per layer), cpu_expert_ms, layer_speedup (ex08's, attention + router part),
+              launch_ms, gpu_ms, shared_ms (the shared experts' part of gpu_ms), cpu_ms, cpu_exposed_ms,
+              total_ms, tokens_per_s, launch_share}} (ms per token unless named per layer / per expert;
+              tokens/s; fraction); the last MoE layer never defers;
     speedups: {"vs_llamacpp", "vs_fiddler", "deferral"}: {"estimate", "slides"};
     launch_share_slides: {"Fiddler-like": 0.73, "llama.cpp-like": 0.21}; assumptions (the constants).
 "amx" (§4.5, §7 Q9; ex09), one Xeon-8480+ socket:
@@ -82,15 +84,18 @@ class DecodeConfig:
     launches_per_token: int  # CUDA kernel (or graph) launches per decoded token
     numa_aware: bool  # expert weights split across sockets, each socket reads local memory
     deferral: bool  # expert deferral (ex08) with `best_deferred` experts per layer
+    # The GPU runs the shared expert while the CPU computes the routed experts (KTransformers submits
+    # the routed experts to the CPU asynchronously); False: the layer's operators run one after another.
+    shared_overlap: bool
 
 
 # Kernel launches per token from the slides (Fiddler ~7,000, llama.cpp ~3,000); KTransformers
 # records the whole forward as one CUDA graph, i.e. one launch per token.
 DECODE_CONFIGS: tuple[DecodeConfig, ...] = (
-    DecodeConfig("Fiddler-like", 7000, False, False),
-    DecodeConfig("llama.cpp-like", 3000, False, False),
-    DecodeConfig("KTransformers", 1, True, False),
-    DecodeConfig("KTransformers+deferral", 1, True, True),
+    DecodeConfig("Fiddler-like", 7000, False, False, False),
+    DecodeConfig("llama.cpp-like", 3000, False, False, False),
+    DecodeConfig("KTransformers", 1, True, False, True),
+    DecodeConfig("KTransformers+deferral", 1, True, True, True),
 )
 
 # Measured figures quoted by the lecture (slides), reported next to the estimates.
@@ -196,27 +201,45 @@ def decode(impl: str, assumptions: HybridAssumptions = HybridAssumptions(),
     cpu_bytes = expert_bytes(k, per_expert, m.num_moe_layers, assumptions.cpu_bits_per_param)  # B/token
     other = m.num_params - per_expert * m.num_routed_experts * m.num_moe_layers
     gpu_bytes = other * assumptions.gpu_bits_per_param / 8  # B/token: every non-routed weight once
+    shared_bytes = per_expert * m.num_shared_experts * assumptions.gpu_bits_per_param / 8  # B per MoE layer
     socket_bw = catalog.cpu_socket(machine.cpu).mem_bandwidth_gb_per_s
     cpu_bw = {"numa_aware": machine.sockets * socket_bw, "numa_naive": assumptions.naive_weight_sockets * socket_bw}
-    gpu_s = 1.0 / bound(gpu_bytes, catalog.gpu(machine.gpu).mem_bandwidth_gb_per_s, assumptions.gpu_memory_efficiency)
+    gpu_bw = catalog.gpu(machine.gpu).mem_bandwidth_gb_per_s
+    gpu_s = 1.0 / bound(gpu_bytes, gpu_bw, assumptions.gpu_memory_efficiency)
+    # The shared expert's share of the GPU time, per MoE layer. KTransformers submits the routed experts
+    # to the CPU as soon as the router has chosen them and runs the shared expert on the GPU meanwhile, so
+    # that part of a layer's GPU work overlaps the CPU's routed experts; attention and the router do not
+    # (the CPU needs the router's choice).
+    shared_s = 1.0 / bound(shared_bytes, gpu_bw, assumptions.gpu_memory_efficiency)
 
     configs: dict[str, dict[str, Any]] = {}
     for cfg in DECODE_CONFIGS:
         bw = cpu_bw["numa_aware" if cfg.numa_aware else "numa_naive"]
         cpu_s = 1.0 / bound(cpu_bytes, bw, assumptions.cpu_memory_efficiency)
         launch_s = cfg.launches_per_token * assumptions.kernel_launch_s
-        # Deferral acts per MoE layer: the GPU time is spread evenly over all layers (s per layer),
-        # the CPU time over the MoE layers' active experts (s per expert).
-        gpu_layer_s = gpu_s / m.num_layers
+        # Per MoE layer: the GPU's work before the CPU can start (attention, router: the GPU time without
+        # the shared experts, spread evenly over all layers) and the shared expert; the CPU time spread
+        # over the MoE layers' active experts (s per expert).
+        gpu_layer_s = (gpu_s - m.num_moe_layers * shared_s) / m.num_layers
         cpu_expert_s = cpu_s / (m.num_moe_layers * k)
         deferred = best_deferred(gpu_layer_s, cpu_expert_s, k, assumptions.min_immediate) if cfg.deferral else 0
-        compute_s = (m.num_moe_layers * layer_time_s(gpu_layer_s, cpu_expert_s, k, deferred)
+        # ex08's schedule for the attention + router part; with the overlap the shared expert then runs
+        # on the GPU while the CPU computes the k - d immediate experts, and delays the layer only by what
+        # it exceeds them; without it, it runs before the CPU starts.
+        def moe_layer_s(d: int, overlap: bool = cfg.shared_overlap) -> float:
+            if not overlap:
+                return layer_time_s(gpu_layer_s + shared_s, cpu_expert_s, k, d)
+            return layer_time_s(gpu_layer_s, cpu_expert_s, k, d) + max(0.0, shared_s - (k - d) * cpu_expert_s)
+
+        # The last MoE layer defers nothing: no next layer exists to take its deferred experts.
+        compute_s = ((m.num_moe_layers - 1) * moe_layer_s(deferred) + moe_layer_s(0)
                      + (m.num_layers - m.num_moe_layers) * gpu_layer_s)
         total_s = launch_s + compute_s
         configs[cfg.name] = {
             "launches": cfg.launches_per_token,
             "numa_aware": cfg.numa_aware,
             "deferral": cfg.deferral,
+            "shared_overlap": cfg.shared_overlap,
             "deferred": deferred,
             "gpu_layer_ms": gpu_layer_s * 1e3,
             "cpu_expert_ms": cpu_expert_s * 1e3,
@@ -224,7 +247,8 @@ def decode(impl: str, assumptions: HybridAssumptions = HybridAssumptions(),
             "launch_ms": launch_s * 1e3,
             "gpu_ms": gpu_s * 1e3,
             "cpu_ms": cpu_s * 1e3,
-            "cpu_exposed_ms": (compute_s - gpu_s) * 1e3,  # CPU time not hidden behind the GPU
+            "shared_ms": m.num_moe_layers * shared_s * 1e3,  # part of gpu_ms that overlaps the CPU
+            "cpu_exposed_ms": (compute_s - gpu_s) * 1e3,  # time beyond the GPU's own (CPU not hidden)
             "total_ms": total_s * 1e3,
             "tokens_per_s": 1.0 / total_s,
             "launch_share": launch_s / total_s,
@@ -273,8 +297,10 @@ def render_decode(fig: dict[str, Any]) -> str:
     lines += [
         "(launch %: estimate, slides' measurement in parentheses)",
         "",
-        f"deferral: GPU {d['gpu_layer_ms']:.3f} ms per layer, CPU {d['cpu_expert_ms']:.4f} ms per expert "
-        f"-> defer {d['deferred']} experts per layer; MoE layer {d['layer_speedup']:.2f}x faster",
+        f"deferral: GPU {d['gpu_layer_ms']:.3f} ms per layer (attention + router; the shared expert's "
+        f"{d['shared_ms']:.2f} ms per token overlap the CPU), CPU {d['cpu_expert_ms']:.4f} ms per expert "
+        f"-> defer {d['deferred']} experts per layer (not in the last MoE layer); that part of a MoE layer "
+        f"{d['layer_speedup']:.2f}x faster",
         "",
         f"{'speed-up':<36} {'estimate':>8} {'slides':>7}",
     ]

@@ -30,6 +30,7 @@ import argparse
 import json
 import math
 import sys
+import textwrap
 from collections import Counter, OrderedDict
 from dataclasses import asdict, dataclass
 from itertools import takewhile
@@ -231,7 +232,7 @@ class WorkloadConfig:
     num_requests: int = 20_000
     num_documents: int = 400
     zipf_s: float = 1.0  # popularity of the document of rank r is proportional to r ** -zipf_s
-    doc_blocks_min: int = 8  # documents are 4K-20K tokens (Kimi's mean input: 8,590 tokens)
+    doc_blocks_min: int = 8  # documents are 4K-20K tokens (the lecture's Kimi mean input: 8,590 tokens)
     doc_blocks_max: int = 40
     question_tokens_min: int = 32  # the unique question after the document
     question_tokens_max: int = 1024
@@ -483,6 +484,196 @@ def random_cluster(seed: int, num_instances: int, max_blocks: int, id_range: int
 
 
 # ---------------------------------------------------------------------------------------------
+# Hot blocks in the global pool (lecture §2.2: hot blocks must be replicated to avoid transfer
+# congestion; Mooncake §6.2: hot-spot migration with a KV-cache balancing threshold).
+
+@dataclass(frozen=True)
+class HotBlockConfig:
+    """One way to serve remote hits of the global pool (see `simulate_hot_blocks`)."""
+
+    name: str
+    # Each holder's NIC sends at transfer_blocks_per_prefill_block and serves one fetch after another;
+    # False: every fetch gets the full rate however many fetch from the same holder at once.
+    sender_limited: bool = True
+    # Fetched blocks are kept in the fetching instance's cache (a replica), so a later request there
+    # hits them locally and other instances can fetch them from either holder.
+    replicate: bool = False
+    # Mooncake's rule: fetch the remote part of a prefix only if best_prefix / local_prefix exceeds the
+    # threshold (a local prefix of 0 always fetches); otherwise recompute from the local prefix. The
+    # paper tunes it by hand and gives no value; 1 fetches whenever a longer prefix exists elsewhere.
+    balancing_threshold: float = 1.0
+
+
+# Fixed before the first run: the pool as the experiment above models it (no sender limit, no
+# replicas), the same pool with sender-side bandwidth, then replication at three thresholds.
+HOT_BLOCK_CONFIGS: tuple[HotBlockConfig, ...] = (
+    HotBlockConfig("no sender limit", sender_limited=False),
+    HotBlockConfig("sender-limited, no replication"),
+    HotBlockConfig("replication, threshold 1", replicate=True),
+    HotBlockConfig("replication, threshold 2", replicate=True, balancing_threshold=2.0),
+    HotBlockConfig("replication, threshold 4", replicate=True, balancing_threshold=4.0),
+)
+
+
+def simulate_hot_blocks(workload: Workload, config: HotBlockConfig) -> dict[str, Any]:
+    """Serve `workload` round-robin over instances whose caches (LRU, `instance_capacity_blocks` each)
+    form one global pool in which a block may be held by several instances.
+
+    A request at instance i reuses i's cached prefix; if another instance holds a longer prefix and the
+    balancing threshold allows, the missing blocks are fetched, each from the holder whose NIC frees
+    first (with `sender_limited`, a holder's fetches queue behind each other at
+    `transfer_blocks_per_prefill_block` blocks per prefill-block-time). The transfer starts at arrival,
+    beside the request's wait in i's queue; i prefills the blocks not reused once both are done. The
+    receiver's NIC is not a limit. Times in prefill-block-times; requests go round-robin so that a hot
+    document's requests reach every instance (the case replication is for)."""
+    c = workload.config
+    if not (math.isfinite(config.balancing_threshold) and config.balancing_threshold >= 1.0):
+        raise ValueError(f"balancing_threshold must be a finite number >= 1, got {config.balancing_threshold}")
+    n_inst, cap, rate = c.num_instances, c.instance_capacity_blocks, c.transfer_blocks_per_prefill_block
+    caches: list[OrderedDict[int, None]] = [OrderedDict() for _ in range(n_inst)]
+    holders: dict[int, set[int]] = {}  # block -> instances whose cache holds it
+    send_free = [0.0] * n_inst  # when each instance's NIC has sent everything asked of it so far
+    backlog = [0.0] * n_inst
+    sent = [0] * n_inst  # blocks each instance sent
+    n = c.num_requests
+    ttft = np.zeros(n, dtype=np.float64)  # (requests,) arrival to prefill end
+    wait_transfer = np.zeros(n, dtype=np.float64)  # (requests,) arrival to the end of its fetches
+    reused = np.zeros(n, dtype=np.int64)  # (requests,) prefix blocks not recomputed
+    fetched = np.zeros(n, dtype=np.int64)  # (requests,) of those, fetched from other instances
+    hot_fetched = 0
+    now = 0.0
+    arrivals = workload.arrivals.tolist()
+    hot_blocks = workload.hot_blocks
+
+    def insert(inst: int, block: int) -> None:
+        cache = caches[inst]
+        if block in cache:
+            cache.move_to_end(block)
+            return
+        cache[block] = None
+        holders.setdefault(block, set()).add(inst)
+        while len(cache) > cap:
+            old, _ = cache.popitem(last=False)
+            owners = holders[old]
+            owners.discard(inst)
+            if not owners:
+                del holders[old]
+
+    for i, blocks in enumerate(workload.request_blocks):
+        elapsed = arrivals[i] - now
+        now = arrivals[i]
+        backlog = [b - elapsed if b > elapsed else 0.0 for b in backlog]
+        inst = i % n_inst
+        mine = caches[inst]
+        local = sum(1 for _ in takewhile(mine.__contains__, blocks))
+        best = local + sum(1 for _ in takewhile(holders.__contains__, blocks[local:]))
+        use_remote = best > local and (local == 0 or best / local > config.balancing_threshold)
+        used = best if use_remote else local
+        done_transfer = now
+        if use_remote:
+            per_holder: Counter[int] = Counter()
+            for b in blocks[local:used]:
+                owners = holders[b]
+                h = min(owners, key=lambda k: (send_free[k], k)) if len(owners) > 1 else next(iter(owners))
+                per_holder[h] += 1
+                caches[h].move_to_end(b)  # the holder's copy was used: refresh it
+                if b in hot_blocks:
+                    hot_fetched += 1
+            for h, count in sorted(per_holder.items()):
+                start = max(now, send_free[h]) if config.sender_limited else now
+                finish = start + count / rate
+                if config.sender_limited:
+                    send_free[h] = finish
+                sent[h] += count
+                done_transfer = max(done_transfer, finish)
+        compute = len(blocks) - used
+        end = max(now + backlog[inst], done_transfer) + compute
+        backlog[inst] = end - now
+        ttft[i] = end - now
+        wait_transfer[i] = done_transfer - now
+        reused[i], fetched[i] = used, used - local
+        for b in blocks[:local]:
+            mine.move_to_end(b)
+        if config.replicate:
+            for b in blocks[local:used]:
+                insert(inst, b)
+        for b in blocks[used:]:
+            insert(inst, b)
+    blocks_total = int(sum(len(b) for b in workload.request_blocks))
+    total_sent = max(1, sum(sent))
+    held = sum(len(cache) for cache in caches)
+    return {
+        "name": config.name, "config": asdict(config),
+        "block_hit_rate": float(reused.sum() / blocks_total),
+        "local_hit_rate": float((reused - fetched).sum() / blocks_total),
+        "remote_blocks_per_request": float(fetched.mean()),
+        "remote_fraction_of_hits": float(fetched.sum() / max(1, int(reused.sum()))),
+        "hot_fraction_of_remote": hot_fetched / total_sent,
+        "busiest_sender_share": max(sent) / total_sent,
+        "transfer_wait_mean": float(wait_transfer.mean()),
+        "transfer_wait_p99": float(np.percentile(wait_transfer, 99)),
+        "ttft_mean": float(ttft.mean()),
+        "ttft_p99": float(np.percentile(ttft, 99)),
+        "copies_per_block": held / max(1, len(holders)),
+    }
+
+
+def run_hot_blocks(impl: str) -> dict[str, Any]:
+    """Experiment part "hot_blocks" (needs no exercise; `impl` is unused)."""
+    config = WorkloadConfig()
+    workload = generate_workload(np.random.default_rng(WORKLOAD_SEED), config)
+    return {"config": asdict(config), "rows": [simulate_hot_blocks(workload, c) for c in HOT_BLOCK_CONFIGS]}
+
+
+def render_hot_blocks(figures: dict[str, Any]) -> str:
+    c = figures["config"]
+    lines = [f"{c['num_instances']} instances x {c['instance_capacity_blocks']} blocks (LRU) forming one pool, "
+             f"round-robin; a NIC sends {c['transfer_blocks_per_prefill_block']:g} blocks per prefill-block-time; "
+             "times in prefill-block-times",
+             f"{'configuration':32s} {'hit':>6s} {'local':>6s} {'remote':>7s} {'hot share':>9s} {'busiest':>8s} "
+             f"{'fetch wait':>10s} {'fetch wait':>10s} {'TTFT':>7s} {'TTFT':>7s} {'copies':>7s}",
+             f"{'':32s} {'rate':>6s} {'hits':>6s} {'blk/req':>7s} {'of remote':>9s} {'sender':>8s} "
+             f"{'mean':>10s} {'p99':>10s} {'mean':>7s} {'p99':>7s} {'/block':>7s}"]
+    for r in figures["rows"]:
+        lines.append(f"{r['name']:32s} {r['block_hit_rate']:6.1%} {r['local_hit_rate']:6.1%} "
+                     f"{r['remote_blocks_per_request']:7.2f} {r['hot_fraction_of_remote']:9.1%} "
+                     f"{r['busiest_sender_share']:8.1%} {r['transfer_wait_mean']:10.2f} {r['transfer_wait_p99']:10.2f} "
+                     f"{r['ttft_mean']:7.1f} {r['ttft_p99']:7.1f} {r['copies_per_block']:7.2f}")
+    lines.append("(busiest sender: its share of all blocks sent; remote: blocks fetched per request; "
+                 "fetch wait: arrival to the end of a request's fetches)")
+    return "\n".join(lines)
+
+
+def plot_hot_blocks(figures: dict[str, Any], outdir: Path) -> list[Path]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = figures["rows"]
+    names = [textwrap.fill(r["name"].replace(",", ""), 14) for r in rows]
+    fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
+    for ax, (keys, label) in zip(axes, ((("ttft_mean", "ttft_p99"), "TTFT (prefill-block-times)"),
+                                        (("remote_blocks_per_request",), "remote blocks fetched per request"),
+                                        (("busiest_sender_share",), "busiest sender's share of traffic"))):
+        width = 0.8 / len(keys)
+        for j, key in enumerate(keys):
+            ax.bar(np.arange(len(rows)) + j * width, [r[key] for r in rows], width=width,
+                   label=key.replace("ttft_", "TTFT "))
+        ax.set_xticks(np.arange(len(rows)) + 0.4 - width / 2)
+        ax.set_xticklabels(names, fontsize=7)
+        ax.set_ylabel(label)
+        if len(keys) > 1:
+            ax.legend(fontsize=8)
+    fig.suptitle("Hot blocks in the global pool: sender-side bandwidth and replication", fontsize=10)
+    fig.tight_layout()
+    path = Path(outdir) / "cache_pool_hot_blocks.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return [path]
+
+
+# ---------------------------------------------------------------------------------------------
 # The experiment part.
 
 WORKLOAD_SEED = 2024_02_01
@@ -601,7 +792,9 @@ def plot(figures: dict[str, Any], outdir: Path) -> list[Path]:
 
 
 PARTS = [Part(key="cache_pool", title="Global KV cache pool vs local caches", lecture="§2.2-§2.3",
-              needs=("ex03",), run=run, render=render, plot=plot)]
+              needs=("ex03",), run=run, render=render, plot=plot),
+         Part(key="hot_blocks", title="Hot blocks in the global pool: sender bandwidth and replication",
+              lecture="§2.2", needs=(), run=run_hot_blocks, render=render_hot_blocks, plot=plot_hot_blocks)]
 
 
 # ---------------------------------------------------------------------------------------------
