@@ -7,7 +7,8 @@
       raise NotImplementedError("exNN: <function>")
   where <function> is the function the block sits in;
 - the public tests (`solutions/tests/`: public_exNN.py, test_public.py, conftest.py) are copied, with
-  `tests/exercises.json` (ids, titles, points from the manifest) for the summary;
+  `tests/exercises.json` (ids, titles, points and the per-case time limit `case_timeout_s` from the
+  manifest), so that the public tests need no grader code;
 - the handout `solutions/HANDOUT.md` becomes `assignments/README.md`, its line `<!-- EXERCISES -->`
   replaced by one section per exercise generated from the solution file's docstrings (signatures,
   units, invalid-input rules), the manifest (points, lecture section, terms) and the public cases.
@@ -118,8 +119,8 @@ def build_release(dest: Path, root: Path = ROOT) -> list[Path]:
             raise MarkerError(f"{src}: public tests must not contain solution markers")
         shutil.copyfile(src, tests_dest / name)
         written.append(tests_dest / name)
-    listing = [{"id": ex.id, "module": ex.module, "title": ex.title, "lecture": ex.lecture, "points": ex.points}
-               for ex in EXERCISES]
+    listing = [{"id": ex.id, "module": ex.module, "title": ex.title, "lecture": ex.lecture, "points": ex.points,
+                "case_timeout_s": ex.case_timeout_s} for ex in EXERCISES]
     (tests_dest / "exercises.json").write_text(json.dumps(listing, indent=1, ensure_ascii=False) + "\n",
                                                encoding="utf-8")
     written.append(tests_dest / "exercises.json")
@@ -154,21 +155,30 @@ def exercise_section(ex, solutions: Path) -> str:
     if ex.terms:
         lines += [f"Terms: {ex.terms}", ""]
     lines += [doc.strip(), "", f"Implement in `{ex.filename}`:", ""]
+    helpers: list[str] = []
     for node in tree.body:
-        if not isinstance(node, ast.FunctionDef) or node.name.startswith("_"):
+        if not isinstance(node, ast.FunctionDef):
             continue
         body = ast.get_source_segment(source, node) or ""
         if BEGIN not in body:
             continue
         signature = f"def {node.name}({ast.unparse(node.args)})" + (
             f" -> {ast.unparse(node.returns)}" if node.returns else "")
+        if node.name.startswith("_"):
+            helpers.append(f"`{signature}`")
+            continue
         lines += [f"- `{signature}`", "", "  ```text"]
         lines += [f"  {line}" if line else "" for line in (ast.get_docstring(node) or "").splitlines()]
         lines += ["  ```", ""]
+    for helper in helpers:
+        lines += [f"- Helper (optional, not graded on its own): {helper}, a stub for the validation the functions "
+                  "above share. Fill it and call it from them, or delete it and validate inside each function; "
+                  "only the functions above are called by the tests.", ""]
     public_pts = ex.points * ex.public_share
     lines += [f"Grading: {public_pts:g} points from the public cases below, {ex.points - public_pts:g} from hidden "
-              "cases on inputs you have not seen (other hardware and models, random cases, invalid input).",
-              "", "Public cases (`tests/public_" + ex.id + ".py`; run `pytest -m " + ex.id + "`):"]
+              "cases on inputs you have not seen (other hardware and models, random cases, invalid input). "
+              f"Each case may run for at most {ex.case_timeout_s:g} s, here and on Gradescope.",
+              "", f"Public cases (`assignments/tests/public_{ex.id}.py`; run `pytest assignments -m {ex.id}`):"]
     lines += _public_case_lines(ex, solutions)
     return "\n".join(lines) + "\n"
 
