@@ -15,9 +15,8 @@ same limit each case has in Gradescope grading) is stopped with "stopped after N
 on with the next case. The limit uses SIGALRM, so it holds on Linux and macOS; where SIGALRM does not
 exist (Windows) only pytest-timeout's global limit applies.
 
-The per-exercise limits and points come from `exercises.json` beside the public tests (written by the
-release tool, so the student's copy needs no grader code); in the instructor's repository, where the
-tests run from `solutions/tests/`, they come from the manifest instead.
+The per-exercise limits and points come from `exercises.json` beside the public tests, which the release
+tool writes from the manifest, so the student's copy needs no grader code.
 """
 
 from __future__ import annotations
@@ -48,17 +47,16 @@ class ExerciseInfo:
 
 
 def load_listing(tests_dir: Path) -> dict[str, ExerciseInfo]:
-    """Per-exercise points and limits: `tests_dir/exercises.json` in a release, else the manifest."""
+    """Per-exercise points and limits from `tests_dir/exercises.json` (written by the release tool).
+
+    Without that file (the answer key's own `solutions/tests/`, which is never run by students) every
+    exercise gets the default limit and no points."""
     listing = Path(tests_dir) / "exercises.json"
-    if listing.is_file():
-        entries = json.loads(listing.read_text(encoding="utf-8"))
-        return {e["id"]: ExerciseInfo(e["id"], e["title"], float(e["points"]),
-                                      float(e.get("case_timeout_s", DEFAULT_CASE_TIMEOUT_S))) for e in entries}
-    try:
-        from autograder.manifest import EXERCISES as MANIFEST
-    except ImportError:
+    if not listing.is_file():
         return {ex_id: ExerciseInfo(ex_id, module, 0.0, DEFAULT_CASE_TIMEOUT_S) for ex_id, module in EXERCISES.items()}
-    return {e.id: ExerciseInfo(e.id, e.title, e.points, e.case_timeout_s) for e in MANIFEST}
+    entries = json.loads(listing.read_text(encoding="utf-8"))
+    return {e["id"]: ExerciseInfo(e["id"], e["title"], float(e["points"]),
+                                  float(e.get("case_timeout_s", DEFAULT_CASE_TIMEOUT_S))) for e in entries}
 
 
 class CaseTimeout(BaseException):
