@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import functools
 import hashlib
 import re
 import shutil
@@ -151,8 +152,10 @@ def _forbidden_digests(root: Path) -> dict[str, str]:
     return digests
 
 
-def _hidden_ids(root: Path) -> set[str]:
-    return {case.id for ex in EXERCISES for case in hidden_cases(ex.id, root)}
+@functools.lru_cache(maxsize=4)
+def _hidden_ids(root: Path) -> frozenset[str]:
+    """Every hidden case id (loading the hidden cases takes seconds, so once per root)."""
+    return frozenset(case.id for ex in EXERCISES for case in hidden_cases(ex.id, root))
 
 
 def _imports_autograder(tree: ast.AST) -> bool:

@@ -9,7 +9,8 @@
 - the public tests (`solutions/tests/`: public_exNN.py, test_public.py, conftest.py) are copied, with
   `tests/exercises.json` (ids, titles, points and the per-case time limit `case_timeout_s` from the
   manifest), so that the public tests need no grader code;
-- the handout `solutions/HANDOUT.md` becomes `assignments/README.md`, its line `<!-- EXERCISES -->`
+- the handout `solutions/HANDOUT.md` becomes `assignments/README.md`, `<!-- CASE_LIMITS -->` replaced
+  by the manifest's per-case time limits and the line `<!-- EXERCISES -->`
   replaced by one section per exercise generated from the solution file's docstrings (signatures,
   units, invalid-input rules), the manifest (points, lecture section, terms) and the public cases.
 Hidden tests live in `autograder/tests/` and are never copied.
@@ -41,6 +42,7 @@ DEF_RE = re.compile(r"^(\s*)(?:async\s+)?def\s+(\w+)\s*\(")
 PUBLIC_TEST_FILES = ("conftest.py", "test_public.py")
 HANDOUT = "HANDOUT.md"
 EXERCISE_SLOT = "<!-- EXERCISES -->"
+LIMITS_SLOT = "<!-- CASE_LIMITS -->"
 
 
 class MarkerError(ValueError):
@@ -131,9 +133,16 @@ def build_release(dest: Path, root: Path = ROOT) -> list[Path]:
     if EXERCISE_SLOT not in text:
         raise MarkerError(f"{handout}: the handout needs the line {EXERCISE_SLOT} where the exercise sections go")
     sections = "\n".join(exercise_section(ex, solutions) for ex in EXERCISES)
-    (dest / "README.md").write_text(text.replace(EXERCISE_SLOT, sections), encoding="utf-8")
+    text = text.replace(EXERCISE_SLOT, sections).replace(LIMITS_SLOT, case_limits_text())
+    (dest / "README.md").write_text(text, encoding="utf-8")
     written.append(dest / "README.md")
     return written
+
+
+def case_limits_text() -> str:
+    """The per-case time limits as the handout states them: "10 s; ex05 20 s; ex10 30 s"."""
+    usual = max({e.case_timeout_s for e in EXERCISES}, key=lambda t: sum(e.case_timeout_s == t for e in EXERCISES))
+    return "; ".join([f"{usual:g} s"] + [f"{e.id} {e.case_timeout_s:g} s" for e in EXERCISES if e.case_timeout_s != usual])
 
 
 def _public_case_lines(ex, solutions: Path) -> list[str]:
