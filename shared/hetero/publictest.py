@@ -25,6 +25,7 @@ import json
 import linecache
 import signal
 import threading
+import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +35,7 @@ from hetero.checks import Case, EncodeError, Outcome, encode, invoke, judge
 from hetero.impl import EXERCISES, MissingExercise, load_exercise, student_location
 
 DEFAULT_CASE_TIMEOUT_S = 10.0
+_UNLOADABLE: dict[tuple[str, str], str] = {}  # (exercise, folder) -> why its file could not be loaded
 
 
 @dataclass(frozen=True)
@@ -66,7 +68,9 @@ class CaseTimeout(BaseException):
 
 @contextmanager
 def time_limit(seconds: float) -> Iterator[None]:
-    """Raise CaseTimeout in this (main) thread after `seconds` of wall-clock time."""
+    """Raise CaseTimeout in this (main) thread after `seconds` of wall-clock time (and every second after,
+    until the call gives up). An outer SIGALRM timer (pytest-timeout's signal method) is suspended
+    meanwhile and restored, less the time spent, afterwards."""
     usable = hasattr(signal, "SIGALRM") and threading.current_thread() is threading.main_thread()
     if not usable or seconds <= 0:
         yield
@@ -75,13 +79,18 @@ def time_limit(seconds: float) -> Iterator[None]:
     def on_alarm(signum: int, frame: Any) -> None:
         raise CaseTimeout()
 
+    outer_delay_s, outer_interval_s = signal.getitimer(signal.ITIMER_REAL)  # pytest-timeout's, if any
     previous = signal.signal(signal.SIGALRM, on_alarm)
+    start = time.monotonic()
     signal.setitimer(signal.ITIMER_REAL, seconds, 1.0)
     try:
         yield
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+        if outer_delay_s > 0:  # give the outer timer back what is left of it
+            signal.setitimer(signal.ITIMER_REAL, max(outer_delay_s - (time.monotonic() - start), 1e-3),
+                             outer_interval_s)
 
 
 @dataclass(frozen=True)
@@ -135,10 +144,22 @@ def _block(case: Case, got: str, problem: str) -> str:
 def run_public_case(case: Case, impl_dir: Path, limit_s: float) -> CaseReport:
     """Load the exercise from `impl_dir`, run one public case under `limit_s`, judge it."""
     filename = f"{EXERCISES[case.ex_id]}.py"
+    key = (case.ex_id, str(Path(impl_dir).resolve()))
+    if key in _UNLOADABLE:  # imported once already and failed: the same reason, without running it again
+        return CaseReport(False, _UNLOADABLE[key])
     try:
-        module = load_exercise(case.ex_id, impl_dir)
+        with time_limit(limit_s):
+            module = load_exercise(case.ex_id, impl_dir)
     except MissingExercise as exc:  # the file is missing or does not import
-        return CaseReport(False, f"{filename} could not be loaded: {exc}")
+        _UNLOADABLE[key] = f"{filename} could not be loaded: {exc}"
+    except CaseTimeout:
+        _UNLOADABLE[key] = (f"{filename} could not be loaded: importing it did not finish within {limit_s:g} s "
+                            f"(stopped after {limit_s:g} s); look for code that runs at import")
+    except SystemExit as exc:
+        _UNLOADABLE[key] = (f"{filename} could not be loaded: it calls exit ({exc.code!r}) while being "
+                            "imported; a file of functions must not exit")
+    if key in _UNLOADABLE:
+        return CaseReport(False, _UNLOADABLE[key])
     path = str(getattr(module, "__file__", "") or Path(impl_dir) / filename)
     error: BaseException | None = None
     try:
@@ -149,6 +170,9 @@ def run_public_case(case: Case, impl_dir: Path, limit_s: float) -> CaseReport:
             f"{case.func} did not return within this exercise's per-case limit of {limit_s:g} s (Gradescope "
             "stops each case at the same limit). Look for a loop whose condition never changes, or work that "
             "grows much faster than the input.")))
+    except SystemExit as exc:
+        return CaseReport(False, _block(case, f"no result: the call exited ({exc.code!r})",
+                                        "your function calls exit(); return the value instead"))
     except Exception as exc:  # the student's exception is data here
         error = exc
         outcome = Outcome(None, type(exc).__name__, str(exc)[:2000])
