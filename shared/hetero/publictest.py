@@ -97,7 +97,6 @@ def time_limit(seconds: float) -> Iterator[None]:
 class CaseReport:
     passed: bool
     text: str  # empty when passed; else the block the test prints
-    not_implemented: bool = False
 
 
 def _short(value: Any, limit: int = 160) -> str:
@@ -183,7 +182,7 @@ def run_public_case(case: Case, impl_dir: Path, limit_s: float) -> CaseReport:
             outcome = Outcome(None, "EncodeError", str(exc))
     if outcome.error_type == "NotImplementedError":
         return CaseReport(False, f"NotImplementedError: {outcome.error_message} is not implemented yet; "
-                                 f"fill it in {filename}", not_implemented=True)
+                                 f"fill it in {filename}")
     verdict = judge(case, outcome)
     if verdict.passed:
         return CaseReport(True, "")
