@@ -6,7 +6,7 @@ VPY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: setup demo test mutation bench release pack autograder grade-all clean
+.PHONY: setup demo test mutation bench release pack autograder student-bundle grade-all clean
 
 $(STAMP): pyproject.toml
 	test -x $(VPY) || $(PYTHON) -m venv $(VENV)
@@ -18,7 +18,7 @@ $(STAMP): pyproject.toml
 setup: $(STAMP)
 
 demo: setup
-	$(VPY) -m hetero.lecture all --plots out
+	$(VPY) -m hetero.lecture all --impl solutions --plots out
 	$(VPY) -m autograder.demo --out out
 
 pack: setup
@@ -26,6 +26,9 @@ pack: setup
 
 autograder: setup
 	$(VPY) -m autograder build --out dist/autograder.zip
+
+student-bundle: setup
+	$(VPY) -m autograder student-bundle --out dist/student
 
 SUBMISSIONS ?= submissions
 grade-all: setup

@@ -11,7 +11,8 @@ COMMANDS = {
     "grade": ("autograder.grader", "grade one submission (folder or zip) into results.json"),
     "grade-all": ("autograder.bulk", "grade a folder of submissions in parallel into a gradebook + CSV"),
     "build": ("autograder.build", "build the Gradescope autograder zip"),
-    "pack": ("autograder.pack", "zip a student's exercise files for upload"),
+    "pack": ("autograder.pack", "zip a student's exercise files for upload (the same tool as python -m hetero.pack)"),
+    "student-bundle": ("autograder.bundle", "write the student's copy (folder + zip, audited: no answer in it)"),
     "export-nbgrader": ("autograder.export_nbgrader", "write an nbgrader course"),
     "export-otter": ("autograder.export_otter", "write Otter-Grader master notebooks"),
 }

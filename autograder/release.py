@@ -7,8 +7,10 @@
       raise NotImplementedError("exNN: <function>")
   where <function> is the function the block sits in;
 - the public tests (`solutions/tests/`: public_exNN.py, test_public.py, conftest.py) are copied, with
-  `tests/exercises.json` (ids, titles, points from the manifest) for the summary;
-- the handout `solutions/HANDOUT.md` becomes `assignments/README.md`, its line `<!-- EXERCISES -->`
+  `tests/exercises.json` (ids, titles, points and the per-case time limit `case_timeout_s` from the
+  manifest), so that the public tests need no grader code;
+- the handout `solutions/HANDOUT.md` becomes `assignments/README.md`, `<!-- CASE_LIMITS -->` replaced
+  by the manifest's per-case time limits and the line `<!-- EXERCISES -->`
   replaced by one section per exercise generated from the solution file's docstrings (signatures,
   units, invalid-input rules), the manifest (points, lecture section, terms) and the public cases.
 Hidden tests live in `autograder/tests/` and are never copied.
@@ -40,6 +42,7 @@ DEF_RE = re.compile(r"^(\s*)(?:async\s+)?def\s+(\w+)\s*\(")
 PUBLIC_TEST_FILES = ("conftest.py", "test_public.py")
 HANDOUT = "HANDOUT.md"
 EXERCISE_SLOT = "<!-- EXERCISES -->"
+LIMITS_SLOT = "<!-- CASE_LIMITS -->"
 
 
 class MarkerError(ValueError):
@@ -118,8 +121,8 @@ def build_release(dest: Path, root: Path = ROOT) -> list[Path]:
             raise MarkerError(f"{src}: public tests must not contain solution markers")
         shutil.copyfile(src, tests_dest / name)
         written.append(tests_dest / name)
-    listing = [{"id": ex.id, "module": ex.module, "title": ex.title, "lecture": ex.lecture, "points": ex.points}
-               for ex in EXERCISES]
+    listing = [{"id": ex.id, "module": ex.module, "title": ex.title, "lecture": ex.lecture, "points": ex.points,
+                "case_timeout_s": ex.case_timeout_s} for ex in EXERCISES]
     (tests_dest / "exercises.json").write_text(json.dumps(listing, indent=1, ensure_ascii=False) + "\n",
                                                encoding="utf-8")
     written.append(tests_dest / "exercises.json")
@@ -130,9 +133,16 @@ def build_release(dest: Path, root: Path = ROOT) -> list[Path]:
     if EXERCISE_SLOT not in text:
         raise MarkerError(f"{handout}: the handout needs the line {EXERCISE_SLOT} where the exercise sections go")
     sections = "\n".join(exercise_section(ex, solutions) for ex in EXERCISES)
-    (dest / "README.md").write_text(text.replace(EXERCISE_SLOT, sections), encoding="utf-8")
+    text = text.replace(EXERCISE_SLOT, sections).replace(LIMITS_SLOT, case_limits_text())
+    (dest / "README.md").write_text(text, encoding="utf-8")
     written.append(dest / "README.md")
     return written
+
+
+def case_limits_text() -> str:
+    """The per-case time limits as the handout states them: "10 s; ex05 20 s; ex10 30 s"."""
+    usual = max({e.case_timeout_s for e in EXERCISES}, key=lambda t: sum(e.case_timeout_s == t for e in EXERCISES))
+    return "; ".join([f"{usual:g} s"] + [f"{e.id} {e.case_timeout_s:g} s" for e in EXERCISES if e.case_timeout_s != usual])
 
 
 def _public_case_lines(ex, solutions: Path) -> list[str]:
@@ -154,21 +164,30 @@ def exercise_section(ex, solutions: Path) -> str:
     if ex.terms:
         lines += [f"Terms: {ex.terms}", ""]
     lines += [doc.strip(), "", f"Implement in `{ex.filename}`:", ""]
+    helpers: list[str] = []
     for node in tree.body:
-        if not isinstance(node, ast.FunctionDef) or node.name.startswith("_"):
+        if not isinstance(node, ast.FunctionDef):
             continue
         body = ast.get_source_segment(source, node) or ""
         if BEGIN not in body:
             continue
         signature = f"def {node.name}({ast.unparse(node.args)})" + (
             f" -> {ast.unparse(node.returns)}" if node.returns else "")
+        if node.name.startswith("_"):
+            helpers.append(f"`{signature}`")
+            continue
         lines += [f"- `{signature}`", "", "  ```text"]
         lines += [f"  {line}" if line else "" for line in (ast.get_docstring(node) or "").splitlines()]
         lines += ["  ```", ""]
+    for helper in helpers:
+        lines += [f"- Helper (optional, not graded on its own): {helper}, a stub for the validation the functions "
+                  "above share. Fill it and call it from them, or delete it and validate inside each function; "
+                  "only the functions above are called by the tests.", ""]
     public_pts = ex.points * ex.public_share
     lines += [f"Grading: {public_pts:g} points from the public cases below, {ex.points - public_pts:g} from hidden "
-              "cases on inputs you have not seen (other hardware and models, random cases, invalid input).",
-              "", "Public cases (`tests/public_" + ex.id + ".py`; run `pytest -m " + ex.id + "`):"]
+              "cases on inputs you have not seen (other hardware and models, random cases, invalid input). "
+              f"Each case may run for at most {ex.case_timeout_s:g} s, here and on Gradescope.",
+              "", f"Public cases (`assignments/tests/public_{ex.id}.py`; run `pytest assignments -m {ex.id}`):"]
     lines += _public_case_lines(ex, solutions)
     return "\n".join(lines) + "\n"
 

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 import torch
 
-from hetero.checks import (Array, Case, EncodeError, Gen, Outcome, compare, decode, encode, judge, run_call)
+from hetero.checks import (Array, Case, EncodeError, Gen, NumpyScalar, Outcome, compare, decode, encode, judge,
+                           run_call, type_mistake)
 
 
 class AlwaysEqual(float):
@@ -53,12 +54,61 @@ def test_arrays_keep_kind_dtype_and_shape():
 
 def test_compare_types_before_values():
     assert compare(1.0, 1.0 + 1e-12, 1e-9, 0.0) is None
-    assert "expected a float" in compare(1.0, "1.0", 1e-9, 0.0)
-    assert "expected an int" in compare(159, 159.0, 1e-9, 0.0)
-    assert "expected a bool" in compare(True, 1, 1e-9, 0.0)
+    assert "type mistake: expected a Python float" in compare(1.0, "1.0", 1e-9, 0.0)
+    assert "type mistake: expected a Python int" in compare(159, 159.0, 1e-9, 0.0)
+    assert "type mistake: expected a bool" in compare(True, 1, 1e-9, 0.0)
     assert "got nan" in compare(2.0, float("nan"), 1e-9, 0.0)
-    assert "expected a list" in compare([1], (1,), 1e-9, 0.0)
+    assert "type mistake: expected a list" in compare([1], (1,), 1e-9, 0.0)
     assert "keys" in compare({"a": 1.0}, {"b": 1.0}, 1e-9, 0.0)
+
+
+def test_numpy_float32_keeps_its_type_and_float64_is_accepted():
+    assert type(roundtrip(np.float64(2.5))) is float  # a float64 is a Python float (subclass, same precision)
+    back = roundtrip(np.float32(229.376))
+    assert isinstance(back, NumpyScalar) and back.dtype == "float32", back
+    assert compare(229.376, roundtrip(np.float64(229.376)), 1e-9, 0.0) is None
+
+
+# (what the student returns, what the case expects, words the message must hold)
+TYPE_MISTAKES = [
+    (lambda: np.float32(229.376), 229.376, "numpy.float32"),
+    (lambda: np.float16(0.5), 0.5, "numpy.float16"),
+    (lambda: 159.0, 159, "expected a Python int (159), got float 159.0"),
+    (lambda: torch.tensor(2.5, dtype=torch.float64), 2.5, "0-d tensor 2.5"),
+    (lambda: np.array(2.5), 2.5, "0-d ndarray 2.5"),
+    (lambda: [1.0, 2.0], (1.0, 2.0), "expected a tuple, got a list"),
+]
+
+
+@pytest.mark.parametrize("returned, expect, words", TYPE_MISTAKES)
+def test_type_mistakes_are_named_and_carry_no_formula_hint(returned, expect, words):
+    class Student:
+        f = staticmethod(returned)
+
+    case = Case("ex99.f.types", "f", expect=expect, unit="GB", hint="multiply by the number of layers")
+    verdict = judge(case, run_call(case, Student))
+    assert not verdict.passed, f"{words}: a value of the wrong type must fail"
+    assert "type mistake" in verdict.message and words in verdict.message, verdict.message
+    assert "the value is right" in verdict.message, verdict.message
+    assert "number of layers" not in verdict.message, (
+        f"a right value of the wrong type got the formula hint, which points at a mistake that is not there: "
+        f"{verdict.message}")
+    assert "expected 229.376, got 229.376" not in verdict.message
+
+
+def test_wrong_value_of_the_wrong_type_keeps_the_hint():
+    class Student:
+        f = staticmethod(lambda: 159.55)
+
+    case = Case("ex99.f.floor", "f", expect=159, unit="requests", hint="round down")
+    verdict = judge(case, run_call(case, Student))
+    assert "type mistake" in verdict.message and "the value differs too" in verdict.message
+    assert "round down" in verdict.message, verdict.message
+
+
+def test_values_that_print_alike_are_shown_in_full():
+    message = compare(229.376, 229.37600708007812, 1e-9, 0.0)
+    assert "229.37600708007812" in message and "expected 229.376," in message, message
 
 
 def test_array_comparison_reports_first_difference():
@@ -110,3 +160,17 @@ def test_judge_raises_cases():
 def test_gen_specs_encode():
     spec = Gen("tiny", {"seed": 3})
     assert decode(encode(spec)) == spec
+
+
+def test_type_mistake_for_hidden_feedback_names_kinds_and_no_values():
+    class Student:
+        f = staticmethod(lambda: np.float32(229.376))
+        g = staticmethod(lambda: 3.5)
+
+    case = Case("ex99.f.hidden", "f", expect=229.376)
+    text = type_mistake(case, run_call(case, Student), encode(229.376))
+    assert text and text.startswith("type mistake: expected a Python float, got numpy.float32"), text
+    assert "229" not in text, f"hidden feedback must not show the expected or returned value: {text}"
+    wrong_value = Case("ex99.g.hidden", "g", expect=2.0)
+    assert type_mistake(wrong_value, run_call(wrong_value, Student), encode(2.0)) is None, (
+        "a right type with a wrong value is not a type mistake")

@@ -97,8 +97,10 @@ def test_kv_capacity(figures):
     tiers = fig["tiers"]
     assert math.isclose(fig["kv_bytes_per_token"], 327680.0, rel_tol=1e-12), (
         f"KV per token: expected 327,680 B (320 KiB), got {fig['kv_bytes_per_token']} B")
-    # "about 449 GB": the lecture subtracts 141 GB; the catalog's 141.1 GB of weights gives 449.0 GB.
+    # "about 449 GB": the driver subtracts the lecture's 141 GB, (640 - 141) x 0.9 = 449.1 GB.
     _close(tiers["hbm"]["kv_bytes"], 449e9, 0.005, "HBM left for KV", "B", "headroom taken before the weights")
+    # the public test's ex02.kv_capacity_tokens.lecture: the driver and the public tests show the same tokens
+    assert tiers["hbm"]["tokens"] == 1370544, f"HBM KV capacity: expected 1,370,544 tokens, got {tiers['hbm']['tokens']}"
     # "about 1.37 M tokens": the lecture rounds to 3 significant digits, so ±0.5% of 1.37 M.
     _close(tiers["hbm"]["tokens"], 1.37e6, 0.005, "HBM KV capacity", "tokens", "GiB vs GB or the factor 2 for K, V")
     assert tiers["hbm"]["requests"] == 159, f"requests in HBM: expected 159, got {tiers['hbm']['requests']}"

@@ -1,8 +1,11 @@
-"""The lecture driver: one JSON object on stdout, missing exercises named, other parts still run."""
+"""The lecture driver: one JSON object on stdout, missing or broken exercises named (file:line), other parts
+still run; `assignments` is the folder found from the current directory upward, printed, never another copy."""
 
 from __future__ import annotations
 
 import json
+import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -34,10 +37,51 @@ def test_json_on_stubs_names_missing_exercises(exp):
 
 def test_unknown_impl_folder_is_a_clear_error():
     result = lecture("01", "--impl", "no/such/folder")
-    assert result.returncode != 0 and "no such folder" in result.stderr
+    assert result.returncode != 0 and "no such folder" in result.stderr, result.stderr
 
 
 def test_text_mode_prints_tables_and_missing_note():
     result = lecture("01", "--impl", "assignments")
     assert result.returncode == 0, result.stderr[-2000:]
     assert "Experiment 01" in result.stdout and "missing" in result.stdout
+
+
+def test_assignments_is_found_upward_and_the_folder_is_printed(tmp_path):
+    work = tmp_path / "course" / "assignments"
+    shutil.copytree(ROOT / "assignments", work, ignore=shutil.ignore_patterns("__pycache__", ".pytest_cache"))
+    below = work / "tests"
+    result = subprocess.run([sys.executable, "-m", "hetero.lecture", "01", "--json"], capture_output=True,
+                            text=True, cwd=below, timeout=600)
+    assert result.returncode == 0, result.stderr[-2000:]
+    data = json.loads(result.stdout)
+    assert data["impl_dir"] == str(work.resolve()), (
+        f"from {below} the driver must read {work.resolve()} (the first assignments/ upward), read {data['impl_dir']}")
+    assert f"exercise files: {work.resolve()}" in result.stderr
+
+
+def test_no_fallback_to_the_copy_beside_the_installed_package(tmp_path):
+    result = subprocess.run([sys.executable, "-m", "hetero.lecture", "01"], capture_output=True, text=True,
+                            cwd=tmp_path, timeout=600)
+    assert result.returncode != 0, "with no assignments/ here or above, the driver must not run another copy"
+    assert "no folder assignments/" in result.stderr and str(tmp_path.resolve()) in result.stderr, result.stderr
+    assert str(ROOT / "assignments") not in result.stdout + result.stderr
+
+
+def test_a_broken_exercise_costs_only_its_parts(tmp_path):
+    folder = tmp_path / "assignments"
+    folder.mkdir()
+    for name in ("ex01_cost_per_gb.py", "ex02_kv_capacity.py"):
+        shutil.copyfile(ROOT / "solutions" / name, folder / name)
+    (folder / "ex01_cost_per_gb.py").write_text(
+        (ROOT / "solutions" / "ex01_cost_per_gb.py").read_text(encoding="utf-8") + "\ndef broken(:\n", encoding="utf-8")
+    ex02 = folder / "ex02_kv_capacity.py"
+    ex02.write_text(ex02.read_text(encoding="utf-8").replace(
+        "    return 2.0 * num_layers * num_kv_heads * head_dim * bytes_per_elem", "    return 1 / 0"), encoding="utf-8")
+    result = lecture("01", "--impl", str(folder), "--json")
+    assert result.returncode == 0, result.stderr[-2000:]
+    data = json.loads(result.stdout)
+    assert re.search(r"ex01 failed at ex01_cost_per_gb\.py:\d+: SyntaxError", data["missing"]["cost"]), data["missing"]
+    assert re.search(r"ex02 failed at ex02_kv_capacity\.py:\d+: ZeroDivisionError", data["missing"]["roofline"]), (
+        data["missing"])
+    text = lecture("01", "--impl", str(folder))
+    assert text.returncode == 0 and "ZeroDivisionError" in text.stdout and "Traceback" not in text.stderr

@@ -138,3 +138,28 @@ def test_empty_folder_is_an_error(tmp_path, capsys):
 def test_missing_folder_is_an_error(tmp_path, capsys):
     assert pack.main(["--from", str(tmp_path / "nope"), "--out", str(tmp_path / "s.zip")]) == 1
     assert "no exercise files" in capsys.readouterr().err
+
+
+def test_default_folder_is_the_assignments_found_upward_and_is_printed(tmp_path, monkeypatch, capsys):
+    folder = _filled_folder(tmp_path / "course" / "assignments")
+    (folder / "tests").mkdir()
+    monkeypatch.chdir(folder / "tests")
+    out = tmp_path / "s.zip"
+    assert pack.main(["--out", str(out)]) == 0
+    assert f"exercise files: {folder.resolve()}" in capsys.readouterr().out
+    with zipfile.ZipFile(out) as zf:
+        assert len(zf.namelist()) == len(EXERCISES)
+
+
+def test_no_assignments_anywhere_up_is_an_error_not_another_copy(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert pack.main(["--out", str(tmp_path / "s.zip")]) == 1
+    err = capsys.readouterr().err
+    assert "no assignments/ folder" in err and str(tmp_path) in err, err
+    assert not (tmp_path / "s.zip").exists()
+
+
+def test_the_student_command_is_hetero_pack():
+    from hetero import pack as student_pack
+
+    assert pack.main is student_pack.main, "`python -m autograder pack` and `python -m hetero.pack` must be one tool"

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from autograder.release import MarkerError, drift, strip_solutions
+from autograder.manifest import EXERCISES
+from autograder.release import LIMITS_SLOT, MarkerError, case_limits_text, drift, strip_solutions
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -70,3 +72,27 @@ def test_release_check_command_detects_drift(tmp_path):
     (out / "ex01_cost_per_gb.py").write_text("# edited by hand\n")
     result = run("--check")
     assert result.returncode == 1 and "ex01_cost_per_gb.py" in result.stderr
+
+
+def test_handout_names_every_function_the_student_fills():
+    """Every function with a solution block is listed, the private helpers too (ex03's _check_cluster)."""
+    handout = (ROOT / "assignments" / "README.md").read_text(encoding="utf-8")
+    for ex in EXERCISES:
+        source = (ROOT / "solutions" / ex.filename).read_text(encoding="utf-8")
+        current = None
+        for line in source.splitlines():
+            match = re.match(r"\s*def\s+(\w+)", line)
+            if match:
+                current = match.group(1)
+            if line.strip() == "# BEGIN SOLUTION":
+                assert f"def {current}(" in handout, f"{ex.filename}: the handout never names {current}, a stub"
+        assert f"run `pytest assignments -m {ex.id}`" in handout, f"{ex.id}: the handout's command must name the folder"
+    assert "Helper (optional, not graded on its own): `def _check_cluster(" in handout
+
+
+def test_handout_states_the_manifests_case_limits():
+    handout = (ROOT / "assignments" / "README.md").read_text(encoding="utf-8")
+    assert f"({case_limits_text()})" in handout and LIMITS_SLOT not in handout
+    assert case_limits_text() == "10 s; ex05 20 s; ex10 30 s", case_limits_text()
+    for ex in EXERCISES:
+        assert f"Each case may run for at most {ex.case_timeout_s:g} s" in handout, ex.id

@@ -1,9 +1,13 @@
-"""What a student gets: the unfilled release fails every public test with NotImplementedError and
-prints the per-exercise summary; the same tests pass once the answer key's files are copied in."""
+"""What a student gets: the unfilled release fails every public test with NotImplementedError (said at the
+top) and prints the per-exercise summary last; the same tests pass once the answer key's files are copied
+in; a loop costs one case ("stopped after N s"); a failure is one short block naming the call, the
+expected value with its unit, what came back and, for an exception, the student's own file:line."""
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -14,13 +18,22 @@ import pytest
 from autograder.manifest import EXERCISES
 
 ROOT = Path(__file__).resolve().parents[1]
+FAILURE_HEADER = re.compile(r"\n_{3,} test_public\[([^\]]+)\] _{3,}\n")
 
 
-def run_pytest(folder: Path) -> subprocess.CompletedProcess:
+def run_pytest(folder: Path, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "pytest", str(folder), "-q", "-p", "no:cacheprovider",
-                           "--rootdir", str(folder), "-o", "addopts=--import-mode=importlib"],
+                           "--rootdir", str(folder), "-o", "addopts=--import-mode=importlib", *args],
                           capture_output=True, text=True, cwd=folder, timeout=900,
                           env={**os.environ, "COLUMNS": "400"})  # wide enough that summary lines are not cut
+
+
+def failure_blocks(out: str) -> dict[str, str]:
+    """{case id: its failure block} from pytest's output."""
+    parts = FAILURE_HEADER.split(out)
+    # a block ends where pytest's own lines start: "=== ... ===" or, with -q, "78 failed in 3.8s"
+    return {parts[i]: re.split(r"\n(?:=|\d+ (?:failed|passed))", parts[i + 1])[0].strip()
+            for i in range(1, len(parts) - 1, 2)}
 
 
 @pytest.fixture(scope="module")
@@ -30,19 +43,31 @@ def release_copy(tmp_path_factory) -> Path:
     return dest
 
 
+def test_released_listing_carries_the_manifests_limits():
+    listing = json.loads((ROOT / "assignments" / "tests" / "exercises.json").read_text(encoding="utf-8"))
+    limits = {e["id"]: e["case_timeout_s"] for e in listing}
+    assert limits == {ex.id: ex.case_timeout_s for ex in EXERCISES}, (
+        f"assignments/tests/exercises.json must carry each exercise's case_timeout_s (s), got {limits}")
+
+
 @pytest.mark.slow
 def test_unfilled_release_fails_every_public_test_with_not_implemented(release_copy):
     result = run_pytest(release_copy)
     out = result.stdout
     assert result.returncode == 1, out[-3000:]
-    assert " passed" not in out.splitlines()[-1], f"some public test passes on an unfilled stub:\n{out[-3000:]}"
-    assert "ImportError" not in out and "ModuleNotFoundError" not in out, out[-3000:]
-    failed = [line for line in out.splitlines() if line.startswith("FAILED")]
-    assert failed and all("NotImplementedError" in line for line in failed), "\n".join(
-        line for line in failed if "NotImplementedError" not in line)
-    assert "per-exercise summary" in out
+    head = out[:out.index("FAILURES")]
+    assert "still stubs: ex01" in head and "NotImplementedError" in head, f"not said at the top:\n{head}"
+    assert f"exercise files: {release_copy.resolve()}" in head
+    assert "ImportError" not in out and "ModuleNotFoundError" not in out and "Traceback" not in out, out[-3000:]
+    blocks = failure_blocks(out)
+    wrong = {k: b for k, b in blocks.items() if not b.startswith("NotImplementedError: ex") or "\n" in b}
+    assert blocks and not wrong, "each unfilled case must fail with one NotImplementedError line:\n" + "\n".join(
+        f"{k}: {b}" for k, b in wrong.items())
+    assert "short test summary" not in out, "each message is printed once, in its block"
+    summary = out[out.index("per-exercise summary"):]
+    assert summary.rstrip().endswith("make up the rest."), "the per-exercise summary must be printed last"
     for ex in EXERCISES:
-        assert any(line.startswith(ex.id) and "FAILING" in line for line in out.splitlines()), ex.id
+        assert re.search(rf"^{ex.id}\s.*FAILING$", summary, flags=re.M), ex.id
 
 
 @pytest.mark.slow
@@ -53,4 +78,50 @@ def test_release_with_the_answer_key_passes(release_copy, tmp_path):
         shutil.copyfile(ROOT / "solutions" / ex.filename, filled / ex.filename)
     result = run_pytest(filled)
     assert result.returncode == 0, result.stdout[-3000:]
-    assert "FAILING" not in result.stdout
+    assert "FAILING" not in result.stdout and "still stubs" not in result.stdout
+
+
+LOOP = "\n    while True:\n        pass\n"
+
+
+@pytest.mark.slow
+def test_a_loop_costs_only_its_cases_and_mistakes_are_one_block_each(release_copy, tmp_path):
+    filled = tmp_path / "mistakes"
+    shutil.copytree(release_copy, filled)
+    for ex in EXERCISES[:3]:
+        shutil.copyfile(ROOT / "solutions" / ex.filename, filled / ex.filename)
+    ex01 = filled / "ex01_cost_per_gb.py"
+    text = ex01.read_text(encoding="utf-8")
+    head, sep, tail = text.partition('def usd_per_gb(')
+    doc_end = tail.index('"""\n', tail.index('"""') + 3) + 4
+    ex01.write_text(head + sep + tail[:doc_end] + LOOP + tail[doc_end:], encoding="utf-8")
+    ex02 = filled / "ex02_kv_capacity.py"
+    ex02.write_text(ex02.read_text(encoding="utf-8").replace(
+        "    return 2.0 * num_layers * num_kv_heads * head_dim * bytes_per_elem",
+        "    import numpy\n    return numpy.float32(2.0 * num_layers * num_kv_heads * head_dim * bytes_per_elem)"),
+        encoding="utf-8")
+    ex03 = filled / "ex03_cache_pool.py"
+    ex03.write_text(ex03.read_text(encoding="utf-8").replace("    return total / len(distinct)",
+                                                             "    return total / len(distinct_blocks)"),
+                    encoding="utf-8")
+    listing_path = filled / "tests" / "exercises.json"
+    listing = json.loads(listing_path.read_text(encoding="utf-8"))
+    for entry in listing:  # 1 s keeps the test short; the mechanism is the one the 10 s limit uses
+        entry["case_timeout_s"] = 1.0 if entry["id"] == "ex01" else entry["case_timeout_s"]
+    listing_path.write_text(json.dumps(listing), encoding="utf-8")
+    result = run_pytest(filled, "-m", "ex01 or ex02 or ex03")
+    blocks = failure_blocks(result.stdout)
+    loops = {k for k, b in blocks.items() if "stopped after 1 s" in b}
+    assert loops and loops == {k for k in blocks if k.startswith("ex01.usd_per_gb.")}, (
+        f"every usd_per_gb case must stop after 1 s and nothing else; stopped: {sorted(loops)}")
+    assert re.search(r"^ex01\s+\S+\s+[1-9]\d*\s+\d+\s+FAILING$", result.stdout, flags=re.M), (
+        "after the loop the other ex01 cases must still run and pass:\n" + result.stdout[-2000:])
+    f32 = blocks["ex02.kv_bytes_per_token.llama3_70b"]
+    assert "type mistake" in f32 and "numpy.float32" in f32 and "expected: 327680.0 bytes per token" in f32, f32
+    assert "likely mistake" not in f32, f"a right value of the wrong type must not get the formula hint:\n{f32}"
+    name_error = blocks["ex03.duplication_factor.same_document_on_8"]
+    assert "NameError" in name_error and re.search(r"ex03_cache_pool\.py:\d+", name_error), name_error
+    assert "total / len(distinct_blocks)" in name_error, "the block must show the student's own line"
+    for case_id, block in blocks.items():
+        assert "hetero/" not in block and "Traceback" not in block, f"{case_id} shows harness source:\n{block}"
+        assert block.startswith("call:"), f"{case_id}: a failure block starts with the call:\n{block}"

@@ -1,32 +1,54 @@
-"""pytest set-up for the public tests: exercise markers and the per-exercise summary at the end."""
+"""pytest set-up for the public tests: markers, what is read and what is still a stub (at the top), one
+short block per failure, and the per-exercise summary as the last thing printed."""
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from pathlib import Path
 
 from hetero.impl import EXERCISES
+from hetero.pack import inspect_folder
+from hetero.publictest import load_listing
 
 HERE = Path(__file__).resolve().parent
+IMPL_DIR = HERE.parent
 _RESULTS: dict[str, dict[str, int]] = defaultdict(lambda: {"passed": 0, "failed": 0})
-
-
-def _points() -> dict[str, float]:
-    """Points per exercise: from exercises.json in a release, else from the manifest."""
-    listing = HERE / "exercises.json"
-    if listing.is_file():
-        return {e["id"]: e["points"] for e in json.loads(listing.read_text(encoding="utf-8"))}
-    try:
-        from autograder.manifest import EXERCISES as MANIFEST
-    except ImportError:
-        return {}
-    return {e.id: e.points for e in MANIFEST}
 
 
 def pytest_configure(config):
     for ex_id in EXERCISES:
         config.addinivalue_line("markers", f"{ex_id}: public tests of exercise {ex_id}")
+
+
+def _header_lines() -> list[str]:
+    listing = load_listing(HERE)
+    limits = sorted({info.case_timeout_s for info in listing.values()})
+    lines = [f"exercise files: {IMPL_DIR}"]
+    if limits:
+        special = ", ".join(f"{ex_id} {info.case_timeout_s:g} s" for ex_id, info in listing.items()
+                            if info.case_timeout_s != limits[0])
+        lines.append(f"time limit per case: {limits[0]:g} s" + (f" ({special})" if special else ""))
+    unfilled = [s.exercise for s in inspect_folder(IMPL_DIR) if s.present and s.stubs]
+    if unfilled:
+        lines.append(f"still stubs: {', '.join(unfilled)}. Their public tests fail with NotImplementedError "
+                     "until you fill them in: that is expected at the start.")
+    return lines
+
+
+def pytest_collection_finish(session):
+    """Printed before the first test, also with -q: which files are read, the limits, what is unfilled."""
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is None:
+        return
+    for line in _header_lines():
+        reporter.write_line(line)
+
+
+def pytest_sessionstart(session):
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None and hasattr(reporter, "reportchars"):
+        # each failure already printed its one block; the short summary would repeat every message
+        reporter.reportchars = reporter.reportchars.replace("f", "").replace("E", "")
 
 
 def pytest_runtest_logreport(report):
@@ -37,18 +59,19 @@ def pytest_runtest_logreport(report):
             _RESULTS[ex_id]["passed" if report.passed else "failed"] += 1
 
 
-def pytest_terminal_summary(terminalreporter):
-    if not _RESULTS:
+def pytest_unconfigure(config):
+    """After pytest's own last line, so that this summary is the last thing printed."""
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if not _RESULTS or reporter is None:
         return
-    points = _points()
-    tr = terminalreporter
-    tr.section("per-exercise summary (public tests)")
-    tr.write_line(f"{'exercise':<10}{'points':>8}{'passed':>9}{'failed':>9}  status")
+    listing = load_listing(HERE)
+    reporter.write_sep("=", "per-exercise summary (public tests)")
+    reporter.write_line(f"{'exercise':<10}{'points':>8}{'passed':>9}{'failed':>9}  status")
     for ex_id in EXERCISES:
         if ex_id not in _RESULTS:
             continue
         r = _RESULTS[ex_id]
         status = "ok" if r["failed"] == 0 else "FAILING"
-        pts = points.get(ex_id)
-        tr.write_line(f"{ex_id:<10}{'' if pts is None else f'{pts:g}':>8}{r['passed']:>9}{r['failed']:>9}  {status}")
-    tr.write_line("Public tests are part of the grade; hidden tests on other inputs make up the rest.")
+        pts = f"{listing[ex_id].points:g}" if ex_id in listing else ""
+        reporter.write_line(f"{ex_id:<10}{pts:>8}{r['passed']:>9}{r['failed']:>9}  {status}")
+    reporter.write_line("Public tests are part of the grade; hidden tests on other inputs make up the rest.")

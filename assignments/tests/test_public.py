@@ -1,22 +1,24 @@
 """Public tests: the lecture's own answers and small hand-checkable cases, one test per case.
 
-Run them with `pytest assignments` (or `pytest assignments -m ex02` for one exercise). The cases are in
-`public_exNN.py` beside this file; each says what is expected, in which unit, and the likely mistake
-when it fails. The exercise files are loaded from the folder above `tests/`.
+Run them from the folder that holds `assignments/`: `pytest assignments` (or `pytest assignments -m ex02`
+for one exercise). The cases are in `public_exNN.py` beside this file; a failing case prints one block:
+the call, the expected value with its unit, what your code returned, and the likely mistake. The
+exercise files are loaded from the folder above `tests/`; each case has the time limit of its exercise
+(`exercises.json`, the same limit Gradescope grading uses).
 """
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
 
-from hetero.checks import invoke, judge, run_call
-from hetero.impl import EXERCISES, load_exercise
+from hetero.impl import EXERCISES, load_module_from_path
+from hetero.publictest import load_listing, run_public_case
 
 HERE = Path(__file__).resolve().parent
 IMPL_DIR = HERE.parent
+LISTING = load_listing(HERE)
 
 
 def _public_cases() -> list:
@@ -25,21 +27,13 @@ def _public_cases() -> list:
         path = HERE / f"public_{ex_id}.py"
         if not path.is_file():
             continue
-        spec = importlib.util.spec_from_file_location(f"_public_{ex_id}", path)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        for case in module.CASES:
+        for case in load_module_from_path(path, f"_public_{ex_id}").CASES:
             params.append(pytest.param(case, id=case.id, marks=getattr(pytest.mark, ex_id)))
     return params
 
 
 @pytest.mark.parametrize("case", _public_cases())
 def test_public(case):
-    module = load_exercise(case.ex_id, IMPL_DIR)
-    outcome = run_call(case, module)
-    if outcome.error_type == "NotImplementedError":
-        raise NotImplementedError(outcome.error_message)
-    if outcome.error_type and case.raises is None:
-        invoke(case, module)  # call again without catching, so pytest shows your code's traceback
-    verdict = judge(case, outcome)
-    assert verdict.passed, verdict.message
+    report = run_public_case(case, IMPL_DIR, LISTING[case.ex_id].case_timeout_s)
+    if not report.passed:
+        pytest.fail(report.text, pytrace=False)

@@ -100,7 +100,12 @@ def encode(value: Any) -> Any:
     if kind is Gen:
         return {"__gen__": value.name, "params": encode(dict(value.params))}
     if isinstance(value, np.generic) and type(value).__module__ == "numpy":
-        return encode(value.item())
+        if isinstance(value, (np.bool_, np.integer, np.float64)):  # accepted: the same value as bool/int/float
+            return encode(value.item())
+        if isinstance(value, np.floating):  # float32/float16/longdouble: kept, so the type is named
+            item = float(value)
+            return {"__npscalar__": type(value).__name__, "value": item if math.isfinite(item) else repr(item)}
+        raise EncodeError(f"returned a numpy.{type(value).__name__} scalar, which is not a plain number")
     if kind is np.ndarray:
         return _encode_array(value, "ndarray")
     torch = _torch()
@@ -111,7 +116,7 @@ def encode(value: Any) -> Any:
 
 
 def _encode_array(arr: np.ndarray, tag: str, torch_dtype: str | None = None) -> dict:
-    arr = np.ascontiguousarray(arr)
+    arr = np.array(arr, order="C", copy=True)  # not ascontiguousarray: that turns a 0-d array into shape (1,)
     if arr.dtype.kind not in "biuf":
         raise EncodeError(f"array of dtype {arr.dtype} is not numeric")
     return {"__array__": tag, "dtype": arr.dtype.str, "shape": list(arr.shape),
@@ -129,6 +134,9 @@ def decode(data: Any) -> Any:
             return tuple(decode(v) for v in data["__tuple__"])
         if "__dict__" in data:
             return {k: decode(v) for k, v in data["__dict__"].items()}
+        if "__npscalar__" in data:
+            value = data["value"]
+            return NumpyScalar(str(data["__npscalar__"]), float(value) if type(value) is str else value)
         if "__gen__" in data:
             return Gen(data["__gen__"], decode(data["params"]))
         if "__array__" in data:
@@ -170,6 +178,15 @@ class Array:
     torch_dtype: str | None = None
 
 
+@dataclass(frozen=True)
+class NumpyScalar:
+    """A decoded numpy float scalar other than float64 (float32, float16, longdouble): its type is kept so
+    that feedback names it. numpy.float64 and numpy integer/bool scalars decode as float/int/bool."""
+
+    dtype: str
+    value: float
+
+
 def _torch():
     try:
         import torch
@@ -183,53 +200,118 @@ def _torch():
 # differs. Both sides are *decoded* plain data.
 
 def compare(expected: Any, got: Any, rel_tol: float, abs_tol: float, path: str = "") -> str | None:
+    return _compare(expected, got, rel_tol, abs_tol, path)[0]
+
+
+TYPE_MISTAKE = "type mistake:"  # the start of every comparison sentence about a wrong type
+
+
+def _type_mistake(wanted: str, where: str, got: Any, value_right: bool, fix: str,
+                  values: bool = True) -> tuple[str, bool]:
+    """(sentence, value_right) for a value of the wrong type; `value_right`: same value, wrong type only.
+    With `values` False the sentence names kinds only (no expected or returned value: hidden feedback)."""
+    verdict = "the value is right, only its type is wrong" if value_right else "the value differs too"
+    if not values:
+        return f"{TYPE_MISTAKE} expected {wanted.split(' (')[0]}{where}, got {_kind(got)} ({verdict}; {fix})", value_right
+    return f"{TYPE_MISTAKE} expected {wanted}{where}, got {_describe(got)} ({verdict}; {fix})", value_right
+
+
+def type_mistake(case: Case, outcome: Outcome, expect_encoded: Any = None) -> str | None:
+    """For feedback that must not show values (hidden cases): when the outcome's first problem is its
+    type, that sentence naming kinds only ("type mistake: expected a Python float, got numpy.float32
+    (the value is right, only its type is wrong; ...)"); else None."""
+    if outcome.error_type or case.raises:
+        return None
+    try:
+        expected = decode(expect_encoded if expect_encoded is not None else encode(case.expect))
+        got = decode(outcome.value)
+    except (EncodeError, KeyError, ValueError, TypeError):
+        return None
+    problem = _compare(expected, got, case.rel_tol, case.abs_tol, values=False)[0]
+    return problem if problem and problem.startswith(TYPE_MISTAKE) else None
+
+
+def _as_number(got: Any) -> float | None:
+    """The number inside a numpy scalar or a 0-d array/tensor, or a plain int/float; else None."""
+    if isinstance(got, NumpyScalar):
+        return got.value
+    if isinstance(got, Array) and got.value.shape == () and got.value.dtype.kind in "biuf":
+        return got.value.item()
+    if type(got) in (int, float):
+        return got
+    return None
+
+
+def _number_fix(got: Any, target: str) -> str:
+    if isinstance(got, NumpyScalar):
+        return f"return {target}(...) of the result; numpy.{got.dtype} keeps fewer digits than a Python float"
+    if isinstance(got, Array):
+        return f"return {target}(x.item()) instead of the 0-d {got.tag}"
+    if target == "int" and type(got) is float:
+        return "a count of whole things is an int: round as the docstring says, then int(...)"
+    return f"return a {target}"
+
+
+def _compare(expected: Any, got: Any, rel_tol: float, abs_tol: float, path: str = "",
+             values: bool = True) -> tuple[str | None, bool]:
+    """(problem or None, True when the only problem is the type of a right value). `values`: whether a
+    type-mistake sentence may show the expected and returned values."""
     where = f" at {path}" if path else ""
     if isinstance(expected, bool):
         if type(got) is not bool:
-            return f"expected a bool{where}, got {_describe(got)}"
-        return None if got == expected else f"expected {expected}{where}, got {got}"
+            number = _as_number(got)
+            return _type_mistake("a bool", where, got, number is not None and number == expected, "return True or False", values)
+        return (None if got == expected else f"expected {expected}{where}, got {got}"), False
     if isinstance(expected, int):
         if type(got) is not int:
-            return f"expected an int{where} ({expected}), got {_describe(got)}"
-        return None if got == expected else f"expected {expected}{where}, got {got}"
+            number = _as_number(got)
+            return _type_mistake(f"a Python int ({expected})", where, got,
+                                 number is not None and number == expected, _number_fix(got, "int"), values)
+        return (None if got == expected else f"expected {expected}{where}, got {got}"), False
     if isinstance(expected, float):
-        if type(got) not in (float, int) or type(got) is bool:
-            return f"expected a float{where} ({_fmt(expected)}), got {_describe(got)}"
+        if type(got) not in (float, int):
+            number = _as_number(got)
+            right = number is not None and math.isclose(number, expected, rel_tol=max(rel_tol, 1e-6), abs_tol=abs_tol)
+            return _type_mistake(f"a Python float ({expected!r})", where, got, right, _number_fix(got, "float"), values)
         if math.isnan(expected):
-            return None if math.isnan(got) else f"expected nan{where}, got {_fmt(got)}"
+            return (None if math.isnan(got) else f"expected nan{where}, got {_fmt(got)}"), False
         if not math.isfinite(got):
-            return f"expected {_fmt(expected)}{where}, got {got}"
+            return f"expected {_fmt(expected)}{where}, got {got}", False
         if math.isclose(got, expected, rel_tol=rel_tol, abs_tol=abs_tol):
-            return None
-        return f"expected {_fmt(expected)}{where}, got {_fmt(got)}"
+            return None, False
+        shown_e, shown_g = _fmt_pair(expected, float(got))
+        return f"expected {shown_e}{where}, got {shown_g}", False
     if isinstance(expected, str):
         if type(got) is not str:
-            return f"expected a str{where} ({expected!r}), got {_describe(got)}"
-        return None if got == expected else f"expected {expected!r}{where}, got {got!r}"
+            return _type_mistake(f"a str ({expected!r})", where, got, False, "return a str", values)
+        return (None if got == expected else f"expected {expected!r}{where}, got {got!r}"), False
     if expected is None:
-        return None if got is None else f"expected None{where}, got {_describe(got)}"
+        return (None if got is None else f"expected None{where}, got {_describe(got)}"), False
     if isinstance(expected, (list, tuple)):
+        kind = type(expected).__name__
         if type(got) is not type(expected):
-            return f"expected a {type(expected).__name__}{where}, got {_describe(got)}"
+            right = (type(got) in (list, tuple) and len(got) == len(expected)
+                     and _compare(expected, type(expected)(got), rel_tol, abs_tol, path)[0] is None)
+            return _type_mistake(f"a {kind}", where, got, right, f"return a {kind}, e.g. {kind}(...)", values)
         if len(got) != len(expected):
-            return f"expected {len(expected)} items{where}, got {len(got)}"
+            return f"expected {len(expected)} items{where}, got {len(got)}", False
         for i, (e, g) in enumerate(zip(expected, got)):
-            problem = compare(e, g, rel_tol, abs_tol, f"{path}[{i}]")
-            if problem:
+            problem = _compare(e, g, rel_tol, abs_tol, f"{path}[{i}]", values)
+            if problem[0]:
                 return problem
-        return None
+        return None, False
     if isinstance(expected, dict):
         if type(got) is not dict:
-            return f"expected a dict{where}, got {_describe(got)}"
+            return _type_mistake("a dict", where, got, False, "return a dict", values)
         if set(got) != set(expected):
-            return f"expected keys {sorted(expected)}{where}, got {sorted(got)}"
+            return f"expected keys {sorted(expected)}{where}, got {sorted(got)}", False
         for k in expected:
-            problem = compare(expected[k], got[k], rel_tol, abs_tol, f"{path}[{k!r}]")
-            if problem:
+            problem = _compare(expected[k], got[k], rel_tol, abs_tol, f"{path}[{k!r}]", values)
+            if problem[0]:
                 return problem
-        return None
+        return None, False
     if isinstance(expected, Array):
-        return _compare_arrays(expected, got, rel_tol, abs_tol, where)
+        return _compare_arrays(expected, got, rel_tol, abs_tol, where), False
     raise TypeError(f"cannot compare against expected value of type {type(expected).__name__}")
 
 
@@ -265,10 +347,34 @@ def _fmt(x: Any) -> str:
     return repr(x)
 
 
-def _describe(got: Any) -> str:
+def _fmt_pair(expected: float, got: float) -> tuple[str, str]:
+    """Both numbers, with every digit when six significant digits would print them the same."""
+    if _fmt(expected) == _fmt(got):
+        return repr(expected), repr(got)
+    return _fmt(expected), _fmt(got)
+
+
+def _kind(got: Any) -> str:
+    """What `got` is, without its value."""
+    if isinstance(got, NumpyScalar):
+        return f"numpy.{got.dtype}"
     if isinstance(got, Array):
+        return f"a 0-d {got.tag}" if got.value.shape == () else f"a {got.tag}"
+    return f"a {type(got).__name__}" if got is not None else "None"
+
+
+def _describe(got: Any) -> str:
+    if isinstance(got, NumpyScalar):
+        return f"numpy.{got.dtype} {got.value!r}"
+    if isinstance(got, Array):
+        if got.value.shape == () and got.value.dtype.kind in "biuf":
+            return f"a 0-d {got.tag} {got.value.item()!r}"
         return f"a {got.tag} of shape {tuple(got.value.shape)}"
-    return f"{type(got).__name__} {_fmt(got)}" if isinstance(got, (int, float, str)) else type(got).__name__
+    if isinstance(got, (list, tuple)):
+        return f"a {type(got).__name__} of {len(got)} items"
+    if isinstance(got, (int, float, str)):
+        return f"{type(got).__name__} {got!r}"
+    return type(got).__name__
 
 
 # ---------------------------------------------------------------------------------------------
@@ -350,9 +456,13 @@ def judge(case: Case, outcome: Outcome, expect_encoded: Any = None,
         got = decode(outcome.value)
     except (EncodeError, KeyError, ValueError, TypeError) as exc:
         return Verdict(False, f"{what}: returned value could not be read ({exc})")
-    problem = compare(expected, got, case.rel_tol, case.abs_tol)
+    problem, type_only = _compare(expected, got, case.rel_tol, case.abs_tol)
     if problem is None:
         return Verdict(True, f"{what}: ok")
+    if problem.startswith(TYPE_MISTAKE):
+        message = f"{what}: {problem}."
+        # a right value in the wrong type: no formula hint, it would point at a mistake that is not there
+        return Verdict(False, message if type_only else _join(message, case.hint))
     message = f"{what}: {problem}{unit} (tolerance: {case.tol_note})."
     return Verdict(False, _with_mistake(message, outcome, case, mistakes))
 

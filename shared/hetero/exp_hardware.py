@@ -16,6 +16,8 @@ Three parts, each a `hetero.parts.Part` in `PARTS`; `run(impl)` returns JSON-abl
     where phase = {"flops", "bytes", "compute_ms", "memory_ms", "time_ms", "bound": "compute"|"memory"}.
 "kv_capacity" (needs ex02): how many tokens of LLaMA-3-70B KV fit in the 8 x H800 server's HBM (after the
     weights, with the catalog's headroom), its 2 TB of DRAM and its SSDs; and how many Kimi requests.
+    The weights subtracted are the lecture's own §7 Q2 figure, 141 GB ("8 x 80 - 141 = 499 GB"), not the
+    catalog's 141.1 GB (70.55 B parameters x 2 B), so the driver shows the public test's 1,370,544 tokens.
     {"model", "server", "kv_bytes_per_token", "mean_tokens_per_request",
      "tiers": {"hbm"|"dram"|"ssd": {"raw_bytes", "kv_bytes", "tokens", "requests"}},
      "weight_bytes", "headroom_frac"}
@@ -38,6 +40,7 @@ from hetero.parts import Part
 LECTURE_GPU, LECTURE_CPU = "A100-80GB", "CPU-server"
 ROOFLINE_MODEL, ROOFLINE_GPUS, ROOFLINE_NUM_GPUS = "LLaMA-3.1-70B", ("H800", "H20"), 8
 PREFILL_TOKENS = 8192  # "prefill of 8K tokens"
+LECTURE_WEIGHT_BYTES = {"LLaMA-3-70B": 141e9}  # §7 Q2: "8 x 80 - 141 = 499 GB"; other models: the catalog's
 DECODE_BATCHES = (1, 64)
 KV_MODEL, KV_SERVER = "LLaMA-3-70B", "8xH800"
 
@@ -109,9 +112,10 @@ def kv_capacity_figures(impl: str, model: str = KV_MODEL, server: str = KV_SERVE
     requests_that_fit = exercise_function("ex02", "requests_that_fit", impl)
     per_token = kv_bytes_per_token(m.num_layers, m.num_kv_heads, m.head_dim, m.kv_bytes_per_elem)
     headroom = catalog.ASSUMPTIONS["hbm_headroom_frac"]
+    weight_bytes = LECTURE_WEIGHT_BYTES.get(model, m.weight_bytes)
     mean_tokens = catalog.ASSUMPTIONS["kimi_mean_input_tokens"]
     kv_bytes = {  # bytes available for KV per tier
-        "hbm": hbm_for_kv_bytes(node.num_gpus, acc.mem_capacity_gb, m.weight_bytes, headroom),
+        "hbm": hbm_for_kv_bytes(node.num_gpus, acc.mem_capacity_gb, weight_bytes, headroom),
         "dram": node.dram_gb * 1e9,
         "ssd": drive.capacity_tb * 1e12 * drive.drives_per_node,
     }
@@ -122,7 +126,7 @@ def kv_capacity_figures(impl: str, model: str = KV_MODEL, server: str = KV_SERVE
         tiers[tier] = {"raw_bytes": raw[tier], "kv_bytes": free, "tokens": tokens,
                        "requests": requests_that_fit(tokens, mean_tokens)}
     return {"model": model, "server": server, "kv_bytes_per_token": per_token,
-            "mean_tokens_per_request": mean_tokens, "weight_bytes": m.weight_bytes, "headroom_frac": headroom,
+            "mean_tokens_per_request": mean_tokens, "weight_bytes": weight_bytes, "headroom_frac": headroom,
             "tiers": tiers}
 
 
@@ -161,7 +165,7 @@ def render_roofline(fig: dict[str, Any]) -> str:
 def render_kv_capacity(fig: dict[str, Any]) -> str:
     lines = [f"{fig['model']}: {fig['kv_bytes_per_token']:,.0f} B of KV per token "
              f"({fig['kv_bytes_per_token'] / 1024:.0f} KiB); server {fig['server']}; "
-             f"HBM after {fig['weight_bytes'] / 1e9:.1f} GB of weights, {fig['headroom_frac']:.0%} headroom",
+             f"HBM after {fig['weight_bytes'] / 1e9:.1f} GB of weights (§7 Q2), {fig['headroom_frac']:.0%} headroom",
              f"{'tier':<6}{'raw GB':>12}{'KV GB':>12}{'tokens':>16}{'requests':>14}",
              ]
     for tier, t in fig["tiers"].items():

@@ -3,7 +3,13 @@
 The simulators in `hetero` never implement an exercise themselves. They ask this module for the
 exercise module (`ex02_kv_capacity.py`, ...) of the chosen implementation directory and call its
 functions. A function that still raises NotImplementedError("exNN: name") is reported as a
-`MissingExercise`, so drivers can say which exercise is missing and print everything else.
+`MissingExercise`, so drivers can say which exercise is missing and print everything else; any other
+exception from an exercise's code is reported as an `ExerciseError` naming the student's file and line.
+
+The names `assignments` and `solutions` are looked up from the current directory upward (the first
+`assignments/` holding an exercise file, in the current directory or one of its parents), never next
+to wherever `hetero` is installed: the public tests, the lecture drivers and the packing tool all read
+the student's own files, and each prints the absolute folder it uses.
 """
 
 from __future__ import annotations
@@ -40,18 +46,63 @@ class MissingExercise(RuntimeError):
         self.ex_id = ex_id
 
 
+class ExerciseError(MissingExercise):
+    """An exercise's code failed: it does not import (SyntaxError, NameError at import, ...) or one of
+    its functions raised. The message names the exercise, the student's file:line and the exception.
+    A MissingExercise, so every handler that skips the parts of a missing exercise skips these too."""
+
+    def __init__(self, ex_id: str, where: str, exc: BaseException):
+        RuntimeError.__init__(self, f"{ex_id} failed at {where}: {type(exc).__name__}: {_short(str(exc))}")
+        self.ex_id = ex_id
+        self.where = where
+
+
+def _short(text: str, limit: int = 300) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def student_location(exc: BaseException, path: str | Path) -> str:
+    """`file.py:LINE` of the deepest traceback frame inside `path` (the exercise file), else its name.
+
+    A SyntaxError raised while importing the file carries its own line number."""
+    path = Path(path)
+    if isinstance(exc, SyntaxError) and exc.filename and Path(exc.filename).name == path.name:
+        return f"{path.name}:{exc.lineno}"
+    where = path.name
+    tb = exc.__traceback__
+    while tb is not None:
+        if Path(tb.tb_frame.f_code.co_filename).resolve() == path.resolve():
+            where = f"{path.name}:{tb.tb_lineno}"
+        tb = tb.tb_next
+    return where
+
+
+def find_named_folder(name: str, start: Path | None = None) -> Path | None:
+    """The first `<dir>/name` holding an exercise file, from `start` (default: the current directory)
+    upward; None when there is none."""
+    here = (start or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        candidate = folder / name
+        if candidate.is_dir() and any((candidate / f"{module}.py").is_file() for module in EXERCISES.values()):
+            return candidate
+    return None
+
+
 def resolve_impl_dir(impl: str | Path) -> Path:
-    """`solutions` / `assignments` name the folders beside `shared/`; anything else is a path."""
+    """`solutions` / `assignments`: that folder found from the current directory upward (see the module
+    docstring); anything else is a path to a folder."""
     if str(impl) in NAMED_IMPLS:
-        candidates = [REPO_ROOT / str(impl), Path.cwd() / str(impl)]
-    else:
-        candidates = [Path(impl).expanduser()]
-    for path in candidates:
-        if path.is_dir():
-            return path.resolve()
-    raise FileNotFoundError(
-        f"--impl {impl!s}: no such folder (looked in {', '.join(str(c) for c in candidates)})"
-    )
+        found = find_named_folder(str(impl))
+        if found is None:
+            raise FileNotFoundError(
+                f"--impl {impl!s}: no folder {impl!s}/ with exercise files in {Path.cwd().resolve()} or any "
+                f"folder above it; run from your working copy, or pass --impl PATH")
+        return found.resolve()
+    path = Path(impl).expanduser()
+    if path.is_dir():
+        return path.resolve()
+    raise FileNotFoundError(f"--impl {impl!s}: no such folder ({path.resolve()})")
 
 
 _CACHE: dict[tuple[str, str], ModuleType] = {}
@@ -68,7 +119,10 @@ def load_exercise(ex_id: str, impl: str | Path = "solutions") -> ModuleType:
     if not path.is_file():
         raise MissingExercise(ex_id, f"file {path} not found")
     digest = hashlib.sha1(str(path).encode()).hexdigest()[:10]
-    module = load_module_from_path(path, f"_a2impl_{digest}_{EXERCISES[ex_id]}")
+    try:
+        module = load_module_from_path(path, f"_a2impl_{digest}_{EXERCISES[ex_id]}")
+    except Exception as exc:  # the student's file does not import: that exercise only is lost
+        raise ExerciseError(ex_id, student_location(exc, path), exc) from exc
     _CACHE[key] = module
     return module
 
@@ -92,11 +146,15 @@ def exercise_function(ex_id: str, func: str, impl: str | Path = "solutions") -> 
     except AttributeError:
         raise MissingExercise(ex_id, f"{EXERCISES[ex_id]}.py has no function {func}") from None
 
+    path = getattr(module, "__file__", None) or f"{EXERCISES[ex_id]}.py"
+
     def call(*args: Any, **kwargs: Any) -> Any:
         try:
             return target(*args, **kwargs)
         except NotImplementedError as exc:
             raise MissingExercise(ex_id, str(exc) or func) from exc
+        except Exception as exc:  # any other failure of the student's function costs only its parts
+            raise ExerciseError(ex_id, student_location(exc, path), exc) from exc
 
     call.__name__ = func
     call.__doc__ = target.__doc__

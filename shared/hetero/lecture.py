@@ -6,10 +6,14 @@
 
 Each module exposes `PARTS` (see `hetero.parts`). Text mode prints each part's tables. `--json` prints
 exactly one JSON object on stdout (progress goes to stderr): {"experiment": "02", "impl": ...,
-"parts": [keys in order], "<key>": {figures}, ..., "missing": {"<key>": "exNN is not implemented yet ..."}};
+"parts": [keys in order], "<key>": {figures}, ..., "missing": {"<key>": "exNN missing: ..." | "exNN failed: ..."}}; `impl_dir` is the absolute folder used;
 with `all`, one object {"01": {...}, "02": {...}, "03": {...}}. `--impl` names where the exercise
-functions come from (solutions, assignments, or a folder); a part whose exercise is still a stub is
-reported as missing and the other parts still run. `--plots DIR` writes each part's PNGs into DIR.
+functions come from: `assignments` (the default: the `assignments/` folder found from the current
+directory upward), `solutions`, or a folder; the absolute folder used is printed first (on stderr).
+A part whose exercise is still a stub is reported as "exNN missing"; one whose exercise raises any
+other exception (or does not import) is reported with the file:line and the exception; in both cases
+only the parts needing that exercise are lost and the others still run. In text mode each part is
+printed as soon as it finishes. `--plots DIR` writes each part's PNGs into DIR.
 """
 
 from __future__ import annotations
@@ -19,10 +23,12 @@ import importlib
 import json
 import sys
 import time
+import traceback
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
-from hetero.impl import MissingExercise, resolve_impl_dir
+from hetero.impl import ExerciseError, MissingExercise, resolve_impl_dir
+from hetero.parts import Part
 
 EXPERIMENTS: dict[str, tuple[str, tuple[str, ...]]] = {
     "01": ("Experiment 01: what each kind of hardware is good at (§1.2)", ("hetero.exp_hardware",)),
@@ -37,12 +43,28 @@ def _log(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-def run_experiment(exp: str, impl: str, plots: Path | None = None) -> dict[str, Any]:
-    """Run every part of one experiment; returns the JSON object described in the module docstring."""
+def _unavailable(part: Part, exc: Exception) -> str:
+    """One line saying which exercise a skipped part needs and why it could not run."""
+    if isinstance(exc, ExerciseError):
+        return str(exc)
+    if isinstance(exc, MissingExercise):
+        return f"{exc.ex_id} missing: {str(exc).replace(f'{exc.ex_id} is ', '', 1)}"
+    tb = traceback.extract_tb(exc.__traceback__)
+    where = f" at {Path(tb[-1].filename).name}:{tb[-1].lineno}" if tb else ""
+    needs = ", ".join(part.needs)
+    return (f"{needs} gave a result this part could not use: {type(exc).__name__}{where}: {exc} "
+            f"(check the types and units {needs} returns against its docstring)")
+
+
+def run_experiment(exp: str, impl: str, plots: Path | None = None,
+                   emit: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Run every part of one experiment; returns the JSON object described in the module docstring.
+
+    `emit` receives each part's text as soon as that part finishes (text mode prints it at once)."""
     if exp not in EXPERIMENTS:
         raise KeyError(f"unknown experiment {exp!r}; choose one of {', '.join(EXPERIMENTS)} or all")
     impl_dir = str(resolve_impl_dir(impl))
-    result: dict[str, Any] = {"experiment": exp, "impl": impl, "parts": [], "missing": {}}
+    result: dict[str, Any] = {"experiment": exp, "impl": impl, "impl_dir": impl_dir, "parts": [], "missing": {}}
     texts: list[str] = []
     for module_name in EXPERIMENTS[exp][1]:
         module = importlib.import_module(module_name)
@@ -52,18 +74,23 @@ def run_experiment(exp: str, impl: str, plots: Path | None = None) -> dict[str, 
             start = time.perf_counter()
             try:
                 figures = part.run(impl_dir)
-            except MissingExercise as exc:
-                result["missing"][part.key] = str(exc)
-                texts.append(f"== {part.title} ({part.lecture})\n   skipped: {exc}\n")
-                _log(f"[{exp}] {part.key}: skipped, {exc}")
-                continue
-            _log(f"[{exp}] {part.key}: done in {time.perf_counter() - start:.1f} s")
-            result[part.key] = figures
-            texts.append(f"== {part.title} ({part.lecture})\n{part.render(figures)}\n")
-            if plots is not None and part.plot is not None:
-                plots.mkdir(parents=True, exist_ok=True)
-                for path in part.plot(figures, plots):
-                    _log(f"[{exp}] {part.key}: wrote {path}")
+            except Exception as exc:  # a student's exercise broke this part only; a part needing none is a bug
+                if not part.needs and not isinstance(exc, MissingExercise):
+                    raise
+                reason = _unavailable(part, exc)
+                result["missing"][part.key] = reason
+                texts.append(f"== {part.title} ({part.lecture})\n   skipped, {reason}\n")
+                _log(f"[{exp}] {part.key}: skipped ({reason.split(':')[0]})")
+            else:
+                _log(f"[{exp}] {part.key}: done in {time.perf_counter() - start:.1f} s")
+                result[part.key] = figures
+                texts.append(f"== {part.title} ({part.lecture})\n{part.render(figures)}\n")
+                if plots is not None and part.plot is not None:
+                    plots.mkdir(parents=True, exist_ok=True)
+                    for path in part.plot(figures, plots):
+                        _log(f"[{exp}] {part.key}: wrote {path}")
+            if emit is not None:
+                emit(texts[-1])
     result["_text"] = "\n".join(texts)
     return result
 
@@ -71,26 +98,28 @@ def run_experiment(exp: str, impl: str, plots: Path | None = None) -> dict[str, 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m hetero.lecture", description=__doc__.split("\n")[0])
     parser.add_argument("experiment", choices=[*EXPERIMENTS, "all"])
-    parser.add_argument("--impl", default="solutions",
-                        help="where exercise functions come from: solutions, assignments, or a folder")
+    parser.add_argument("--impl", default="assignments",
+                        help="where exercise functions come from: assignments (default: the assignments/ "
+                             "folder found from the current directory upward), solutions, or a folder")
     parser.add_argument("--json", action="store_true", help="print one JSON object with every figure")
     parser.add_argument("--plots", type=Path, default=None, help="write PNG plots into this folder")
     args = parser.parse_args(argv)
     try:
-        resolve_impl_dir(args.impl)
+        impl_dir = resolve_impl_dir(args.impl)
     except FileNotFoundError as exc:
         parser.error(str(exc))
+    _log(f"exercise files: {impl_dir}")
     exps = list(EXPERIMENTS) if args.experiment == "all" else [args.experiment]
-    results = {exp: run_experiment(exp, args.impl, args.plots) for exp in exps}
     if args.json:
+        results = {exp: run_experiment(exp, args.impl, args.plots) for exp in exps}
         clean = {exp: {k: v for k, v in r.items() if k != "_text"} for exp, r in results.items()}
         print(json.dumps(clean if args.experiment == "all" else clean[args.experiment], indent=1))
-    else:
-        for exp, r in results.items():
-            print(f"\n#### {EXPERIMENTS[exp][0]}  [impl: {args.impl}]\n")
-            print(r["_text"])
-            for key, message in r["missing"].items():
-                print(f"missing: part {key!r} needs an exercise you have not implemented yet: {message}")
+        return 0
+    for exp in exps:
+        print(f"\n#### {EXPERIMENTS[exp][0]}  [exercise files: {impl_dir}]\n", flush=True)
+        r = run_experiment(exp, args.impl, args.plots, emit=lambda text: print(text, flush=True))
+        for key, reason in r["missing"].items():
+            print(f"skipped part {key!r}: {reason.split(':')[0]}")
     return 0
 
 

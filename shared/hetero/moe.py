@@ -754,22 +754,27 @@ def _evaluate_trie(model: CityMoE, trie: PrefixTrie, fns: Ex10Functions,
 
 def evaluate(model: CityMoE, seqs: Sequence[Sequence[int]], fns: Ex10Functions,
              modes: Sequence[str] = MODES_EVALUATED, chunk_names: int = 512,
-             threads: int = 1) -> dict[str, Any]:
+             threads: int = 1, progress: bool = False) -> dict[str, Any]:
     """Loss (nats per character) of every mode on `seqs`, and the mean top-1 routing weight per layer
     (renormalised top-4 weight of the first routed expert, over every real token, in the "full" forward).
 
     Names are evaluated in chunks of `chunk_names` (in sorted order, so that a chunk holds names with
     common prefixes; the chunk size bounds memory), each as a `PrefixTrie`, with all modes sharing the
-    layers they compute identically (`_evaluate_trie`)."""
+    layers they compute identically (`_evaluate_trie`). `progress` shows a bar (stderr) over the names."""
+    from tqdm import tqdm
+
     ordered = sorted(tuple(s) for s in seqs)
     totals = {m: 0.0 for m in modes}
     top1_sum = [0.0] * model.cfg.n_layers
-    with _torch_settings(threads, deterministic=False), torch.inference_mode():
+    bar = tqdm(total=len(ordered), desc="evaluate skip/defer", unit="names", file=sys.stderr,
+               disable=not progress, leave=False)
+    with bar, _torch_settings(threads, deterministic=False), torch.inference_mode():
         for start in range(0, len(ordered), chunk_names):
             losses, top1 = _evaluate_trie(model, prefix_trie(ordered[start:start + chunk_names]), fns, modes)
             for m in modes:
                 totals[m] += losses[m]
             top1_sum = [a + b for a, b in zip(top1_sum, top1)]
+            bar.update(len(ordered[start:start + chunk_names]))
     count = sum(len(s) - 1 for s in seqs)  # predicted positions: every character and the <eos>
     n_real = sum(len(s) for s in seqs)
     return {"loss_nats": {m: totals[m] / count for m in modes},
@@ -793,7 +798,8 @@ def deferral_figures(impl: str = "solutions", config: TrainConfig = DEFAULT_CONF
     path = ensure_checkpoint(config, progress=progress)
     model, meta = load_checkpoint(path)
     data = build_data(config.min_char_count, config.max_len)
-    result = evaluate(model, data.val[:val_names] if val_names > 0 else data.val, fns, threads=EVAL_THREADS)
+    result = evaluate(model, data.val[:val_names] if val_names > 0 else data.val, fns, threads=EVAL_THREADS,
+                      progress=progress)
     table = loss_table(result["loss_nats"])
     return {"full_loss_nats": table["full_loss_nats"], "delta_mnats": table["delta_mnats"],
             "top1_weight_by_layer": result["top1_weight_by_layer"], "train_seconds": float(meta["train_seconds"])}

@@ -1,8 +1,12 @@
 """The unit the lecture drivers run: one part of an experiment, the exercises it needs, how to show it.
 
 Each simulator module exposes `PARTS: list[Part]`. `hetero.lecture` runs the parts of an experiment
-in order; a part whose exercise is still a stub raises `hetero.impl.MissingExercise`, which the driver
-reports ("ex03 missing: ...") before going on with the other parts.
+in order. A part whose exercise is still a stub raises `hetero.impl.MissingExercise`; one whose exercise
+does not import or raises anything else raises `hetero.impl.ExerciseError` (file:line and exception).
+The driver reports either ("ex03 missing: ...", "ex03 failed at ex03_cache_pool.py:42: ...") and goes
+on with the other parts; any other exception from a part with `needs` is reported the same way, since
+it comes from a value that exercise returned. `run` calls exercise functions only through
+`hetero.impl.exercise_function`, so every failure of a student's code arrives as one of these.
 """
 
 from __future__ import annotations
