@@ -80,7 +80,7 @@ def hidden_cell_code(src: nb.ExerciseSources, key: str, case: Case, first: bool)
     if first:
         scorer = nb.group_cell_code(src, [key]).splitlines()[:-2]  # without printing and the points expression
         lines += scorer + ["from hetero.grading import remember_paid",
-                           f"remember_paid({token!r}, _a2_score.paid_ids)"]
+                           f"_a2_kept = remember_paid({token!r}, _a2_score.paid_ids)"]
     lines += ["from hetero.grading import recall_paid",
               f"assert {case.id!r} in (recall_paid({token!r}) or ()), 'hidden case of {case.func}: failed, or its "
               "function is not yet shown to compute on the hidden inputs'"]

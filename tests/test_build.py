@@ -50,8 +50,7 @@ def test_zip_layout(built):
                      "shared/hetero/__init__.py", "shared/hetero/checks.py", "shared/hetero/casegen.py"):
         assert required in names, f"{required} must be in the zip"
     for e in EXERCISES:
-        for rel in (f"assignments/tests/public_{e.id}.py", f"autograder/tests/{e.id}_hidden.py",
-                    f"autograder/expected/{e.id}.json"):
+        for rel in (f"assignments/tests/public_{e.id}.py", f"autograder/expected/{e.id}.json"):
             assert rel in names, f"{rel} must be in the zip (the grader reads it)"
     for tool in ("release", "build", "bulk", "pack", "demo", "gradebook", "export_nbgrader", "export_otter"):
         assert f"autograder/{tool}.py" not in names, f"autograder/{tool}.py is not needed for grading"
