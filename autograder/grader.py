@@ -174,7 +174,8 @@ def call_spec(case: Case) -> dict[str, Any]:
 
 
 def limits_for(ex: Exercise, time_scale: float = 1.0) -> sandbox.Limits:
-    return sandbox.Limits(timeout_s=ex.timeout_s * time_scale, cpu_s=ex.cpu_s * time_scale, memory_mb=ex.memory_mb)
+    return sandbox.Limits(timeout_s=ex.timeout_s * time_scale, cpu_s=ex.cpu_s * time_scale, memory_mb=ex.memory_mb,
+                          case_timeout_s=ex.case_timeout_s * time_scale)
 
 
 def _short(value: Any, limit: int = 400) -> str:
@@ -301,10 +302,14 @@ def _exercise_note(ex: Exercise, found: Optional[Found], report: Optional[sandbo
                          f"{sandbox.Limits.output_bytes // 2**20} MiB.")
         elif report.ended != "finished":
             parts.append(f"Stopped: {report.detail}; cases without a result score 0.")
+        if report.stopped_cases:
+            parts.append(f"{len(report.stopped_cases)} case(s) ran longer than the per-case time limit "
+                         f"({ex.case_timeout_s:g} s) and were stopped; the other cases ran in a fresh process.")
         if report.survivors_killed:
             parts.append(f"{report.survivors_killed} leftover process(es) started by your code were killed.")
         if report.bad_records:
             parts.append(f"{report.bad_records} unauthenticated line(s) on the result channel were ignored.")
+        parts += [f"Sandbox: {note}." for note in report.isolation if "not isolated" in note or "not hidden" in note]
     return _join(*parts)
 
 

@@ -4,7 +4,9 @@ The grader calls `run_exercise` with the student's file and the cases' *call spe
 and encoded arguments, never an expected value); it returns the Outcome of each case that produced a
 valid result record, and why the others did not. Normally one child runs all of an exercise's
 cases; a case that runs longer than its per-case limit is stopped with its child, and a fresh child
-re-imports the file and goes on with the next case.
+re-imports the file and goes on with the next case, skipping the other cases of the function that
+was stopped (with the manifest's limits, ex02: 10 s per case, 20 s in all, a second stop of one
+function would leave no time for the others).
 
 How a child is started (`autograder/jail.py` does the privileged part, before any student code):
 the launcher unshares mount, PID, network and IPC namespaces (as root; otherwise inside an
@@ -400,12 +402,14 @@ class _Run:
     """State of one child: the record parser and the case-by-case sending of call specs.
 
     `first` is the index of the first case this child is sent (a restarted child skips the cases its
-    predecessors ran); `on_hidden` is called just before the first hidden case is queued.
+    predecessors ran); `on_hidden` is called just before the first hidden case is queued; the cases
+    of `skipped_funcs` (functions already stopped at the per-case limit) are not sent at all.
     """
 
     def __init__(self, specs: list[dict], key: bytes, hidden_from: int, report: ChildReport, first: int = 0,
-                 on_hidden: Callable[[], None] = lambda: None):
+                 on_hidden: Callable[[], None] = lambda: None, skipped_funcs: frozenset[str] = frozenset()):
         self.specs = specs
+        self.skipped_funcs = skipped_funcs
         self.key = key
         self.hidden_from = hidden_from
         self.report = report
@@ -425,6 +429,12 @@ class _Run:
         return self.next_seq if self.next_seq < self.sent else None
 
     def send_next(self) -> None:
+        while self.sent < len(self.specs) and self.specs[self.sent]["func"] in self.skipped_funcs:
+            case_id = self.specs[self.sent]["id"]
+            self.report.refused[case_id] = (f"not run: {self.specs[self.sent]['func']} already ran longer than "
+                                            "the per-case time limit on an earlier case")
+            self.sent += 1
+            self.next_seq = self.sent
         if self.sent < len(self.specs):
             if self.sent == self.hidden_from:
                 self.on_hidden()
@@ -498,7 +508,8 @@ def run_exercise(student_file: Path, module_name: str, specs: list[dict], hidden
     while True:
         child = _Child(student_file, module_name, specs, hidden_from, limits, report, output, mode)
         notes = notes or child.notes
-        first_stopped = child.run(first, deadline, limits.cpu_s - report.cpu_s)
+        first_stopped = child.run(first, deadline, limits.cpu_s - report.cpu_s,
+                                  frozenset(s["func"] for s in specs if s["id"] in stopped))
         if first_stopped is None:
             break
         stopped.append(specs[first_stopped]["id"])
@@ -526,7 +537,7 @@ class _Child:
         self.user = SandboxUser() if is_root() else None
         self.notes = _isolation_notes(mode, self.user.uid if self.user else None)
 
-    def run(self, first: int, deadline: float, cpu_left_s: float) -> Optional[int]:
+    def run(self, first: int, deadline: float, cpu_left_s: float, skipped_funcs: frozenset[str]) -> Optional[int]:
         """Run cases from index `first`; returns the index of a case stopped at the per-case limit, if any."""
         base = Path(tempfile.mkdtemp(prefix="a2grade-"))
         proc: Optional[subprocess.Popen] = None
@@ -560,7 +571,7 @@ class _Child:
                     self._drain(out_r)
                     self.output.public_bytes = self.output.total
 
-            run = _Run(self.specs, key, self.hidden_from, self.report, first, mark_public)
+            run = _Run(self.specs, key, self.hidden_from, self.report, first, mark_public, skipped_funcs)
             run.queue({"key": key.hex(), "path": str(target), "name": self.module_name})
             nproc = self.limits.max_processes if self.user else _own_task_count() + self.limits.max_processes
             setup = {
