@@ -21,8 +21,9 @@ library (it runs before any student code, with the grader's privileges) and does
 With mode "none" (no namespace works here) the launcher skips 1-2 and becomes the harness directly;
 then the grader ends leftovers by uid (`sandbox.kill_uid`) and says what is not isolated.
 
-`python -I jail.py --probe` tries the modes and prints one JSON line: the first mode that works and
-why the others failed (`sandbox.isolation_mode` runs it once per grader process).
+`python -I jail.py --probe MODE...` tries the modes ("root", "user") in order and prints one JSON line:
+the first that works and why the others failed (`sandbox.isolation_mode` runs it once per grader
+process, with "root" first only when the grader is root).
 """
 
 from __future__ import annotations
@@ -237,11 +238,9 @@ def launch(setup: dict) -> None:
     _exit_like(init_status)
 
 
-def probe() -> dict:
-    """The first mode whose namespaces and view work here, and why the others did not."""
+def probe(candidates: list[str]) -> dict:
+    """The first of `candidates` whose namespaces and view work here, and why the others did not."""
     failures = []
-    candidates = ["root"] if os.geteuid() == 0 else []
-    candidates.append("user")
     for mode in candidates:
         read_fd, write_fd = os.pipe()
         pid = os.fork()
@@ -269,8 +268,8 @@ def probe() -> dict:
 
 
 def main(argv: list[str]) -> None:
-    if argv[1:] == ["--probe"]:
-        print(json.dumps(probe()))
+    if argv[1:2] == ["--probe"]:
+        print(json.dumps(probe([m for m in argv[2:] if m in MODES])))
         return
     with open(argv[1], encoding="utf-8") as handle:
         setup = json.load(handle)
