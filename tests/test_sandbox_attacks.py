@@ -267,13 +267,18 @@ def test_child_reads_no_gradescope_file_no_hidden_folder_no_other_staging(tmp_pa
             path.chmod(0o755 if path.is_dir() else 0o644)  # readable by anyone: only the view hides them
         monkeypatch.setenv("A2_AUTOGRADER_ROOT", str(gradescope))
         monkeypatch.setenv("A2_SANDBOX_HIDE", str(gradeall))
+        attack = ADVERSARIAL / "read_grader_outputs" / EX02.filename
+        control = subprocess.run([sys.executable, str(attack)], capture_output=True, text=True, timeout=60,
+                                 env=dict(os.environ))
+        assert control.stdout.count("SECRET-") == 4, f"outside the sandbox the attack finds all four: {control.stdout}"
         folder = tmp_path / "submission"
         folder.mkdir()
-        shutil.copyfile(ADVERSARIAL / "read_grader_outputs" / EX02.filename, folder / EX02.filename)
+        shutil.copyfile(attack, folder / EX02.filename)
         data = grader.grade_submission(folder, tmp_path / "results.json", exercises=["ex02"])
         res.validate(data)
         text = json.dumps(data)
-        assert "SECRET-" not in text and "READ-OK" not in text, f"the child read a protected file: {text[:3000]}"
+        leaks = [text[max(0, i - 300):i + 100] for i in (text.find("SECRET-"), text.find("READ-OK")) if i >= 0]
+        assert not leaks, f"the child read a protected file: {leaks}"
         assert exercise_score(data, "ex02")[0] == 0
     finally:
         shutil.rmtree(outside, ignore_errors=True)
