@@ -34,7 +34,6 @@ import os
 import resource
 import signal
 import sys
-import tempfile
 
 CLONE_NEWNS = 0x00020000
 CLONE_NEWIPC = 0x08000000
@@ -250,6 +249,8 @@ def probe(candidates: list[str]) -> dict:
                 _enter(mode)
                 init = os.fork()
                 if init == 0:
+                    import tempfile
+
                     build_view({"private": [tempfile.gettempdir()], "hide": [], "keep_ro": [], "keep_rw": []})
                     os._exit(0)
                 _, status = os.waitpid(init, 0)

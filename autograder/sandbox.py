@@ -215,16 +215,35 @@ def live_processes(uids: set[int]) -> list[int]:
     return [pid for pid, owners, state, _ in _process_table() if owners & uids and state not in "ZX"]
 
 
+def _owned(uid: int, zombies: bool = False) -> list[int]:
+    """Pids of processes owned by `uid` (the owner of /proc/PID), live ones only unless `zombies`:
+    a cheap scan for kill loops."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            if os.stat(f"/proc/{entry}").st_uid != uid:
+                continue
+            with open(f"/proc/{entry}/stat", "rb") as handle:
+                state = handle.read().rsplit(b")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if zombies or state not in (b"Z", b"X"):
+            found.append(int(entry))
+    return found
+
+
 def kill_uid(uid: int) -> int:
     """As root: SIGKILL every process of `uid` until none is left; returns how many a scan saw alive.
 
     A helper forked as `uid` calls kill(-1, SIGKILL) until it returns ESRCH: the kernel signals every
     process of that uid in one pass and a process killed mid-fork leaves no child, so a relay that
     forks its successor every few milliseconds (which a /proc scan never catches alive) is ended too.
-    The helper always runs: that the scan saw nothing proves nothing. It stops at ESRCH, or when three
-    scans in a row after a kill find nothing but zombies.
+    The helper always runs: that the scan saw nothing proves nothing. It stops when two scans in a row,
+    each after a kill, find no live process of `uid` but itself.
     """
-    alive = len(live_processes({uid}))
+    alive = len(_owned(uid))
     helper = os.fork()
     if helper == 0:
         try:
@@ -237,8 +256,8 @@ def kill_uid(uid: int) -> int:
                     os.kill(-1, signal.SIGKILL)
                 except ProcessLookupError:
                     os._exit(0)
-                quiet = quiet + 1 if live_processes({uid}) == [os.getpid()] else 0
-                if quiet >= 3:  # only zombies answer kill(-1) now (an init that does not reap keeps them)
+                quiet = quiet + 1 if _owned(uid) == [os.getpid()] else 0
+                if quiet >= 2:  # kill(-1) succeeds while any other process exists: a scan decides
                     os._exit(0)
                 time.sleep(0.001)
         except BaseException:
@@ -247,7 +266,8 @@ def kill_uid(uid: int) -> int:
     _, status = os.waitpid(helper, 0)
     if os.waitstatus_to_exitcode(status) != 0:
         raise SandboxError(f"processes of uid {uid} survive repeated kill(-1, SIGKILL)")
-    _reap_orphans(uid)
+    if _SUBREAPER:
+        _reap_orphans(uid)
     return alive
 
 
@@ -367,7 +387,7 @@ class SandboxUser:
             _USED_UIDS.add(uid)
             os.utime(fd)
             kill_uid(uid)  # a leftover from a grader that died must not share this uid
-            if any(uid in owners for _, owners, _, _ in _process_table()):
+            if _owned(uid, zombies=True):
                 os.close(fd)  # zombies nobody reaps: they would count against this uid's RLIMIT_NPROC
                 continue
             self.uid = self.gid = uid
