@@ -132,6 +132,39 @@ def test_relay_does_not_outlive_its_exercise(wrapper, tmp_path):
         f"{wrapper}: the correct ex02 graded after the relay lost points: {data['output']}"
 
 
+@needs_namespaces
+def test_killing_the_grader_ends_its_sandboxed_children(tmp_path):
+    """What grade-all's per-submission timeout does: SIGKILL to the grader's process group while a child
+    runs a relay and sleeps in a case. The launcher dies with the grader (PR_SET_PDEATHSIG), the
+    namespace's init with the launcher, and every process in the namespace with its init."""
+    submission = tmp_path / "submission"
+    submission.mkdir()
+    relay = (ADVERSARIAL / "relay" / EX02.filename).read_text()
+    (submission / EX02.filename).write_text(relay.replace("return lambda *args, **kwargs: -12345.678",
+                                                          "return lambda *args, **kwargs: __import__('time').sleep(600)"))
+    tag = secrets.token_hex(8)
+    proc = subprocess.Popen([sys.executable, "-m", "autograder", "grade", str(submission), "--out",
+                             str(tmp_path / "results.json"), "--exercises", "ex02"], cwd=ROOT,
+                            env={**os.environ, "A2_TEST_TAG": tag}, start_new_session=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and len(tagged_processes(tag)) < 5:  # grader, launcher, init, harness, relay
+        time.sleep(0.1)
+    time.sleep(1.0)  # the first case sleeps
+    running = tagged_processes(tag)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    time.sleep(0.5)
+    left = tagged_processes(tag)
+    for pid in left:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    assert len(running) >= 5, f"the attack should be running when the grader is killed: {running}"
+    assert not left, f"{len(left)} sandboxed process(es) outlived the killed grader"
+
+
 @needs_root
 def test_kill_uid_ends_a_relay_without_any_namespace():
     """The route where no namespace works: a relay running as a sandbox uid, re-forking every 2 ms, is
