@@ -9,8 +9,8 @@ library (it runs before any student code, with the grader's privileges) and does
    it forks the namespace's init and waits for it, and finally exits the way the harness exited
    (same exit code, or the same signal), so the grader sees the harness's own status.
 2. init (PID 1 of the new PID namespace): builds the private view of the file system (a tmpfs over
-   every hidden folder, the folders the child needs bound back read-only or read-write, a fresh
-   /proc), writes the line `SETUP {json}` on the result fd, forks the harness and reaps every orphan
+   every hidden folder, the folders the child needs bound back read-only, a tmpfs as the work
+   folder, a fresh /proc), writes the line `SETUP {json}` on the result fd, forks the harness and reaps every orphan
    until the harness exits. When init exits (or is killed with the launcher's process group), the
    kernel kills every process left in the namespace: double forks, `setsid`, relays that re-fork
    every few milliseconds. No loop, no race.
@@ -49,6 +49,7 @@ NAMESPACES = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC
 MODES = {"root": NAMESPACES, "user": CLONE_NEWUSER | NAMESPACES}
 PRIVATE_TMPFS = "mode=1777,size=64m,nr_inodes=16384"  # the child's own /tmp, /var/tmp, /dev/shm
 HIDING_TMPFS = "mode=0755,size=1m,nr_inodes=1024"  # an empty folder over something hidden
+WORK_TMPFS = "size=64m,nr_inodes=16384"  # the child's work folder: nothing of it reaches the disk
 
 _libc = ctypes.CDLL(None, use_errno=True)
 
@@ -106,15 +107,15 @@ def _bind(fd: int, target: str, writable: bool) -> None:
 
 def build_view(view: dict) -> list[str]:
     """In a private mount namespace: tmpfs over each folder of `view['private']` and `view['hide']`,
-    then `view['keep_ro']` / `view['keep_rw']` bound back where they were. Returns notes."""
+    `view['keep_ro']` bound back read-only where they were, and the work folder `view['work']` (if
+    any) a tmpfs of its own owned by the child's uid, with `tmp/` in it. Returns notes."""
     notes = []
     mount("none", "/", None, MS_REC | MS_PRIVATE, None)
-    keeps = [(p, False) for p in view["keep_ro"]] + [(p, True) for p in view["keep_rw"]]
-    keeps = [(p, w) for p, w in keeps if not any(_inside(p, q) and p != q and w == v for q, v in keeps)]
+    keeps = [p for p in view["keep_ro"] if not any(_inside(p, q) and p != q for q in view["keep_ro"])]
     held = []
-    for path, writable in sorted(keeps, key=lambda item: item[0].count("/")):  # opened before any tmpfs covers them
+    for path in sorted(keeps, key=lambda p: p.count("/")):  # opened before any tmpfs covers them
         if os.path.exists(path):
-            held.append((path, writable, os.open(path, os.O_PATH | os.O_CLOEXEC)))
+            held.append((path, False, os.open(path, os.O_PATH | os.O_CLOEXEC)))
     covers = [(p, PRIVATE_TMPFS) for p in view["private"]] + [(p, HIDING_TMPFS) for p in view["hide"]]
     covers = sorted({p: o for p, o in covers if os.path.isdir(p)}.items(), key=lambda item: item[0].count("/"))
     covered: list[str] = []
@@ -134,6 +135,13 @@ def build_view(view: dict) -> list[str]:
                 _bind(fd, path, writable)
     for _, _, fd in held:
         os.close(fd)
+    work = view.get("work")
+    if work:
+        os.makedirs(work["path"], mode=0o755, exist_ok=True)
+        mount("tmpfs", work["path"], "tmpfs", MS_NOSUID | MS_NODEV,
+              f"mode=0700,uid={work['uid']},gid={work['gid']},{WORK_TMPFS}")
+        os.mkdir(os.path.join(work["path"], "tmp"), 0o700)
+        os.chown(os.path.join(work["path"], "tmp"), work["uid"], work["gid"])
     try:
         mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
     except OSError as exc:
@@ -251,7 +259,7 @@ def probe(candidates: list[str]) -> dict:
                 if init == 0:
                     import tempfile
 
-                    build_view({"private": [tempfile.gettempdir()], "hide": [], "keep_ro": [], "keep_rw": []})
+                    build_view({"private": [tempfile.gettempdir()], "hide": [], "keep_ro": []})
                     os._exit(0)
                 _, status = os.waitpid(init, 0)
                 os.write(write_fd, b"ok" if status == 0 else b"the private view failed")

@@ -42,8 +42,10 @@ Limits and isolation of the child
   submission_metadata.json, results/, the submission), the folders in `A2_SANDBOX_HIDE`
   (os.pathsep-separated; grade-all puts its output folder there) and private folders on the way to
   the interpreter (pyenv under /root). Bound back read-only: the interpreter, its standard library,
-  the venv, `shared/hetero`, and the child's own copy of the exercise file; read-write: its work
-  folder. Nothing of the instructor's checkout is changed.
+  the venv, `shared/hetero`, and the child's own copy of the exercise file. Its work folder (cwd,
+  HOME, TMPDIR) is a tmpfs of its own: whatever it writes, at any depth, never reaches the disk.
+  Without namespaces the work folder is on disk and `remove_tree` deletes it at any depth. Nothing
+  of the instructor's checkout is changed.
 - network: the child's network namespace has only a loopback device that is down. Where no
   namespace works, the report, the grader's note and the log say "network: not isolated" and why.
 
@@ -345,10 +347,60 @@ def hidden_folders() -> list[str]:
     return sorted({os.path.realpath(p) for p in folders})
 
 
-def _view(ro: Path, work: Path, plan: dict[str, list[str]]) -> dict[str, list[str]]:
+def _view(ro: Path, work: Path, plan: dict[str, list[str]], owner: tuple[int, int]) -> dict:
     private = {os.path.realpath(p) for p in (*PRIVATE_FOLDERS, tempfile.gettempdir())}
     return {"private": sorted(private), "hide": sorted(set(hidden_folders()) | set(plan)),
-            "keep_ro": sorted({str(p) for p in _needed_paths()} | {str(ro)}), "keep_rw": [str(work)]}
+            "keep_ro": sorted({str(p) for p in _needed_paths()} | {str(ro)}),
+            "work": {"path": str(work), "uid": owner[0], "gid": owner[1]}}
+
+
+def remove_tree(path: Path) -> None:
+    """Delete a folder tree of any depth and any path length, never following symlinks.
+
+    Iterative, with one directory fd at a time (a 3000-level tree made by student code defeats a
+    recursive delete and PATH_MAX); what cannot be removed is left, never raised.
+    """
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
+    try:
+        fd = os.open(path, flags)
+    except OSError:
+        return
+    names: list[str] = []  # the path from `path` down to the folder open as fd
+    while True:
+        sub = None
+        with os.scandir(fd) as entries:
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False):
+                    sub = entry.name
+                    break
+                try:
+                    os.unlink(entry.name, dir_fd=fd)
+                except OSError:
+                    pass
+        if sub is not None:
+            try:
+                child = os.open(sub, flags, dir_fd=fd)
+            except OSError:
+                sub = None
+            else:
+                os.close(fd)
+                fd, names = child, names + [sub]
+                continue
+        if not names:
+            os.close(fd)
+            break
+        parent = os.open("..", flags, dir_fd=fd)
+        os.close(fd)
+        fd = parent
+        try:
+            os.rmdir(names.pop(), dir_fd=fd)
+        except OSError:
+            os.close(fd)
+            return  # cannot make progress here: leave the rest
+    try:
+        os.rmdir(path)
+    except OSError:
+        pass
 
 
 def _own_task_count() -> int:
@@ -648,7 +700,8 @@ class _Child:
                 "mode": self.mode["mode"], "grader_pid": os.getpid(), "result_fd": result_w, "cwd": str(work),
                 "uid": self.user.uid if self.user else None, "gid": self.user.gid if self.user else None,
                 "argv": [sys.executable, "-s", "-B", "-u", str(ro / "child.py"), str(result_w)],
-                "view": _view(ro, work, plan),
+                "view": _view(ro, work, plan, (self.user.uid, self.user.gid) if self.user else
+                              (os.getuid(), os.getgid())),
                 "limits": {"cpu_s": max(1, int(cpu_left_s + 0.999)), "file_bytes": self.limits.output_bytes,
                            "open_files": self.limits.open_files, "processes": nproc,
                            "memory_bytes": self.limits.memory_mb * 2**20},
@@ -673,7 +726,7 @@ class _Child:
                 self._reap(proc)
             if self.user is not None:
                 self.user.release()
-            shutil.rmtree(base, ignore_errors=True)
+            remove_tree(base)
 
     def _drain(self, out_r: int) -> bool:
         """Read whatever printed output is waiting in the pipe, without blocking; False at its end."""

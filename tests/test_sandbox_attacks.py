@@ -161,6 +161,12 @@ def test_killing_the_grader_ends_its_sandboxed_children(tmp_path):
             os.kill(pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
+    for folder in Path(tempfile.gettempdir()).glob("a2grade-*"):  # the killed grader could not remove its own
+        try:
+            if json.loads((folder / "setup.json").read_text())["grader_pid"] == proc.pid:
+                sandbox.remove_tree(folder)
+        except (OSError, ValueError, KeyError):
+            continue
     assert len(running) >= 5, f"the attack should be running when the grader is killed: {running}"
     assert not left, f"{len(left)} sandboxed process(es) outlived the killed grader"
 
@@ -337,6 +343,25 @@ def test_submission_copy_is_read_only_and_package_root_is_empty(tmp_path):
     visible = out.split("ROOT ", 1)[1].splitlines()[0]
     assert "autograder" not in visible and "solutions" not in visible and ".git" not in visible, \
         f"the package root shows more than the venv and shared/: {visible}"
+
+
+def test_remove_tree_deletes_any_depth_and_never_follows_links(tmp_path):
+    outside = tmp_path / "outside.txt"
+    outside.write_text("must survive")
+    top = tmp_path / "tree"
+    top.mkdir()
+    fd = os.open(top, os.O_RDONLY)
+    for _ in range(3000):  # 6000 characters of path: beyond PATH_MAX and the recursion limit
+        os.mkdir("d", dir_fd=fd)
+        os.close(os.open("f", os.O_CREAT | os.O_WRONLY, 0o600, dir_fd=fd))
+        deeper = os.open("d", os.O_RDONLY, dir_fd=fd)
+        os.close(fd)
+        fd = deeper
+    os.symlink(str(tmp_path), "up", dir_fd=fd)
+    os.close(fd)
+    sandbox.remove_tree(top)
+    assert not top.exists(), "the 3000-level tree must be gone"
+    assert outside.read_text() == "must survive", "remove_tree followed a symlink out of the tree"
 
 
 def _modes(root: Path) -> dict[str, int]:
