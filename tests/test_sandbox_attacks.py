@@ -148,7 +148,8 @@ def test_killing_the_grader_ends_its_sandboxed_children(tmp_path):
                             env={**os.environ, "A2_TEST_TAG": tag}, start_new_session=True,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and len(tagged_processes(tag)) < 5:  # grader, launcher, init, harness, relay
+    # grader, launcher, init, harness (the relay's generations live 3 ms each: a scan rarely sees one)
+    while time.monotonic() < deadline and len(tagged_processes(tag)) < 4:
         time.sleep(0.1)
     time.sleep(1.0)  # the first case sleeps
     running = tagged_processes(tag)
@@ -167,7 +168,7 @@ def test_killing_the_grader_ends_its_sandboxed_children(tmp_path):
                 sandbox.remove_tree(folder)
         except (OSError, ValueError, KeyError):
             continue
-    assert len(running) >= 5, f"the attack should be running when the grader is killed: {running}"
+    assert len(running) >= 4, f"the attack should be running when the grader is killed: {running}"
     assert not left, f"{len(left)} sandboxed process(es) outlived the killed grader"
 
 
