@@ -8,8 +8,8 @@ re-imports the file and goes on with the next case, skipping the other cases of 
 was stopped (with the manifest's limits, ex02: 10 s per case, 20 s in all, a second stop of one
 function would leave no time for the others).
 
-How a child is started (`autograder/jail.py` does the privileged part, before any student code):
-the launcher unshares mount, PID, network and IPC namespaces (as root; otherwise inside an
+How a child is started (`autograder.jail`, autograder/jail.py, does the privileged part, before any
+student code): the launcher unshares mount, PID, network and IPC namespaces (as root; otherwise inside an
 unprivileged user namespace), the namespace's init builds a private view of the file system and
 reaps orphans, and the harness (`autograder/child.py`) runs as the sandbox uid under resource
 limits. `isolation_mode` probes once per grader process which of these works here.
@@ -38,7 +38,7 @@ Limits and isolation of the child
   ago (lock files in UID_LOCK_DIR keep parallel graders apart).
 - files: in its mount namespace the child has its own empty /tmp, /var/tmp, /dev/shm and /run/lock
   (tmpfs, gone when it ends), and an empty folder instead of: the package root (hidden cases,
-  expected values, answer key, .git), the Gradescope root `A2_AUTOGRADER_ROOT` (default /autograder:
+  expected values, answer key, .git) and the checkout `hetero` was installed from, the Gradescope root `A2_AUTOGRADER_ROOT` (default /autograder:
   submission_metadata.json, results/, the submission), the folders in `A2_SANDBOX_HIDE`
   (os.pathsep-separated; grade-all puts its output folder there) and private folders on the way to
   the interpreter (pyenv under /root). Bound back read-only: the interpreter, its standard library,
@@ -171,8 +171,11 @@ def isolation_mode() -> dict:
                 modes = ["root", "user"] if is_root() else ["user"]
                 proc = subprocess.run([sys.executable, "-I", "-B", str(JAIL_SOURCE), "--probe", *modes], timeout=30,
                                       capture_output=True, text=True, stdin=subprocess.DEVNULL)
-                found = json.loads(proc.stdout.strip().splitlines()[-1])
-            except (OSError, subprocess.SubprocessError, ValueError, IndexError) as exc:
+                lines = proc.stdout.strip().splitlines()
+                found = json.loads(lines[-1]) if lines else \
+                    {"mode": "none", "failures": [f"the namespace probe printed nothing (status {proc.returncode}): "
+                                                  f"{proc.stderr.strip()[-300:]}"]}
+            except (OSError, subprocess.SubprocessError, ValueError) as exc:
                 found = {"mode": "none", "failures": [f"the namespace probe failed: {exc}"]}
         if found["mode"] == "none":
             log.warning("sandbox: network not isolated, files not hidden, processes ended by uid only: %s",
@@ -342,7 +345,12 @@ def reachability_plan() -> dict[str, list[str]]:
 
 def hidden_folders() -> list[str]:
     """Folders that appear empty to the child (see the module docstring)."""
+    import hetero
+
     folders = [str(PACKAGE_ROOT), os.environ.get("A2_AUTOGRADER_ROOT", "/autograder")]
+    shared = Path(os.path.realpath(hetero.__file__)).parents[1]
+    if shared.name == "shared":  # hetero installed from a checkout (editable): that checkout too
+        folders.append(str(shared.parent))
     folders += [p for p in os.environ.get("A2_SANDBOX_HIDE", "").split(os.pathsep) if p]
     return sorted({os.path.realpath(p) for p in folders})
 
