@@ -23,6 +23,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -324,6 +325,49 @@ def test_child_reads_no_gradescope_file_no_hidden_folder_no_other_staging(tmp_pa
         shutil.rmtree(outside, ignore_errors=True)
         shutil.rmtree(other, ignore_errors=True)
     assert not sandbox_survivors()
+
+
+@needs_root
+@pytest.mark.slow  # builds the zip and grades all ten exercises through run_autograder: about a minute
+def test_gradescope_layout_hides_metadata_results_and_source(tmp_path):
+    """The zip unpacked as Gradescope does (under a world-traversable root, with this machine's venv in
+    place of setup.sh's): read_hidden as ex01 and read_grader_outputs as ex02 find nothing of
+    submission_metadata.json, results/ or the source tree, and the answer key still scores 100."""
+    from autograder import build
+
+    top = Path(tempfile.mkdtemp(prefix="a2-gradescope-"))
+    top.chmod(0o755)
+    try:
+        root = top / "autograder"
+        (root / "submission").mkdir(parents=True)
+        build.build(tmp_path / "autograder.zip")
+        with zipfile.ZipFile(tmp_path / "autograder.zip") as zf:
+            zf.extractall(root / "source")
+        (root / "source" / "run_autograder").chmod(0o755)
+        (root / "submission_metadata.json").write_text('{"previous_submissions": [{"SECRET-META": 1}]}')
+        env = {**os.environ, "A2_AUTOGRADER_ROOT": str(root), "A2_VENV": sys.prefix}
+
+        def run(files: dict[str, Path]) -> dict:
+            for old in (root / "submission").iterdir():
+                old.unlink()
+            for name, src in files.items():
+                shutil.copyfile(src, root / "submission" / name)
+            proc = subprocess.run(["bash", str(root / "source" / "run_autograder")], cwd=str(root), env=env,
+                                  capture_output=True, text=True, timeout=600)
+            assert proc.returncode == 0, proc.stderr[-2000:]
+            return json.loads((root / "results" / "results.json").read_text())
+
+        attacked = run({EX01.filename: ADVERSARIAL / "read_hidden" / EX02.filename,
+                        EX02.filename: ADVERSARIAL / "read_grader_outputs" / EX02.filename})
+        res.validate(attacked)
+        text = json.dumps(attacked)
+        assert "READ-DENIED" in text, "the attacks should have run and reported what they could not read"
+        leaks = [text[max(0, i - 200):i + 200] for i in (text.find("SECRET-"), text.find("READ-OK")) if i >= 0]
+        assert not leaks, f"student code read the Gradescope root or the source: {leaks}"
+        key = run({ex.filename: SOLUTIONS / ex.filename for ex in BY_ID.values()})
+        assert abs(key["score"] - 100) < SCORE_TOL, key["output"][:2000]
+    finally:
+        shutil.rmtree(top, ignore_errors=True)
 
 
 @needs_namespaces
