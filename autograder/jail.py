@@ -10,16 +10,17 @@ library (it runs before any student code, with the grader's privileges) and does
    (same exit code, or the same signal), so the grader sees the harness's own status.
 2. init (PID 1 of the new PID namespace): builds the private view of the file system (a tmpfs over
    every hidden folder, the folders the child needs bound back read-only, a tmpfs as the work
-   folder, a fresh /proc), writes the line `SETUP {json}` on the result fd, forks the harness and reaps every orphan
-   until the harness exits. When init exits (or is killed with the launcher's process group), the
-   kernel kills every process left in the namespace: double forks, `setsid`, relays that re-fork
-   every few milliseconds. No loop, no race.
+   folder, a fresh /proc), starts the harness, writes the line `SETUP {json}` on the result fd once
+   the harness's exec succeeded, and reaps every orphan until the harness exits. When init exits
+   (or is killed with the launcher's process group), the kernel kills every process left in the
+   namespace: double forks, `setsid`, relays that re-fork every few milliseconds. No loop, no race.
 3. the harness: resource limits, then (as root) the sandbox uid without groups, PR_SET_NO_NEW_PRIVS,
    PR_SET_PDEATHSIG, RLIMIT_AS last, and exec of the interpreter on child.py. exec drops the
    capabilities a user namespace gave init, so student code cannot undo the mounts.
 
-With mode "none" (no namespace works here) the launcher skips 1-2 and becomes the harness directly;
-then the grader ends leftovers by uid (`sandbox.kill_uid`) and says what is not isolated.
+With mode "none" (no namespace works here) the launcher skips the namespaces, the view and init: it
+starts the harness itself and exits like it; the grader ends leftovers by uid (`sandbox.kill_uid`)
+and says what is not isolated.
 
 `python -I jail.py --probe MODE...` tries the modes ("root", "user") in order and prints one JSON line:
 the first that works and why the others failed (`sandbox.isolation_mode` runs it once per grader
@@ -97,14 +98,13 @@ def _inside(path: str, folder: str) -> bool:
     return path == folder or path.startswith(folder.rstrip("/") + "/")
 
 
-def _bind(fd: int, target: str, writable: bool) -> None:
-    """Bind the object open as `fd` onto `target`; read-only unless `writable` (keeping locked flags)."""
+def _bind_read_only(fd: int, target: str) -> None:
+    """Bind the object open as `fd` onto `target`, read-only (keeping the flags the kernel locks)."""
     mount(f"/proc/self/fd/{fd}", target, None, MS_BIND | MS_REC, None)
-    if not writable:
-        kept = os.statvfs(target).f_flag
-        flags = MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV
-        flags |= sum(ms for st, ms in ST_TO_MS.items() if kept & st)
-        mount("none", target, None, flags, None)
+    kept = os.statvfs(target).f_flag
+    flags = MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV
+    flags |= sum(ms for st, ms in ST_TO_MS.items() if kept & st)
+    mount("none", target, None, flags, None)
 
 
 def build_view(view: dict) -> list[str]:
@@ -117,25 +117,25 @@ def build_view(view: dict) -> list[str]:
     held = []
     for path in sorted(keeps, key=lambda p: p.count("/")):  # opened before any tmpfs covers them
         if os.path.exists(path):
-            held.append((path, False, os.open(path, os.O_PATH | os.O_CLOEXEC)))
+            held.append((path, os.open(path, os.O_PATH | os.O_CLOEXEC)))
     covers = [(p, PRIVATE_TMPFS) for p in view["private"]] + [(p, HIDING_TMPFS) for p in view["hide"]]
     covers = sorted({p: o for p, o in covers if os.path.isdir(p)}.items(), key=lambda item: item[0].count("/"))
     covered: list[str] = []
     for folder, options in covers:
         if any(_inside(folder, c) for c in covered) and \
-                not any(_inside(folder, k) for k, _, _ in held if any(_inside(k, c) for c in covered)):
+                not any(_inside(folder, k) for k, _ in held if any(_inside(k, c) for c in covered)):
             continue  # already out of sight under a cover above it
         mount("tmpfs", folder, "tmpfs", MS_NOSUID | MS_NODEV, options)
         covered.append(folder)
-        for path, writable, fd in held:
+        for path, fd in held:
             if _inside(path, folder) and path != folder:
                 if os.path.isdir(f"/proc/self/fd/{fd}"):
                     os.makedirs(path, mode=0o755, exist_ok=True)
                 elif not os.path.exists(path):
                     os.makedirs(os.path.dirname(path), mode=0o755, exist_ok=True)
                     open(path, "a").close()
-                _bind(fd, path, writable)
-    for _, _, fd in held:
+                _bind_read_only(fd, path)
+    for _, fd in held:
         os.close(fd)
     work = view.get("work")
     if work:
@@ -159,8 +159,8 @@ def _set_limits(limits: dict) -> None:
     resource.setrlimit(resource.RLIMIT_NPROC, (limits["processes"],) * 2)
 
 
-def _harness(setup: dict) -> None:
-    """Limits, identity, exec of the harness. Never returns."""
+def _harness(setup: dict, exec_fd: int) -> None:
+    """Limits, identity, exec of the harness; why it failed goes to `exec_fd` (closed by a good exec)."""
     try:
         _set_limits(setup["limits"])
         if setup["uid"] is not None:
@@ -172,9 +172,35 @@ def _harness(setup: dict) -> None:
         resource.setrlimit(resource.RLIMIT_AS, (setup["limits"]["memory_bytes"],) * 2)
         os.chdir(setup["cwd"])
         os.execve(setup["argv"][0], setup["argv"], dict(os.environ))
-    except BaseException as exc:  # reported on stderr (the output pipe); the grader sees no import record
-        os.write(2, f"sandbox: the harness could not start: {exc}\n".encode("utf-8", "replace"))
+    except BaseException as exc:
+        os.write(exec_fd, f"the harness could not start: {exc}".encode("utf-8", "replace"))
     os._exit(126)
+
+
+def _start_harness(setup: dict, notes: list[str]) -> int:
+    """Fork and exec the harness, then write the SETUP line (ok only if exec succeeded); its pid.
+
+    The grader sends the harness its first message only after this line, so student code never runs
+    before it and nothing the student writes can pass for it.
+    """
+    exec_r, exec_w = os.pipe()  # close-on-exec: end-of-file without data means the exec succeeded
+    harness = os.fork()
+    if harness == 0:
+        os.close(exec_r)
+        _harness(setup, exec_w)
+    os.close(exec_w)
+    failure = b""
+    while True:
+        chunk = os.read(exec_r, 4096)
+        if not chunk:
+            break
+        failure += chunk
+    os.close(exec_r)
+    if failure:
+        _setup_line(setup["result_fd"], False, notes + [failure.decode("utf-8", "replace")])
+        os._exit(125)
+    _setup_line(setup["result_fd"], True, notes)
+    return harness
 
 
 def _setup_line(fd: int, ok: bool, notes: list[str]) -> None:
@@ -190,10 +216,7 @@ def _init(setup: dict, status_fd: int) -> None:
     except BaseException as exc:
         _setup_line(setup["result_fd"], False, [f"the private view could not be built: {exc}"])
         os._exit(125)
-    _setup_line(setup["result_fd"], True, notes)
-    harness = os.fork()
-    if harness == 0:
-        _harness(setup)
+    harness = _start_harness(setup, notes)
     os.close(setup["result_fd"])
     while True:
         try:
@@ -223,8 +246,11 @@ def launch(setup: dict) -> None:
         os._exit(125)  # the grader is already gone
     mode = setup["mode"]
     if mode == "none":
-        _setup_line(setup["result_fd"], True, [])
-        _harness(setup)
+        harness = _start_harness(setup, [])
+        os.close(setup["result_fd"])
+        for fd in (0, 1, 2):
+            os.close(fd)
+        _exit_like(_wait_for(harness))
     _enter(mode)
     status_r, status_w = os.pipe()
     init = os.fork()
@@ -235,16 +261,19 @@ def launch(setup: dict) -> None:
     os.close(setup["result_fd"])
     for fd in (0, 1, 2):  # the pipes stay with init and the harness only
         os.close(fd)
-    while True:
-        try:
-            _, init_status = os.waitpid(init, 0)
-            break
-        except InterruptedError:
-            continue
+    init_status = _wait_for(init)
     raw = os.read(status_r, 4)
     if len(raw) == 4:
         _exit_like(int.from_bytes(raw, "little"))
     _exit_like(init_status)
+
+
+def _wait_for(pid: int) -> int:
+    while True:
+        try:
+            return os.waitpid(pid, 0)[1]
+        except InterruptedError:
+            continue
 
 
 def probe(candidates: list[str]) -> dict:

@@ -702,7 +702,7 @@ class _Child:
                     self.output.public_bytes = self.output.total
 
             run = _Run(self.specs, key, self.hidden_from, self.report, first, mark_public, skipped_funcs)
-            run.queue({"key": key.hex(), "path": str(target), "name": self.module_name})
+            hello = {"key": key.hex(), "path": str(target), "name": self.module_name}  # sent after SETUP
             nproc = self.limits.max_processes if self.user else _own_task_count() + self.limits.max_processes
             setup = {
                 "mode": self.mode["mode"], "grader_pid": os.getpid(), "result_fd": result_w, "cwd": str(work),
@@ -723,7 +723,7 @@ class _Child:
             for fd in (result_w, out_w):
                 os.close(fd)
                 fds.remove(fd)
-            stopped = self._pump(proc, run, result_r, out_r, deadline)
+            stopped = self._pump(proc, run, hello, result_r, out_r, deadline)
             self.report.survivors_killed += self._reap(proc)
             self._drain(out_r)
             return stopped
@@ -752,8 +752,12 @@ class _Child:
     def _stop(self, ended: str, detail: str) -> None:
         self.report.ended, self.report.detail = ended, detail
 
-    def _pump(self, proc: subprocess.Popen, run: _Run, result_r: int, out_r: int, deadline: float) -> Optional[int]:
-        """Exchange specs and records until the child is done, dies, or a limit is hit."""
+    def _pump(self, proc: subprocess.Popen, run: _Run, hello: dict, result_r: int, out_r: int,
+              deadline: float) -> Optional[int]:
+        """Exchange specs and records until the child is done, dies, or a limit is hit.
+
+        `hello` (the key and the file) is sent once the launcher's SETUP line has arrived: the harness
+        waits for it, so no student code runs before that line, and none can forge it."""
         report, limits = self.report, self.limits
         assert proc.stdin is not None
         stdin_fd = proc.stdin.fileno()
@@ -817,6 +821,7 @@ class _Child:
                         if not setup_seen:
                             self.notes += _setup_notes(line)
                             setup_seen = True
+                            run.queue(hello)
                             continue
                         run.record(line)
                     if report.bad_records > limits.junk_lines:
