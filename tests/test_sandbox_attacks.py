@@ -127,6 +127,7 @@ def test_relay_does_not_outlive_its_exercise(wrapper, tmp_path):
     data = json.loads(out.read_text())
     res.validate(data)
     assert not autograder_failures(data), data["output"]
+    assert "RELAY-STARTED" in json.dumps(data), "the relay should have started (its output is missing)"
     assert exercise_score(data, "ex01")[0] == 0, "the relay's exercise must score 0"
     assert abs(exercise_score(data, "ex02")[0] - EX02.points) < SCORE_TOL, \
         f"{wrapper}: the correct ex02 graded after the relay lost points: {data['output']}"
@@ -237,6 +238,8 @@ def test_files_left_behind_are_gone_and_not_seen_by_the_next_exercise(tmp_path):
     exists on the machine afterwards, and the next child sees empty temporary folders."""
     report = run_fixture("leave_files")
     assert report.imported is True, report.output_all
+    assert all(f"LEFT {d}\n" in report.output_all for d in ("/tmp", "/var/tmp", "/dev/shm")), \
+        f"inside its sandbox the attack should have written its files: {report.output_all[:500]}"
     for folder in ("/tmp", "/var/tmp", "/dev/shm", "/run/lock"):
         name = "a2-leftover-" + folder.strip("/").replace("/", "-")
         assert not Path(folder, name).exists(), f"{folder}/{name} outlived the exercise"
@@ -259,6 +262,8 @@ def test_network_probe_reaches_nothing():
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen(4)
+    with socket.create_connection(listener.getsockname(), timeout=2):  # control: the listener is reachable
+        listener.accept()[0].close()
     listener.setblocking(False)
     os.environ["A2_TEST_PORT"] = str(listener.getsockname()[1])
     try:
