@@ -230,6 +230,12 @@ def test_a_grader_process_never_hands_out_a_uid_twice():
         uids.append(user.uid)
         user.release()
     assert len(set(uids)) == len(uids), f"a uid was handed out twice in one grader process: {uids}"
+    # grade-all runs one grader process per submission: the next one takes the uid released longest ago
+    code = "from autograder import sandbox; u = sandbox.SandboxUser(); print(u.uid); u.release()"
+    others = [int(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
+                                 timeout=60, check=True).stdout) for _ in range(3)]
+    assert not set(others) & set(uids) and len(set(others)) == 3, \
+        f"grader processes one after another reused a uid: {uids} then {others}"
 
 
 @needs_namespaces
