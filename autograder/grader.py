@@ -303,8 +303,9 @@ def _exercise_note(ex: Exercise, found: Optional[Found], report: Optional[sandbo
         elif report.ended != "finished":
             parts.append(f"Stopped: {report.detail}; cases without a result score 0.")
         if report.stopped_cases:
-            parts.append(f"{len(report.stopped_cases)} case(s) ran longer than the per-case time limit "
-                         f"({ex.case_timeout_s:g} s) and were stopped; the other cases ran in a fresh process.")
+            parts.append(f"{len(report.stopped_cases)} case(s) ran longer than the per-case time limit and were "
+                         "stopped; the later cases of the same function were not run, the others ran in a fresh "
+                         "process.")
         if report.survivors_killed:
             parts.append(f"{report.survivors_killed} leftover process(es) started by your code were killed.")
         if report.bad_records:
