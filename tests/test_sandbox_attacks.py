@@ -491,3 +491,27 @@ def test_one_looping_function_costs_only_its_cases(tmp_path):
     assert not failed, f"cases of the functions that do not loop must still pass: {failed[:5]}"
     assert report.stopped_cases == (looped[0].id,)
     assert not sandbox_survivors()
+
+
+def test_one_looping_function_in_results_json(tmp_path):
+    """The same submission through the whole grader: results.json validates, every ex02 entry of the
+    other functions has full marks, the looping function's entries none, and ex01 keeps its score."""
+    folder = tmp_path / "submission"
+    folder.mkdir()
+    (folder / EX02.filename).write_text((SOLUTIONS / EX02.filename).read_text() + "\n\n"
+                                        + (ADVERSARIAL / "one_function_loops" / "loop_suffix.py").read_text())
+    shutil.copyfile(SOLUTIONS / EX01.filename, folder / EX01.filename)
+    data = grader.grade_submission(folder, tmp_path / "results.json", exercises=["ex01", "ex02"])
+    res.validate(data)
+    assert not autograder_failures(data), data["output"]
+    assert abs(exercise_score(data, "ex01")[0] - EX01.points) < SCORE_TOL
+    entries = [t for t in data["tests"] if t["name"].split(" ", 1)[0] == "ex02" and t["max_score"] > 0]
+    looped = [t for t in entries if "kv_capacity_tokens" in t["name"]]
+    others = [t for t in entries if "kv_capacity_tokens" not in t["name"]]
+    assert looped and others, [t["name"] for t in entries]
+    assert all(t["score"] == 0 for t in looped), "the looping function's cases must score 0"
+    short = [t["name"] for t in others if abs(t["score"] - t["max_score"]) > SCORE_TOL]
+    assert not short, f"the other functions' cases must keep full marks: {short[:5]}"
+    ex02_score = exercise_score(data, "ex02")[0]
+    assert 0 < ex02_score < EX02.points, ex02_score
+    assert not sandbox_survivors()
