@@ -454,6 +454,15 @@ def end_process_tree(root_pid: int) -> int:
     return len(stopped - {root_pid})
 
 
+def _hideable(folder: Path) -> bool:
+    """Whether the sandbox may show `folder` empty: not "/", and holding nothing the child needs to run."""
+    import hetero
+
+    real = os.path.realpath(folder)
+    needed = [sys.prefix, sys.base_prefix, os.path.realpath(sys.executable), os.path.dirname(hetero.__file__)]
+    return real != os.sep and not any(os.path.realpath(n).startswith(real + os.sep) for n in needed)
+
+
 def _wait_unreaped(proc: subprocess.Popen, timeout_s: float) -> bool:
     """Wait up to `timeout_s` for `proc` to exit, leaving it unreaped where the system allows
     (os.waitid with WNOWAIT); True when it has exited."""
@@ -571,7 +580,11 @@ def grade_one(sub: Submission, student_dir: Path, timeout_s: float, python: str 
     scratch = Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{os.getpid()}-"))
     try:
         scratch.chmod(0o711)  # the sandbox user may pass through to its own folder, not list or write here
-        env = dict(os.environ, TMPDIR=str(scratch))
+        # the sandboxed children see neither the batch's outputs (results, feedback, gradebook) nor the
+        # other students' submissions (autograder.sandbox hides the folders in A2_SANDBOX_HIDE)
+        hide = [os.environ.get("A2_SANDBOX_HIDE", "")] + [str(p) for p in (student_dir.parent, sub.path.parent)
+                                                          if _hideable(p)]
+        env = dict(os.environ, TMPDIR=str(scratch), A2_SANDBOX_HIDE=os.pathsep.join(h for h in hide if h))
         with log_path.open("wb") as log:
             proc = subprocess.Popen(cmd, cwd=str(ROOT), stdout=log, stderr=subprocess.STDOUT, env=env,
                                     stdin=subprocess.DEVNULL, start_new_session=True)

@@ -1,9 +1,9 @@
 """What runs inside the sandboxed child process: load one student exercise file, run the calls it is sent.
 
-`autograder.sandbox` copies this file into the child's sandbox folder and starts it as
-`python -s -B -u child.py RESULT_FD` (as an unprivileged user when the grader is root). It must not
-import `autograder` (unreadable to that user); it imports only the standard library and
-`hetero.checks`. The protocol, one JSON object per line:
+`autograder.sandbox` copies this file into the child's read-only folder and `autograder.jail` starts
+it, inside the child's namespaces, as `python -s -B -u child.py RESULT_FD` (as an unprivileged user
+when the grader is root). It must not import `autograder` (out of the child's sight); it imports
+only the standard library and `hetero.checks`. The protocol, one JSON object per line:
 
   control channel (the parent writes; it arrives on stdin, which the child moves to a private fd and
   replaces by /dev/null before any student code runs):

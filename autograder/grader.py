@@ -64,7 +64,8 @@ def call_spec(case: Case) -> dict[str, Any]:
 
 
 def limits_for(ex: Exercise, time_scale: float = 1.0) -> sandbox.Limits:
-    return sandbox.Limits(timeout_s=ex.timeout_s * time_scale, cpu_s=ex.cpu_s * time_scale, memory_mb=ex.memory_mb)
+    return sandbox.Limits(timeout_s=ex.timeout_s * time_scale, cpu_s=ex.cpu_s * time_scale, memory_mb=ex.memory_mb,
+                          case_timeout_s=ex.case_timeout_s * time_scale)
 
 
 def _short(value: Any, limit: int = 400) -> str:
@@ -248,10 +249,15 @@ def _exercise_note(ex: Exercise, found: Optional[Found], report: Optional[sandbo
                          f"{sandbox.Limits.output_bytes // 2**20} MiB.")
         elif report.ended != "finished":
             parts.append(f"Stopped: {report.detail}; cases without a result score 0.")
+        if report.stopped_cases:
+            parts.append(f"{len(report.stopped_cases)} case(s) ran longer than the per-case time limit and were "
+                         "stopped; the later cases of the same function were not run, the others ran in a fresh "
+                         "process.")
         if report.survivors_killed:
             parts.append("Processes started by your code were still running after it finished; they were killed.")
         if report.bad_records:
             parts.append("Lines written to the grader's result channel by your code were ignored.")
+        parts += [f"Sandbox: {note}." for note in report.isolation if "not isolated" in note or "not hidden" in note]
     return _join(*parts)
 
 
@@ -269,9 +275,6 @@ def grade_submission(submission: Path, out: Optional[Path] = None, *, exercises:
     selected = [BY_ID[e] for e in exercises] if exercises is not None else list(EXERCISES)
     max_score = sum(ex.points for ex in selected)
     try:
-        if sandbox.is_root():
-            for folder in {ROOT, Path(root)}:
-                sandbox.protect_sources(folder)
         staging = Path(tempfile.mkdtemp(prefix="a2submission-"))
         try:
             found, notes = locate(Path(submission), selected, staging)

@@ -1,28 +1,53 @@
-"""Run one exercise's cases on a student's file in a limited child process, and collect its results.
+"""Run one exercise's cases on a student's file in limited child processes, and collect its results.
 
-One child process per exercise (`run_exercise`). The grader calls it with the student's file and the
-cases' *call specs* (function name and encoded arguments, never an expected value); it returns the
-Outcome of each case that produced a valid result record, and why the others did not.
+The grader calls `run_exercise` with the student's file and the cases' *call specs* (function name
+and encoded arguments, never an expected value); it returns the Outcome of each case that produced a
+valid result record, and why the others did not. Normally one child runs all of an exercise's
+cases; a case that runs longer than its per-case limit is stopped with its child, and a fresh child
+re-imports the file and goes on with the next case, skipping the other cases of the function that
+was stopped (with the manifest's limits, ex02: 10 s per case, 20 s in all, a second stop of one
+function would leave no time for the others).
+
+How a child is started (`autograder.jail`, autograder/jail.py, does the privileged part, before any
+student code): the launcher unshares mount, PID, network and IPC namespaces (as root; otherwise inside an
+unprivileged user namespace), the namespace's init builds a private view of the file system and
+reaps orphans, and the harness (`autograder/child.py`) runs as the sandbox uid under resource
+limits. `isolation_mode` probes once per grader process which of these works here.
 
 Limits and isolation of the child
-- wall clock: `timeout_s` from the manifest, measured by the parent; then the whole group is killed.
-- CPU time: RLIMIT_CPU = `cpu_s` (SIGXCPU), hard limit 2 s later (SIGKILL).
+- wall clock: `timeout_s` for the whole exercise, `case_timeout_s` for one case's call; both are
+  measured by the parent, which then kills the child's process group.
+- CPU time: RLIMIT_CPU (what is left of `cpu_s` for a restarted child), hard limit 2 s later.
 - memory: RLIMIT_AS = `memory_mb`. Measured here: importing torch 2.13 (CPU) peaks at ~600 MB of
   address space with OMP_NUM_THREADS=1 and MALLOC_ARENA_MAX=2 (both set), and torch runs under
   RLIMIT_AS = 768 MB, so the manifest's 2-4 GB leave room; RLIMIT_DATA is not needed.
-- output: stdout and stderr go to one file in a folder the child cannot open; RLIMIT_FSIZE caps it
-  (and every file the child writes) at `output_bytes`: past it the child gets SIGXFSZ and stops.
-- processes: a new session (its own process group); RLIMIT_NPROC bounds a fork bomb; at the end the
-  group is killed and, as root, every process of the sandbox uid (found in /proc) until none is left.
-- network: as root, unshare(CLONE_NEWNET) before exec (ctypes: os.unshare is Python 3.12+); the child
-  sees only a loopback device that is down. Not root: an unprivileged user+network namespace when
-  the kernel allows it, else no network isolation (said in the report's notes).
-- identity (root only, as on Gradescope): each child runs as its own uid from SANDBOX_UIDS (a
-  dedicated range with no login; a lock file per uid keeps parallel graders apart), with no
-  supplementary groups, PR_SET_NO_NEW_PRIVS and PR_SET_PDEATHSIG. Its working copy is a fresh
-  folder owned by that uid; `protect_sources` removes group/other access from everything in the
-  package root except `shared/` and the venv, so the hidden cases, the expected values and the
-  answer key (autograder/, solutions/, .git/) are unreadable to it.
+- output: stdout and stderr are one pipe that the parent drains as the child writes (the child
+  cannot seek back and rewrite what it printed). The parent keeps the first `kept_output_bytes`,
+  counts the rest, and stops the child past `output_bytes`. Output printed before the first hidden
+  case was sent is the "public output"; the rest may contain hidden inputs. RLIMIT_FSIZE caps every
+  file the child writes at `output_bytes` (SIGXFSZ).
+- result channel: a pipe parsed in linear time; at most `result_bytes` in all and `junk_lines`
+  lines that are not valid records, then the child is stopped.
+- processes: everything the student's code starts lives in the child's PID namespace and dies with
+  its init, which dies with the launcher's process group: double forks, `setsid`, relays. As root,
+  every process of the child's uid is then killed as well (kill(-1) from that uid until none is
+  left; the only mechanism when no namespace works). RLIMIT_NPROC bounds a fork bomb.
+- uids (root only, as on Gradescope): each child runs as its own uid from SANDBOX_UIDS (a range with
+  no login), with no supplementary groups, PR_SET_NO_NEW_PRIVS and PR_SET_PDEATHSIG. A grader
+  process never hands out the same uid twice, and among free uids it takes the one released longest
+  ago (lock files in UID_LOCK_DIR keep parallel graders apart).
+- files: in its mount namespace the child has its own empty /tmp, /var/tmp, /dev/shm and /run/lock
+  (tmpfs, gone when it ends), and an empty folder instead of: the package root (hidden cases,
+  expected values, answer key, .git) and the checkout `hetero` was installed from, the Gradescope root `A2_AUTOGRADER_ROOT` (default /autograder:
+  submission_metadata.json, results/, the submission), the folders in `A2_SANDBOX_HIDE`
+  (os.pathsep-separated; grade-all puts its output folder there) and private folders on the way to
+  the interpreter (pyenv under /root). Bound back read-only: the interpreter, its standard library,
+  the venv, `shared/hetero`, and the child's own copy of the exercise file. Its work folder (cwd,
+  HOME, TMPDIR) is a tmpfs of its own: whatever it writes, at any depth, never reaches the disk.
+  Without namespaces the work folder is on disk and `remove_tree` deletes it at any depth. Nothing
+  of the instructor's checkout is changed.
+- network: the child's network namespace has only a loopback device that is down. Where no
+  namespace works, the report, the grader's note and the log say "network: not isolated" and why.
 
 Threat model (what the result channel does and does not guarantee)
 The student's code runs inside the child, in the same process as the harness (`autograder.child`),
@@ -32,90 +57,95 @@ so it can do anything the harness can: write to the result fd, find the MAC key 
   the child; a forged record can only claim "the function returned X", which the student could have
   achieved by returning X. Records are plain JSON decoded without running student code (no pickle);
   `encode` refuses subclasses, `judge` checks exact types.
-- the MAC (per-run random key, sent on the control pipe, never in argv or the environment) stops
-  records not produced with the key: stdout (a different fd), stray writes, records replayed from
+- the MAC (per-child random key, sent on the control pipe, never in argv or the environment) stops
+  records not produced with the key: stdout (a different pipe), stray writes, records replayed from
   another run. Records must come in order, each case at most once: a duplicate or a record in the
   wrong place fails that case. Exit codes and stdout are never read as results.
 - the child is sent case n+1 only after case n's record, so no hidden input is in the process while
-  public cases run; output written before the first hidden case is the only output shown to the
-  student (later output could contain hidden inputs and is shown with them, after the due date).
+  public cases run.
 - what is NOT prevented: a student who recovers the key can make their cases' records say whatever
   they like (no more than returning it); their code sees each hidden case's inputs when it is called
-  with them; timing and pass/fail bits leak one bit per hidden case. Not root (local instructor use):
-  no uid change, so student code can read anything the instructor can (including the expected
-  values) and a process that leaves the session is not found afterwards; use root (or Gradescope)
-  for untrusted submissions. /tmp stays shared (TMPDIR points into the sandbox folder).
+  with them; timing and pass/fail bits leak one bit per hidden case. Without root there is no uid
+  change: where the user namespace works the view still hides the files above, where it does not
+  (mode "none") student code can read anything the instructor can; use root (or Gradescope) for
+  untrusted submissions.
 """
 
 from __future__ import annotations
 
-import ctypes
 import fcntl
 import hashlib
 import hmac
 import json
+import logging
 import os
-import resource
 import secrets
 import selectors
 import shutil
 import signal
-import stat
 import subprocess
 import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Callable, Optional
 
 from hetero.checks import Outcome
 
 CHILD_SOURCE = Path(__file__).with_name("child.py")
-SANDBOX_UIDS = range(64000, 64500)  # one uid per concurrent child; none of them has a login
+JAIL_SOURCE = Path(__file__).with_name("jail.py")
+PACKAGE_ROOT = Path(__file__).resolve().parents[1]
+SANDBOX_UIDS = range(64000, 64500)  # one uid per child; none of them has a login
 UID_LOCK_DIR = Path(tempfile.gettempdir()) / "a2grader-uids"
-CHILD_READABLE = ("shared", ".venv", "venv")  # package-root entries the child may read (hetero, the venv)
+PRIVATE_FOLDERS = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock")  # each child gets its own empty copy
 PASSED_ENV_PREFIXES = ("A2_", "HETERO_")  # configuration of hetero (data locations) reaches the child
-
-CLONE_NEWNS = 0x00020000
-CLONE_NEWUSER = 0x10000000
-CLONE_NEWNET = 0x40000000
-MS_NOSUID, MS_NODEV, MS_BIND, MS_REC, MS_PRIVATE = 2, 4, 4096, 16384, 1 << 18
-PR_SET_PDEATHSIG = 1
-PR_SET_NO_NEW_PRIVS = 38
+KILL_ROUNDS = 5000  # kill(-1) passes before kill_uid gives up on a uid
 EXIT_GRACE_S = 2.0  # after the last record: time the child gets to exit by itself
+READ_CHUNK_BYTES = 1 << 16
+
+log = logging.getLogger(__name__)
+
+
+class SandboxError(RuntimeError):
+    """The sandbox itself could not be set up (the grader's fault, never the student's)."""
 
 
 @dataclass(frozen=True)
 class Limits:
-    timeout_s: float  # wall clock for the whole child (import + every case)
-    cpu_s: float  # RLIMIT_CPU
+    timeout_s: float  # wall clock for the whole exercise (every child, import + every case)
+    cpu_s: float  # RLIMIT_CPU, shared by the children of one exercise
     memory_mb: int  # RLIMIT_AS
-    output_bytes: int = 4 * 2**20  # RLIMIT_FSIZE: stdout+stderr file and any file the child writes
-    shown_output_chars: int = 4000  # how much of the output feedback shows
+    case_timeout_s: Optional[float] = None  # wall clock for one case's call (None: only timeout_s)
+    output_bytes: int = 4 * 2**20  # printed output in all, and RLIMIT_FSIZE for files the child writes
+    kept_output_bytes: int = 64 * 2**10  # how much printed output the parent keeps (the rest is counted)
+    shown_output_chars: int = 4000  # how much of the public output feedback shows
     max_processes: int = 64  # RLIMIT_NPROC for the sandbox uid (threads count too)
     open_files: int = 1024  # RLIMIT_NOFILE
     result_bytes: int = 64 * 2**20  # total size of result records before the child is stopped
+    junk_lines: int = 1000  # lines on the result channel that are not valid records, then it is stopped
 
 
 @dataclass
 class ChildReport:
-    """What one child produced. `outcomes` holds only records that passed every check."""
+    """What the children of one exercise produced. `outcomes` holds only records that passed every check."""
 
     imported: Optional[bool] = None  # None: the child never reported its import
     import_error: str = ""
     outcomes: dict[str, Outcome] = field(default_factory=dict)
-    refused: dict[str, str] = field(default_factory=dict)  # case id -> why its record was refused
-    ended: str = "finished"  # finished | timeout | cpu | output | memory | exited | signal | result_size
+    refused: dict[str, str] = field(default_factory=dict)  # case id -> why it has no accepted record
+    ended: str = "finished"  # finished | timeout | cpu | output | memory | exited | signal | result_size | junk
     detail: str = ""  # one sentence for feedback when not finished
     returncode: Optional[int] = None
     wall_s: float = 0.0
     cpu_s: float = 0.0
-    bad_records: int = 0  # lines on the result fd without a valid MAC or shape
-    output_public: str = ""  # output written before the first hidden case (bounded)
+    bad_records: int = 0  # lines on the result channel without a valid MAC or shape
+    output_public: str = ""  # output printed before the first hidden case was sent (bounded)
     output_all: str = ""  # the whole output (bounded)
-    survivors_killed: int = 0  # processes of the sandbox that outlived the child and were killed
-    isolation: tuple[str, ...] = ()
+    output_bytes: int = 0  # how many bytes were printed in all
+    survivors_killed: int = 0  # processes of the sandbox uid found alive after a child and killed
+    stopped_cases: tuple[str, ...] = ()  # cases stopped at the per-case limit (a fresh child went on)
+    isolation: tuple[str, ...] = ()  # one note per kind of isolation, "network: not isolated (...)" included
 
 
 # ---------------------------------------------------------------------------------------------
@@ -125,42 +155,45 @@ def is_root() -> bool:
     return os.geteuid() == 0
 
 
-_libc = ctypes.CDLL(None, use_errno=True)
+_MODE: dict[str, dict] = {}
 
 
-def _unshare(flags: int) -> None:
-    if _libc.unshare(ctypes.c_int(flags)) != 0:
-        err = ctypes.get_errno()
-        raise OSError(err, f"unshare: {os.strerror(err)}")
+def isolation_mode() -> dict:
+    """{"mode": "root" | "user" | "none", "failures": [why the better modes do not work]}, probed once.
+
+    A2_SANDBOX_NAMESPACES=0 forces "none" (to test that route, or where probing misbehaves).
+    """
+    if "probe" not in _MODE or _MODE["probe"]["root"] != is_root():
+        if os.environ.get("A2_SANDBOX_NAMESPACES") == "0":
+            found = {"mode": "none", "failures": ["namespaces disabled by A2_SANDBOX_NAMESPACES=0"]}
+        else:
+            try:
+                modes = ["root", "user"] if is_root() else ["user"]
+                proc = subprocess.run([sys.executable, "-I", "-B", str(JAIL_SOURCE), "--probe", *modes], timeout=30,
+                                      capture_output=True, text=True, stdin=subprocess.DEVNULL)
+                lines = proc.stdout.strip().splitlines()
+                found = json.loads(lines[-1]) if lines else \
+                    {"mode": "none", "failures": [f"the namespace probe printed nothing (status {proc.returncode}): "
+                                                  f"{proc.stderr.strip()[-300:]}"]}
+            except (OSError, subprocess.SubprocessError, ValueError) as exc:
+                found = {"mode": "none", "failures": [f"the namespace probe failed: {exc}"]}
+        if found["mode"] == "none":
+            log.warning("sandbox: network not isolated, files not hidden, processes ended by uid only: %s",
+                        "; ".join(found["failures"]))
+        _MODE["probe"] = {**found, "root": is_root()}
+    return _MODE["probe"]
 
 
-def _mount(source: str, target: str, fstype: Optional[str], flags: int, data: Optional[str]) -> None:
-    args = [None if x is None else x.encode() for x in (source, target, fstype)]
-    if _libc.mount(args[0], args[1], args[2], ctypes.c_ulong(flags), None if data is None else data.encode()) != 0:
-        err = ctypes.get_errno()
-        raise OSError(err, f"mount {target}: {os.strerror(err)}")
-
-
-def _prctl(option: int, value: int) -> None:
-    _libc.prctl(ctypes.c_int(option), ctypes.c_ulong(value), ctypes.c_ulong(0), ctypes.c_ulong(0),
-                ctypes.c_ulong(0))
-
-
-_NETNS_FLAGS: dict[bool, Optional[int]] = {}
-
-
-def network_isolation_flags() -> Optional[int]:
-    """The unshare flags that give a child no network here (probed once), or None if none work."""
-    root = is_root()
-    if root not in _NETNS_FLAGS:
-        flags = CLONE_NEWNET if root else CLONE_NEWUSER | CLONE_NEWNET
-        try:
-            probe = subprocess.run(["/bin/true"], preexec_fn=lambda: _unshare(flags), timeout=10,
-                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            _NETNS_FLAGS[root] = flags if probe.returncode == 0 else None
-        except (OSError, subprocess.SubprocessError):
-            _NETNS_FLAGS[root] = None
-    return _NETNS_FLAGS[root]
+def _isolation_notes(mode: dict, uid: Optional[int]) -> list[str]:
+    why = "; ".join(mode["failures"]) or "no reason recorded"
+    if mode["mode"] == "none":
+        notes = [f"network: not isolated ({why})", f"files: not hidden (no mount namespace: {why})",
+                 "processes: " + ("ended by uid" if uid is not None else "ended by process group only")]
+    else:
+        notes = ["network: none (own network namespace)", "files: private view (own mount namespace)",
+                 "processes: own PID namespace"]
+    notes.append(f"uid: {uid}" if uid is not None else "uid: unchanged (grader not root)")
+    return notes
 
 
 def _process_table() -> list[tuple[int, set[int], str, int]]:
@@ -182,21 +215,99 @@ def _process_table() -> list[tuple[int, set[int], str, int]]:
     return table
 
 
-def kill_uid(uid: int, rounds: int = 200) -> int:
-    """SIGKILL every live process of `uid` until none is left; returns how many were killed."""
-    killed = 0
-    for _ in range(rounds):
-        live = [pid for pid, uids, state, _ in _process_table() if uid in uids and state not in "ZX"]
-        if not live:
-            return killed
-        for pid in live:
+def live_processes(uids: set[int]) -> list[int]:
+    """Pids of live (not zombie) processes whose real, effective, saved or fs uid is in `uids`."""
+    return [pid for pid, owners, state, _ in _process_table() if owners & uids and state not in "ZX"]
+
+
+def _owned(uid: int, zombies: bool = False) -> list[int]:
+    """Pids of processes owned by `uid` (the owner of /proc/PID), live ones only unless `zombies`:
+    a cheap scan for kill loops."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            if os.stat(f"/proc/{entry}").st_uid != uid:
+                continue
+            with open(f"/proc/{entry}/stat", "rb") as handle:
+                state = handle.read().rsplit(b")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if zombies or state not in (b"Z", b"X"):
+            found.append(int(entry))
+    return found
+
+
+def kill_uid(uid: int) -> int:
+    """As root: SIGKILL every process of `uid` until none is left; returns how many a scan saw alive.
+
+    A helper forked as `uid` calls kill(-1, SIGKILL) until it returns ESRCH: the kernel signals every
+    process of that uid in one pass and a process killed mid-fork leaves no child, so a relay that
+    forks its successor every few milliseconds (which a /proc scan never catches alive) is ended too.
+    The helper always runs: that the scan saw nothing proves nothing. It stops when two scans in a row,
+    each after a kill, find no live process of `uid` but itself.
+    """
+    alive = len(_owned(uid))
+    helper = os.fork()
+    if helper == 0:
+        try:
+            os.setgroups([])
+            os.setgid(uid)
+            os.setuid(uid)
+            quiet = 0
+            for _ in range(KILL_ROUNDS):
+                try:
+                    os.kill(-1, signal.SIGKILL)
+                except ProcessLookupError:
+                    os._exit(0)
+                quiet = quiet + 1 if _owned(uid) == [os.getpid()] else 0
+                if quiet >= 2:  # kill(-1) succeeds while any other process exists: a scan decides
+                    os._exit(0)
+                time.sleep(0.001)
+        except BaseException:
+            pass
+        os._exit(1)
+    _, status = os.waitpid(helper, 0)
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SandboxError(f"processes of uid {uid} survive repeated kill(-1, SIGKILL)")
+    if _SUBREAPER:
+        _reap_orphans(uid)
+    return alive
+
+
+PR_SET_CHILD_SUBREAPER = 36
+_SUBREAPER: list[bool] = []
+
+
+def become_subreaper() -> None:
+    """Make this process the reaper of its orphaned descendants (once): without PID namespaces the
+    orphans of student code come here, are killed by uid and reaped (`_reap_orphans`), so no zombie
+    of a sandbox uid is left to count against that uid's RLIMIT_NPROC under an init that never reaps."""
+    if not _SUBREAPER:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+        _SUBREAPER.append(True)
+
+
+def _reap_orphans(uid: int) -> None:
+    """Reap the zombies of `uid` whose parent is this process (orphans adopted as subreaper)."""
+    me = str(os.getpid())
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            text = Path(f"/proc/{entry}/status").read_text()
+        except OSError:
+            continue
+        fields = dict(line.split(":", 1) for line in text.splitlines() if ":" in line)
+        if fields.get("PPid", "").strip() == me and str(uid) in fields.get("Uid", "").split() \
+                and fields.get("State", "").strip().startswith("Z"):
             try:
-                os.kill(pid, signal.SIGKILL)
-                killed += 1
-            except ProcessLookupError:
+                os.waitpid(int(entry), os.WNOHANG)
+            except ChildProcessError:
                 pass
-        time.sleep(0.01)
-    raise RuntimeError(f"processes of uid {uid} survive {rounds} rounds of SIGKILL")
 
 
 def _needed_paths() -> list[Path]:
@@ -212,9 +323,9 @@ def reachability_plan() -> dict[str, list[str]]:
     """Folders the sandbox uid cannot traverse -> the subfolders of them the child needs.
 
     Usually empty (Gradescope: /usr and /autograder are world-traversable). When the interpreter
-    lives under a private folder (pyenv in /root, mode 0700), the child gets its own mount namespace
-    in which that folder is an empty tmpfs holding bind mounts of just those subfolders: the
-    interpreter becomes reachable and the rest of the private folder stays out of sight.
+    lives under a private folder (pyenv in /root, mode 0700), that folder is hidden in the child's
+    view and just the needed subfolders are bound back: the interpreter becomes reachable and the
+    rest of the private folder stays out of sight.
     """
     plan: dict[str, list[str]] = {}
     for path in _needed_paths():
@@ -225,28 +336,79 @@ def reachability_plan() -> dict[str, list[str]]:
             keep = chain[i + 1]
             blocked = [p for p in chain[i + 1:-1] if not p.stat().st_mode & 0o001]
             if blocked:
-                raise RuntimeError(f"the sandbox user cannot reach {path}: {blocked[0]} is not traversable")
+                raise SandboxError(f"the sandbox user cannot reach {path}: {blocked[0]} is not traversable")
             if str(keep) not in plan.setdefault(str(folder), []):
                 plan[str(folder)].append(str(keep))
             break
     return plan
 
 
-def _apply_plan(plan: dict[str, list[str]], stash: Path) -> None:
-    """In the child's new mount namespace: tmpfs over each blocked folder, needed subfolders bound back."""
-    _mount("none", "/", None, MS_REC | MS_PRIVATE, None)
-    n = 0
-    for folder, keeps in plan.items():
-        held = []
-        for keep in keeps:
-            slot = stash / str(n)
-            n += 1
-            _mount(keep, str(slot), None, MS_BIND | MS_REC, None)
-            held.append((slot, keep))
-        _mount("tmpfs", folder, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m")
-        for slot, keep in held:
-            os.makedirs(keep, mode=0o755, exist_ok=True)
-            _mount(str(slot), keep, None, MS_BIND | MS_REC, None)
+def hidden_folders() -> list[str]:
+    """Folders that appear empty to the child (see the module docstring)."""
+    import hetero
+
+    folders = [str(PACKAGE_ROOT), os.environ.get("A2_AUTOGRADER_ROOT", "/autograder")]
+    shared = Path(os.path.realpath(hetero.__file__)).parents[1]
+    if shared.name == "shared":  # hetero installed from a checkout (editable): that checkout too
+        folders.append(str(shared.parent))
+    folders += [p for p in os.environ.get("A2_SANDBOX_HIDE", "").split(os.pathsep) if p]
+    return sorted({os.path.realpath(p) for p in folders})
+
+
+def _view(ro: Path, work: Path, plan: dict[str, list[str]], owner: tuple[int, int]) -> dict:
+    private = {os.path.realpath(p) for p in (*PRIVATE_FOLDERS, tempfile.gettempdir())}
+    return {"private": sorted(private), "hide": sorted(set(hidden_folders()) | set(plan)),
+            "keep_ro": sorted({str(p) for p in _needed_paths()} | {str(ro)}),
+            "work": {"path": str(work), "uid": owner[0], "gid": owner[1]}}
+
+
+def remove_tree(path: Path) -> None:
+    """Delete a folder tree of any depth and any path length, never following symlinks.
+
+    Iterative, with one directory fd at a time (a 3000-level tree made by student code defeats a
+    recursive delete and PATH_MAX); what cannot be removed is left, never raised.
+    """
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
+    try:
+        fd = os.open(path, flags)
+    except OSError:
+        return
+    names: list[str] = []  # the path from `path` down to the folder open as fd
+    while True:
+        sub = None
+        with os.scandir(fd) as entries:
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False):
+                    sub = entry.name
+                    break
+                try:
+                    os.unlink(entry.name, dir_fd=fd)
+                except OSError:
+                    pass
+        if sub is not None:
+            try:
+                child = os.open(sub, flags, dir_fd=fd)
+            except OSError:
+                sub = None
+            else:
+                os.close(fd)
+                fd, names = child, names + [sub]
+                continue
+        if not names:
+            os.close(fd)
+            break
+        parent = os.open("..", flags, dir_fd=fd)
+        os.close(fd)
+        fd = parent
+        try:
+            os.rmdir(names.pop(), dir_fd=fd)
+        except OSError:
+            os.close(fd)
+            return  # cannot make progress here: leave the rest
+    try:
+        os.rmdir(path)
+    except OSError:
+        pass
 
 
 def _own_task_count() -> int:
@@ -254,73 +416,53 @@ def _own_task_count() -> int:
     return sum(threads for _, uids, _, threads in _process_table() if uid in uids)
 
 
+_USED_UIDS: set[int] = set()  # every uid this process has handed out: none is handed out twice
+
+
+def used_uids() -> set[int]:
+    """The sandbox uids this process has handed out so far."""
+    return set(_USED_UIDS)
+
+
 class SandboxUser:
     """A uid from SANDBOX_UIDS held (by an fcntl lock) for one child; root only."""
 
     def __init__(self) -> None:
         UID_LOCK_DIR.mkdir(mode=0o700, parents=True, exist_ok=True)
-        start = secrets.randbelow(len(SANDBOX_UIDS))
-        for i in range(len(SANDBOX_UIDS)):
-            uid = SANDBOX_UIDS[(start + i) % len(SANDBOX_UIDS)]
-            fd = os.open(UID_LOCK_DIR / f"{uid}.lock", os.O_CREAT | os.O_RDWR, 0o600)
+
+        def released_at(uid: int) -> float:
+            try:
+                return (UID_LOCK_DIR / f"{uid}.lock").stat().st_mtime
+            except OSError:
+                return 0.0
+
+        for uid in sorted((u for u in SANDBOX_UIDS if u not in _USED_UIDS), key=lambda u: (released_at(u), u)):
+            lock = UID_LOCK_DIR / f"{uid}.lock"
+            fd = os.open(lock, os.O_CREAT | os.O_RDWR, 0o600)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError:
                 os.close(fd)
                 continue
+            _USED_UIDS.add(uid)
+            os.utime(fd)
+            kill_uid(uid)  # a leftover from a grader that died must not share this uid
+            if _owned(uid, zombies=True):
+                os.close(fd)  # zombies nobody reaps: they would count against this uid's RLIMIT_NPROC
+                continue
             self.uid = self.gid = uid
             self._fd = fd
-            kill_uid(uid)  # a leftover from a grader that died must not share this uid
             return
-        raise RuntimeError("no free sandbox uid (too many graders in parallel)")
+        raise SandboxError("no free sandbox uid (too many graders in parallel, or more than "
+                           f"{len(SANDBOX_UIDS)} children in one grader process)")
 
     def release(self) -> None:
+        os.utime(self._fd)
         os.close(self._fd)
-
-
-def protect_sources(root: Path) -> list[Path]:
-    """As root: remove group/other access from every entry of `root` but CHILD_READABLE; returns them."""
-    changed = []
-    for entry in sorted(root.iterdir()):
-        if entry.name in CHILD_READABLE or entry.is_symlink():
-            continue
-        mode = entry.stat().st_mode
-        if mode & 0o077:
-            entry.chmod(stat.S_IMODE(mode) & 0o700)
-            changed.append(entry)
-    return changed
 
 
 # ---------------------------------------------------------------------------------------------
 # The child process
-
-def _preexec(limits: Limits, user: Optional[SandboxUser], netns: Optional[int], nproc: int,
-             plan: dict[str, list[str]], stash: Path) -> Callable[[], None]:
-    """Runs in the forked child before exec (after setsid): namespaces, limits, then identity."""
-    cpu = max(1, int(limits.cpu_s + 0.999))
-
-    def setup() -> None:
-        if plan:
-            _unshare(CLONE_NEWNS)
-            _apply_plan(plan, stash)
-        if netns is not None:
-            _unshare(netns)
-        resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 2))
-        resource.setrlimit(resource.RLIMIT_FSIZE, (limits.output_bytes,) * 2)
-        resource.setrlimit(resource.RLIMIT_NOFILE, (limits.open_files,) * 2)
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-        resource.setrlimit(resource.RLIMIT_NPROC, (nproc, nproc))
-        if user is not None:
-            os.setgroups([])
-            os.setgid(user.gid)
-            os.setuid(user.uid)
-        _prctl(PR_SET_NO_NEW_PRIVS, 1)
-        _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-        # last: the forked grader may already map more than the limit; exec starts afresh under it
-        resource.setrlimit(resource.RLIMIT_AS, (limits.memory_mb * 2**20,) * 2)
-
-    return setup
-
 
 def _child_env(work: Path) -> dict[str, str]:
     env = {
@@ -342,17 +484,27 @@ def _child_env(work: Path) -> dict[str, str]:
     return env
 
 
-def _read_head(path: Path, limit_chars: int, limit_bytes: Optional[int] = None) -> str:
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read(min(limit_bytes, 4 * limit_chars) if limit_bytes is not None else 4 * limit_chars)
-    except OSError:
-        return ""
-    text = data.decode("utf-8", errors="replace")
-    size = path.stat().st_size if limit_bytes is None else limit_bytes
-    if len(text) > limit_chars or size > len(data):
-        text = text[:limit_chars] + f"\n... (output truncated; {size} bytes in all)"
-    return text
+class _Output:
+    """Printed output of an exercise's children: the first `keep` bytes, the count of all of them."""
+
+    def __init__(self, keep: int):
+        self.keep = keep
+        self.data = bytearray()
+        self.total = 0
+        self.public_bytes: Optional[int] = None  # the count when the first hidden case was sent
+
+    def feed(self, chunk: bytes) -> None:
+        room = self.keep - len(self.data)
+        if room > 0:
+            self.data += chunk[:room]
+        self.total += len(chunk)
+
+    def text(self, upto: int, limit_chars: int) -> str:
+        data = bytes(self.data[:upto])
+        text = data.decode("utf-8", errors="replace")
+        if len(text) > limit_chars or upto > len(data):
+            text = text[:limit_chars] + f"\n... (output truncated; {upto} bytes in all)"
+        return text
 
 
 def _describe_exit(returncode: int, cpu_used: float, limits: Limits) -> tuple[str, str]:
@@ -370,34 +522,57 @@ def _describe_exit(returncode: int, cpu_used: float, limits: Limits) -> tuple[st
 
 
 class _Run:
-    """State of one child: the record parser and the case-by-case sending of call specs."""
+    """State of one child: the record parser and the case-by-case sending of call specs.
 
-    def __init__(self, specs: list[dict], key: bytes, hidden_from: int, report: ChildReport):
+    `first` is the index of the first case this child is sent (a restarted child skips the cases its
+    predecessors ran); `on_hidden` is called just before the first hidden case is queued; the cases
+    of `skipped_funcs` (functions already stopped at the per-case limit) are not sent at all.
+    """
+
+    def __init__(self, specs: list[dict], key: bytes, hidden_from: int, report: ChildReport, first: int = 0,
+                 on_hidden: Callable[[], None] = lambda: None, skipped_funcs: frozenset[str] = frozenset()):
         self.specs = specs
+        self.skipped_funcs = skipped_funcs
         self.key = key
         self.hidden_from = hidden_from
         self.report = report
-        self.next_seq = 0  # the record expected next
-        self.sent = 0  # call specs sent so far
+        self.on_hidden = on_hidden
+        self.next_seq = first  # the record expected next
+        self.sent = first  # call specs sent so far
+        self.imported: Optional[bool] = None
         self.ended_input = False
         self.pending = bytearray()
-        self.public_output_bytes: Optional[int] = None
+        self.sent_at = 0.0  # when the outstanding case was queued (monotonic)
 
     def queue(self, message: dict) -> None:
         self.pending += json.dumps(message, separators=(",", ":")).encode("utf-8") + b"\n"
 
-    def send_next(self, output_size: Callable[[], int]) -> None:
+    def outstanding(self) -> Optional[int]:
+        """The index of the case sent and not yet answered, if any."""
+        return self.next_seq if self.next_seq < self.sent else None
+
+    def send_next(self) -> None:
+        while self.sent < len(self.specs) and self.specs[self.sent]["func"] in self.skipped_funcs:
+            case_id = self.specs[self.sent]["id"]
+            self.report.refused[case_id] = (f"not run: {self.specs[self.sent]['func']} already ran longer than "
+                                            "the per-case time limit on an earlier case")
+            self.sent += 1
+            self.next_seq = self.sent
         if self.sent < len(self.specs):
-            if self.sent == self.hidden_from and self.public_output_bytes is None:
-                self.public_output_bytes = output_size()
+            if self.sent == self.hidden_from:
+                self.on_hidden()
             self.queue({"seq": self.sent, "case": self.specs[self.sent]})
             self.sent += 1
+            self.sent_at = time.monotonic()
         elif not self.ended_input:
             self.queue({"end": True})
             self.ended_input = True
 
-    def record(self, line: bytes, output_size: Callable[[], int]) -> None:
+    def record(self, line: bytes) -> None:
         mac, _, payload = line.partition(b" ")
+        if len(mac) != 64:  # cheap refusal of junk before any HMAC is computed
+            self.report.bad_records += 1
+            return
         expected = hmac.new(self.key, payload, hashlib.sha256).hexdigest().encode("ascii")
         if not hmac.compare_digest(mac, expected):
             self.report.bad_records += 1
@@ -409,11 +584,13 @@ class _Run:
             self.report.bad_records += 1
             return
         if seq == -1 and data.get("kind") == "import":
-            if self.report.imported is None:
-                self.report.imported = bool(data.get("ok"))
-                self.report.import_error = str(data.get("error", ""))[:8000]
-                if self.report.imported:
-                    self.send_next(output_size)
+            if self.imported is None:
+                self.imported = bool(data.get("ok"))
+                if self.report.imported is None:
+                    self.report.imported = self.imported
+                    self.report.import_error = str(data.get("error", ""))[:8000]
+                if self.imported:
+                    self.send_next()
             else:
                 self.report.bad_records += 1
             return
@@ -439,154 +616,278 @@ class _Run:
             return
         self.report.outcomes[case_id] = outcome
         self.next_seq = seq + 1
-        self.send_next(output_size)
+        self.send_next()
 
 
 def run_exercise(student_file: Path, module_name: str, specs: list[dict], hidden_from: int,
                  limits: Limits) -> ChildReport:
     """Run `specs` (call specs, public first; hidden from index `hidden_from`) on `student_file`."""
-    root = is_root()
     report = ChildReport()
-    netns = network_isolation_flags()
-    notes = ["network: none" if netns is not None else "network: not isolated (no namespace support)"]
-    user = SandboxUser() if root else None
-    notes.append(f"uid: {user.uid}" if user else "uid: unchanged (grader not root)")
-    nproc = limits.max_processes if root else _own_task_count() + limits.max_processes
-    plan = reachability_plan() if root else {}
-    if plan:
-        notes.append("private folders hidden: " + ", ".join(sorted(plan)))
+    mode = isolation_mode()
+    output = _Output(limits.kept_output_bytes)
+    start = time.monotonic()
+    deadline = start + limits.timeout_s
+    first, stopped, notes = 0, [], []
+    while True:
+        child = _Child(student_file, module_name, specs, hidden_from, limits, report, output, mode)
+        notes = notes or child.notes
+        first_stopped = child.run(first, deadline, limits.cpu_s - report.cpu_s,
+                                  frozenset(s["func"] for s in specs if s["id"] in stopped))
+        if first_stopped is None:
+            break
+        stopped.append(specs[first_stopped]["id"])
+        first = first_stopped + 1
+        if first >= len(specs) or time.monotonic() >= deadline:
+            break
     report.isolation = tuple(notes)
-    base = Path(tempfile.mkdtemp(prefix="a2grade-"))
-    proc: Optional[subprocess.Popen] = None
-    read_fd = write_fd = out_fd = -1
-    try:
-        private = base / "private"
-        private.mkdir(mode=0o700)
-        stash = private / "mounts"
-        for i in range(sum(len(keeps) for keeps in plan.values())):
-            (stash / str(i)).mkdir(parents=True)
-        work = base / "work"
-        (work / "tmp").mkdir(parents=True)
-        target = work / f"{module_name}.py"
-        shutil.copyfile(student_file, target)
-        child_py = base / "child.py"
-        shutil.copyfile(CHILD_SOURCE, child_py)
-        child_py.chmod(0o644)
-        if user is not None:
-            base.chmod(0o711)
-            for path in (work, work / "tmp", target):
-                os.chown(path, user.uid, user.gid)
-            work.chmod(0o700)
-        output_path = private / "output.txt"
-        out_fd = os.open(output_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o600)
-        read_fd, write_fd = os.pipe()
-        key = secrets.token_bytes(32)
-        run = _Run(specs, key, hidden_from, report)
-        run.queue({"key": key.hex(), "path": str(target), "name": module_name})
-
-        def output_size() -> int:
-            return os.fstat(out_fd).st_size
-
-        start = time.monotonic()
-        proc = subprocess.Popen(
-            [sys.executable, "-s", "-B", "-u", str(child_py), str(write_fd)],
-            stdin=subprocess.PIPE, stdout=out_fd, stderr=out_fd, pass_fds=(write_fd,), cwd=work,
-            env=_child_env(work), start_new_session=True,
-            preexec_fn=_preexec(limits, user, netns, nproc, plan, stash))
-        os.close(write_fd)
-        write_fd = -1
-        _pump(proc, run, read_fd, output_size, start, limits)
-        report.wall_s = time.monotonic() - start
-        report.survivors_killed = _reap(proc, user)
-        size = output_size()
-        public_bytes = run.public_output_bytes if run.public_output_bytes is not None else size
-        report.output_public = _read_head(output_path, limits.shown_output_chars, public_bytes)
-        report.output_all = _read_head(output_path, 4 * limits.shown_output_chars)
-    finally:
-        for fd in (read_fd, write_fd, out_fd):
-            if fd >= 0:
-                os.close(fd)
-        if proc is not None and proc.returncode is None:
-            _reap(proc, user)
-        if user is not None:
-            user.release()
-        shutil.rmtree(base, ignore_errors=True)
+    report.stopped_cases = tuple(stopped)
+    report.wall_s = time.monotonic() - start
+    report.output_bytes = output.total
+    public_bytes = output.public_bytes if output.public_bytes is not None else output.total
+    report.output_public = output.text(public_bytes, limits.shown_output_chars)
+    report.output_all = output.text(output.total, 4 * limits.shown_output_chars)
     return report
 
 
-def _pump(proc: subprocess.Popen, run: _Run, read_fd: int, output_size: Callable[[], int],
-          start: float, limits: Limits) -> None:
-    """Exchange specs and records until the child is done, dies, or a limit is hit."""
-    report = run.report
-    assert proc.stdin is not None
-    stdin_fd = proc.stdin.fileno()
-    os.set_blocking(stdin_fd, False)
-    os.set_blocking(read_fd, False)
-    selector = selectors.DefaultSelector()
-    selector.register(read_fd, selectors.EVENT_READ)
-    buffer = bytearray()
-    received = 0
-    stdin_open = True
-    deadline = start + limits.timeout_s
-    exit_deadline: Optional[float] = None
-    exited = False
-    eof = False
-    while True:
-        now = time.monotonic()
-        if exited and (eof or not _readable(read_fd)):
-            break
-        if now >= deadline:
-            report.ended, report.detail = "timeout", f"the time limit ({limits.timeout_s:g} s wall clock) was exceeded"
-            return
-        if exit_deadline is not None and now >= exit_deadline:
-            return  # every record is in; the child did not exit by itself and is killed by _reap
-        want_write = stdin_open and bool(run.pending)
-        if want_write:
+class _Child:
+    """One child process: its folder, its uid, its pipes; `run` exchanges specs and records with it."""
+
+    def __init__(self, student_file: Path, module_name: str, specs: list[dict], hidden_from: int,
+                 limits: Limits, report: ChildReport, output: _Output, mode: dict):
+        self.student_file, self.module_name = student_file, module_name
+        self.specs, self.hidden_from, self.limits = specs, hidden_from, limits
+        self.report, self.output, self.mode = report, output, mode
+        if mode["mode"] == "none":
+            become_subreaper()
+        self.user = SandboxUser() if is_root() else None
+        self.notes = _isolation_notes(mode, self.user.uid if self.user else None)
+
+    def run(self, first: int, deadline: float, cpu_left_s: float, skipped_funcs: frozenset[str]) -> Optional[int]:
+        """Run cases from index `first`; returns the index of a case stopped at the per-case limit, if any."""
+        base = Path(tempfile.mkdtemp(prefix="a2grade-"))
+        proc: Optional[subprocess.Popen] = None
+        fds: list[int] = []
+        try:
+            ro, work = base / "ro", base / "work"
+            ro.mkdir(mode=0o755)
+            (work / "tmp").mkdir(parents=True)
+            target = ro / f"{self.module_name}.py"
+            shutil.copyfile(self.student_file, target)
+            shutil.copyfile(CHILD_SOURCE, ro / "child.py")
+            for path in (target, ro / "child.py"):
+                path.chmod(0o644)
+            ro.chmod(0o755)
+            if self.user is not None:
+                base.chmod(0o711)
+                for path in (work, work / "tmp"):
+                    os.chown(path, self.user.uid, self.user.gid)
+                work.chmod(0o700)
+            plan = reachability_plan() if self.user is not None else {}
+            if plan and self.mode["mode"] == "none":
+                raise SandboxError(f"the sandbox uid cannot reach the interpreter ({', '.join(plan)} is private) "
+                                   "and no mount namespace works here to open a way")
+            result_r, result_w = os.pipe()
+            out_r, out_w = os.pipe()
+            fds = [result_r, result_w, out_r, out_w]
+            key = secrets.token_bytes(32)
+
+            def mark_public() -> None:
+                if self.output.public_bytes is None:
+                    self._drain(out_r)
+                    self.output.public_bytes = self.output.total
+
+            run = _Run(self.specs, key, self.hidden_from, self.report, first, mark_public, skipped_funcs)
+            hello = {"key": key.hex(), "path": str(target), "name": self.module_name}  # sent after SETUP
+            nproc = self.limits.max_processes if self.user else _own_task_count() + self.limits.max_processes
+            setup = {
+                "mode": self.mode["mode"], "grader_pid": os.getpid(), "result_fd": result_w, "cwd": str(work),
+                "uid": self.user.uid if self.user else None, "gid": self.user.gid if self.user else None,
+                "argv": [sys.executable, "-s", "-B", "-u", str(ro / "child.py"), str(result_w)],
+                "view": _view(ro, work, plan, (self.user.uid, self.user.gid) if self.user else
+                              (os.getuid(), os.getgid())),
+                "limits": {"cpu_s": max(1, int(cpu_left_s + 0.999)), "file_bytes": self.limits.output_bytes,
+                           "open_files": self.limits.open_files, "processes": nproc,
+                           "memory_bytes": self.limits.memory_mb * 2**20},
+            }
+            setup_path = base / "setup.json"
+            setup_path.write_text(json.dumps(setup))
+            setup_path.chmod(0o600)
+            proc = subprocess.Popen([sys.executable, "-I", "-B", str(JAIL_SOURCE), str(setup_path)],
+                                    stdin=subprocess.PIPE, stdout=out_w, stderr=out_w, pass_fds=(result_w,),
+                                    cwd=str(work), env=_child_env(work), start_new_session=True)
+            for fd in (result_w, out_w):
+                os.close(fd)
+                fds.remove(fd)
+            stopped = self._pump(proc, run, hello, result_r, out_r, deadline)
+            self.report.survivors_killed += self._reap(proc)
+            self._drain(out_r)
+            return stopped
+        finally:
+            for fd in fds:
+                os.close(fd)
+            if proc is not None and proc.returncode is None:
+                self._reap(proc)
+            if self.user is not None:
+                self.user.release()
+            remove_tree(base)
+
+    def _drain(self, out_r: int) -> bool:
+        """Read whatever printed output is waiting in the pipe, without blocking; False at its end."""
+        while True:
             try:
-                selector.register(stdin_fd, selectors.EVENT_WRITE)
-            except KeyError:
-                pass
-        elif stdin_open:
-            try:
+                chunk = os.read(out_r, READ_CHUNK_BYTES)
+            except BlockingIOError:
+                return True
+            except OSError:
+                return False
+            if not chunk:
+                return False
+            self.output.feed(chunk)
+
+    def _stop(self, ended: str, detail: str) -> None:
+        self.report.ended, self.report.detail = ended, detail
+
+    def _pump(self, proc: subprocess.Popen, run: _Run, hello: dict, result_r: int, out_r: int,
+              deadline: float) -> Optional[int]:
+        """Exchange specs and records until the child is done, dies, or a limit is hit.
+
+        `hello` (the key and the file) is sent once the launcher's SETUP line has arrived: the harness
+        waits for it, so no student code runs before that line, and none can forge it."""
+        report, limits = self.report, self.limits
+        assert proc.stdin is not None
+        stdin_fd = proc.stdin.fileno()
+        for fd in (stdin_fd, result_r, out_r):
+            os.set_blocking(fd, False)
+        selector = selectors.DefaultSelector()
+        selector.register(result_r, selectors.EVENT_READ)
+        selector.register(out_r, selectors.EVENT_READ)
+        buffer = bytearray()
+        received = 0
+        setup_seen = False
+        stdin_open = True
+        exit_deadline: Optional[float] = None
+        exited = eof = False
+        while True:
+            now = time.monotonic()
+            if exited and (eof or not _readable(result_r)):
+                break
+            if now >= deadline:
+                self._stop("timeout", f"the time limit ({limits.timeout_s:g} s wall clock) was exceeded")
+                return None
+            waiting = run.outstanding()
+            if waiting is not None and limits.case_timeout_s is not None and now - run.sent_at >= limits.case_timeout_s:
+                report.refused[self.specs[waiting]["id"]] = (f"stopped after {limits.case_timeout_s:g} s (the per-case "
+                                                              "time limit); the other cases ran in a fresh process")
+                return waiting
+            if exit_deadline is not None and now >= exit_deadline:
+                return None  # every record is in; the child did not exit by itself and is killed by _reap
+            if stdin_open and run.pending:
+                if stdin_fd not in selector.get_map():
+                    selector.register(stdin_fd, selectors.EVENT_WRITE)
+            elif stdin_fd in selector.get_map():
                 selector.unregister(stdin_fd)
-            except KeyError:
+            for key, _ in selector.select(timeout=min(0.05, max(0.0, deadline - now))):
+                if key.fd == out_r:
+                    if not self._drain(out_r):
+                        selector.unregister(out_r)
+                    if self.output.total > limits.output_bytes:
+                        self._stop("output", f"the output limit ({limits.output_bytes // 2**20} MiB for printed "
+                                             "output and files) was exceeded")
+                        return None
+                elif key.fd == result_r and not eof:
+                    try:
+                        chunk = os.read(result_r, READ_CHUNK_BYTES)
+                    except BlockingIOError:
+                        continue
+                    if not chunk:
+                        eof = True
+                        selector.unregister(result_r)
+                        continue
+                    received += len(chunk)
+                    if received > limits.result_bytes:
+                        self._stop("result_size", f"the results were larger than {limits.result_bytes // 2**20} MiB")
+                        return None
+                    buffer += chunk
+                    if b"\n" not in chunk:
+                        continue
+                    lines = buffer.split(b"\n")
+                    buffer = bytearray(lines.pop())
+                    for line in lines:
+                        if not setup_seen:
+                            self.notes += _setup_notes(line)
+                            setup_seen = True
+                            run.queue(hello)
+                            continue
+                        run.record(line)
+                    if report.bad_records > limits.junk_lines:
+                        self._stop("junk", f"more than {limits.junk_lines} lines that are not result records were "
+                                           "written to the result channel")
+                        return None
+                elif key.fd == stdin_fd:
+                    try:
+                        written = os.write(stdin_fd, run.pending)
+                        del run.pending[:written]
+                    except BlockingIOError:
+                        pass
+                    except OSError:
+                        stdin_open = False
+                        run.pending.clear()
+                        selector.unregister(stdin_fd)
+            if run.ended_input and not run.pending and exit_deadline is None:
+                exit_deadline = time.monotonic() + EXIT_GRACE_S
+            if not exited and self._wait(proc):
+                exited = True
+        if not setup_seen:
+            raise SandboxError(f"the sandbox launcher ended (status {proc.returncode}) before setting up the child: "
+                               f"{self.output.text(self.output.total, 2000)}")
+        if run.next_seq < len(run.specs) or run.imported is None:
+            self._stop(*_describe_exit(report.returncode or 0, report.cpu_s, limits))
+        return None
+
+    def _wait(self, proc: subprocess.Popen) -> bool:
+        """Reap the child if it has exited (recording status and CPU time); True once it has."""
+        try:
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+        except ChildProcessError:
+            return True
+        if pid == 0:
+            return False
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        self.report.returncode = proc.returncode
+        self.report.cpu_s += usage.ru_utime + usage.ru_stime
+        return True
+
+    def _reap(self, proc: subprocess.Popen) -> int:
+        """Kill the launcher's process group (so the namespace's init, so everything in it), reap the
+        launcher, and as root kill every process left with the child's uid; returns how many were left."""
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        if proc.returncode is None:
+            try:
+                _, status, usage = os.wait4(proc.pid, 0)
+                proc.returncode = os.waitstatus_to_exitcode(status)
+                self.report.cpu_s += usage.ru_utime + usage.ru_stime
+            except ChildProcessError:
+                proc.returncode = -signal.SIGKILL
+        if proc.stdin is not None:
+            try:
+                proc.stdin.close()
+            except OSError:
                 pass
-        for key, events in selector.select(timeout=min(0.05, max(0.0, deadline - now))):
-            if key.fd == read_fd and not eof:
-                try:
-                    chunk = os.read(read_fd, 1 << 16)
-                except BlockingIOError:
-                    continue
-                if not chunk:
-                    eof = True
-                    selector.unregister(read_fd)
-                    continue
-                received += len(chunk)
-                if received > limits.result_bytes:
-                    report.ended = "result_size"
-                    report.detail = f"the results were larger than {limits.result_bytes // 2**20} MiB"
-                    return
-                buffer += chunk
-                while b"\n" in buffer:
-                    line, _, rest = bytes(buffer).partition(b"\n")
-                    buffer = bytearray(rest)
-                    run.record(line, output_size)
-            elif key.fd == stdin_fd and events & selectors.EVENT_WRITE:
-                try:
-                    written = os.write(stdin_fd, run.pending)
-                    del run.pending[:written]
-                except BlockingIOError:
-                    pass
-                except (BrokenPipeError, OSError):
-                    stdin_open = False
-                    run.pending.clear()
-                    selector.unregister(stdin_fd)
-        if run.ended_input and not run.pending and exit_deadline is None:
-            exit_deadline = time.monotonic() + EXIT_GRACE_S
-        if not exited and _wait(proc, report):
-            exited = True
-    if run.next_seq < len(run.specs) or report.imported is None:
-        report.ended, report.detail = _describe_exit(report.returncode or 0, report.cpu_s, limits)
+        return kill_uid(self.user.uid) if self.user is not None else 0
+
+
+def _setup_notes(line: bytes) -> list[str]:
+    """The launcher's first line on the result channel, SETUP {"ok": true, "notes": [...]}: its notes."""
+    try:
+        data = json.loads(line[len(b"SETUP "):]) if line.startswith(b"SETUP ") else {}
+        if data.get("ok") is True:
+            return [str(n) for n in data.get("notes", [])]
+    except (ValueError, TypeError, AttributeError):
+        data = {}
+    raise SandboxError(f"the sandbox could not be set up: {data.get('notes') or line[:500]!r}")
 
 
 def _readable(fd: int) -> bool:
@@ -596,41 +897,4 @@ def _readable(fd: int) -> bool:
         return bool(selector.select(timeout=0))
     finally:
         selector.close()
-
-
-def _wait(proc: subprocess.Popen, report: ChildReport) -> bool:
-    """Reap the child if it has exited (recording status and CPU time); True once it has."""
-    try:
-        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-    except ChildProcessError:
-        return True
-    if pid == 0:
-        return False
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    report.returncode = proc.returncode
-    report.cpu_s = usage.ru_utime + usage.ru_stime
-    return True
-
-
-def _reap(proc: subprocess.Popen, user: Optional[SandboxUser]) -> int:
-    """Kill the child's process group and, as root, every process of its uid; reap the child."""
-    killed = 0
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    if proc.returncode is None:
-        try:
-            _, status, _ = os.wait4(proc.pid, 0)
-            proc.returncode = os.waitstatus_to_exitcode(status)
-        except ChildProcessError:
-            proc.returncode = -signal.SIGKILL
-    if user is not None:
-        killed = kill_uid(user.uid)
-    if proc.stdin is not None:
-        try:
-            proc.stdin.close()
-        except OSError:
-            pass
-    return killed
 

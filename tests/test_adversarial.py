@@ -62,7 +62,8 @@ def check(data: dict, attack: str) -> None:
     assert not sandbox_survivors(), f"{attack}: sandbox processes survived the grading"
 
 
-ATTACKS = sorted(p.name for p in ADVERSARIAL.iterdir() if p.is_dir())
+OWN_TEST = {"one_function_loops"}  # deserves more than 0: graded in tests/test_sandbox_attacks.py
+ATTACKS = sorted(p.name for p in ADVERSARIAL.iterdir() if p.is_dir() and p.name not in OWN_TEST)
 
 
 @pytest.mark.parametrize("attack", [pytest.param(a, marks=pytest.mark.slow) if a in SLOW else a for a in ATTACKS])

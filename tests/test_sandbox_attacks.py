@@ -1,0 +1,517 @@
+"""The sandbox against a hostile student: processes, files, network, output and result channels, time.
+
+Each test runs one attack from autograder/fixtures/adversarial/ (or a small probe written here) and
+checks the score it deserves (named in the fixture's docstring), that results.json validates when the
+whole grader runs, and that no process this test started survives. Survivor checks look only at this
+test's own processes (its sandbox uids, or an A2_TEST_TAG it put in the environment), because other
+graders may be running on the same machine.
+
+Most checks need the namespaces the sandbox uses (`sandbox.isolation_mode()` is "root" or "user");
+where they are missing the tests check instead that the grader says so.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from autograder import grader, results as res, sandbox
+from autograder.cases import expected_values, hidden_cases, public_cases
+from autograder.manifest import BY_ID, ROOT
+from hetero.checks import judge
+from hetero.impl import load_module_from_path
+
+_helpers = load_module_from_path(Path(__file__).with_name("test_grader.py"), "_a2_grader_test_helpers")
+SCORE_TOL, SOLUTIONS = _helpers.SCORE_TOL, _helpers.SOLUTIONS
+exercise_score, autograder_failures, sandbox_survivors = (_helpers.exercise_score, _helpers.autograder_failures,
+                                                          _helpers.sandbox_survivors)
+
+ADVERSARIAL = ROOT / "autograder" / "fixtures" / "adversarial"
+EX01, EX02 = BY_ID["ex01"], BY_ID["ex02"]
+NAMESPACES = sandbox.isolation_mode()["mode"] != "none"
+needs_namespaces = pytest.mark.skipif(not NAMESPACES, reason="no mount/PID/network namespace here: "
+                                      + "; ".join(sandbox.isolation_mode()["failures"]))
+needs_root = pytest.mark.skipif(not sandbox.is_root(), reason="sandbox uids exist only when the grader is root")
+pytestmark = pytest.mark.skipif(not all(_helpers.real_ready(e) for e in ("ex01", "ex02")),
+                                reason="ex01 and ex02 need their answer keys, hidden cases and expected values")
+
+
+def specs_for(ex_id: str) -> tuple[list, list[dict], int]:
+    cases = public_cases(ex_id) + hidden_cases(ex_id)
+    return cases, [grader.call_spec(c) for c in cases], len(public_cases(ex_id))
+
+
+def run_fixture(attack: str, ex=EX02, limits: sandbox.Limits | None = None, path: Path | None = None):
+    _, specs, hidden_from = specs_for(ex.id)
+    path = path or ADVERSARIAL / attack / ex.filename
+    return sandbox.run_exercise(path, ex.module, specs, hidden_from, limits or grader.limits_for(ex))
+
+
+def tagged_processes(tag: str) -> list[int]:
+    """Live processes whose environment carries `tag` (the ones a grader run with A2_TEST_TAG started)."""
+    found = []
+    needle = f"A2_TEST_TAG={tag}".encode()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            if needle in Path(f"/proc/{entry}/environ").read_bytes() and \
+                    Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[0] not in "ZX":
+                found.append(int(entry))
+        except (OSError, IndexError):
+            continue
+    return found
+
+
+# ---------------------------------------------------------------------------------------------
+# 1. Nothing the student's code starts outlives its exercise
+
+SUBREAPER = """
+import ctypes, os, subprocess, sys
+ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER: orphans come here, and are reaped
+code = subprocess.call(sys.argv[1:])
+while True:
+    try:
+        os.waitpid(-1, 0)
+    except ChildProcessError:
+        break
+sys.exit(code)
+"""
+WRAPPERS = {
+    "no_reaper": [],
+    "subreaper": [sys.executable, "-c", SUBREAPER],
+    "pid_namespace_init": ["unshare", "--fork", "--pid", "--mount-proc"],
+}
+
+
+@needs_namespaces
+@pytest.mark.parametrize("wrapper", sorted(WRAPPERS))
+def test_relay_does_not_outlive_its_exercise(wrapper, tmp_path):
+    """The relay (as ex01) re-forks every 3 ms and tries to overwrite ex02, graded next: ex02 keeps full
+    marks, ex01 scores 0, and no process of the run is alive when the grader returns."""
+    if wrapper == "pid_namespace_init" and shutil.which("unshare") is None:
+        pytest.skip("unshare(1) is not installed")
+    submission = tmp_path / "submission"
+    submission.mkdir()
+    shutil.copyfile(ADVERSARIAL / "relay" / EX02.filename, submission / EX01.filename)
+    shutil.copyfile(SOLUTIONS / EX02.filename, submission / EX02.filename)
+    tag = secrets.token_hex(8)
+    out = tmp_path / "results.json"
+    cmd = WRAPPERS[wrapper] + [sys.executable, "-m", "autograder", "grade", str(submission), "--out", str(out),
+                               "--exercises", "ex01", "ex02"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=240, cwd=ROOT,
+                          env={**os.environ, "A2_TEST_TAG": tag})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    left = tagged_processes(tag)
+    time.sleep(0.3)  # a relay caught between two generations would show up now
+    left += tagged_processes(tag)
+    for pid in set(left):  # do not leave them running if the check fails
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    assert not left, f"{wrapper}: {len(set(left))} process(es) of the relay outlived the grading"
+    data = json.loads(out.read_text())
+    res.validate(data)
+    assert not autograder_failures(data), data["output"]
+    assert "RELAY-STARTED" in json.dumps(data), "the relay should have started (its output is missing)"
+    assert exercise_score(data, "ex01")[0] == 0, "the relay's exercise must score 0"
+    assert abs(exercise_score(data, "ex02")[0] - EX02.points) < SCORE_TOL, \
+        f"{wrapper}: the correct ex02 graded after the relay lost points: {data['output']}"
+
+
+@needs_namespaces
+def test_killing_the_grader_ends_its_sandboxed_children(tmp_path):
+    """What grade-all's per-submission timeout does: SIGKILL to the grader's process group while a child
+    runs a relay and sleeps in a case. The launcher dies with the grader (PR_SET_PDEATHSIG), the
+    namespace's init with the launcher, and every process in the namespace with its init."""
+    submission = tmp_path / "submission"
+    submission.mkdir()
+    relay = (ADVERSARIAL / "relay" / EX02.filename).read_text()
+    (submission / EX02.filename).write_text(relay.replace("return lambda *args, **kwargs: -12345.678",
+                                                          "return lambda *args, **kwargs: __import__('time').sleep(600)"))
+    tag = secrets.token_hex(8)
+    proc = subprocess.Popen([sys.executable, "-m", "autograder", "grade", str(submission), "--out",
+                             str(tmp_path / "results.json"), "--exercises", "ex02"], cwd=ROOT,
+                            env={**os.environ, "A2_TEST_TAG": tag}, start_new_session=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    # grader, launcher, init, harness (the relay's generations live 3 ms each: a scan rarely sees one)
+    while time.monotonic() < deadline and len(tagged_processes(tag)) < 4:
+        time.sleep(0.1)
+    time.sleep(1.0)  # the first case sleeps
+    running = tagged_processes(tag)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    time.sleep(0.5)
+    left = tagged_processes(tag)
+    for pid in left:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    for folder in Path(tempfile.gettempdir()).glob("a2grade-*"):  # the killed grader could not remove its own
+        try:
+            if json.loads((folder / "setup.json").read_text())["grader_pid"] == proc.pid:
+                sandbox.remove_tree(folder)
+        except (OSError, ValueError, KeyError):
+            continue
+    assert len(running) >= 4, f"the attack should be running when the grader is killed: {running}"
+    assert not left, f"{len(left)} sandboxed process(es) outlived the killed grader"
+
+
+@needs_root
+def test_kill_uid_ends_a_relay_without_any_namespace():
+    """The route where no namespace works: a relay running as a sandbox uid, re-forking every 2 ms, is
+    gone after one kill_uid (kill(-1) from that uid). Proof: every generation holds the write end of a
+    pipe the test reads, which reaches end-of-file only when no generation is left; its zombies are
+    reaped because the grader is their subreaper (this machine's init may not reap)."""
+    sandbox.become_subreaper()
+    user = sandbox.SandboxUser()
+    read_fd, write_fd = os.pipe()
+    try:
+        starter = os.fork()
+        if starter == 0:
+            try:
+                os.close(read_fd)
+                os.setsid()
+                os.setgroups([])
+                os.setgid(user.gid)
+                os.setuid(user.uid)
+                end = time.time() + 30
+                while time.time() < end:
+                    if os.fork() != 0:
+                        os._exit(0)
+                    os.write(write_fd, b".")
+                    time.sleep(0.002)
+            finally:
+                os._exit(0)
+        os.close(write_fd)
+        os.waitpid(starter, 0)
+        assert os.read(read_fd, 64), "the relay should be running before the kill"
+        sandbox.kill_uid(user.uid)
+        os.set_blocking(read_fd, False)
+        deadline = time.monotonic() + 2.0
+        while time.monotonic() < deadline:
+            try:
+                if os.read(read_fd, 1 << 16) == b"":
+                    break
+            except BlockingIOError:
+                time.sleep(0.01)
+        else:
+            pytest.fail("a relay generation still holds the pipe 2 s after kill_uid")
+        zombies = [pid for pid, uids, state, _ in sandbox._process_table() if user.uid in uids and state == "Z"
+                   and Path(f"/proc/{pid}/status").read_text().count(f"PPid:\t{os.getpid()}\n")]
+        assert not zombies, f"zombies of the relay were left unreaped: {zombies[:5]}"
+    finally:
+        os.close(read_fd)
+        sandbox.kill_uid(user.uid)
+        user.release()
+
+
+@needs_root
+def test_a_grader_process_never_hands_out_a_uid_twice():
+    uids = []
+    for _ in range(12):
+        user = sandbox.SandboxUser()
+        uids.append(user.uid)
+        user.release()
+    assert len(set(uids)) == len(uids), f"a uid was handed out twice in one grader process: {uids}"
+    # grade-all runs one grader process per submission: the next one takes the uid released longest ago
+    code = "from autograder import sandbox; u = sandbox.SandboxUser(); print(u.uid); u.release()"
+    others = [int(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
+                                 timeout=60, check=True).stdout) for _ in range(3)]
+    assert not set(others) & set(uids) and len(set(others)) == 3, \
+        f"grader processes one after another reused a uid: {uids} then {others}"
+
+
+@needs_namespaces
+def test_files_left_behind_are_gone_and_not_seen_by_the_next_exercise(tmp_path):
+    """leave_files writes into /tmp, /var/tmp, /dev/shm, /run/lock and makes a SysV segment: none of it
+    exists on the machine afterwards, and the next child sees empty temporary folders."""
+    report = run_fixture("leave_files")
+    assert report.imported is True, report.output_all
+    assert all(f"LEFT {d}\n" in report.output_all for d in ("/tmp", "/var/tmp", "/dev/shm")), \
+        f"inside its sandbox the attack should have written its files: {report.output_all[:500]}"
+    for folder in ("/tmp", "/var/tmp", "/dev/shm", "/run/lock"):
+        name = "a2-leftover-" + folder.strip("/").replace("/", "-")
+        assert not Path(folder, name).exists(), f"{folder}/{name} outlived the exercise"
+    shm = Path("/proc/sysvipc/shm")
+    if shm.exists():
+        assert str(0x0A2A2A2A) not in shm.read_text().split(), "the student's SysV segment (key 0x0A2A2A2A) survived"
+    probe = tmp_path / EX01.filename
+    probe.write_text("import os\nfor d in ('/tmp', '/var/tmp', '/dev/shm', '/run/lock'):\n"
+                     "    print('SEES', d, sorted(n for n in os.listdir(d) if n.startswith('a2-')))\n")
+    seen = sandbox.run_exercise(probe, EX01.module, [], 0, sandbox.Limits(20, 20, 1024)).output_all
+    assert "a2-leftover" not in seen and seen.count("SEES") == 4, seen
+    assert not sandbox_survivors()
+
+
+# ---------------------------------------------------------------------------------------------
+# 2. Network isolation that says when it is missing
+
+@needs_namespaces
+def test_network_probe_reaches_nothing():
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(4)
+    with socket.create_connection(listener.getsockname(), timeout=2):  # control: the listener is reachable
+        listener.accept()[0].close()
+    listener.setblocking(False)
+    os.environ["A2_TEST_PORT"] = str(listener.getsockname()[1])
+    try:
+        report = run_fixture("network_probe")
+    finally:
+        del os.environ["A2_TEST_PORT"]
+    with pytest.raises(BlockingIOError):
+        listener.accept()  # nothing connected to the machine's loopback
+    listener.close()
+    assert "NET-REACHED []" in report.output_all, report.output_all
+    assert "network: none (own network namespace)" in report.isolation
+
+
+def test_missing_network_isolation_is_said_in_the_results(tmp_path, monkeypatch, caplog):
+    """With no namespace (forced by A2_SANDBOX_NAMESPACES=0, grader not root so no uid change), the
+    exercise's note in results.json says "network: not isolated" and why, and so does the log."""
+    monkeypatch.setenv("A2_SANDBOX_NAMESPACES", "0")
+    monkeypatch.setattr(sandbox, "_MODE", {})
+    monkeypatch.setattr(sandbox, "is_root", lambda: False)
+    submission = _helpers.submission_with(tmp_path, ["ex01"])
+    data = grader.grade_submission(submission, tmp_path / "results.json", exercises=["ex01"])
+    res.validate(data)
+    assert abs(exercise_score(data, "ex01")[0] - EX01.points) < SCORE_TOL, data["output"]
+    text = json.dumps(data)
+    assert "network: not isolated (namespaces disabled by A2_SANDBOX_NAMESPACES=0)" in text, data["output"]
+    assert "network not isolated" in caplog.text, "the grader's log must say it too"
+
+
+# ---------------------------------------------------------------------------------------------
+# 3. The child reads none of the grader's files; the grader changes none of the instructor's
+
+@needs_namespaces
+def test_child_reads_no_gradescope_file_no_hidden_folder_no_other_staging(tmp_path, monkeypatch):
+    """read_grader_outputs globs a fake Gradescope root, a grade-all output folder (A2_SANDBOX_HIDE) and
+    another student's staging folder, all world-readable outside /tmp: it finds nothing."""
+    outside = Path(tempfile.mkdtemp(prefix="a2test-", dir="/run" if os.access("/run", os.W_OK) else None))
+    other = Path(tempfile.mkdtemp(prefix="a2submission-"))
+    try:
+        gradescope, gradeall = outside / "gradescope", outside / "gradeall"
+        (gradescope / "results").mkdir(parents=True)
+        (gradescope / "submission_metadata.json").write_text('{"previous_submissions": "SECRET-META"}')
+        (gradescope / "results" / "results.json").write_text('{"SECRET-RESULTS": 1}')
+        gradeall.mkdir()
+        (gradeall / "gradebook.sqlite").write_text("SECRET-GRADEBOOK")
+        (other / EX02.filename).write_text("# SECRET-OTHER-STUDENT\n")
+        for path in (outside, *outside.rglob("*"), other, *other.rglob("*")):
+            path.chmod(0o755 if path.is_dir() else 0o644)  # readable by anyone: only the view hides them
+        monkeypatch.setenv("A2_AUTOGRADER_ROOT", str(gradescope))
+        monkeypatch.setenv("A2_SANDBOX_HIDE", str(gradeall))
+        attack = ADVERSARIAL / "read_grader_outputs" / EX02.filename
+        control = subprocess.run([sys.executable, str(attack)], capture_output=True, text=True, timeout=60,
+                                 env=dict(os.environ))
+        assert control.stdout.count("SECRET-") == 4, f"outside the sandbox the attack finds all four: {control.stdout}"
+        folder = tmp_path / "submission"
+        folder.mkdir()
+        shutil.copyfile(attack, folder / EX02.filename)
+        data = grader.grade_submission(folder, tmp_path / "results.json", exercises=["ex02"])
+        res.validate(data)
+        text = json.dumps(data)
+        leaks = [text[max(0, i - 300):i + 100] for i in (text.find("SECRET-"), text.find("READ-OK")) if i >= 0]
+        assert not leaks, f"the child read a protected file: {leaks}"
+        assert exercise_score(data, "ex02")[0] == 0
+    finally:
+        shutil.rmtree(outside, ignore_errors=True)
+        shutil.rmtree(other, ignore_errors=True)
+    assert not sandbox_survivors()
+
+
+@needs_root
+@pytest.mark.slow  # builds the zip and grades all ten exercises through run_autograder: about a minute
+def test_gradescope_layout_hides_metadata_results_and_source(tmp_path):
+    """The zip unpacked as Gradescope does (under a world-traversable root, with this machine's venv in
+    place of setup.sh's): read_hidden as ex01 and read_grader_outputs as ex02 find nothing of
+    submission_metadata.json, results/ or the source tree, and the answer key still scores 100."""
+    from autograder import build
+
+    top = Path(tempfile.mkdtemp(prefix="a2-gradescope-"))
+    top.chmod(0o755)
+    try:
+        root = top / "autograder"
+        (root / "submission").mkdir(parents=True)
+        build.build(tmp_path / "autograder.zip")
+        with zipfile.ZipFile(tmp_path / "autograder.zip") as zf:
+            zf.extractall(root / "source")
+        (root / "source" / "run_autograder").chmod(0o755)
+        (root / "submission_metadata.json").write_text('{"previous_submissions": [{"SECRET-META": 1}]}')
+        env = {**os.environ, "A2_AUTOGRADER_ROOT": str(root), "A2_VENV": sys.prefix}
+
+        def run(files: dict[str, Path]) -> dict:
+            for old in (root / "submission").iterdir():
+                old.unlink()
+            for name, src in files.items():
+                shutil.copyfile(src, root / "submission" / name)
+            proc = subprocess.run(["bash", str(root / "source" / "run_autograder")], cwd=str(root), env=env,
+                                  capture_output=True, text=True, timeout=600)
+            assert proc.returncode == 0, proc.stderr[-2000:]
+            return json.loads((root / "results" / "results.json").read_text())
+
+        attacked = run({EX01.filename: ADVERSARIAL / "read_hidden" / EX02.filename,
+                        EX02.filename: ADVERSARIAL / "read_grader_outputs" / EX02.filename})
+        res.validate(attacked)
+        text = json.dumps(attacked)
+        assert "READ-DENIED" in text, "the attacks should have run and reported what they could not read"
+        leaks = [text[max(0, i - 200):i + 200] for i in (text.find("SECRET-"), text.find("READ-OK")) if i >= 0]
+        assert not leaks, f"student code read the Gradescope root or the source: {leaks}"
+        key = run({ex.filename: SOLUTIONS / ex.filename for ex in BY_ID.values()})
+        assert abs(key["score"] - 100) < SCORE_TOL, key["output"][:2000]
+    finally:
+        shutil.rmtree(top, ignore_errors=True)
+
+
+@needs_namespaces
+def test_submission_copy_is_read_only_and_package_root_is_empty(tmp_path):
+    probe = tmp_path / EX01.filename
+    probe.write_text(
+        "import os\n"
+        f"print('ROOT', sorted(os.listdir({str(ROOT)!r})))\n"
+        "for target in (__file__, os.path.join(os.path.dirname(__file__), 'planted.py')):\n"
+        "    try:\n"
+        "        open(target, 'a').close()\n"
+        "        print('WRITE-OK', target)\n"
+        "    except OSError as exc:\n"
+        "        print('WRITE-DENIED', exc.errno)\n")
+    out = sandbox.run_exercise(probe, EX01.module, [], 0, sandbox.Limits(20, 20, 1024)).output_all
+    assert "WRITE-OK" not in out and out.count("WRITE-DENIED") == 2, out
+    visible = out.split("ROOT ", 1)[1].splitlines()[0]
+    assert "autograder" not in visible and "solutions" not in visible and ".git" not in visible, \
+        f"the package root shows more than the venv and shared/: {visible}"
+
+
+def test_remove_tree_deletes_any_depth_and_never_follows_links(tmp_path):
+    outside = tmp_path / "outside.txt"
+    outside.write_text("must survive")
+    top = tmp_path / "tree"
+    top.mkdir()
+    fd = os.open(top, os.O_RDONLY)
+    for _ in range(3000):  # 6000 characters of path: beyond PATH_MAX and the recursion limit
+        os.mkdir("d", dir_fd=fd)
+        os.close(os.open("f", os.O_CREAT | os.O_WRONLY, 0o600, dir_fd=fd))
+        deeper = os.open("d", os.O_RDONLY, dir_fd=fd)
+        os.close(fd)
+        fd = deeper
+    os.symlink(str(tmp_path), "up", dir_fd=fd)
+    os.close(fd)
+    sandbox.remove_tree(top)
+    assert not top.exists(), "the 3000-level tree must be gone"
+    assert outside.read_text() == "must survive", "remove_tree followed a symlink out of the tree"
+
+
+def _modes(root: Path) -> dict[str, int]:
+    entries = [root, *root.iterdir(), *(root / "autograder").iterdir(), *(root / "solutions").iterdir()]
+    return {str(p): p.lstat().st_mode for p in entries}
+
+
+@needs_root
+def test_grading_as_root_leaves_the_checkout_modes_unchanged(tmp_path):
+    before = _modes(ROOT)
+    data = grader.grade_submission(_helpers.submission_with(tmp_path, ["ex01"]), exercises=["ex01"])
+    after = _modes(ROOT)
+    changed = {p: (oct(before[p]), oct(after.get(p, 0))) for p in before if after.get(p) != before[p]}
+    assert not changed, f"grading changed the modes of the instructor's files: {changed}"
+    assert abs(exercise_score(data, "ex01")[0] - EX01.points) < SCORE_TOL, data["output"]
+
+
+# ---------------------------------------------------------------------------------------------
+# 4. Output through a pipe; the result channel's junk costs little
+
+def test_output_is_a_pipe_and_public_output_is_only_the_public_cases():
+    report = run_fixture("rewrite_output")
+    n_public = len(public_cases("ex02"))
+    assert "SEEK-DENIED" in report.output_all, f"stdout must be a pipe (no seek): {report.output_all[:500]}"
+    assert "HIDDEN-TEXT" not in report.output_all
+    shown = [line for line in report.output_public.splitlines() if line.startswith("CALL-")]
+    assert shown == [f"CALL-{i}-END" for i in range(1, n_public + 1)], \
+        f"the public output must hold the {n_public} public calls and nothing later: {shown}"
+    assert report.output_bytes >= len(report.output_all.encode()) - 100
+
+
+def test_result_channel_junk_stops_the_child_and_costs_little_grader_cpu():
+    _, specs, hidden_from = specs_for("ex02")  # drawing the hidden cases costs CPU too: not counted
+    before = resource.getrusage(resource.RUSAGE_SELF)
+    report = sandbox.run_exercise(ADVERSARIAL / "result_junk" / EX02.filename, EX02.module, specs, hidden_from,
+                                  grader.limits_for(EX02))
+    after = resource.getrusage(resource.RUSAGE_SELF)
+    spent = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    assert report.ended == "junk", (report.ended, report.detail)
+    assert not report.outcomes
+    # the grader's CPU time for the whole exercise; 1 s per 64 KiB of newlines was the quadratic parser
+    assert spent < 1.0, f"the grader spent {spent:.2f} s of CPU on a junk-flooded result channel"
+
+
+# ---------------------------------------------------------------------------------------------
+# 5. A looping function costs only its own cases
+
+def test_one_looping_function_costs_only_its_cases(tmp_path):
+    """one_function_loops: the ex02 answer key whose kv_capacity_tokens never returns, graded with the
+    manifest's own limits (10 s per case, 20 s in all)."""
+    path = tmp_path / EX02.filename
+    path.write_text((SOLUTIONS / EX02.filename).read_text() + "\n\n"
+                    + (ADVERSARIAL / "one_function_loops" / "loop_suffix.py").read_text())
+    cases, _, _ = specs_for("ex02")
+    start = time.monotonic()
+    report = run_fixture("one_function_loops", path=path)
+    elapsed = time.monotonic() - start
+    stored = expected_values("ex02")
+    hidden_ids = {c.id for c in hidden_cases("ex02")}
+    looped = [c for c in cases if c.func == "kv_capacity_tokens"]
+    others = [c for c in cases if c.func != "kv_capacity_tokens"]
+    assert elapsed < EX02.timeout_s + 2, f"the exercise took {elapsed:.1f} s, its limit is {EX02.timeout_s} s"
+    assert not any(c.id in report.outcomes for c in looped)
+    assert "stopped after 10 s" in report.refused[looped[0].id], report.refused
+    assert all("not run" in report.refused[c.id] for c in looped[1:]), report.refused
+    failed = []
+    for case in others:
+        outcome = report.outcomes.get(case.id)
+        expect = stored[case.id].get("expect") if case.id in hidden_ids else None  # public: the case's own
+        if outcome is None or not judge(case, outcome, expect).passed:
+            failed.append((case.id, report.refused.get(case.id, outcome)))
+    assert not failed, f"cases of the functions that do not loop must still pass: {failed[:5]}"
+    assert report.stopped_cases == (looped[0].id,)
+    assert not sandbox_survivors()
+
+
+def test_one_looping_function_in_results_json(tmp_path):
+    """The same submission through the whole grader: results.json validates, every ex02 entry of the
+    other functions has full marks, the looping function's entries none, and ex01 keeps its score."""
+    folder = tmp_path / "submission"
+    folder.mkdir()
+    (folder / EX02.filename).write_text((SOLUTIONS / EX02.filename).read_text() + "\n\n"
+                                        + (ADVERSARIAL / "one_function_loops" / "loop_suffix.py").read_text())
+    shutil.copyfile(SOLUTIONS / EX01.filename, folder / EX01.filename)
+    data = grader.grade_submission(folder, tmp_path / "results.json", exercises=["ex01", "ex02"])
+    res.validate(data)
+    assert not autograder_failures(data), data["output"]
+    assert abs(exercise_score(data, "ex01")[0] - EX01.points) < SCORE_TOL
+    entries = [t for t in data["tests"] if t["name"].split(" ", 1)[0] == "ex02" and t["max_score"] > 0]
+    looped = [t for t in entries if "kv_capacity_tokens" in t["name"]]
+    others = [t for t in entries if "kv_capacity_tokens" not in t["name"]]
+    assert looped and others, [t["name"] for t in entries]
+    assert all(t["score"] == 0 for t in looped), "the looping function's cases must score 0"
+    short = [t["name"] for t in others if abs(t["score"] - t["max_score"]) > SCORE_TOL]
+    assert not short, f"the other functions' cases must keep full marks: {short[:5]}"
+    ex02_score = exercise_score(data, "ex02")[0]
+    assert 0 < ex02_score < EX02.points, ex02_score
+    assert not sandbox_survivors()
