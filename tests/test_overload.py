@@ -346,7 +346,7 @@ def test_trace_cost_model_reproduces_the_lecture_prefill_time_and_scales_to_the_
 
 def test_trace_cli_json_counts(tmp_path, capsys):
     trace = _write_trace(tmp_path / "t.jsonl")
-    code = ov.main(["--trace", str(trace), "--speedup", "2", "--prefill-instances", "8", "--decode-instances", "1",
+    code = ov.main(["--impl", "solutions", "--trace", str(trace), "--speedup", "2", "--prefill-instances", "8", "--decode-instances", "1",
                     "--decode-slots", "1", "--policy", "all", "--json"])
     assert code == 0
     out = json.loads(capsys.readouterr().out)
@@ -366,7 +366,7 @@ def test_trace_cli_json_counts(tmp_path, capsys):
 def test_trace_cli_rejects_bad_arguments(tmp_path, capsys, argv, message):
     trace = _write_trace(tmp_path / "t.jsonl", n=5)
     with pytest.raises(SystemExit) as exc:
-        ov.main(["--trace", str(trace), *argv])
+        ov.main(["--impl", "solutions", "--trace", str(trace), *argv])
     assert exc.value.code == 2
     assert message in capsys.readouterr().err, f"the error should say {message!r}"
 
@@ -377,14 +377,14 @@ def test_trace_cli_names_the_bad_line(tmp_path, capsys):
     lines[2] = lines[2].replace('"output_length"', '"output_len"')
     trace.write_text("\n".join(lines) + "\n")
     with pytest.raises(SystemExit):
-        ov.main(["--trace", str(trace)])
+        ov.main(["--impl", "solutions", "--trace", str(trace)])
     err = capsys.readouterr().err
     assert ":3:" in err and "output_length" in err, f"the error should name line 3 and the field: {err}"
 
 
 @pytest.mark.skipif(not SAMPLE_TRACE.is_file(), reason="the shipped sample trace is not generated yet")
 def test_sample_trace_replays(capsys):
-    assert ov.main(["--trace", str(SAMPLE_TRACE), "--policy", "baseline", "--json"]) == 0
+    assert ov.main(["--impl", "solutions", "--trace", str(SAMPLE_TRACE), "--policy", "baseline", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     c = out["policies"]["baseline"]
     assert c["arrivals"] == c["completed"] + c["rejected_at_arrival"] + c["wasted_prefills"]
@@ -395,7 +395,7 @@ def test_sample_trace_on_the_paper_cluster_rejects_in_prefill_only(capsys):
     # 8 + 8 instances of 8 x A800 at 2x: the prefill pool is overloaded (TTFT rejections for every policy), the
     # decode pool never reaches its threshold, so the three policies reject the same requests
     # (docs/figures_overload.md, trace mode).
-    assert ov.main(["--trace", str(SAMPLE_TRACE), "--speedup", "2", "--policy", "all", "--json"]) == 0
+    assert ov.main(["--impl", "solutions", "--trace", str(SAMPLE_TRACE), "--speedup", "2", "--policy", "all", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     totals = {name: c["rejected_total"] for name, c in out["policies"].items()}
     assert all(v > 0 for v in totals.values()), f"every policy must reject some requests: {totals}"

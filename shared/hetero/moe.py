@@ -52,7 +52,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from hetero import casegen
-from hetero.impl import REPO_ROOT, exercise_function, load_exercise
+from hetero.impl import REPO_ROOT, exercise_function, load_exercise, resolve_impl_dir
 from hetero.parts import Part
 
 # Bump when the data pipeline, model or trainer changes meaning: it is part of the cache key.
@@ -959,7 +959,9 @@ def main(argv: Optional[list[str]] = None) -> int:
     for p in (p_train, p_eval):
         p.add_argument("--seeds", type=int, nargs="+", default=[DEFAULT_CONFIG.seed], help="training seeds")
         p.add_argument("--quiet", action="store_true", help="no progress bar")
-    p_eval.add_argument("--impl", default="solutions", help="solutions | assignments | PATH")
+    p_eval.add_argument("--impl", default="assignments",
+                        help="assignments (default: the assignments/ folder found from the current directory "
+                             "upward) | solutions | PATH")
     p_eval.add_argument("--json", action="store_true", help="print the figures as JSON")
     p_grading = sub.add_parser("grading-checkpoints", help="(re)write the ex10 harness models under "
                                "hetero/data/ (tiny float64 config)")
@@ -978,6 +980,7 @@ def main(argv: Optional[list[str]] = None) -> int:
                   f"{meta['train_seconds']:.1f} s, {meta['steps']} steps, final train loss "
                   f"{meta['final_train_loss_nats']:.4f} nats/char; data {meta['data_stats']}")
         return 0
+    print(f"exercise files: {resolve_impl_dir(args.impl)}", file=sys.stderr)
     load_exercise("ex10", args.impl)
     figs = [deferral_figures(args.impl, c, progress=not args.quiet) for c in configs]
     if args.json:

@@ -60,7 +60,7 @@ import numpy as np
 
 from hetero import catalog, roofline
 from hetero.casegen import register
-from hetero.impl import MissingExercise, exercise_function
+from hetero.impl import MissingExercise, exercise_function, resolve_impl_dir
 from hetero.parts import Part
 from hetero.traces import TraceError, TraceRequest, read_trace
 
@@ -949,7 +949,9 @@ def _render_trace(out: dict[str, Any]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m hetero.overload", description=__doc__.split("\n")[0])
-    parser.add_argument("--impl", default="solutions", help="where ex05 comes from: solutions, assignments, or a folder")
+    parser.add_argument("--impl", default="assignments",
+                        help="where ex05 comes from: assignments (default: the assignments/ folder found from the "
+                             "current directory upward), solutions, or a folder")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--plots", type=Path, default=None, help="simulation mode: write PNGs into this folder")
     parser.add_argument("--seeds", type=int, default=None,
@@ -979,6 +981,7 @@ def main(argv: list[str] | None = None) -> int:
     if not (math.isfinite(args.oversubscription) and args.oversubscription >= 1):
         parser.error(f"--oversubscription must be >= 1, got {args.oversubscription:g}")
     if args.trace is None:
+        print(f"exercise files: {resolve_impl_dir(args.impl)}", file=sys.stderr)
         if args.seeds is not None and args.seeds < 2:
             parser.error(f"--seeds must be >= 2 (a spread needs two runs), got {args.seeds}")
         if args.lag_sweep:
@@ -1005,6 +1008,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--trace: {args.trace} holds no requests")
     policies = _cli_policies(args.policy, args.oversubscription)
     needs_ex05 = any(p.kind == "predictive" for p in policies)
+    if needs_ex05:
+        print(f"exercise files: {resolve_impl_dir(args.impl)}", file=sys.stderr)
     predict, admit = _exercise_functions(args.impl) if needs_ex05 else (None, None)
     cost = TraceCostModel(decode_requests_per_instance=args.decode_slots, tbt_slo_s=args.tbt_slo_s,
                           ttft_slo_s=args.ttft_slo_s)
