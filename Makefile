@@ -6,7 +6,7 @@ VPY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: setup demo test mutation bench release pack autograder student-bundle grade-all clean
+.PHONY: setup demo test test-fast mutation bench release pack autograder student-bundle grade-all clean
 
 $(STAMP): pyproject.toml
 	test -x $(VPY) || $(PYTHON) -m venv $(VENV)
@@ -36,6 +36,10 @@ grade-all: setup
 
 test: setup
 	$(VPY) -m pytest
+
+# Everything not marked slow (no real tool runs, no fresh venvs): a few minutes on 2 cores.
+test-fast: setup
+	$(VPY) -m pytest -m "not slow"
 
 mutation: setup
 	$(VPY) -m autograder.mutation --report out/mutation.md

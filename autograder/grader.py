@@ -290,6 +290,7 @@ def grade_submission(submission: Path, out: Optional[Path] = None, *, exercises:
         res.validate(data)
     except Exception:
         data = res.grader_failure(traceback.format_exc(), max_score, time.monotonic() - start)
+    data = safetext.clean_data(data)  # what is returned is what results.json holds
     if out is not None:
         res.write(data, Path(out))
     return data

@@ -10,6 +10,7 @@ sandbox uid is left.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -67,7 +68,10 @@ ATTACKS = sorted(p.name for p in ADVERSARIAL.iterdir() if p.is_dir() and p.name 
 
 
 @pytest.mark.parametrize("attack", [pytest.param(a, marks=pytest.mark.slow) if a in SLOW else a for a in ATTACKS])
-def test_attack_scores_what_it_deserves(attack, tmp_path):
+def test_attack_scores_what_it_deserves(attack, tmp_path, monkeypatch):
+    # opt in to the hidden-detail entry: it carries everything the attack printed, which the checks read
+    monkeypatch.setitem(grader.BY_ID, ATTACKED, dataclasses.replace(BY_ID[ATTACKED],
+                                                                    hidden_detail_visibility="after_due_date"))
     root = root_for(tmp_path, [UNTOUCHED, ATTACKED])
     start = time.monotonic()
     data = grader.grade_submission(build(attack, tmp_path), tmp_path / "results.json",
