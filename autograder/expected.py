@@ -8,7 +8,7 @@ the stored hidden cases and writes `autograder/expected/exNN.json`:
      "cases": {case_id: {"expect": <encoded value> | null, "raises": "ValueError" | null,
                          "class": <answer class within its group>,
                          "mistakes": {fixture: [description, <encoded value>]}}},
-     "rules": {group: {"rule": "two_answers" | "valid_and_invalid", "uses": [...]}}}
+     "rules": {group: {"rule": "two_answers" | "valid_and_invalid", "uses": [...], "min_passed": n}}}
 `class` and `rules` are what `autograder.scoring` needs to decide which passed cases pay.
 `mistakes` holds what each known-wrong submission (`autograder/fixtures/wrong/exNN_<slug>/`, whose
 docstring starts with `MISTAKE: ...`) returns where that differs from the answer key, so feedback can
@@ -113,15 +113,17 @@ def compute(ex_id: str) -> dict[str, Any]:
     plain = [c for _, c in cases]
     classes = scoring.answer_classes(plain, {cid: e["expect"] for cid, e in entries.items()})
     echo = {c.id: scoring.echoes(c, entries[c.id]["expect"]) for c in plain}
+    guess = {c.id: not c.raises and scoring.guessable(entries[c.id]["expect"]) for c in plain}
     for cid, number in classes.items():
         entries[cid]["class"] = number
         entries[cid]["echo"] = echo[cid]
     try:
-        rules = scoring.group_rules(ex_id, [c for kind, c in cases if kind == "hidden"], classes, plain, echo)
+        rules = scoring.group_rules(ex_id, [c for kind, c in cases if kind == "hidden"], classes, plain, echo, guess)
     except scoring.CaseListError as exc:
         raise AnswerKeyError(str(exc)) from None
     return {"exercise": ex_id, "hidden": hidden_data, "cases": entries,
-            "rules": {k: {"rule": r.rule, "uses": list(r.uses)} for k, r in rules.items()}}
+            "rules": {k: {"rule": r.rule, "uses": list(r.uses), "min_passed": r.min_passed}
+                      for k, r in rules.items()}}
 
 
 def render(data: dict[str, Any]) -> str:

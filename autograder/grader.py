@@ -300,7 +300,7 @@ def grade_exercise(ex: Exercise, found: Optional[Found], root: Path = ROOT, time
     if not public or not hidden:
         raise ConfigError(f"{ex.id}: needs public and hidden cases, has {len(public)} and {len(hidden)}")
     cents = scoring.case_cents(ex.points, ex.public_share, public, hidden)
-    rules = {k: scoring.Rule(v["rule"], tuple(v["uses"])) for k, v in data["rules"].items()}
+    rules = {k: scoring.rule_from_data(v) for k, v in data["rules"].items()}
     report = None
     if found is not None and found.path is not None:
         specs = [call_spec(c) for c in public + hidden]
