@@ -16,7 +16,10 @@ every input. So a case pays only when it passes AND its group is live:
 - a function whose hidden valid-input cases have at least two distinct answers (by the case's own
   tolerance) is live when the passed hidden valid-input cases show two distinct answers; a case whose
   answer equals one of its own arguments (an "echo" case: 1 cycle per instruction, a batch whose
-  tokens all reach the shared expert) is no evidence, since returning the argument passes it;
+  tokens all reach the shared expert) is no evidence, since returning the argument passes it; nor is a
+  hidden case that is a "scaled twin" of a released public case (same function, one argument changed,
+  answer equal to the public answer times that argument's ratio, its inverse or 1): scaling the copied
+  public answer passes it;
 - a function without two such answers (a validator returning None, an identity on valid input) is live
   when it passes at least one hidden valid-input case and at least one hidden invalid-input case;
 - a harness group is live under the same two-answer rule, and only when every function it declares in
@@ -135,6 +138,41 @@ def echoes(case: Case, answer: Any) -> bool:
                 return True
         elif type(arg) is type(value) and arg == value:
             return True
+    return False
+
+
+def _number(value: Any) -> bool:
+    return type(value) in (int, float) and math.isfinite(value) and value != 0
+
+
+def scaled_twin(case: Case, answer: Any, public: Sequence[tuple[Case, Any]]) -> bool:
+    """Whether the encoded `answer` of hidden `case` follows from a public case's answer by scaling.
+
+    `public` holds (public case, encoded answer). A twin has the same function and keyword names and
+    differs in exactly one positional or keyword argument, both numbers; the answer is the public
+    answer times (hidden argument / public argument) ** e for e in -1, 0, 1.
+    """
+    if case.raises or case.harness:
+        return False
+    value = decode(answer)
+    if not _number(value):
+        return False
+    here = list(case.args) + [case.kwargs[k] for k in sorted(case.kwargs)]
+    for other, other_answer in public:
+        if other.func != case.func or other.harness or other.raises or len(other.args) != len(case.args) \
+                or sorted(other.kwargs) != sorted(case.kwargs):
+            continue
+        there = list(other.args) + [other.kwargs[k] for k in sorted(other.kwargs)]
+        differ = [i for i, (a, b) in enumerate(zip(here, there)) if type(a) is not type(b) or a != b]
+        if len(differ) != 1 or not (_number(here[differ[0]]) and _number(there[differ[0]])):
+            continue
+        base = decode(other_answer)
+        if not _number(base):
+            continue
+        ratio = here[differ[0]] / there[differ[0]]
+        for scaled in (base * ratio, base / ratio, base):
+            if math.isclose(scaled, value, rel_tol=max(case.rel_tol, 1e-12), abs_tol=case.abs_tol):
+                return True
     return False
 
 
