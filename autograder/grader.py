@@ -263,11 +263,36 @@ def mismatch_kind(expect_encoded: Any, outcome: Outcome) -> str:
     return "wrong value"
 
 
+def shown_hints(cases: Sequence[Case]) -> dict[str, str]:
+    """Case id -> the hint hidden-case feedback may show for it.
+
+    A hint written for one case alone may state that case's input ("min_immediate = -1 must raise") or
+    its answer ("instance 2"); so a hint with a numeral is shown only when two or more cases of the
+    exercise share it (a general rule: "/ 8 bits per byte"). A case whose own hint is not shown gets its
+    function's most frequent shown hint for the same kind of case (valid or invalid input), or none.
+    """
+    count: dict[str, int] = {}
+    for case in cases:
+        if case.hint:
+            count[case.hint] = count.get(case.hint, 0) + (1 if any(ch.isdigit() for ch in case.hint) else 2)
+    fallback: dict[tuple[str, bool], str] = {}
+    for case in cases:
+        key = (case.func, bool(case.raises))
+        if case.hint and count[case.hint] >= 2 and count[case.hint] > count.get(fallback.get(key, ""), 0):
+            fallback[key] = case.hint
+    return {c.id: c.hint if c.hint and count[c.hint] >= 2 else fallback.get((c.func, bool(c.raises)), "")
+            for c in cases}
+
+
 def _hidden_message(case: Case, passed: bool, verdict_message: str, outcome: Optional[Outcome], reason: str,
-                    expect: Any, required: Iterable[str] = ()) -> str:
-    """Feedback for one hidden case in fixed words: no input, no expected value, nothing the student chose."""
+                    expect: Any, required: Iterable[str] = (), hint_text: Optional[str] = None) -> str:
+    """Feedback for one hidden case in fixed words: no input, no expected value, nothing the student chose.
+
+    hint_text: the hint to show (`shown_hints`); None shows the case's own.
+    """
     unit = f" (unit: {case.unit})" if case.unit else ""
-    hint = f" Likely mistake: {case.hint}" if case.hint else ""
+    hint_text = case.hint if hint_text is None else hint_text
+    hint = f" Likely mistake: {hint_text}" if hint_text else ""
     if passed:
         return "passed."
     if outcome is None:
@@ -330,6 +355,7 @@ def grade_exercise(ex: Exercise, found: Optional[Found], root: Path = ROOT, time
     hidden_ids = {c.id for c in hidden}
     during_hidden = report is not None and all(c.id in outcomes or c.id in report.refused for c in public)
     required = {c.raises for c in public + hidden if c.raises}
+    hints = shown_hints(public + hidden)
     for case in public + hidden:
         entry = entries[case.id]
         outcome = outcomes.get(case.id)
@@ -359,7 +385,8 @@ def grade_exercise(ex: Exercise, found: Optional[Found], root: Path = ROOT, time
         detail = (f"[{'passed' if passed else 'FAILED'}] {case.id}\n  call:     {_call_text(case)}\n"
                   f"  expected: {expected_text}\n  got:      {_outcome_text(outcome, reason)}\n  verdict:  {message}")
         cases.append(res.CaseResult(case.id, case.func, True, cents[case.id], passed, pays[case.id],
-                                    _hidden_message(case, passed, message, outcome, reason, expect, required) + gate,
+                                    _hidden_message(case, passed, message, outcome, reason, expect, required,
+                                                    hints[case.id]) + gate,
                                     detail, group=scoring.group_key(case)))
     note = _exercise_note(ex, found, report, during_hidden)
     import_error = report.import_error if report is not None and report.imported is False else ""

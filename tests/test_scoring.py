@@ -191,3 +191,47 @@ def test_output_shown_before_the_due_date_cannot_be_rewritten_during_hidden_case
         data = grader.grade_submission(nothing.build("rewrite_output", Path(folder) / "rewrite_output"),
                                        exercises=["ex01"])
     assert "HIDDEN" not in _visible_text(data), "hidden arguments written during a hidden case are visible"
+
+
+def test_hidden_feedback_shows_no_hint_written_for_one_case_with_a_number_in_it():
+    cases = [Case("exG.f.a", "f", (1.0,), hint="divide by 8 bits per byte"),
+             Case("exG.f.b", "f", (2.0,), hint="divide by 8 bits per byte"),
+             Case("exG.f.neg", "f", (-1.0,), raises="ValueError", hint="x = -1 must raise ValueError naming x"),
+             Case("exG.f.zero", "f", (0.0,), raises="ValueError", hint="check x and raise ValueError naming it"),
+             Case("exG.f.inst", "f", (3.0,), hint="estimates 1.6, 1.4: instance 2")]
+    shown = grader.shown_hints(cases)
+    assert shown["exG.f.a"] == shown["exG.f.b"] == "divide by 8 bits per byte", "a shared rule is shown"
+    assert shown["exG.f.neg"] == "check x and raise ValueError naming it", \
+        "a one-case hint that states the input ('x = -1') must give way to the function's general hint"
+    assert shown["exG.f.inst"] == "divide by 8 bits per byte", "a one-case hint that states the answer is not shown"
+    assert shown["exG.f.zero"] == "check x and raise ValueError naming it", "a one-case hint without a numeral stays"
+
+
+def test_no_hidden_case_hint_shown_states_one_of_its_own_inputs():
+    import re
+
+    from autograder.cases import hidden_cases, public_cases
+
+    def numbers(value):
+        if isinstance(value, (list, tuple)):
+            return [n for v in value for n in numbers(v)]
+        if isinstance(value, dict):
+            return [n for v in value.values() for n in numbers(v)]
+        return [value] if type(value) in (int, float) else []
+
+    stated = []
+    for ex in EXERCISES:
+        cases = public_cases(ex.id) + hidden_cases(ex.id)
+        count: dict[str, int] = {}
+        for c in cases:
+            count[c.hint] = count.get(c.hint, 0) + 1
+        shown = grader.shown_hints(cases)
+        for case in hidden_cases(ex.id):
+            text = shown[case.id]
+            if not text or count.get(text, 0) >= 2:  # a rule shared by several cases singles out none of them
+                continue
+            inputs = numbers(list(case.args) + list(case.kwargs.values()))
+            said = [float(n) for n in re.findall(r"(?<![\w.])-?\d+(?:\.\d+)?", text)]
+            if any(abs(s - i) <= 1e-9 * max(1.0, abs(i)) for s in said for i in inputs):
+                stated.append((case.id, text))
+    assert not stated, f"hidden-case feedback would state the case's own input: {stated[:5]}"
