@@ -304,8 +304,8 @@ def _hidden_message(case: Case, passed: bool, verdict_message: str, outcome: Opt
         did = f"raised {exception_name(outcome.error_type, required)}" if outcome.error_type else "returned a value"
         return f"this input is invalid and must raise {case.raises}, but your function {did}.{known or hint}"
     if outcome.error_type:
-        return (f"your function raised {exception_name(outcome.error_type, required)} (its message is not shown: it may "
-                f"contain the hidden inputs).")
+        return (f"your function raised {exception_name(outcome.error_type, required)} (its message is not "
+                f"shown: it may contain the hidden inputs).")
     kind = mismatch_kind(expect, outcome)
     if kind.startswith("type mistake"):
         return f"{kind}{unit}."

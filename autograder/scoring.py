@@ -32,9 +32,9 @@ every input. So a case pays only when it passes AND its group is live:
   almost surely.
 A constant passes cases of one answer only; a public-answer table fails the hidden cases (which it has
 never seen); raising everywhere passes no valid-input case; guessing a bool or a small index passes
-about as many cases as chance allows. Which rule applies to a group is decided
-from the answer key when `python -m autograder expected` runs (`group_rules`), which refuses a case list
-under which the answer key itself could not be live.
+about as many cases as chance allows. Which rule applies to a group is decided from the answer key
+when `python -m autograder expected` runs (`group_rules`), which refuses a case list under which the
+answer key itself could not be live.
 """
 
 from __future__ import annotations
@@ -45,7 +45,8 @@ from typing import Any, Mapping, Optional, Sequence
 from hetero.checks import Case, compare, decode
 from hetero.grading import CENTS, TWO_ANSWERS, VALID_AND_INVALID, Rule, group_key, live_groups, paid
 
-__all__ = ["CENTS", "GUESS_ALPHA", "GUESS_LIMIT", "TWO_ANSWERS", "VALID_AND_INVALID", "Rule", "group_key", "live_groups", "paid"]
+__all__ = ["CENTS", "GUESS_ALPHA", "GUESS_LIMIT", "TWO_ANSWERS", "VALID_AND_INVALID", "Rule", "group_key",
+           "live_groups", "paid"]
 GUESS_LIMIT = 16  # whole numbers up to this magnitude (and bools) are answers a student can name blind
 GUESS_ALPHA = 0.01  # a guess may make a group live with at most this probability
 UNPAID_NOTE = ("(Passed, but not paid yet: this function's points count once it also returns enough correct, "

@@ -58,7 +58,8 @@ def live_groups(rules: Mapping[str, Any], hidden: Iterable[Case], classes: Mappi
     live = set()
     for key, rule in rules.items():
         if rule.rule == TWO_ANSWERS:
-            ok = len(evidence.get(key, set())) >= 2 and counted.get(key, 0) >= getattr(rule, "min_passed", 0)
+            enough = counted.get(key, 0) >= getattr(rule, "min_passed", 0)
+            ok = len(evidence.get(key, set())) >= 2 and enough
         else:
             ok = passed_valid.get(key, False) and passed_invalid.get(key, False)
         if ok:
