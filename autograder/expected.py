@@ -8,8 +8,10 @@ the stored hidden cases and writes `autograder/expected/exNN.json`:
      "cases": {case_id: {"expect": <encoded value> | null, "raises": "ValueError" | null,
                          "class": <answer class within its group>,
                          "mistakes": {fixture: [description, <encoded value>]}}},
-     "rules": {group: {"rule": "two_answers" | "valid_and_invalid", "uses": [...]}}}
-`class` and `rules` are what `autograder.scoring` needs to decide which passed cases pay.
+     "rules": {group: {"rule": "two_answers" | "valid_and_invalid", "uses": [...], "min_passed": n}}}
+`echo` marks a case that is no evidence that the submission computes (its answer equals one of its
+arguments, or scales a public case's answer: `autograder.scoring`). `class`, `echo` and `rules` are
+what `autograder.scoring` needs to decide which passed cases pay.
 `mistakes` holds what each known-wrong submission (`autograder/fixtures/wrong/exNN_<slug>/`, whose
 docstring starts with `MISTAKE: ...`) returns where that differs from the answer key, so feedback can
 name the mistake. Grading reads only these files: it never imports `solutions/`.
@@ -112,16 +114,20 @@ def compute(ex_id: str) -> dict[str, Any]:
             raise AnswerKeyError(f"wrong fixture {name} passes every case of {ex_id}: no case detects its mistake")
     plain = [c for _, c in cases]
     classes = scoring.answer_classes(plain, {cid: e["expect"] for cid, e in entries.items()})
-    echo = {c.id: scoring.echoes(c, entries[c.id]["expect"]) for c in plain}
+    public = [(c, entries[c.id]["expect"]) for kind, c in cases if kind == "public"]
+    echo = {c.id: scoring.echoes(c, entries[c.id]["expect"])
+            or kind == "hidden" and scoring.scaled_twin(c, entries[c.id]["expect"], public) for kind, c in cases}
+    guess = {c.id: not c.raises and scoring.guessable(entries[c.id]["expect"]) for c in plain}
     for cid, number in classes.items():
         entries[cid]["class"] = number
         entries[cid]["echo"] = echo[cid]
     try:
-        rules = scoring.group_rules(ex_id, [c for kind, c in cases if kind == "hidden"], classes, plain, echo)
+        rules = scoring.group_rules(ex_id, [c for kind, c in cases if kind == "hidden"], classes, plain, echo, guess)
     except scoring.CaseListError as exc:
         raise AnswerKeyError(str(exc)) from None
     return {"exercise": ex_id, "hidden": hidden_data, "cases": entries,
-            "rules": {k: {"rule": r.rule, "uses": list(r.uses)} for k, r in rules.items()}}
+            "rules": {k: {"rule": r.rule, "uses": list(r.uses), "min_passed": r.min_passed}
+                      for k, r in rules.items()}}
 
 
 def render(data: dict[str, Any]) -> str:

@@ -94,13 +94,33 @@ BUILTIN_EXCEPTIONS = frozenset(name for name, obj in vars(builtins).items()
                                if isinstance(obj, type) and issubclass(obj, BaseException))
 
 
-def exception_name(error_type: Optional[str]) -> str:
-    """An exception's class name for hidden-case feedback: builtin names only (the student picks the others)."""
-    if error_type in BUILTIN_EXCEPTIONS:
-        return str(error_type)
+def exception_name(error_type: Optional[str], required: Iterable[str] = ()) -> str:
+    """An exception's class name for hidden-case feedback, from a fixed vocabulary.
+
+    Only the names the exercise itself requires (`required`: its cases' `raises`) are spelled out: any
+    other name, builtin or not, was picked by the student's code, possibly after it saw the hidden input
+    (sixty builtin classes carry six bits per case), so the others share one phrase.
+    """
     if error_type == "EncodeError":
         return "a value that is not plain data"
+    if error_type in BUILTIN_EXCEPTIONS and error_type in set(required):
+        return str(error_type)
+    if error_type in BUILTIN_EXCEPTIONS:
+        return "an exception of another type (not shown for hidden cases)"
     return "an exception of a class defined in your file"
+
+
+STOP_WORDS = {  # why a child stopped, in words that carry no number or name the student's code chose
+    "exited": "the process exited before finishing (sys.exit, os._exit or a fatal error in your code?)",
+    "signal": "the process was killed by a signal (crash, or memory exhausted)",
+}
+
+
+def stop_words(report: sandbox.ChildReport, during_hidden: bool) -> str:
+    """`report.detail`, without the exit status or signal name when the child stopped during a hidden case."""
+    if during_hidden and report.ended in STOP_WORDS:
+        return STOP_WORDS[report.ended]
+    return report.detail
 
 
 def _kind(value: Any) -> str:
@@ -120,7 +140,7 @@ def mismatch_kind(expect_encoded: Any, outcome: Outcome) -> str:
         return "the returned value could not be read"
     want, have = _kind(expected), _kind(got)
     if want != have and not (want == "a float" and have == "an int"):
-        return f"type mistake: your function returned {have} where {want} is expected"
+        return f"type mistake: {want} is expected"  # not which type came back: the student's code chose it
     if isinstance(expected, Array) and isinstance(got, Array):
         if expected.value.dtype != got.value.dtype or expected.torch_dtype != got.torch_dtype:
             return "type mistake: the array's dtype differs from the expected one"
@@ -133,11 +153,36 @@ def mismatch_kind(expect_encoded: Any, outcome: Outcome) -> str:
     return "wrong value"
 
 
+def shown_hints(cases: Sequence[Case]) -> dict[str, str]:
+    """Case id -> the hint hidden-case feedback may show for it.
+
+    A hint written for one case alone may state that case's input ("min_immediate = -1 must raise") or
+    its answer ("instance 2"); so a hint with a numeral is shown only when two or more cases of the
+    exercise share it (a general rule: "/ 8 bits per byte"). A case whose own hint is not shown gets its
+    function's most frequent shown hint for the same kind of case (valid or invalid input), or none.
+    """
+    count: dict[str, int] = {}
+    for case in cases:
+        if case.hint:
+            count[case.hint] = count.get(case.hint, 0) + (1 if any(ch.isdigit() for ch in case.hint) else 2)
+    fallback: dict[tuple[str, bool], str] = {}
+    for case in cases:
+        key = (case.func, bool(case.raises))
+        if case.hint and count[case.hint] >= 2 and count[case.hint] > count.get(fallback.get(key, ""), 0):
+            fallback[key] = case.hint
+    return {c.id: c.hint if c.hint and count[c.hint] >= 2 else fallback.get((c.func, bool(c.raises)), "")
+            for c in cases}
+
+
 def _hidden_message(case: Case, passed: bool, verdict_message: str, outcome: Optional[Outcome], reason: str,
-                    expect: Any) -> str:
-    """Feedback for one hidden case in fixed words: no input, no expected value, nothing the student chose."""
+                    expect: Any, required: Iterable[str] = (), hint_text: Optional[str] = None) -> str:
+    """Feedback for one hidden case in fixed words: no input, no expected value, nothing the student chose.
+
+    hint_text: the hint to show (`shown_hints`); None shows the case's own.
+    """
     unit = f" (unit: {case.unit})" if case.unit else ""
-    hint = f" Likely mistake: {case.hint}" if case.hint else ""
+    hint_text = case.hint if hint_text is None else hint_text
+    hint = f" Likely mistake: {hint_text}" if hint_text else ""
     if passed:
         return "passed."
     if outcome is None:
@@ -146,11 +191,11 @@ def _hidden_message(case: Case, passed: bool, verdict_message: str, outcome: Opt
         return "not implemented yet."
     known = f" {verdict_message[verdict_message.index(KNOWN_MISTAKE):]}" if KNOWN_MISTAKE in verdict_message else ""
     if case.raises:
-        did = f"raised {exception_name(outcome.error_type)}" if outcome.error_type else "returned a value"
+        did = f"raised {exception_name(outcome.error_type, required)}" if outcome.error_type else "returned a value"
         return f"this input is invalid and must raise {case.raises}, but your function {did}.{known or hint}"
     if outcome.error_type:
-        return (f"your function raised {exception_name(outcome.error_type)} (its message is not shown: it may "
-                f"contain the hidden inputs).")
+        return (f"your function raised {exception_name(outcome.error_type, required)} (its message is not "
+                f"shown: it may contain the hidden inputs).")
     kind = mismatch_kind(expect, outcome)
     if kind.startswith("type mistake"):
         return f"{kind}{unit}."
@@ -158,7 +203,7 @@ def _hidden_message(case: Case, passed: bool, verdict_message: str, outcome: Opt
 
 
 def _no_result_reason(found: Optional[Found], ex: Exercise, report: Optional[sandbox.ChildReport],
-                      case_id: str) -> str:
+                      case_id: str, during_hidden: bool = False) -> str:
     if found is None or found.path is None:
         return f"no result: {ex.filename} is not in your submission" if found is None else \
             f"no result: {found.note}"
@@ -168,7 +213,7 @@ def _no_result_reason(found: Optional[Found], ex: Exercise, report: Optional[san
     if case_id in report.refused:
         return f"no result: {report.refused[case_id]}"
     stage = "while your file was being imported" if report.imported is None else "before this case finished"
-    return f"no result: {report.detail or 'the process stopped'} {stage}"
+    return f"no result: {stop_words(report, during_hidden) or 'the process stopped'} {stage}"
 
 
 def _judge(case: Case, outcome: Outcome, expect: Any, mistakes: Any) -> tuple[bool, str]:
@@ -190,7 +235,7 @@ def grade_exercise(ex: Exercise, found: Optional[Found], root: Path = ROOT, time
     if not public or not hidden:
         raise ConfigError(f"{ex.id}: needs public and hidden cases, has {len(public)} and {len(hidden)}")
     cents = scoring.case_cents(ex.points, ex.public_share, public, hidden)
-    rules = {k: scoring.Rule(v["rule"], tuple(v["uses"])) for k, v in data["rules"].items()}
+    rules = {k: scoring.rule_from_data(v) for k, v in data["rules"].items()}
     report = None
     if found is not None and found.path is not None:
         specs = [call_spec(c) for c in public + hidden]
@@ -198,10 +243,13 @@ def grade_exercise(ex: Exercise, found: Optional[Found], root: Path = ROOT, time
     outcomes = report.outcomes if report is not None else {}
     judged: dict[str, tuple[bool, str, Optional[Outcome], str]] = {}
     hidden_ids = {c.id for c in hidden}
+    during_hidden = report is not None and all(c.id in outcomes or c.id in report.refused for c in public)
+    required = {c.raises for c in public + hidden if c.raises}
+    hints = shown_hints(public + hidden)
     for case in public + hidden:
         entry = entries[case.id]
         outcome = outcomes.get(case.id)
-        reason = "" if outcome is not None else _no_result_reason(found, ex, report, case.id)
+        reason = "" if outcome is not None else _no_result_reason(found, ex, report, case.id, during_hidden)
         expect = entry.get("expect") if case.id in hidden_ids else None
         if outcome is None:
             passed, message = False, f"{case.func}: {case.id}: {reason}."
@@ -227,9 +275,10 @@ def grade_exercise(ex: Exercise, found: Optional[Found], root: Path = ROOT, time
         detail = (f"[{'passed' if passed else 'FAILED'}] {case.id}\n  call:     {_call_text(case)}\n"
                   f"  expected: {expected_text}\n  got:      {_outcome_text(outcome, reason)}\n  verdict:  {message}")
         cases.append(res.CaseResult(case.id, case.func, True, cents[case.id], passed, pays[case.id],
-                                    _hidden_message(case, passed, message, outcome, reason, expect) + gate,
+                                    _hidden_message(case, passed, message, outcome, reason, expect, required,
+                                                    hints[case.id]) + gate,
                                     detail, group=scoring.group_key(case)))
-    note = _exercise_note(ex, found, report)
+    note = _exercise_note(ex, found, report, during_hidden)
     import_error = report.import_error if report is not None and report.imported is False else ""
     return res.ExerciseResult(ex, cases, note, report.output_public if report else "",
                               report.output_all if report else "", report.wall_s if report else 0.0,
@@ -237,7 +286,8 @@ def grade_exercise(ex: Exercise, found: Optional[Found], root: Path = ROOT, time
                               isolation=tuple(report.isolation) if report is not None else ())
 
 
-def _exercise_note(ex: Exercise, found: Optional[Found], report: Optional[sandbox.ChildReport]) -> str:
+def _exercise_note(ex: Exercise, found: Optional[Found], report: Optional[sandbox.ChildReport],
+                   during_hidden: bool = False) -> str:
     if found is None:
         return f"{ex.filename} was not found in your submission: 0 points for {ex.id}."
     parts = [found.note]
@@ -248,11 +298,10 @@ def _exercise_note(ex: Exercise, found: Optional[Found], report: Optional[sandbo
             parts.append(f"Your code hit the output limit: printed output and files are capped at "
                          f"{sandbox.Limits.output_bytes // 2**20} MiB.")
         elif report.ended != "finished":
-            parts.append(f"Stopped: {report.detail}; cases without a result score 0.")
+            parts.append(f"Stopped: {stop_words(report, during_hidden)}; cases without a result score 0.")
         if report.stopped_cases:
-            parts.append(f"{len(report.stopped_cases)} case(s) ran longer than the per-case time limit and were "
-                         "stopped; the later cases of the same function were not run, the others ran in a fresh "
-                         "process.")
+            parts.append("Cases ran longer than the per-case time limit and were stopped; the later cases of the "
+                         "same function were not run, the others ran in a fresh process.")
         if report.survivors_killed:
             parts.append("Processes started by your code were still running after it finished; they were killed.")
         if report.bad_records:

@@ -189,7 +189,8 @@ def entry_source(src: ExerciseSources, case: Case, hidden: bool, cents: int) -> 
 
 def rules_source(src: ExerciseSources, keys: list[str]) -> str:
     """`{group: Rule(...)}` source for the groups a cell scores."""
-    items = [f"{k!r}: Rule({src.rules[k]['rule']!r}, {tuple(src.rules[k]['uses'])!r})" for k in keys if k in src.rules]
+    items = [f"{k!r}: Rule({src.rules[k]['rule']!r}, {tuple(src.rules[k]['uses'])!r}, "
+             f"{int(src.rules[k].get('min_passed', 0))!r})" for k in keys if k in src.rules]
     return "{" + ", ".join(items) + "}"
 
 

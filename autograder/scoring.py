@@ -16,27 +16,40 @@ every input. So a case pays only when it passes AND its group is live:
 - a function whose hidden valid-input cases have at least two distinct answers (by the case's own
   tolerance) is live when the passed hidden valid-input cases show two distinct answers; a case whose
   answer equals one of its own arguments (an "echo" case: 1 cycle per instruction, a batch whose
-  tokens all reach the shared expert) is no evidence, since returning the argument passes it;
+  tokens all reach the shared expert) is no evidence, since returning the argument passes it; nor is a
+  hidden case that is a "scaled twin" of a released public case (same function, one argument changed,
+  answer equal to the public answer times that argument's ratio, its inverse or 1): scaling the copied
+  public answer passes it;
 - a function without two such answers (a validator returning None, an identity on valid input) is live
   when it passes at least one hidden valid-input case and at least one hidden invalid-input case;
 - a harness group is live under the same two-answer rule, and only when every function it declares in
-  `Case.uses` is live too (a simulator produces varied outputs even around a constant policy).
+  `Case.uses` is live too (a simulator produces varied outputs even around a constant policy);
+- a group some of whose hidden answers can be guessed without computing (a bool, or a whole number of
+  magnitude at most GUESS_LIMIT: an index among a few instances, a count of deferred experts, a ratio
+  of 1.0) must also pass `min_passed` hidden valid-input, non-echo cases: more than an input-blind guess
+  of those answers would pass with probability above GUESS_ALPHA (`chance_threshold`). Two distinct
+  answers alone are no evidence there: a coin flip is right on both a True and a False case of eight
+  almost surely.
 A constant passes cases of one answer only; a public-answer table fails the hidden cases (which it has
-never seen); raising everywhere passes no valid-input case. Which rule applies to a group is decided
-from the answer key when `python -m autograder expected` runs (`group_rules`), which refuses a case list
-under which the answer key itself could not be live.
+never seen); raising everywhere passes no valid-input case; guessing a bool or a small index passes
+about as many cases as chance allows. Which rule applies to a group is decided from the answer key
+when `python -m autograder expected` runs (`group_rules`), which refuses a case list under which the
+answer key itself could not be live.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, Optional, Sequence
 
 from hetero.checks import Case, compare, decode
 from hetero.grading import CENTS, TWO_ANSWERS, VALID_AND_INVALID, Rule, group_key, live_groups, paid
 
-__all__ = ["CENTS", "TWO_ANSWERS", "VALID_AND_INVALID", "Rule", "group_key", "live_groups", "paid"]
-UNPAID_NOTE = ("(Passed, but not paid yet: this function's points count once it also returns correct, "
+__all__ = ["CENTS", "GUESS_ALPHA", "GUESS_LIMIT", "TWO_ANSWERS", "VALID_AND_INVALID", "Rule", "group_key",
+           "live_groups", "paid"]
+GUESS_LIMIT = 16  # whole numbers up to this magnitude (and bools) are answers a student can name blind
+GUESS_ALPHA = 0.01  # a guess may make a group live with at most this probability
+UNPAID_NOTE = ("(Passed, but not paid yet: this function's points count once it also returns enough correct, "
                "different answers on the hidden inputs.)")
 
 
@@ -129,6 +142,41 @@ def echoes(case: Case, answer: Any) -> bool:
     return False
 
 
+def _number(value: Any) -> bool:
+    return type(value) in (int, float) and math.isfinite(value) and value != 0
+
+
+def scaled_twin(case: Case, answer: Any, public: Sequence[tuple[Case, Any]]) -> bool:
+    """Whether the encoded `answer` of hidden `case` follows from a public case's answer by scaling.
+
+    `public` holds (public case, encoded answer). A twin has the same function and keyword names and
+    differs in exactly one positional or keyword argument, both numbers; the answer is the public
+    answer times (hidden argument / public argument) ** e for e in -1, 0, 1.
+    """
+    if case.raises or case.harness:
+        return False
+    value = decode(answer)
+    if not _number(value):
+        return False
+    here = list(case.args) + [case.kwargs[k] for k in sorted(case.kwargs)]
+    for other, other_answer in public:
+        if other.func != case.func or other.harness or other.raises or len(other.args) != len(case.args) \
+                or sorted(other.kwargs) != sorted(case.kwargs):
+            continue
+        there = list(other.args) + [other.kwargs[k] for k in sorted(other.kwargs)]
+        differ = [i for i, (a, b) in enumerate(zip(here, there)) if type(a) is not type(b) or a != b]
+        if len(differ) != 1 or not (_number(here[differ[0]]) and _number(there[differ[0]])):
+            continue
+        base = decode(other_answer)
+        if not _number(base):
+            continue
+        ratio = here[differ[0]] / there[differ[0]]
+        for scaled in (base * ratio, base / ratio, base):
+            if math.isclose(scaled, value, rel_tol=max(case.rel_tol, 1e-12), abs_tol=case.abs_tol):
+                return True
+    return False
+
+
 def _same(a: Any, b: Any, rel_tol: float, abs_tol: float) -> bool:
     try:
         return compare(a, b, rel_tol, abs_tol) is None and compare(b, a, rel_tol, abs_tol) is None
@@ -136,13 +184,59 @@ def _same(a: Any, b: Any, rel_tol: float, abs_tol: float) -> bool:
         return False
 
 
+def guessable(answer: Any) -> bool:
+    """Whether the encoded `answer` is one a guess can name without computing (a bool, a small whole number)."""
+    value = decode(answer)
+    if type(value) is bool:
+        return True
+    return type(value) in (int, float) and math.isfinite(value) and float(value).is_integer() \
+        and abs(value) <= GUESS_LIMIT
+
+
+def _tail(probabilities: Sequence[float], at_least: int) -> float:
+    """P(at least `at_least` successes) of independent trials with these success probabilities."""
+    dist = [1.0]
+    for p in probabilities:
+        dist = [a * (1 - p) + b * p for a, b in zip(dist + [0.0], [0.0] + dist)]
+    return sum(dist[at_least:])
+
+
+def chance_threshold(guess_classes: Sequence[int], alpha: float = GUESS_ALPHA) -> int:
+    """How many passed cases a group needs so that an input-blind guess of its guessable answers reaches
+    that many with probability at most `alpha`.
+
+    `guess_classes` holds the answer class of each guessable hidden valid-input, non-echo case. The
+    guesses modelled: the best constant (passes the largest class), an independent uniform pick among
+    the guessable answers, and a pick in proportion to how often each occurs (the other cases, whose
+    answers cannot be named blind, pass by chance with probability 0). 0 when nothing is guessable.
+    """
+    if not guess_classes:
+        return 0
+    counts = {c: guess_classes.count(c) for c in set(guess_classes)}
+    models = ([1 / len(counts)] * len(guess_classes),
+              [counts[c] / len(guess_classes) for c in guess_classes])
+    need = max(counts.values()) + 1
+    while any(_tail(m, need) > alpha for m in models):
+        need += 1
+    return need
+
+
 class CaseListError(ValueError):
     """A case list under which even the answer key could not earn every point."""
 
 
+def rule_from_data(data: Mapping[str, Any]) -> Rule:
+    """A rule as `python -m autograder expected` stores it."""
+    return Rule(data["rule"], tuple(data["uses"]), int(data.get("min_passed", 0)))
+
+
 def group_rules(ex_id: str, hidden: Sequence[Case], classes: Mapping[str, int],
-                all_cases: Sequence[Case], echo: Mapping[str, bool]) -> dict[str, Rule]:
-    """Group key -> rule for one exercise; raises CaseListError when a group could never be live."""
+                all_cases: Sequence[Case], echo: Mapping[str, bool],
+                guess: Optional[Mapping[str, bool]] = None) -> dict[str, Rule]:
+    """Group key -> rule for one exercise; raises CaseListError when a group could never be live.
+
+    guess: case id -> whether its answer is `guessable` (default: none is).
+    """
     rules: dict[str, Rule] = {}
     groups = sorted({group_key(c) for c in all_cases})
     for key in groups:
@@ -158,8 +252,13 @@ def group_rules(ex_id: str, hidden: Sequence[Case], classes: Mapping[str, int],
             if unknown:
                 raise CaseListError(f"{ex_id}: {key[8:]} uses {unknown}, which have no cases of their own")
         any_valid = [c for c in hidden if group_key(c) == key and not c.raises]
+        evidence = [c for c in hidden if group_key(c) == key and not c.raises and not echo[c.id]]
+        need = chance_threshold([classes[c.id] for c in evidence if guess and guess.get(c.id)])
+        if len(valid) >= 2 and need > len(evidence):
+            raise CaseListError(f"{ex_id}: {key} has {len(evidence)} hidden valid-input cases that are no echo, "
+                                f"but beating a guess of its guessable answers needs {need} passed")
         if len(valid) >= 2:
-            rules[key] = Rule(TWO_ANSWERS, uses)
+            rules[key] = Rule(TWO_ANSWERS, uses, need)
         elif any_valid and invalid and not key.startswith("harness:"):
             rules[key] = Rule(VALID_AND_INVALID, uses)
         else:

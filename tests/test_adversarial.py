@@ -81,7 +81,7 @@ def test_attack_scores_what_it_deserves(attack, tmp_path, monkeypatch):
     assert json.loads((tmp_path / "results.json").read_text()) == data
     limit = BY_ID[ATTACKED].timeout_s * TIME_SCALE.get(attack, 1.0) + BY_ID[UNTOUCHED].timeout_s
     assert elapsed < limit, f"{attack}: grading took {elapsed:.1f} s, more than the time limits ({limit:g} s)"
-    detail = [t for t in data["tests"] if t["name"].startswith(f"{ATTACKED} hidden cases")][0]["output"]
+    detail = "\n".join(t["output"] for t in data["tests"] if t["name"].startswith(f"{ATTACKED} "))  # every entry
     if attack == "read_hidden":
         assert "READ-OK" not in detail and "READ-OK" not in data["output"], \
             f"the student's code could read protected files: {detail[-1500:]}"

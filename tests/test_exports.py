@@ -96,7 +96,7 @@ def _native_cents(src: nb.ExerciseSources, path: Path) -> int:
     for case in src.hidden:
         stored = src.expected[case.id]
         passed[case.id] = judge(case, run_call(case, module), stored.get("expect"), stored.get("mistakes")).passed
-    rules = {k: scoring.Rule(v["rule"], tuple(v["uses"])) for k, v in src.rules.items()}
+    rules = {k: scoring.rule_from_data(v) for k, v in src.rules.items()}
     live = scoring.live_groups(rules, src.hidden, {k: v["class"] for k, v in src.expected.items()}, passed,
                                {k: bool(v.get("echo")) for k, v in src.expected.items()})
     pays = scoring.paid(src.public + src.hidden, passed, live)

@@ -211,7 +211,11 @@ def test_wrong_fixture_feedback_names_mistake_and_hidden_entries_do_not_leak(tmp
         score, max_score = exercise_score(data, "ex01")
         assert score < max_score, f"wrong fixture {folder.name} got full marks"
         shown = [data["output"]] + [t["output"] for t in data["tests"] if t["visibility"] != "hidden"]
+        fixed = [BY_ID["ex01"].title, *(f"hidden case {n} of " for n in range(1, 100))]  # the grader's own words
         for text in shown:
+            for words in fixed:
+                text = text.replace(words, "")
+            text = re.sub(r"\(public \d+/\d+, hidden \d+/\d+ passed\)", "", text)
             leaked = sorted(s for s in secrets if re.search(rf"(?<![\d.]){re.escape(s)}(?![\d])", text))
             public_text = "".join(t["output"] for t in data["tests"] if t["name"].endswith("(public cases)"))
             leaked = [s for s in leaked if s not in public_text]  # also a public input: not a leak
@@ -233,7 +237,8 @@ def test_same_submission_graded_five_times_scores_identically(tmp_path):
     runs = []
     for _ in range(5):
         data = grader.grade_submission(folder, exercises=["ex01"], root=root)
-        runs.append((data["score"], [(t["name"], t["score"], t["status"], t["output"]) for t in data["tests"]]))
+        runs.append((data["score"], [(t["name"], t["score"], t["status"], t["output"]) for t in data["tests"]
+                                     if t["name"] != "grading environment (staff only)"]))  # holds the child's uid
     assert 0 < runs[0][0] < BY_ID["ex01"].points, f"the partial submission should score partly, got {runs[0][0]}"
     assert all(run == runs[0] for run in runs), "five gradings of one submission differ"
 

@@ -111,3 +111,127 @@ def test_a_submission_that_computes_nothing_scores_zero(attack):
     earning = [(t["name"], t["score"]) for t in data["tests"] if t["score"] > 0]
     assert data["score"] == 0 and not earning, f"{attack} computes nothing but earned {data['score']}: {earning}"
     assert not [t for t in data["tests"] if t["name"].startswith("autograder failed")], data["output"][-2000:]
+
+
+def test_guessable_answers_are_bools_and_small_whole_numbers():
+    assert scoring.guessable(encode(True)) and scoring.guessable(encode(3)) and scoring.guessable(encode(2.0))
+    assert scoring.guessable(encode(-1)) and scoring.guessable(encode(float(scoring.GUESS_LIMIT)))
+    assert not scoring.guessable(encode(scoring.GUESS_LIMIT + 1)) and not scoring.guessable(encode(0.5))
+    assert not scoring.guessable(encode(float("inf"))) and not scoring.guessable(encode([1, 2]))
+
+
+def test_chance_threshold_beats_a_constant_and_a_coin_at_one_percent():
+    assert scoring.chance_threshold([]) == 0, "a group with nothing guessable keeps the two-answer rule alone"
+    # Eight bool cases, five True and three False: a coin passes all eight with probability 1/256 (0.4 %),
+    # seven or more with 9/256 (3.5 %), so only eight passes are evidence.
+    assert scoring.chance_threshold([1] * 5 + [0] * 3) == 8
+    # Two guessable cases among many (answers 1.0 and 2.0): a uniform pick passes both with probability
+    # 1/4, never three (the other answers cannot be named blind): three passes are needed.
+    assert scoring.chance_threshold([3, 4]) == 3
+    # Threshold of a guess among three indices over eleven cases: P(Bin(11, 1/3) >= t) <= 1 %.
+    t = scoring.chance_threshold([0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2])
+    assert scoring._tail([1 / 3] * 11, t) <= scoring.GUESS_ALPHA < scoring._tail([1 / 3] * 11, t - 1), t
+
+
+def test_a_guessable_group_needs_more_passes_than_a_guess():
+    hidden = [Case(f"exE.b.{i}", "b", (float(i),)) for i in range(8)]
+    answers = {c.id: encode(i % 3 != 0) for i, c in enumerate(hidden)}  # five True, three False
+    classes = scoring.answer_classes(hidden, answers)
+    echo = {c.id: False for c in hidden}
+    guess = {c.id: scoring.guessable(answers[c.id]) for c in hidden}
+    rules = scoring.group_rules("exE", hidden, classes, hidden, echo, guess)
+    assert rules["b"].min_passed == 8
+    lucky = {c.id: i in (0, 1, 2, 4, 5, 7) for i, c in enumerate(hidden)}  # a coin right on six, both answers
+    assert scoring.live_groups(rules, hidden, classes, lucky, echo) == set(), \
+        "six of eight bools right, True and False among them, is what a coin flip gets 14 % of the time"
+    assert scoring.live_groups(rules, hidden, classes, {c.id: True for c in hidden}, echo) == {"b"}
+    few = hidden[:3]
+    with pytest.raises(scoring.CaseListError, match="beating a guess"):
+        scoring.group_rules("exE", few, classes, few, echo, guess)
+
+
+def test_a_hidden_case_that_scales_a_public_answer_is_no_evidence():
+    public = [(Case("exF.k.pub", "k", (80, 8, 2.0), expect=1280.0), encode(1280.0))]
+    twin = Case("exF.k.twin", "k", (32, 8, 2.0))  # only the first argument changed: 1280 * 32 / 80
+    assert scoring.scaled_twin(twin, encode(512.0), public)
+    assert scoring.scaled_twin(twin, encode(1280.0), public), "an answer that ignores the changed argument"
+    assert not scoring.scaled_twin(twin, encode(513.0), public)
+    two_changed = Case("exF.k.two", "k", (32, 4, 2.0))
+    assert not scoring.scaled_twin(two_changed, encode(256.0), public)
+    assert not scoring.scaled_twin(Case("exF.k.bad", "k", (32, 8, 2.0), raises="ValueError"), None, public)
+
+
+def _visible_text(data: dict) -> str:
+    return "\n".join([data["output"]] + [t["output"] for t in data["tests"] if t.get("visibility") != "hidden"])
+
+
+@pytest.mark.slow
+def test_exit_status_exception_names_and_types_chosen_after_a_hidden_input_are_not_shown():
+    from autograder.fixtures.nothing import exception_name_channel, type_channel
+
+    with tempfile.TemporaryDirectory() as folder:
+        texts = {attack: _visible_text(grader.grade_submission(nothing.build(attack, Path(folder) / attack),
+                                                               exercises=["ex01", "ex02"]))
+                 for attack in ("exit_status_signal", "exception_name_channel", "type_channel")}
+    assert "status" not in texts["exit_status_signal"], \
+        "the exit status was chosen by the student's code after it saw a hidden input (it encodes that input)"
+    shown = [n for n in exception_name_channel.NAMES if f"raised {n}" in texts["exception_name_channel"]]
+    assert not shown, f"hidden-case feedback names exceptions the exercises do not require: {shown}"
+    kinds = {type(v).__name__ for v in type_channel.VALUES}
+    assert "your function returned a" not in texts["type_channel"].replace("returned a value", ""), \
+        f"hidden-case feedback names the type the student's code picked (one of {sorted(kinds)})"
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(strict=True, reason="the child's stdout is a regular file: the child can truncate it and "
+                                       "write hidden arguments over what it printed during the public cases "
+                                       "(a pipe read by the parent would close this)")
+def test_output_shown_before_the_due_date_cannot_be_rewritten_during_hidden_cases():
+    with tempfile.TemporaryDirectory() as folder:
+        data = grader.grade_submission(nothing.build("rewrite_output", Path(folder) / "rewrite_output"),
+                                       exercises=["ex01"])
+    assert "HIDDEN" not in _visible_text(data), "hidden arguments written during a hidden case are visible"
+
+
+def test_hidden_feedback_shows_no_hint_written_for_one_case_with_a_number_in_it():
+    cases = [Case("exG.f.a", "f", (1.0,), hint="divide by 8 bits per byte"),
+             Case("exG.f.b", "f", (2.0,), hint="divide by 8 bits per byte"),
+             Case("exG.f.neg", "f", (-1.0,), raises="ValueError", hint="x = -1 must raise ValueError naming x"),
+             Case("exG.f.zero", "f", (0.0,), raises="ValueError", hint="check x and raise ValueError naming it"),
+             Case("exG.f.inst", "f", (3.0,), hint="estimates 1.6, 1.4: instance 2")]
+    shown = grader.shown_hints(cases)
+    assert shown["exG.f.a"] == shown["exG.f.b"] == "divide by 8 bits per byte", "a shared rule is shown"
+    assert shown["exG.f.neg"] == "check x and raise ValueError naming it", \
+        "a one-case hint that states the input ('x = -1') must give way to the function's general hint"
+    assert shown["exG.f.inst"] == "divide by 8 bits per byte", "a one-case hint that states the answer is not shown"
+    assert shown["exG.f.zero"] == "check x and raise ValueError naming it", "a one-case hint without a numeral stays"
+
+
+def test_no_hidden_case_hint_shown_states_one_of_its_own_inputs():
+    import re
+
+    from autograder.cases import hidden_cases, public_cases
+
+    def numbers(value):
+        if isinstance(value, (list, tuple)):
+            return [n for v in value for n in numbers(v)]
+        if isinstance(value, dict):
+            return [n for v in value.values() for n in numbers(v)]
+        return [value] if type(value) in (int, float) else []
+
+    stated = []
+    for ex in EXERCISES:
+        cases = public_cases(ex.id) + hidden_cases(ex.id)
+        count: dict[str, int] = {}
+        for c in cases:
+            count[c.hint] = count.get(c.hint, 0) + 1
+        shown = grader.shown_hints(cases)
+        for case in hidden_cases(ex.id):
+            text = shown[case.id]
+            if not text or count.get(text, 0) >= 2:  # a rule shared by several cases singles out none of them
+                continue
+            inputs = numbers(list(case.args) + list(case.kwargs.values()))
+            said = [float(n) for n in re.findall(r"(?<![\w.])-?\d+(?:\.\d+)?", text)]
+            if any(abs(s - i) <= 1e-9 * max(1.0, abs(i)) for s in said for i in inputs):
+                stated.append((case.id, text))
+    assert not stated, f"hidden-case feedback would state the case's own input: {stated[:5]}"

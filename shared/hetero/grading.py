@@ -35,13 +35,15 @@ def live_groups(rules: Mapping[str, Any], hidden: Iterable[Case], classes: Mappi
                 passed: Mapping[str, bool], echo: Mapping[str, bool]) -> set[str]:
     """The groups whose passed hidden cases show the submission computes.
 
-    rules: group -> object with `.rule` (TWO_ANSWERS | VALID_AND_INVALID) and `.uses` (groups that must
-    be live too); classes: case id -> answer class (-1 for a case that must raise); echo: case id ->
+    rules: group -> object with `.rule` (TWO_ANSWERS | VALID_AND_INVALID), `.uses` (groups that must
+    be live too) and `.min_passed` (how many hidden valid-input, non-echo cases must pass: more than a
+    guess reaches, for a group whose answers can be guessed); classes: case id -> answer class (-1 for a case that must raise); echo: case id ->
     whether its answer equals one of its arguments (no evidence).
     """
     evidence: dict[str, set[int]] = {key: set() for key in rules}
     passed_valid = {key: False for key in rules}
     passed_invalid = {key: False for key in rules}
+    counted = {key: 0 for key in rules}
     for case in hidden:
         if not passed.get(case.id):
             continue
@@ -52,10 +54,12 @@ def live_groups(rules: Mapping[str, Any], hidden: Iterable[Case], classes: Mappi
         passed_valid[key] = True
         if not echo.get(case.id):
             evidence.setdefault(key, set()).add(classes[case.id])
+            counted[key] = counted.get(key, 0) + 1
     live = set()
     for key, rule in rules.items():
         if rule.rule == TWO_ANSWERS:
-            ok = len(evidence.get(key, set())) >= 2
+            enough = counted.get(key, 0) >= getattr(rule, "min_passed", 0)
+            ok = len(evidence.get(key, set())) >= 2 and enough
         else:
             ok = passed_valid.get(key, False) and passed_invalid.get(key, False)
         if ok:
@@ -75,6 +79,7 @@ def paid(cases: Iterable[Case], passed: Mapping[str, bool], live: set[str]) -> d
 class Rule:
     rule: str
     uses: tuple[str, ...] = ()
+    min_passed: int = 0  # passed hidden valid-input, non-echo cases needed (autograder.scoring.chance_threshold)
 
 
 @dataclass(frozen=True)
@@ -166,7 +171,7 @@ def _score(module: Any, entries: Sequence[Entry], rules: Mapping[str, Rule], tim
     pays = paid([e.case for e in entries], passed, live)
     cents = sum(e.cents for e in entries if pays[e.case.id])
     if any(passed[e.case.id] and not pays[e.case.id] and e.cents for e in entries):
-        lines.append("(Passed cases of a function count once it also returns correct, different answers on the "
-                     "hidden inputs.)")
+        lines.append("(Passed cases of a function count once it also returns enough correct, different answers "
+                     "on the hidden inputs.)")
     return CellScore(cents, sum(e.cents for e in entries), tuple(lines),
                      frozenset(cid for cid, ok in pays.items() if ok))
