@@ -714,3 +714,26 @@ def test_real_batch_of_twenty_grades_the_honest_ones_as_alone(tmp_path, deep_tre
     assert again.graded == [] and len(again.skipped) == 19, "an unchanged batch must be skipped entirely"
     with sqlite3.connect(out / "gradebook.sqlite") as db:
         assert db.execute("SELECT COUNT(*) FROM history").fetchone()[0] == 19
+
+
+@pytest.mark.slow
+def test_grade_all_children_see_neither_the_batch_outputs_nor_other_submissions(tmp_path):
+    """A student whose ex02 globs every folder the grader hides (read_grader_outputs) is graded by
+    grade-all after another student: the batch's output folder (results, feedback, gradebook) and the
+    submissions folder are empty in the child's view, so nothing of them reaches its feedback."""
+    from autograder import bulk
+    from autograder.manifest import BY_ID, ROOT
+
+    subs = tmp_path / "submissions"
+    (subs / "alice").mkdir(parents=True)
+    (subs / "alice" / BY_ID["ex02"].filename).write_text(
+        (ROOT / "solutions" / BY_ID["ex02"].filename).read_text() + "\n# SECRET-ALICE\n")
+    (subs / "zed").mkdir()
+    attack = ROOT / "autograder" / "fixtures" / "adversarial" / "read_grader_outputs" / BY_ID["ex02"].filename
+    (subs / "zed" / BY_ID["ex02"].filename).write_text(attack.read_text())
+    out = tmp_path / "graded"
+    bulk.grade_all(subs, out, workers=1, progress=False, exercises=["ex02"])
+    zed = (out / "zed" / "results.json").read_text()
+    assert "SECRET-ALICE" not in zed and "SQLite" not in zed and "READ-OK" not in zed, \
+        "a child read another student's submission or the batch's outputs"
+    assert json.loads((out / "alice" / "results.json").read_text())["score"] == BY_ID["ex02"].points
