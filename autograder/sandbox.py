@@ -97,7 +97,9 @@ CHILD_SOURCE = Path(__file__).with_name("child.py")
 JAIL_SOURCE = Path(__file__).with_name("jail.py")
 PACKAGE_ROOT = Path(__file__).resolve().parents[1]
 SANDBOX_UIDS = range(64000, 64500)  # one uid per child; none of them has a login
-UID_LOCK_DIR = Path(tempfile.gettempdir()) / "a2grader-uids"
+# One lock folder for every grader on the machine, whatever its TMPDIR (grade-all gives each grader a
+# TMPDIR of its own; locks kept there would let two graders hold the same uid at once).
+UID_LOCK_DIR = Path(os.environ.get("A2_UID_LOCK_DIR", "/tmp")) / "a2grader-uids"
 PRIVATE_FOLDERS = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock")  # each child gets its own empty copy
 PASSED_ENV_PREFIXES = ("A2_", "HETERO_")  # configuration of hetero (data locations) reaches the child
 KILL_ROUNDS = 5000  # kill(-1) passes before kill_uid gives up on a uid

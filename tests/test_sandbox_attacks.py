@@ -515,3 +515,19 @@ def test_one_looping_function_in_results_json(tmp_path):
     ex02_score = exercise_score(data, "ex02")[0]
     assert 0 < ex02_score < EX02.points, ex02_score
     assert not sandbox_survivors()
+
+
+@needs_root
+def test_graders_with_different_tmpdirs_never_hold_the_same_uid(tmp_path):
+    """grade-all gives each grader its own TMPDIR: the uid locks must still be shared by all graders."""
+    hold = ("import sys, time\nfrom autograder import sandbox\nuser = sandbox.SandboxUser()\n"
+            "print(user.uid, flush=True)\ntime.sleep(3)\nuser.release()\n")
+    procs = []
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+        procs.append(subprocess.Popen([sys.executable, "-c", hold], stdout=subprocess.PIPE, text=True,
+                                      env=dict(os.environ, TMPDIR=str(tmp_path / name))))
+    uids = [int(p.stdout.readline()) for p in procs]
+    for p in procs:
+        p.wait(timeout=60)
+    assert uids[0] != uids[1], f"two graders with different TMPDIRs were both given uid {uids[0]}"
