@@ -133,6 +133,10 @@ def test_stack_depths_hand_checked():
     depths = list(stackdist.request_depths(requests))
     assert depths == [[], [0, 2], [2], [1, 2]], f"stack depths {depths}; a depth counts the distinct blocks " \
         "used since the block's last use, up to the request's start (not the blocks of the request itself)"
+    # With a limit of 2 the look-ups stop after the first depth >= 2 (no cache of 2 blocks or fewer
+    # reuses anything past it): r1 keeps [0, 2], r3 [1, 2]; with a limit of 1, r3 stops at [1].
+    assert list(stackdist.request_depths(requests, limit=2)) == [[], [0, 2], [2], [1, 2]]
+    assert list(stackdist.request_depths(requests, limit=1)) == [[], [0, 2], [2], [1]]
     # A request reuses #{j : max(depth[0..j]) < C} blocks: r1 1/1/2, r2 0/0/1, r3 0/1/2 at C = 1/2/3.
     sweep = stackdist.lru_stack_sweep(requests, [1, 2, 3, 4])
     assert sweep["block_hits"] == [1, 2, 5, 5], f"block hits at capacities 1-4: {sweep['block_hits']}"

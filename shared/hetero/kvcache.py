@@ -20,6 +20,10 @@ Four ways to cache and dispatch:
 Work and time are in prefill-block-times (the time one instance prefills one block); each instance
 serves its queue first come, first served.
 
+Trace replay (`replay_trace`, `capacity_sweep`) runs a trace through one cache per capacity; LRU at
+several capacities comes from one pass over the trace by LRU stack depths (`hetero.stackdist`),
+with the same numbers.
+
 CLI: `python -m hetero.kvcache TRACE.jsonl --capacities 1000,5000,10000,20000,50000
 [--policy lru|lfu] [--json]` prints block and token hit rates per capacity and with an infinite cache.
 """
