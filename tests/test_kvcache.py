@@ -217,6 +217,9 @@ def test_stack_sweep_equals_replay_on_sample_trace():
 def test_stack_sweep_equals_replay_on_random_trace(seed):
     requests = _random_trace(np.random.default_rng(seed), 400, 60, 12)
     _check_sweep_equals_replay(requests, [1, 3, 10, 25, 61])
+    beyond_int64 = stackdist.lru_stack_sweep(requests, [61, 2**70])
+    assert beyond_int64["block_hits"][0] == beyond_int64["block_hits"][1], (
+        "a capacity above every block holds the same as one of 2**70 blocks")
 
 
 def test_capacity_sweep_uses_one_pass_for_several_lru_capacities(monkeypatch):

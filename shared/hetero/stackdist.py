@@ -126,7 +126,8 @@ def lru_stack_sweep(requests: Sequence[TraceRequest], capacities: Sequence[int])
             full_excess.append(BLOCK_TOKENS * q - r.input_length)
         blocks += len(r.hash_ids)
         tokens += r.input_length
-    cap_array = np.asarray(caps, dtype=np.int64)
+    # Depths are below the trace's block accesses, so larger capacities count alike (and fit int64).
+    cap_array = np.asarray([min(c, blocks + 1) for c in caps], dtype=np.int64)
     block_hits = np.searchsorted(np.sort(np.asarray(maxima, dtype=np.int64)), cap_array, side="left")
     token_blocks = np.searchsorted(np.sort(np.asarray(token_maxima, dtype=np.int64)), cap_array, side="left")
     order = np.argsort(np.asarray(full_maxima, dtype=np.int64), kind="stable")
