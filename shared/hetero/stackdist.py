@@ -23,8 +23,8 @@ once it holds about 2 sqrt(T) marks (T the trace's block accesses; only the arra
 oldest buffered mark is recomputed). A block's first use costs nothing here; a reuse costs one
 bisect insertion and, while its request's prefix may still hit, one look-up. A pure-Python
 Fenwick tree over the same times (this module's first version) took 0.43 s and 0.26 s for the
-depths of Mooncake's conversation and synthetic traces, this 0.29 s and 0.16 s. `lru_stack_sweep` stops looking up a
-request's depths at its first block that misses at the largest capacity asked.
+depths of Mooncake's conversation and synthetic traces, this 0.29 s and 0.16 s. `lru_stack_sweep`
+stops looking up a request's depths at its first block that misses at the largest capacity asked.
 """
 
 from __future__ import annotations
