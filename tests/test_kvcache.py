@@ -1,6 +1,6 @@
 """The prefix KV cache pool simulator (hetero.kvcache): cache semantics against a plain reference,
-trace replay, LRU at every capacity in one pass (hetero.stackdist), the document workload, the experiment part, hot blocks (sender bandwidth,
-replication, the balancing threshold) and the CLI.
+trace replay, LRU at every capacity in one pass (hetero.stackdist), the document workload, the
+experiment part, hot blocks (sender bandwidth, replication, the balancing threshold) and the CLI.
 
 Hit counts are integers and compared exactly; rates derived from them are compared with the
 tolerances stated next to each check.
