@@ -1,6 +1,6 @@
 """The prefix KV cache pool simulator (hetero.kvcache): cache semantics against a plain reference,
-trace replay, the document workload, the experiment part, hot blocks (sender bandwidth,
-replication, the balancing threshold) and the CLI.
+trace replay, LRU at every capacity in one pass (hetero.stackdist), the document workload, the
+experiment part, hot blocks (sender bandwidth, replication, the balancing threshold) and the CLI.
 
 Hit counts are integers and compared exactly; rates derived from them are compared with the
 tolerances stated next to each check.
@@ -16,9 +16,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hetero import kvcache
+from hetero import kvcache, stackdist
 from hetero.impl import MissingExercise, load_exercise
-from hetero.traces import SAMPLE_TRACE, read_trace
+from hetero.traces import SAMPLE_TRACE, TraceRequest, read_trace
 
 SOLUTIONS = Path(__file__).resolve().parents[1] / "solutions"
 
@@ -108,6 +108,139 @@ def test_replay_sample_trace_monotone_and_bounded():
     # 10,000 blocks hold every block the sample reuses within a session (its working set is small):
     # the LRU rate then equals the infinite-cache rate exactly (same integer hit count).
     assert rates[-1] == pytest.approx(inf, rel=1e-12), f"LRU at 10,000 blocks {rates[-1]} vs infinite {inf}"
+
+
+# ---------------------------------------------------------------------------------------------
+# LRU stack depths: every capacity in one pass (hetero.stackdist)
+
+def _requests(*blocks, input_lengths=None):
+    lengths = input_lengths or [512 * len(b) for b in blocks]
+    return [TraceRequest(i, n, 1, tuple(b)) for i, (b, n) in enumerate(zip(blocks, lengths))]
+
+
+def _replay_hits(requests, capacity):
+    cache = kvcache.LRUCache(capacity)
+    return [cache.access(r.hash_ids) for r in requests]
+
+
+def test_stack_depths_hand_checked():
+    # Stack (most recent first) at each request's start, and the depths of its cached prefix:
+    #   r0 [1, 2, 3]  stack: empty      1 is new                    -> []
+    #   r1 [3, 1]     stack: 3 2 1      3 at depth 0, 1 at depth 2  -> [0, 2]
+    #   r2 [2, 4, 1]  stack: 1 3 2      2 at depth 2, 4 is new      -> [2]
+    #   r3 [4, 2, 5]  stack: 1 4 2 3    4 at depth 1, 2 at depth 2  -> [1, 2]
+    requests = _requests([1, 2, 3], [3, 1], [2, 4, 1], [4, 2, 5])
+    depths = list(stackdist.request_depths(requests))
+    assert depths == [[], [0, 2], [2], [1, 2]], f"stack depths {depths}; a depth counts the distinct blocks " \
+        "used since the block's last use, up to the request's start (not the blocks of the request itself)"
+    # With a limit of 2 the look-ups stop after the first depth >= 2 (no cache of 2 blocks or fewer
+    # reuses anything past it): r1 keeps [0, 2], r3 [1, 2]; with a limit of 1, r3 stops at [1].
+    assert list(stackdist.request_depths(requests, limit=2)) == [[], [0, 2], [2], [1, 2]]
+    assert list(stackdist.request_depths(requests, limit=1)) == [[], [0, 2], [2], [1]]
+    # A request reuses #{j : max(depth[0..j]) < C} blocks: r1 1/1/2, r2 0/0/1, r3 0/1/2 at C = 1/2/3.
+    sweep = stackdist.lru_stack_sweep(requests, [1, 2, 3, 4])
+    assert sweep["block_hits"] == [1, 2, 5, 5], f"block hits at capacities 1-4: {sweep['block_hits']}"
+    for capacity, hits in zip([1, 2, 3, 4], sweep["block_hits"]):
+        replayed = sum(_replay_hits(requests, capacity))
+        assert hits == replayed, f"capacity {capacity} blocks: one pass {hits} block hits, LRUCache replay {replayed}"
+
+
+def test_stack_depths_repeated_block_and_oversized_request():
+    # A block named twice has its depth at the request's start both times (LRUCache checks the
+    # second occurrence after refreshing the first, and it is cached exactly when the first was):
+    #   r0 [1, 2]     stack: empty  -> []
+    #   r1 [2, 2, 1]  stack: 2 1    -> [0, 0, 1]
+    #   r2 [1, 3, 1]  stack: 1 2    -> [0] (3 is new)
+    repeated = _requests([1, 2], [2, 2, 1], [1, 3, 1])
+    assert list(stackdist.request_depths(repeated)) == [[], [0, 0, 1], [0]]
+    # A request longer than the cache: at 2 blocks r0 leaves [2, 3]; r1 [1, 2, 3] misses at once
+    # (1 at depth 2) and leaves [2, 3] again; r2 [2, 3] reuses both (depths 1 and 0).
+    oversized = _requests([1, 2, 3], [1, 2, 3], [2, 3])
+    assert list(stackdist.request_depths(oversized)) == [[], [2, 1, 0], [1, 0]]
+    for requests, capacities, want in ((repeated, [1, 2], [3, 4]), (oversized, [1, 2, 3], [0, 2, 5])):
+        got = stackdist.lru_stack_sweep(requests, capacities)["block_hits"]
+        replayed = [sum(_replay_hits(requests, c)) for c in capacities]
+        assert got == want == replayed, f"block hits at {capacities}: one pass {got}, hand count {want}, " \
+            f"LRUCache replay {replayed}"
+
+
+def test_stack_sweep_token_hits_cap_at_input_length():
+    # r1 reuses both blocks of r0 at capacity 2 (depths [1, 0]); its prompt is 1,000 tokens, so the
+    # two 512-token blocks count 1,000 tokens, not 1,024. At capacity 1 block 1 (depth 1) misses.
+    requests = _requests([1, 2], [1, 2], input_lengths=[1000, 1000])
+    sweep = stackdist.lru_stack_sweep(requests, [1, 2])
+    assert sweep["token_hits"] == [0, 1000], (
+        f"token hits {sweep['token_hits']} at capacities 1 and 2; expected [0, 1000]: the last block is partial")
+    assert sweep["tokens"] == [2000, 2000] and sweep["blocks"] == [4, 4]
+
+
+def _random_trace(rng, num_requests, universe, max_blocks):
+    """Random requests: repeated blocks inside a request, empty requests, partial last blocks, and
+    prompts longer than their hash ids (fewer ids than 512-token blocks)."""
+    requests = []
+    for i in range(num_requests):
+        n = int(rng.integers(0, max_blocks + 1))
+        ids = tuple(int(b) for b in rng.choice(universe, size=n, replace=True))
+        tokens = max(1, 512 * n - int(rng.integers(0, 512)))
+        if rng.random() < 0.2:
+            tokens += int(rng.integers(1, 2000))
+        requests.append(TraceRequest(i, tokens, 1, ids))
+    return requests
+
+
+def _check_sweep_equals_replay(requests, capacities):
+    distinct = len({b for r in requests for b in r.hash_ids})
+    assert capacities[0] == 1 and capacities[-1] > distinct, "the check must include 1 and a capacity above all blocks"
+    sweep = stackdist.lru_stack_sweep(requests, capacities)
+    via_sweep = kvcache.capacity_sweep(requests, capacities, ("lru",))["lru"]
+    for j, capacity in enumerate(capacities):
+        replayed = kvcache.replay_trace(requests, capacity, "lru")
+        for key in ("block_hits", "blocks", "token_hits", "tokens"):
+            assert sweep[key][j] == replayed[key], (
+                f"capacity {capacity} blocks: one pass {key} = {sweep[key][j]}, per-capacity replay "
+                f"{replayed[key]}; likely a hit/insert semantics mismatch with LRUCache.access")
+        # The rates are the same integer ratios, so they agree to the last bit; rel 1e-15 only
+        # allows for a division done in another order.
+        for key in ("block_hit_rate", "token_hit_rate"):
+            for got in (sweep[key][j], via_sweep[key][j]):
+                assert math.isclose(got, replayed[key], rel_tol=1e-15, abs_tol=0.0), (
+                    f"capacity {capacity} blocks: {key} {got} vs per-capacity replay {replayed[key]}")
+
+
+def test_stack_sweep_equals_replay_on_sample_trace():
+    requests = read_trace(SAMPLE_TRACE)
+    # 27,624 distinct blocks in the sample: 30,000 holds them all (then LRU = the infinite cache).
+    _check_sweep_equals_replay(requests, [1, 100, 1000, 5000, 30_000])
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_stack_sweep_equals_replay_on_random_trace(seed):
+    requests = _random_trace(np.random.default_rng(seed), 400, 60, 12)
+    _check_sweep_equals_replay(requests, [1, 3, 10, 25, 61])
+    beyond_int64 = stackdist.lru_stack_sweep(requests, [61, 2**70])
+    assert beyond_int64["block_hits"][0] == beyond_int64["block_hits"][1], (
+        "a capacity above every block holds the same as one of 2**70 blocks")
+
+
+def test_capacity_sweep_uses_one_pass_for_several_lru_capacities(monkeypatch):
+    calls = []
+    replay = kvcache.replay_trace
+    monkeypatch.setattr(kvcache, "replay_trace", lambda req, cap, policy="lru": calls.append((cap, policy))
+                        or replay(req, cap, policy))
+    requests = read_trace(SAMPLE_TRACE)[:200]
+    kvcache.capacity_sweep(requests, (10, 100, 1000), ("lru", "lfu"))
+    assert calls == [(10, "lfu"), (100, "lfu"), (1000, "lfu"), (None, "lru")], (
+        f"replays {calls}: LRU at several capacities must come from the one-pass sweep, LFU and the "
+        "infinite cache from replays")
+    calls.clear()
+    kvcache.capacity_sweep(requests, (100,), ("lru",))
+    assert calls == [(100, "lru"), (None, "lru")], f"one LRU capacity is a plain replay, got {calls}"
+
+
+@pytest.mark.parametrize("capacities", [[0, 10], [10, 2.5], [True], [-1]])
+def test_stack_sweep_rejects_bad_capacities(capacities):
+    with pytest.raises(ValueError, match="capacity_blocks"):
+        stackdist.lru_stack_sweep(_requests([1]), capacities)
 
 
 def test_workload_is_seeded_and_zipf():

@@ -20,6 +20,10 @@ Four ways to cache and dispatch:
 Work and time are in prefill-block-times (the time one instance prefills one block); each instance
 serves its queue first come, first served.
 
+Trace replay (`replay_trace`, `capacity_sweep`) runs a trace through one cache per capacity; LRU at
+several capacities comes from one pass over the trace by LRU stack depths (`hetero.stackdist`),
+with the same numbers.
+
 CLI: `python -m hetero.kvcache TRACE.jsonl --capacities 1000,5000,10000,20000,50000
 [--policy lru|lfu] [--json]` prints block and token hit rates per capacity and with an infinite cache.
 """
@@ -43,6 +47,7 @@ from hetero import catalog
 from hetero.casegen import register
 from hetero.impl import exercise_function
 from hetero.parts import Part
+from hetero.stackdist import lru_stack_sweep
 from hetero.traces import BLOCK_TOKENS, SAMPLE_TRACE, TraceError, TraceRequest, read_trace
 
 POLICIES = ("lru", "lfu")
@@ -212,10 +217,19 @@ def replay_trace(requests: Sequence[TraceRequest], capacity_blocks: int | None,
 
 def capacity_sweep(requests: Sequence[TraceRequest], capacities: Sequence[int],
                    policies: Sequence[str] = POLICIES) -> dict[str, Any]:
-    """Hit rate vs capacity for each policy, plus the infinite-capacity rate (all fractions)."""
-    result: dict[str, Any] = {"capacities_blocks": [int(c) for c in capacities]}
+    """Hit rate vs capacity for each policy, plus the infinite-capacity rate (all fractions).
+
+    LRU at more than one capacity comes from one pass over the trace (`hetero.stackdist`, the same
+    numbers as one replay per capacity); LFU, which is no stack algorithm, is replayed per capacity.
+    """
+    caps = [int(c) for c in capacities]
+    result: dict[str, Any] = {"capacities_blocks": caps}
     for policy in policies:
-        rows = [replay_trace(requests, int(c), policy) for c in capacities]
+        if policy == "lru" and len(caps) > 1:
+            sweep = lru_stack_sweep(requests, caps)
+            result[policy] = {"block_hit_rate": sweep["block_hit_rate"], "token_hit_rate": sweep["token_hit_rate"]}
+            continue
+        rows = [replay_trace(requests, c, policy) for c in caps]
         result[policy] = {"block_hit_rate": [r["block_hit_rate"] for r in rows],
                           "token_hit_rate": [r["token_hit_rate"] for r in rows]}
     inf = replay_trace(requests, None)
