@@ -197,8 +197,8 @@ def _hidden_message(case: Case, passed: bool, verdict_message: str, outcome: Opt
         return (f"your function raised {exception_name(outcome.error_type, required)} (its message is not "
                 f"shown: it may contain the hidden inputs).")
     kind = mismatch_kind(expect, outcome)
-    if kind.startswith("type mistake"):
-        return f"{kind}{unit}."
+    if kind.startswith("type mistake"):  # no formula hint when the type is what is wrong; a known mistake is named
+        return f"{kind}{unit}.{known}"
     return f"{kind}{unit} (tolerance: {case.tol_note}).{known or hint}"
 
 

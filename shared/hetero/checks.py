@@ -461,8 +461,9 @@ def judge(case: Case, outcome: Outcome, expect_encoded: Any = None,
         return Verdict(True, f"{what}: ok")
     if problem.startswith(TYPE_MISTAKE):
         message = f"{what}: {problem}."
-        # a right value in the wrong type: no formula hint, it would point at a mistake that is not there
-        return Verdict(False, message if type_only else _join(message, case.hint))
+        # a right value in the wrong type: no formula hint, it would point at a mistake that is not there;
+        # a wrong value in the wrong type: the known mistake it matches, else the hint
+        return Verdict(False, message if type_only else _with_mistake(message, outcome, case, mistakes))
     message = f"{what}: {problem}{unit} (tolerance: {case.tol_note})."
     return Verdict(False, _with_mistake(message, outcome, case, mistakes))
 
