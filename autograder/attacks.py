@@ -119,6 +119,6 @@ def very_deep_tree(top: Path, levels: int = 3000, name: str = "d" * 40) -> Path:
 
 def remove_deep(top: Path) -> None:
     """Remove a tree of any depth (the trees above are too deep for shutil.rmtree's recursion)."""
-    from autograder.bulk import remove_tree
+    from autograder.sandbox import remove_tree
 
     remove_tree(top)

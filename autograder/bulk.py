@@ -63,6 +63,7 @@ from typing import Any, Iterator, Optional, Sequence
 from tqdm import tqdm
 
 from autograder import intake
+from autograder.sandbox import remove_tree
 from autograder import results as res
 from autograder.gradebook import Gradebook, Record, exercise_scores, test_exercise
 from autograder.gradescope.fallback import failure_results, readable_results
@@ -483,49 +484,6 @@ def _wait_unreaped(proc: subprocess.Popen, timeout_s: float) -> bool:
         if time.monotonic() >= deadline:
             return False
         time.sleep(WAIT_POLL_S)
-
-
-def remove_tree(path: Path) -> None:
-    """Remove a folder tree of any depth and width: no recursion, no long paths (each step is relative
-    to one open folder), at most two folders open at a time; unreadable folders are made readable."""
-    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
-    try:
-        fd = os.open(path, flags)
-    except FileNotFoundError:
-        return
-    except OSError:  # a file or a link, not a folder
-        os.unlink(path)
-        return
-    names: list[str] = []
-    while True:
-        child = None
-        with os.scandir(fd) as it:
-            for entry in it:
-                try:
-                    if entry.is_dir(follow_symlinks=False):
-                        child = entry.name
-                        break
-                    os.unlink(entry.name, dir_fd=fd)
-                except FileNotFoundError:
-                    continue
-        if child is not None:
-            try:
-                inner = os.open(child, flags, dir_fd=fd)
-            except PermissionError:
-                os.chmod(child, 0o700, dir_fd=fd)
-                inner = os.open(child, flags, dir_fd=fd)
-            os.close(fd)
-            fd = inner
-            names.append(child)
-            continue
-        if not names:
-            os.close(fd)
-            os.rmdir(path)
-            return
-        parent = os.open("..", flags, dir_fd=fd)
-        os.close(fd)
-        fd = parent
-        os.rmdir(names.pop(), dir_fd=fd)
 
 
 def _alive(pid: int) -> bool:

@@ -79,32 +79,11 @@ def _student_traceback(exc: BaseException, path: str) -> str:
     return text if len(text) <= TRACEBACK_CHARS else text[:TRACEBACK_CHARS] + "\n... (truncated)"
 
 
-def _unwrap(value: Any) -> Any:
-    """Decoded arguments -> call arguments: `checks.Array` back to numpy arrays / torch tensors."""
-    from hetero import checks
-
-    if isinstance(value, checks.Array):
-        if value.tag == "tensor":
-            import torch
-
-            return torch.from_numpy(value.value.copy())
-        return value.value
-    if isinstance(value, list):
-        return [_unwrap(v) for v in value]
-    if isinstance(value, tuple):
-        return tuple(_unwrap(v) for v in value)
-    if isinstance(value, dict):
-        return {k: _unwrap(v) for k, v in value.items()}
-    if isinstance(value, checks.Gen):
-        return checks.Gen(value.name, _unwrap(dict(value.params)))
-    return value
-
-
 def _case(spec: dict) -> Any:
     from hetero import checks
 
-    return checks.Case(id=spec["id"], func=spec["func"], args=tuple(_unwrap(checks.decode(spec["args"]))),
-                       kwargs=_unwrap(checks.decode(spec["kwargs"])), harness=spec.get("harness"))
+    return checks.Case(id=spec["id"], func=spec["func"], args=tuple(checks.unwrap(checks.decode(spec["args"]))),
+                       kwargs=checks.unwrap(checks.decode(spec["kwargs"])), harness=spec.get("harness"))
 
 
 def _import_student(path: str, name: str) -> Any:

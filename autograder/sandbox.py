@@ -365,15 +365,22 @@ def _view(ro: Path, work: Path, plan: dict[str, list[str]], owner: tuple[int, in
 
 
 def remove_tree(path: Path) -> None:
-    """Delete a folder tree of any depth and any path length, never following symlinks.
+    """Delete a file, or a folder tree of any depth and any path length, never following symlinks.
 
     Iterative, with one directory fd at a time (a 3000-level tree made by student code defeats a
-    recursive delete and PATH_MAX); what cannot be removed is left, never raised.
+    recursive delete and PATH_MAX); a folder that cannot be opened is made readable first (a child may
+    leave mode 000 folders); what still cannot be removed is left, never raised.
     """
     flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
     try:
         fd = os.open(path, flags)
-    except OSError:
+    except FileNotFoundError:
+        return
+    except OSError:  # a file or a link, not a folder
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
         return
     names: list[str] = []  # the path from `path` down to the folder open as fd
     while True:
@@ -388,11 +395,8 @@ def remove_tree(path: Path) -> None:
                 except OSError:
                     pass
         if sub is not None:
-            try:
-                child = os.open(sub, flags, dir_fd=fd)
-            except OSError:
-                sub = None
-            else:
+            child = _open_folder(sub, flags, fd)
+            if child is not None:
                 os.close(fd)
                 fd, names = child, names + [sub]
                 continue
@@ -411,6 +415,20 @@ def remove_tree(path: Path) -> None:
         os.rmdir(path)
     except OSError:
         pass
+
+
+def _open_folder(name: str, flags: int, dir_fd: int) -> Optional[int]:
+    """An fd of the folder `name` inside `dir_fd`, made readable if need be; None if it cannot be opened."""
+    try:
+        return os.open(name, flags, dir_fd=dir_fd)
+    except PermissionError:
+        try:
+            os.chmod(name, 0o700, dir_fd=dir_fd)
+            return os.open(name, flags, dir_fd=dir_fd)
+        except OSError:
+            return None
+    except OSError:
+        return None
 
 
 def _own_task_count() -> int:

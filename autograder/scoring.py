@@ -43,14 +43,12 @@ import math
 from typing import Any, Mapping, Optional, Sequence
 
 from hetero.checks import Case, compare, decode
-from hetero.grading import CENTS, TWO_ANSWERS, VALID_AND_INVALID, Rule, group_key, live_groups, paid
+from hetero.grading import CENTS, TWO_ANSWERS, UNPAID_NOTE, VALID_AND_INVALID, Rule, group_key, live_groups, paid
 
-__all__ = ["CENTS", "GUESS_ALPHA", "GUESS_LIMIT", "TWO_ANSWERS", "VALID_AND_INVALID", "Rule", "group_key",
-           "live_groups", "paid"]
+__all__ = ["CENTS", "GUESS_ALPHA", "GUESS_LIMIT", "TWO_ANSWERS", "UNPAID_NOTE", "VALID_AND_INVALID", "Rule",
+           "group_key", "live_groups", "paid"]
 GUESS_LIMIT = 16  # whole numbers up to this magnitude (and bools) are answers a student can name blind
 GUESS_ALPHA = 0.01  # a guess may make a group live with at most this probability
-UNPAID_NOTE = ("(Passed, but not paid yet: this function's points count once it also returns enough correct, "
-               "different answers on the hidden inputs.)")
 
 
 def split_cents(total_cents: int, weights: Sequence[float]) -> list[int]:

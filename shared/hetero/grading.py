@@ -22,6 +22,8 @@ from typing import Any, Iterable, Mapping, Sequence
 from hetero.checks import Case, Outcome, judge, run_call
 
 CENTS = 100
+UNPAID_NOTE = ("(Passed, but not paid yet: this function's points count once it also returns enough correct, "
+               "different answers on the hidden inputs.)")
 TWO_ANSWERS = "two_answers"
 VALID_AND_INVALID = "valid_and_invalid"
 
@@ -171,7 +173,6 @@ def _score(module: Any, entries: Sequence[Entry], rules: Mapping[str, Rule], tim
     pays = paid([e.case for e in entries], passed, live)
     cents = sum(e.cents for e in entries if pays[e.case.id])
     if any(passed[e.case.id] and not pays[e.case.id] and e.cents for e in entries):
-        lines.append("(Passed cases of a function count once it also returns enough correct, different answers "
-                     "on the hidden inputs.)")
+        lines.append(UNPAID_NOTE)
     return CellScore(cents, sum(e.cents for e in entries), tuple(lines),
                      frozenset(cid for cid, ok in pays.items() if ok))
