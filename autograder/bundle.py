@@ -76,7 +76,8 @@ def render_root_files(root: Path = ROOT) -> dict[str, bytes]:
     requirements = student_requirements(root)
     values = {"version": __version__, "torch_version": _torch_version(requirements),
               "dependencies": ",\n".join(f'    "{req}"' for req in requirements),
-              "package_data": ", ".join(f'"data/{name}"' for name in STUDENT_DATA)}
+              "package_data": ", ".join(f'"data/{name}"' for name in STUDENT_DATA),
+              "packages": ", ".join(f'"{name}"' for name in library_packages(root))}
     files = {}
     for name, template in ROOT_FILES.items():
         text = (TEMPLATES / template).read_text(encoding="utf-8")
@@ -92,14 +93,27 @@ def collect(root: Path = ROOT) -> dict[str, bytes]:
         for path in build_release(release, root):
             members[f"assignments/{path.relative_to(release).as_posix()}"] = path.read_bytes()
     library = root / "shared" / "hetero"
-    for path in sorted(library.glob("*.py")):
-        members[f"shared/hetero/{path.name}"] = path.read_bytes()
+    for path in library_files(root):
+        members[f"shared/hetero/{path.relative_to(library).as_posix()}"] = path.read_bytes()
     for name in STUDENT_DATA:
         path = library / "data" / name
         if not path.is_file():
             raise BundleError(f"{path}: data file the student's commands read is missing")
         members[f"shared/hetero/data/{name}"] = path.read_bytes()
     return members
+
+
+def library_packages(root: Path) -> list[str]:
+    """`hetero` and its subpackages (folders with an __init__.py), as import names."""
+    library = root / "shared" / "hetero"
+    return ["hetero"] + sorted("hetero." + ".".join(p.parent.relative_to(library).parts)
+                               for p in library.rglob("__init__.py") if p.parent != library)
+
+
+def library_files(root: Path) -> list[Path]:
+    """The library's Python files, its subpackages included (no caches)."""
+    library = root / "shared" / "hetero"
+    return sorted(p for p in library.rglob("*.py") if "__pycache__" not in p.relative_to(library).parts)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -111,7 +125,7 @@ def _expected_paths(root: Path) -> set[str]:
                                                                    "assignments/tests/conftest.py",
                                                                    "assignments/tests/test_public.py"}
     release |= {f"assignments/tests/public_{ex.id}.py" for ex in EXERCISES}
-    library = {f"shared/hetero/{p.name}" for p in (root / "shared" / "hetero").glob("*.py")}
+    library = {f"shared/hetero/{p.relative_to(root / 'shared' / 'hetero').as_posix()}" for p in library_files(root)}
     return set(ROOT_FILES) | release | library | {f"shared/hetero/data/{n}" for n in STUDENT_DATA}
 
 

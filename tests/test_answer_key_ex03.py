@@ -94,7 +94,7 @@ def test_wrong_fixture_fails_some_case_and_feedback_names_it(path):
 @pytest.mark.parametrize("name", DISPATCH_FIXTURES)
 def test_simulator_cases_catch_dispatch_mistakes(name):
     wrong = load_exercise("ex03", WRONG / name)
-    harness = [c for c in hidden_cases("ex03") if c.harness == "hetero.kvcache:dispatch_harness"]
+    harness = [c for c in hidden_cases("ex03") if c.harness == "kvcache.dispatch"]
     caught = [c.id for c in harness if not judge(c, run_call(c, wrong), _key_value(c.id)).passed]
     assert caught, (f"{name}: the simulator run with this dispatch reproduces the reference figures "
                     "(hit rate, transfers, imbalance, TTFT) on every hidden workload; expected a difference")

@@ -16,7 +16,6 @@ from pathlib import Path
 
 import pytest
 
-import hetero.overload  # noqa: F401  registers the "overload.load_series" input builder up front
 from autograder.cases import hidden_cases, public_cases
 from autograder.manifest import BY_ID, ROOT
 from hetero.checks import check_call, judge, run_call

@@ -3,7 +3,7 @@
 - The solution passes every public case (judged exactly as students see it); 4-8 of them, one invalid.
 - Hidden cases carry no literal expectations: the answer key must return where a value is expected and
   raise where `raises` is set; each function group has at least 5 hidden cases, and the harness
-  `hetero.moe:deferral_table` is among them.
+  `moe.deferral_table` (hetero.harness.moe) is among them.
 - Every wrong fixture fails at least one public case and one tensor case against the answer key's
   outputs computed here; its docstring starts with `MISTAKE:` and its code differs from the solution.
   (slow) The harness case alone catches every fixture whose mistake changes a real forward pass.
@@ -18,7 +18,6 @@ from pathlib import Path
 
 import pytest
 
-import hetero.moe  # noqa: F401  registers the "tiny_moe_layer" and "tied_weights" input builders
 from autograder.cases import hidden_cases, public_cases
 from autograder.manifest import BY_ID, ROOT
 from hetero.checks import check_call, judge, run_call

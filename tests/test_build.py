@@ -47,7 +47,7 @@ def test_zip_layout(built):
     for required in ("setup.sh", "run_autograder", "fallback.py", "requirements.txt", "requirements-torch.txt",
                      "autograder/__main__.py", "autograder/grader.py", "autograder/manifest.py",
                      "autograder/cases.py", "autograder/schema/gradescope_results.schema.json",
-                     "shared/hetero/__init__.py", "shared/hetero/checks.py", "shared/hetero/casegen.py"):
+                     "shared/hetero/__init__.py", "shared/hetero/checks.py", "shared/hetero/harness/__init__.py"):
         assert required in names, f"{required} must be in the zip"
     for e in EXERCISES:
         for rel in (f"assignments/tests/public_{e.id}.py", f"autograder/expected/{e.id}.json"):

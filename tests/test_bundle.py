@@ -370,3 +370,15 @@ def test_built_wheel_carries_every_file(tmp_path):
         names = {n for n in zf.namelist() if n.split("/", 1)[0] in ("hetero", "autograder")}
     missing = sorted(_package_files() - names)
     assert not missing, f"the wheel left out {len(missing)} files, e.g. {missing[:10]}"
+
+
+def test_every_library_subpackage_is_installed():
+    """A subpackage of shared/hetero missing from pyproject's package list is absent from a non-editable
+    install (the Gradescope image, the student's `pip install .`)."""
+    import tomllib
+
+    from autograder.bundle import library_packages
+
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    missing = set(library_packages(ROOT)) - listed
+    assert not missing, f"add {sorted(missing)} to [tool.setuptools] packages in pyproject.toml"

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from hetero import kvcache, stackdist
+from hetero.harness import kvcache as hkv
 from hetero.impl import MissingExercise, load_exercise
 from hetero.traces import SAMPLE_TRACE, TraceRequest, read_trace
 
@@ -323,11 +324,11 @@ def test_cli_json_and_errors(tmp_path, capsys):
 
 def test_harness_returns_plain_numbers():
     key = load_exercise("ex03", SOLUTIONS)
-    out = kvcache.dispatch_harness(key, seed=1, num_requests=400)
+    out = hkv.dispatch(key, seed=1, num_requests=400)
     assert set(out) == {"block_hit_rate", "transferred_fraction", "work_imbalance", "ttft_mean_blocks",
                         "requests_per_instance"}
     assert sum(out["requests_per_instance"]) == 400
-    cluster = kvcache.random_cluster(seed=3, num_instances=5, max_blocks=10, id_range=12, empty_instances=2)
+    cluster = hkv.cluster(seed=3, num_instances=5, max_blocks=10, id_range=12, empty_instances=2)
     assert cluster[0] == [] and cluster[1] == [] and all(len(set(c)) == len(c) for c in cluster)
 
 

@@ -16,6 +16,7 @@ import pytest
 import torch
 
 from hetero import moe
+from hetero.harness import moe as hmoe
 from hetero.impl import MissingExercise, load_exercise
 
 # Float32 rounding of a 4-layer forward: logits are O(1); reordering one residual sum changes them
@@ -229,15 +230,15 @@ def test_prefix_trie_counts():
 
 
 def test_grading_checkpoints_are_fresh():
-    """The shipped ex10 grading models are what `python -m hetero.moe grading-checkpoints` makes now."""
+    """The shipped ex10 grading models are what `python -m hetero.harness.moe` makes now."""
     data = moe.build_data()
-    for seed in moe.GRADING_SEEDS:
-        path = moe.grading_checkpoint_path(seed)
+    for seed in hmoe.GRADING_SEEDS:
+        path = hmoe.grading_checkpoint_path(seed)
         model, meta = moe.load_checkpoint(path)
-        config = moe.grading_config(seed)
-        stale = f"{path} is stale: regenerate with `python -m hetero.moe grading-checkpoints`"
+        config = hmoe.grading_config(seed)
+        stale = f"{path} is stale: regenerate with `python -m hetero.harness.moe`"
         assert meta["key"] == moe.cache_key(config, data), f"{stale} (config, data, code or torch changed)"
-        assert meta["val_tokens"] == [list(t) for t in data.val[:moe.GRADING_VAL_NAMES]], f"{stale} (names)"
+        assert meta["val_tokens"] == [list(t) for t in data.val[:hmoe.GRADING_VAL_NAMES]], f"{stale} (names)"
         fresh = moe.train(config, data, progress=False).model.state_dict()
         for name, tensor in model.state_dict().items():
             # float64 training of 20 steps; another CPU's kernels may round differently (~1e-15 per op)
@@ -245,11 +246,11 @@ def test_grading_checkpoints_are_fresh():
 
 
 def test_deferral_table_harness_runs_every_mode(key):
-    table = moe.deferral_table(key, seed=1, val_names=50)
+    table = hmoe.deferral_table(key, seed=1, val_names=50)
     assert set(table["delta_mnats"]) == {f"{m}_{k}" for m in ("skip", "defer") for k in (1, 2, 3)}
     assert 2.0 < table["full_loss_nats"] < math.log(142), f"tiny model loss {table['full_loss_nats']} nats/char"
     with pytest.raises(ValueError, match="val_names"):
-        moe.deferral_table(key, seed=1, val_names=moe.GRADING_VAL_NAMES + 1)
+        hmoe.deferral_table(key, seed=1, val_names=hmoe.GRADING_VAL_NAMES + 1)
 
 
 @pytest.mark.parametrize("n_tokens", [40, 3000])  # dispatch blocks of 8 rows and of MAX_EXPERT_BLOCK rows

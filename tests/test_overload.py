@@ -15,6 +15,7 @@ import pytest
 
 from hetero import overload as ov
 from hetero import roofline
+from hetero.harness import overload as hov
 from hetero.impl import MissingExercise, load_exercise
 from hetero.traces import SAMPLE_TRACE
 
@@ -228,19 +229,19 @@ def test_lecture_configuration_follows_the_lecture_words():
 
 
 def test_run_scenario_harness_and_load_series_builder_return_plain_data():
-    out = ov.run_scenario(KEY, {"duration_s": 300.0}, 3)
+    out = hov.run_scenario(KEY, {"duration_s": 300.0}, 3)
     assert set(out) == {"completed", "rejected_at_arrival", "wasted_prefills"}
     assert all(type(v) is int for v in out.values()), f"harness must return ints, got {out}"
     with pytest.raises(ValueError, match="unknown scenario fields"):
-        ov.run_scenario(KEY, {"duration": 300.0}, 3)
+        hov.run_scenario(KEY, {"duration": 300.0}, 3)
     small = {"duration_s": 300.0, "prefill_instances": 2, "prefill_mean_s": 1.0, "ttft_slo_s": 3.0,
              "decode": {"base_s": 0.01, "kv_s_per_request": 0.002, "compute_s_per_request": 0.0,
                         "tbt_slo_s": 0.02, "kv_capacity_requests": 100}, "decode_mean_tokens": 150.0}
-    assert ov._scenario_config(small).decode.max_batch == 5, "(20 - 10) / 2 = 5 requests"
-    assert all(type(v) is int for v in ov.run_scenario(KEY, small, 3).values())
-    series = ov.load_series("default", "early", 3, "decode", duration_s=300.0)
+    assert hov._scenario_config(small).decode.max_batch == 5, "(20 - 10) / 2 = 5 requests"
+    assert all(type(v) is int for v in hov.run_scenario(KEY, small, 3).values())
+    series = hov.load_series("default", "early", 3, "decode", duration_s=300.0)
     assert len(series) == 300 - int(ov.WARMUP_S) and all(type(x) is float for x in series)
-    assert series == ov.load_series("default", "early", 3, "decode", duration_s=300.0)
+    assert series == hov.load_series("default", "early", 3, "decode", duration_s=300.0)
 
 
 def test_experiment_figures_findings_and_render():

@@ -123,7 +123,7 @@ CASES += [
 # The simulator driven by the submitted functions (hetero.kvcache harnesses, small hidden workloads).
 CASES += [
     Case(f"ex03.simulator.ttft_dispatch_{label}", "ttft_dispatch", (seed,), kwargs=kwargs,
-         harness="hetero.kvcache:dispatch_harness", uses=("ttft_dispatch",), rel_tol=1e-9, tol_note=SIM,
+         harness="kvcache.dispatch", uses=("ttft_dispatch",), rel_tol=1e-9, tol_note=SIM,
          unit="hit rate, transfer fraction, work ratio, prefill-block-times, requests",
          hint="the global pool dispatched by your ttft_dispatch differs from the reference: " + TTFT_HINT,
          points=3.0)
@@ -136,7 +136,7 @@ CASES += [
 ]
 CASES += [
     Case(f"ex03.simulator.capacity_{label}", "effective_capacity_blocks", (seed,), kwargs=kwargs,
-         harness="hetero.kvcache:capacity_harness",
+         harness="kvcache.capacity",
          uses=("effective_capacity_blocks", "duplication_factor"), rel_tol=1e-9, tol_note=SIM,
          unit="blocks, fraction, copies per block",
          hint="the cache contents measured by your effective_capacity_blocks / duplication_factor differ: "

@@ -146,7 +146,7 @@ for label, scenario, seed, over in (("default_10min", {"duration_s": 600.0}, 3, 
                                                        "decode_mean_tokens": 150.0}, 6, 1.0),
                                     ("heavy_overload", {"duration_s": 600.0, "arrival_rate_per_s": 5.0}, 8, 1.2)):
     CASES.append(Case(f"ex05.scenario.{label}", "run_scenario", (scenario, seed), {"oversubscription": over},
-                      tol_note=COUNTS, unit="requests", harness="hetero.overload:run_scenario",
+                      tol_note=COUNTS, unit="requests", harness="overload.run_scenario",
                       uses=("predicted_decode_load", "admit_predictive"), points=3.0,
                       hint="the simulator admits with your predicted_decode_load and admit_predictive; check the "
                            "boundaries (end > enter leaves, done <= enter joins, strict < threshold)"))

@@ -1,9 +1,9 @@
 """Hidden cases of exercise 10 (skip vs defer, lecture §4.4). Expected values come from solutions/.
 
-Inputs are tensors of random tiny MoE layers (`Gen("tiny_moe_layer", ...)`, built by `hetero.moe`
+Inputs are tensors of random tiny MoE layers (`Gen("moe.tiny_layer", ...)`, built by `hetero.moe`
 from a seeded torch.Generator: real routing weights in router order, real shared and expert
-outputs), gate weights with many ties (`Gen("tied_weights", ...)`), invalid input, and the harness
-`hetero.moe:deferral_table`, which loads a tiny trained float64 MoE
+outputs), gate weights with many ties (`Gen("moe.tied_weights", ...)`), invalid input, and the harness
+`moe.deferral_table` (hetero.harness.moe), which loads a tiny trained float64 MoE
 (shared/hetero/data/citymoe-grading-seed*.pt) and evaluates all seven forward modes with the
 submitted functions.
 """
@@ -19,7 +19,7 @@ UPDATE_UNIT = "hidden units ([T, D] new residual, [T, D] carry or None)"
 
 
 def layer(seed, part, **shape):
-    return Gen("tiny_moe_layer", {"seed": seed, "part": part, **shape})
+    return Gen("moe.tiny_layer", {"seed": seed, "part": part, **shape})
 
 
 def update_args(seed, carry, k, mode, last_layer, **shape):
@@ -36,18 +36,18 @@ CASES = [
          hint=K_HINT, **MASK),
     Case(id="ex10.lowest_k_mask.layer16_k3", func="lowest_k_mask",
          args=(layer(11, "topk_weights", tokens=10, n_experts=16), 3), hint=K_HINT, **MASK),
-    Case(id="ex10.lowest_k_mask.ties_k1", func="lowest_k_mask", args=(Gen("tied_weights", {"seed": 9}), 1),
+    Case(id="ex10.lowest_k_mask.ties_k1", func="lowest_k_mask", args=(Gen("moe.tied_weights", {"seed": 9}), 1),
          hint=TIE_HINT, points=1.5, **MASK),
     Case(id="ex10.lowest_k_mask.ties_k2", func="lowest_k_mask",
-         args=(Gen("tied_weights", {"seed": 5, "levels": 2, "tokens": 12}), 2), hint=TIE_HINT, points=1.5, **MASK),
-    Case(id="ex10.lowest_k_mask.ties_k3", func="lowest_k_mask", args=(Gen("tied_weights", {"seed": 21}), 3),
+         args=(Gen("moe.tied_weights", {"seed": 5, "levels": 2, "tokens": 12}), 2), hint=TIE_HINT, points=1.5, **MASK),
+    Case(id="ex10.lowest_k_mask.ties_k3", func="lowest_k_mask", args=(Gen("moe.tied_weights", {"seed": 21}), 3),
          hint=TIE_HINT, points=1.5, **MASK),
     Case(id="ex10.lowest_k_mask.k_all", func="lowest_k_mask", args=(layer(4, "topk_weights"), 4),
          hint="k = K marks every slot", **MASK),
     Case(id="ex10.lowest_k_mask.k_negative", func="lowest_k_mask", args=(layer(3, "topk_weights"), -1),
          raises="ValueError", points=0.5, tol_note="an exception is expected",
          hint="k < 0 is invalid: raise ValueError naming k"),
-    Case(id="ex10.lowest_k_mask.k_too_large", func="lowest_k_mask", args=(Gen("tied_weights", {"seed": 1, "tokens": 1}), 5),
+    Case(id="ex10.lowest_k_mask.k_too_large", func="lowest_k_mask", args=(Gen("moe.tied_weights", {"seed": 1, "tokens": 1}), 5),
          raises="ValueError", points=0.5, tol_note="an exception is expected",
          hint="k larger than the number of routed experts (4) is invalid"),
     # split_topk_weights
@@ -57,7 +57,7 @@ CASES = [
          args=(layer(8, "topk_weights", tokens=9, n_experts=16), 3, "skip"), unit=SPLIT_UNIT,
          hint="skip: the k smallest weights are dropped (deferred is all zeros, no renormalisation)", **F32),
     Case(id="ex10.split_topk_weights.ties_defer_k2", func="split_topk_weights",
-         args=(Gen("tied_weights", {"seed": 13}), 2, "defer"), unit=SPLIT_UNIT, hint=TIE_HINT, points=1.5, **F32),
+         args=(Gen("moe.tied_weights", {"seed": 13}), 2, "defer"), unit=SPLIT_UNIT, hint=TIE_HINT, points=1.5, **F32),
     Case(id="ex10.split_topk_weights.full", func="split_topk_weights", args=(layer(9, "topk_weights"), 3, "full"),
          unit=SPLIT_UNIT, hint="full mode ignores k: everything is immediate, nothing deferred", **F32),
     Case(id="ex10.split_topk_weights.defer_all_f64", func="split_topk_weights",
@@ -105,14 +105,14 @@ CASES = [
          args=update_args(7, "none", 5, "skip", False), raises="ValueError", points=0.5,
          tol_note="an exception is expected", hint="k must lie in [0, K]; raise ValueError naming k"),
     # the whole forward: a tiny MoE trained in float64, seven modes, with the submitted functions
-    Case(id="ex10.deferral_table.seed0", func="deferral_table", harness="hetero.moe:deferral_table",
+    Case(id="ex10.deferral_table.seed0", func="deferral_table", harness="moe.deferral_table",
          uses=("split_topk_weights", "moe_residual_update"),
          kwargs={"seed": 0}, unit="nats/char (full_loss_nats) and milli-nats/char (delta_mnats)",
          rel_tol=1e-7, abs_tol=1e-6,
          tol_note="float64 model: losses agree to ~1e-12 across machines; 1e-6 absolute covers summation order",
          hint="run every mode: skip drops, defer carries to the next layer, the last layer defers nothing",
          points=4),
-    Case(id="ex10.deferral_table.seed1", func="deferral_table", harness="hetero.moe:deferral_table",
+    Case(id="ex10.deferral_table.seed1", func="deferral_table", harness="moe.deferral_table",
          uses=("split_topk_weights", "moe_residual_update"),
          kwargs={"seed": 1, "val_names": 120}, unit="nats/char (full_loss_nats) and milli-nats/char (delta_mnats)",
          rel_tol=1e-7, abs_tol=1e-6,

@@ -8,7 +8,7 @@ One format serves every place an exercise is checked:
 - the notebook exports, whose test cells call `check_call`.
 
 A `Case` names an exercise function and its arguments. Arguments are plain data, or `Gen` specs
-that `hetero.casegen` expands into inputs (tensors, simulator scenarios) inside the process that
+that `hetero.harness` expands into inputs (tensors, simulator scenarios) inside the process that
 runs the call. A `harness` case calls a `hetero` function with the exercise module as its first
 argument (e.g. the overload simulator driven by the student's admission rule).
 """
@@ -22,15 +22,9 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from hetero.harness import Gen, expand, resolve
+
 NO_EXPECT = "__no_expect__"  # sentinel: the expected value is filled in from the answer key
-
-
-@dataclass(frozen=True)
-class Gen:
-    """An input built by `hetero.casegen.build(name, **params)` where the call runs."""
-
-    name: str
-    params: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -46,7 +40,7 @@ class Case:
     unit:      unit of the returned value, shown in feedback ("GB", "tokens/s", "$ per GB/s").
     hint:      the likely mistake when the check fails.
     points:    relative weight of the case inside its exercise's public or hidden share.
-    harness:   "module:function" in `hetero`, called as harness(exercise_module, *args, **kwargs).
+    harness:   "<module>.<function>" in `hetero.harness`, called as harness(exercise_module, *args, **kwargs).
     uses:      harness cases: the exercise functions the harness drives (their cases must show the
                submission computes before the harness's cases pay; see `autograder.scoring`).
     """
@@ -398,17 +392,10 @@ class Outcome:
 
 def invoke(case: Case, module: Any) -> Any:
     """Expand the case's inputs and call its function on `module`; exceptions propagate."""
-    from hetero import casegen  # imported here: casegen's providers may import torch
-
-    args = tuple(casegen.expand(a) for a in case.args)
-    kwargs = {k: casegen.expand(v) for k, v in case.kwargs.items()}
+    args = tuple(expand(a) for a in case.args)
+    kwargs = {k: expand(v) for k, v in case.kwargs.items()}
     if case.harness:
-        import importlib
-
-        mod_name, fn_name = case.harness.split(":")
-        if not mod_name.startswith("hetero."):
-            raise ValueError(f"harness must live in hetero, not {mod_name}")
-        return getattr(importlib.import_module(mod_name), fn_name)(module, *args, **kwargs)
+        return resolve(case.harness)(module, *args, **kwargs)
     return getattr(module, case.func)(*args, **kwargs)
 
 

@@ -33,7 +33,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from hetero import catalog, roofline
+from hetero import catalog, plotting, roofline
 from hetero.impl import exercise_function
 from hetero.parts import Part
 
@@ -177,17 +177,8 @@ def render_kv_capacity(fig: dict[str, Any]) -> str:
 
 # ------------------------------------------------------------------------------------------ plots
 
-def _pyplot():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
 def plot_cost(fig: dict[str, Any], outdir: Path) -> list[Path]:
-    plt = _pyplot()
+    plt = plotting.pyplot()
     keys = (("tflops", "TFLOPS"), ("bandwidth_gb_per_s", "GB/s"), ("capacity_gb", "GB"))
     figure, axes = plt.subplots(1, 3, figsize=(10, 3.4))
     for ax, (key, unit) in zip(axes, keys):
@@ -196,15 +187,12 @@ def plot_cost(fig: dict[str, Any], outdir: Path) -> list[Path]:
         ax.set_ylabel(f"{unit} per $1000")
         ax.set_title(key.split("_")[0])
     figure.suptitle("What $1000 buys (lecture §1.2; illustrative prices)")
-    figure.tight_layout()
-    path = Path(outdir) / "exp01_cost.png"
-    figure.savefig(path, dpi=120)
-    plt.close(figure)
+    path = plotting.save(figure, outdir, "exp01_cost.png")
     return [path]
 
 
 def plot_roofline(fig: dict[str, Any], outdir: Path) -> list[Path]:
-    plt = _pyplot()
+    plt = plotting.pyplot()
     figure, axes = plt.subplots(1, len(fig["cases"]), figsize=(4 * len(fig["cases"]), 3.4))
     for ax, (case, per_gpu) in zip(axes, fig["cases"].items()):
         names = list(per_gpu)
@@ -216,15 +204,12 @@ def plot_roofline(fig: dict[str, Any], outdir: Path) -> list[Path]:
         ax.set_title(case.replace("_batch", ", batch "))
         ax.legend(fontsize=8)
     figure.suptitle(f"{fig['model']} on {fig['num_gpus']} GPUs: the larger bar bounds the phase")
-    figure.tight_layout()
-    path = Path(outdir) / "exp01_roofline.png"
-    figure.savefig(path, dpi=120)
-    plt.close(figure)
+    path = plotting.save(figure, outdir, "exp01_roofline.png")
     return [path]
 
 
 def plot_kv_capacity(fig: dict[str, Any], outdir: Path) -> list[Path]:
-    plt = _pyplot()
+    plt = plotting.pyplot()
     figure, ax = plt.subplots(figsize=(5, 3.4))
     tiers = list(fig["tiers"])
     ax.bar(tiers, [fig["tiers"][t]["tokens"] for t in tiers], color="tab:purple")
@@ -232,10 +217,7 @@ def plot_kv_capacity(fig: dict[str, Any], outdir: Path) -> list[Path]:
     ax.set_ylabel("tokens of KV that fit (log scale)")
     ax.set_xlabel("storage tier of one server")
     ax.set_title(f"{fig['model']} KV per tier ({fig['server']})")
-    figure.tight_layout()
-    path = Path(outdir) / "exp01_kv_capacity.png"
-    figure.savefig(path, dpi=120)
-    plt.close(figure)
+    path = plotting.save(figure, outdir, "exp01_kv_capacity.png")
     return [path]
 
 

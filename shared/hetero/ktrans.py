@@ -36,7 +36,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from hetero import catalog
+from hetero import catalog, plotting
 from hetero.impl import exercise_function
 from hetero.parts import Part
 
@@ -314,10 +314,7 @@ def render_decode(fig: dict[str, Any]) -> str:
 
 
 def plot_decode(fig: dict[str, Any], outdir: Path) -> list[Path]:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = plotting.pyplot()
 
     names = list(fig["configs"])
     stacks = (("launch_ms", "kernel launches"), ("gpu_ms", "GPU weight reads"),
@@ -336,12 +333,7 @@ def plot_decode(fig: dict[str, Any], outdir: Path) -> list[Path]:
     ax.set_xlabel(f"system ({MODEL}, batch 1, {m['gpu']} + {m['sockets']} x {m['cpu']})")
     ax.set_title("Decode-time breakdown per token (lecture §4.3)")
     ax.legend()
-    figure.tight_layout()
-    outdir = Path(outdir)
-    outdir.mkdir(parents=True, exist_ok=True)
-    path = outdir / "exp03_decode_breakdown.png"
-    figure.savefig(path, dpi=120)
-    plt.close(figure)
+    path = plotting.save(figure, outdir, "exp03_decode_breakdown.png")
     return [path]
 
 

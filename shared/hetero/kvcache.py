@@ -43,8 +43,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from hetero import catalog
-from hetero.casegen import register
+from hetero import catalog, plotting
 from hetero.impl import exercise_function
 from hetero.parts import Part
 from hetero.stackdist import lru_stack_sweep
@@ -452,51 +451,6 @@ def hit_equivalent_capacity(workload: Workload, hit_rate: float, capacities: Seq
 
 
 # ---------------------------------------------------------------------------------------------
-# Harnesses for the autograder (called with the student's ex03 module first) and input builders.
-
-def _small_config(num_requests: int, num_documents: int, num_instances: int, instance_capacity_blocks: int,
-                  zipf_s: float, load: float, transfer_blocks_per_prefill_block: float) -> WorkloadConfig:
-    return WorkloadConfig(num_instances=num_instances, num_requests=num_requests, num_documents=num_documents,
-                          zipf_s=zipf_s, instance_capacity_blocks=instance_capacity_blocks, load=load,
-                          transfer_blocks_per_prefill_block=transfer_blocks_per_prefill_block)
-
-
-def dispatch_harness(module: Any, seed: int, num_requests: int = 2000, num_documents: int = 60,
-                     num_instances: int = 4, instance_capacity_blocks: int = 150, zipf_s: float = 1.0,
-                     load: float = 0.9, transfer_blocks_per_prefill_block: float = 4.0) -> dict[str, Any]:
-    """A small global-pool workload dispatched by `module.ttft_dispatch`: hit rate, imbalance, TTFT, choices."""
-    config = _small_config(num_requests, num_documents, num_instances, instance_capacity_blocks, zipf_s,
-                           load, transfer_blocks_per_prefill_block)
-    workload = generate_workload(np.random.default_rng(seed), config)
-    result = simulate_cluster(workload, "global_ttft", ttft_dispatch=module.ttft_dispatch)
-    keys = ("block_hit_rate", "transferred_fraction", "work_imbalance", "ttft_mean_blocks", "requests_per_instance")
-    return {k: result[k] for k in keys}
-
-
-def capacity_harness(module: Any, seed: int, dispatch: str = "local_round_robin", num_requests: int = 2000,
-                     num_documents: int = 60, num_instances: int = 4, instance_capacity_blocks: int = 150,
-                     zipf_s: float = 1.0) -> dict[str, float]:
-    """A small workload's cache contents measured by the module's effective_capacity_blocks / duplication_factor."""
-    config = _small_config(num_requests, num_documents, num_instances, instance_capacity_blocks, zipf_s, 0.9, 4.0)
-    workload = generate_workload(np.random.default_rng(seed), config)
-    result = simulate_cluster(workload, dispatch, effective_capacity=module.effective_capacity_blocks,
-                              duplication=module.duplication_factor)
-    return {k: result[k] for k in ("effective_capacity_blocks", "capacity_fraction", "duplication_factor")}
-
-
-@register("kvcache.cluster")
-def random_cluster(seed: int, num_instances: int, max_blocks: int, id_range: int,
-                   empty_instances: int = 0) -> list[list[int]]:
-    """Random cache contents: per instance up to `max_blocks` distinct ids from [0, id_range);
-    the first `empty_instances` instances hold nothing. Ids repeat across instances (duplication)."""
-    rng = np.random.default_rng(seed)
-    cluster = []
-    for i in range(num_instances):
-        size = 0 if i < empty_instances else int(rng.integers(1, min(max_blocks, id_range) + 1))
-        cluster.append(sorted(int(b) for b in rng.choice(id_range, size=size, replace=False)))
-    return cluster
-
-
 # ---------------------------------------------------------------------------------------------
 # Hot blocks in the global pool (lecture §2.2: hot blocks must be replicated to avoid transfer
 # congestion; Mooncake §6.2: hot-spot migration with a KV-cache balancing threshold).
@@ -659,10 +613,7 @@ def render_hot_blocks(figures: dict[str, Any]) -> str:
 
 
 def plot_hot_blocks(figures: dict[str, Any], outdir: Path) -> list[Path]:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = plotting.pyplot()
 
     rows = figures["rows"]
     names = [textwrap.fill(r["name"].replace(",", ""), 14) for r in rows]
@@ -680,10 +631,7 @@ def plot_hot_blocks(figures: dict[str, Any], outdir: Path) -> list[Path]:
         if len(keys) > 1:
             ax.legend(fontsize=8)
     fig.suptitle("Hot blocks in the global pool: sender-side bandwidth and replication", fontsize=10)
-    fig.tight_layout()
-    path = Path(outdir) / "cache_pool_hot_blocks.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    path = plotting.save(fig, outdir, "cache_pool_hot_blocks.png", dpi=110)
     return [path]
 
 
@@ -765,13 +713,7 @@ def render(figures: dict[str, Any]) -> str:
 
 def plot(figures: dict[str, Any], outdir: Path) -> list[Path]:
     """Hit rate vs capacity (LRU, LFU, infinite) and the policy comparison, as PNGs in `outdir`."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    outdir = Path(outdir)
-    outdir.mkdir(parents=True, exist_ok=True)
+    plt = plotting.pyplot()
     sweep = figures["sweep"]
     fig, ax = plt.subplots(figsize=(6, 4))
     for policy, marker in zip(POLICIES, "os"):
@@ -783,10 +725,7 @@ def plot(figures: dict[str, Any], outdir: Path) -> list[Path]:
     ax.set_ylabel("block hit rate (%)")
     ax.set_title(f"Prefix-cache hit rate vs capacity ({sweep['trace']})")
     ax.legend()
-    fig.tight_layout()
-    sweep_png = outdir / "cache_pool_hit_rate_vs_capacity.png"
-    fig.savefig(sweep_png, dpi=120)
-    plt.close(fig)
+    sweep_png = plotting.save(fig, outdir, "cache_pool_hit_rate_vs_capacity.png")
 
     names = list(figures["policies"])
     fig, axes = plt.subplots(1, 3, figsize=(11, 3.6))
@@ -798,10 +737,7 @@ def plot(figures: dict[str, Any], outdir: Path) -> list[Path]:
         ax.set_xticklabels([SHORT_LABELS[n] for n in names], fontsize=8)
         ax.set_ylabel(label)
     fig.suptitle("Local caches vs the global pool (8 instances, 20,000 requests)")
-    fig.tight_layout()
-    policy_png = outdir / "cache_pool_policies.png"
-    fig.savefig(policy_png, dpi=120)
-    plt.close(fig)
+    policy_png = plotting.save(fig, outdir, "cache_pool_policies.png")
     return [sweep_png, policy_png]
 
 

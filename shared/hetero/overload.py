@@ -52,14 +52,12 @@ import json
 import math
 import sys
 from dataclasses import asdict, dataclass, replace
-from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from hetero import catalog, roofline
-from hetero.casegen import register
+from hetero import catalog, plotting, roofline
 from hetero.impl import MissingExercise, exercise_function, resolve_impl_dir
 from hetero.parts import Part
 from hetero.traces import TraceError, TraceRequest, read_trace
@@ -579,49 +577,6 @@ def replay_trace(requests: Sequence[TraceRequest], speedup: float, prefill_insta
 
 
 # ---------------------------------------------------------------------------------------------
-# Grader hooks: a short scenario run with the student's admission rule; load series as inputs
-
-
-def _scenario_config(scenario: dict[str, Any]) -> OverloadConfig:
-    base = SCENARIOS[scenario.get("base", "default")]
-    fields = {k: v for k, v in scenario.items() if k != "base"}
-    unknown = set(fields) - set(OverloadConfig.__dataclass_fields__)
-    if unknown:
-        raise ValueError(f"unknown scenario fields: {sorted(unknown)}")
-    if isinstance(fields.get("decode"), dict):
-        fields["decode"] = DecodeModel(**fields["decode"])
-    return replace(base, **fields).validate()
-
-
-def run_scenario(module: Any, scenario: dict[str, Any], seed: int, oversubscription: float = 1.0) -> dict[str, int]:
-    """Harness (ex05): the predictive policy driven by `module`'s predicted_decode_load and
-    admit_predictive on a seeded scenario; returns plain counts."""
-    config = _scenario_config(scenario)
-    workload = poisson_workload(config, np.random.default_rng(seed))
-    result = simulate_config(config, workload, Policy("predictive", "predictive", oversubscription),
-                             module.predicted_decode_load, module.admit_predictive)
-    return {"completed": result.completed, "rejected_at_arrival": result.rejected_at_arrival,
-            "wasted_prefills": result.wasted_prefills}
-
-
-@lru_cache(maxsize=8)
-def _series(scenario: str, policy: str, seed: int, duration_s: float) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    config = replace(SCENARIOS[scenario], duration_s=duration_s)
-    kind = {p.name: p for p in OSCILLATION_POLICIES[:2]}[policy]  # baseline/early need no exercise
-    result = simulate_config(config, poisson_workload(config, np.random.default_rng(seed)), kind)
-    skip = int(WARMUP_S / config.sample_dt_s)
-    return tuple(result.prefill_load[skip:].tolist()), tuple(result.decode_load[skip:].tolist())
-
-
-@register("overload.load_series")
-def load_series(scenario: str, policy: str, seed: int, pool: str, duration_s: float = 1800.0) -> list[float]:
-    """A pool's load samples (requests, every 1 s, warm-up dropped) from a seeded baseline/early run."""
-    prefill, decode = _series(scenario, policy, int(seed), float(duration_s))
-    series = {"prefill": prefill, "decode": decode}[pool]
-    return [float(x) for x in series]
-
-
-# ---------------------------------------------------------------------------------------------
 # Experiment part "overload"
 
 SEEDS = (0, 1, 2, 3, 4)
@@ -852,10 +807,7 @@ def render_lag(figures: dict[str, Any]) -> str:
 
 
 def plot(figures: dict[str, Any], outdir: Path) -> list[Path]:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = plotting.pyplot()
 
     fig_data = figures["default"]
     series = {p.name: fig_data["series"][p.name] for p in OSCILLATION_POLICIES}
@@ -880,18 +832,12 @@ def plot(figures: dict[str, Any], outdir: Path) -> list[Path]:
     fig.suptitle(f"Pool loads per admission policy: {cfg['prefill_instances']} prefill instances, prefills "
                  f"{cfg['prefill_mean_s']:g} s mean, TTFT SLO {cfg['ttft_slo_s']:g} s, decode threshold "
                  f"{fig_data['decode_max_batch']} requests; seed {figures['seeds'][0]}", fontsize=10)
-    fig.tight_layout()
-    path = Path(outdir) / "overload_default_load.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    path = plotting.save(fig, outdir, "overload_default_load.png", dpi=110)
     return [path]
 
 
 def plot_lag(figures: dict[str, Any], outdir: Path) -> list[Path]:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = plotting.pyplot()
 
     rows = figures["rows"]
     lag = np.array([r["lag_s"]["mean"] for r in rows])
@@ -910,10 +856,7 @@ def plot_lag(figures: dict[str, Any], outdir: Path) -> list[Path]:
     fig.suptitle(f"Early vs prediction-based rejection as the admission-to-decode lag grows (mean decode "
                  f"{figures['decode_mean_s']:.0f} s "
                  f"at the TBT threshold; {len(figures['seeds'])} seeds, ± std)", fontsize=10)
-    fig.tight_layout()
-    path = Path(outdir) / "overload_lag_sweep.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    path = plotting.save(fig, outdir, "overload_lag_sweep.png", dpi=110)
     return [path]
 
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
-from hetero import catalog, roofline
+from hetero import catalog, plotting, roofline
 from hetero.impl import exercise_function
 from hetero.parts import Part
 
@@ -112,10 +112,7 @@ def render_transfer(fig: dict[str, Any]) -> str:
 
 
 def plot_transfer(fig: dict[str, Any], outdir: Path) -> list[Path]:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = plotting.pyplot()
     import matplotlib.ticker
 
     labels = [f"fetch {k}" for k in fig["links"]] + [f"recompute\n{fig['recompute']['num_gpus']} x "
@@ -132,10 +129,7 @@ def plot_transfer(fig: dict[str, Any], outdir: Path) -> list[Path]:
     ax.set_ylabel("time (s, log scale)")
     ax.set_title(f"{fig['context_tokens']:,}-token {fig['model']} KV ({fig['kv_bytes'] / 1e9:.1f} GB): "
                  "fetch vs recompute", fontsize=9)
-    figure.tight_layout()
-    path = Path(outdir) / "exp02_transfer.png"
-    figure.savefig(path, dpi=120)
-    plt.close(figure)
+    path = plotting.save(figure, outdir, "exp02_transfer.png")
     return [path]
 
 
