@@ -34,9 +34,7 @@ from autograder import safetext, sandbox, scoring
 from autograder.cases import hidden_cases, public_cases, stored
 from autograder.intake import MAX_FILE_BYTES, Found  # noqa: F401  (part of the grader's API)
 from autograder.manifest import BY_ID, EXERCISES, ROOT, Exercise
-from hetero.checks import Array, Case, Outcome, decode, encode, judge
-
-KNOWN_MISTAKE = "Your result matches a known mistake"
+from hetero.checks import Array, Case, Outcome, Verdict, decode, encode, judge
 
 
 class ConfigError(RuntimeError):
@@ -174,7 +172,7 @@ def shown_hints(cases: Sequence[Case]) -> dict[str, str]:
             for c in cases}
 
 
-def _hidden_message(case: Case, passed: bool, verdict_message: str, outcome: Optional[Outcome], reason: str,
+def _hidden_message(case: Case, passed: bool, known_mistake: str, outcome: Optional[Outcome], reason: str,
                     expect: Any, required: Iterable[str] = (), hint_text: Optional[str] = None) -> str:
     """Feedback for one hidden case in fixed words: no input, no expected value, nothing the student chose.
 
@@ -189,7 +187,7 @@ def _hidden_message(case: Case, passed: bool, verdict_message: str, outcome: Opt
         return f"{reason}."
     if outcome.error_type == "NotImplementedError":
         return "not implemented yet."
-    known = f" {verdict_message[verdict_message.index(KNOWN_MISTAKE):]}" if KNOWN_MISTAKE in verdict_message else ""
+    known = f" {known_mistake}" if known_mistake else ""
     if case.raises:
         did = f"raised {exception_name(outcome.error_type, required)}" if outcome.error_type else "returned a value"
         return f"this input is invalid and must raise {case.raises}, but your function {did}.{known or hint}"
@@ -216,12 +214,11 @@ def _no_result_reason(found: Optional[Found], ex: Exercise, report: Optional[san
     return f"no result: {stop_words(report, during_hidden) or 'the process stopped'} {stage}"
 
 
-def _judge(case: Case, outcome: Outcome, expect: Any, mistakes: Any) -> tuple[bool, str]:
+def _judge(case: Case, outcome: Outcome, expect: Any, mistakes: Any) -> Verdict:
     try:
-        verdict = judge(case, outcome, expect, {k: tuple(v) for k, v in (mistakes or {}).items()})
+        return judge(case, outcome, expect, {k: tuple(v) for k, v in (mistakes or {}).items()})
     except Exception as exc:  # e.g. a returned value nested too deeply to decode
-        return False, f"{case.func}: {case.id}: the returned value could not be read ({type(exc).__name__})."
-    return verdict.passed, verdict.message
+        return Verdict(False, f"{case.func}: {case.id}: the returned value could not be read ({type(exc).__name__}).")
 
 
 def grade_exercise(ex: Exercise, found: Optional[Found], root: Path = ROOT, time_scale: float = 1.0) -> res.ExerciseResult:
@@ -252,18 +249,19 @@ def grade_exercise(ex: Exercise, found: Optional[Found], root: Path = ROOT, time
         reason = "" if outcome is not None else _no_result_reason(found, ex, report, case.id, during_hidden)
         expect = entry.get("expect") if case.id in hidden_ids else None
         if outcome is None:
-            passed, message = False, f"{case.func}: {case.id}: {reason}."
+            verdict = Verdict(False, f"{case.func}: {case.id}: {reason}.")
         else:
-            passed, message = _judge(case, outcome, expect, entry.get("mistakes"))
-        judged[case.id] = (passed, message, outcome, reason)
-    passed_map = {cid: j[0] for cid, j in judged.items()}
+            verdict = _judge(case, outcome, expect, entry.get("mistakes"))
+        judged[case.id] = (verdict, outcome, reason)
+    passed_map = {cid: j[0].passed for cid, j in judged.items()}
     classes = {cid: entries[cid]["class"] for cid in entries}
     echo = {cid: bool(entries[cid].get("echo")) for cid in entries}
     live = scoring.live_groups(rules, hidden, classes, passed_map, echo)
     pays = scoring.paid(public + hidden, passed_map, live)
     cases = []
     for case in public + hidden:
-        passed, message, outcome, reason = judged[case.id]
+        verdict, outcome, reason = judged[case.id]
+        passed, message = verdict.passed, verdict.message
         is_hidden = case.id in hidden_ids
         gate = "" if pays[case.id] or not passed else f" {scoring.UNPAID_NOTE}"
         if not is_hidden:
@@ -275,8 +273,8 @@ def grade_exercise(ex: Exercise, found: Optional[Found], root: Path = ROOT, time
         detail = (f"[{'passed' if passed else 'FAILED'}] {case.id}\n  call:     {_call_text(case)}\n"
                   f"  expected: {expected_text}\n  got:      {_outcome_text(outcome, reason)}\n  verdict:  {message}")
         cases.append(res.CaseResult(case.id, case.func, True, cents[case.id], passed, pays[case.id],
-                                    _hidden_message(case, passed, message, outcome, reason, expect, required,
-                                                    hints[case.id]) + gate,
+                                    _hidden_message(case, passed, verdict.known_mistake, outcome, reason, expect,
+                                                    required, hints[case.id]) + gate,
                                     detail, group=scoring.group_key(case)))
     note = _exercise_note(ex, found, report, during_hidden)
     import_error = report.import_error if report is not None and report.imported is False else ""

@@ -174,3 +174,15 @@ def test_type_mistake_for_hidden_feedback_names_kinds_and_no_values():
     wrong_value = Case("ex99.g.hidden", "g", expect=2.0)
     assert type_mistake(wrong_value, run_call(wrong_value, Student), encode(2.0)) is None, (
         "a right type with a wrong value is not a type mistake")
+
+
+def test_a_verdict_carries_the_known_mistake_it_matches_as_a_field():
+    case = Case(id="ex01.f.x", func="f", expect=2.0, unit="GB", hint="check the unit")
+    mistakes = {"gib": ("GiB instead of GB", encode(1.862645149230957)), "other": ("something else", encode(7.0))}
+    matched = judge(case, Outcome(encode(1.862645149230957)), None, mistakes)
+    assert not matched.passed and matched.known_mistake == "Your result matches a known mistake: GiB instead of GB"
+    assert matched.message.endswith(matched.known_mistake), "the message shows the named mistake"
+    other = judge(case, Outcome(encode(3.0)), None, mistakes)
+    assert other.known_mistake == "" and "Likely mistake: check the unit" in other.message, \
+        "no match: no named mistake, the case's hint instead"
+    assert judge(case, Outcome(encode(2.0)), None, mistakes).known_mistake == ""

@@ -416,6 +416,7 @@ class Verdict:
     passed: bool
     message: str  # what was checked, expected vs got with units, likely mistake
     not_implemented: bool = False
+    known_mistake: str = ""  # the sentence naming the known mistake the result matches ("" if none)
 
 
 def judge(case: Case, outcome: Outcome, expect_encoded: Any = None,
@@ -435,7 +436,7 @@ def judge(case: Case, outcome: Outcome, expect_encoded: Any = None,
         got = (f"raised {outcome.error_type}: {outcome.error_message}" if outcome.error_type
                else "returned a value")
         message = f"{what}: expected {case.raises} for this invalid input, but it {got}."
-        return Verdict(False, _with_mistake(message, outcome, case, mistakes))
+        return _failed(message, outcome, case, mistakes)
     if outcome.error_type:
         return Verdict(False, f"{what}: raised {outcome.error_type}: {outcome.error_message}")
     expected = decode(expect_encoded if expect_encoded is not None else encode(case.expect))
@@ -450,14 +451,19 @@ def judge(case: Case, outcome: Outcome, expect_encoded: Any = None,
         message = f"{what}: {problem}."
         # a right value in the wrong type: no formula hint, it would point at a mistake that is not there;
         # a wrong value in the wrong type: the known mistake it matches, else the hint
-        return Verdict(False, message if type_only else _with_mistake(message, outcome, case, mistakes))
+        return Verdict(False, message) if type_only else _failed(message, outcome, case, mistakes)
     message = f"{what}: {problem}{unit} (tolerance: {case.tol_note})."
-    return Verdict(False, _with_mistake(message, outcome, case, mistakes))
+    return _failed(message, outcome, case, mistakes)
 
 
-def _with_mistake(message: str, outcome: Outcome, case: Case,
-                  mistakes: Mapping[str, tuple[str, Any]] | None) -> str:
-    """Append the known mistake the returned value matches, else the case's hint."""
+def _failed(message: str, outcome: Outcome, case: Case, mistakes: Mapping[str, tuple[str, Any]] | None) -> Verdict:
+    """A failed verdict naming the known mistake the returned value matches, else giving the case's hint."""
+    known = known_mistake(outcome, case, mistakes)
+    return Verdict(False, f"{message} {known}" if known else _join(message, case.hint), known_mistake=known)
+
+
+def known_mistake(outcome: Outcome, case: Case, mistakes: Mapping[str, tuple[str, Any]] | None) -> str:
+    """The sentence naming the known mistake(s) whose output on this case the returned value matches, or ""."""
     if outcome.error_type is None:
         try:
             got = decode(outcome.value)
@@ -471,10 +477,10 @@ def _with_mistake(message: str, outcome: Outcome, case: Case,
             except (EncodeError, TypeError):
                 continue
         if len(matched) == 1:
-            return _join(message, f"Your result matches a known mistake: {matched[0]}")
+            return f"Your result matches a known mistake: {matched[0]}"
         if matched:
-            return _join(message, "Your result matches a known mistake, one of: " + " | ".join(matched))
-    return _join(message, case.hint)
+            return "Your result matches a known mistake, one of: " + " | ".join(matched)
+    return ""
 
 
 def _join(message: str, hint: str) -> str:
