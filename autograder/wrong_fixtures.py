@@ -19,7 +19,7 @@ submission folder.
 The declarations are Python data rather than JSON because they are source code: one string per source
 line, quoted as in the exercise files, reads (and diffs) like the code it edits. The module holds
 answer-key lines, so it is an authoring tool that never ships in the Gradescope zip
-(`autograder.build.TOOL_MODULES`).
+(`autograder.build.TOOL_MODULES`, `FORBIDDEN_PREFIXES`).
 """
 
 from __future__ import annotations

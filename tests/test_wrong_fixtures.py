@@ -6,7 +6,6 @@
 - Materialising every fixture gives a file that says `MISTAKE: <sentence>`, carries no solution
   marker, differs from the key in code and fails at least one case that the key passes.
 - The known mistakes stored in autograder/expected/ are declared fixtures, with the declared sentence.
-- (until the folders go) each materialised file is byte-identical to autograder/fixtures/wrong/.
 """
 
 from __future__ import annotations
@@ -104,14 +103,3 @@ def test_stored_known_mistakes_are_the_declared_ones():
                 assert name in BY_NAME, f"{case_id}: stored mistake {name} is not declared"
                 assert description == BY_NAME[name].mistake, f"{case_id}: {name} is stored as {description!r}"
 
-
-@pytest.mark.parametrize("name", NAMES)
-def test_materialised_fixture_is_byte_identical_to_its_folder(name, wrong_dir):
-    fixture = BY_NAME[name]
-    folder = ROOT / "autograder" / "fixtures" / "wrong" / name
-    assert (wrong_dir / name / fixture.filename).read_bytes() == (folder / fixture.filename).read_bytes()
-    assert [p.name for p in folder.iterdir()] == [fixture.filename]
-
-
-def test_every_fixture_folder_is_declared():
-    assert sorted(p.name for p in (ROOT / "autograder" / "fixtures" / "wrong").iterdir()) == NAMES
