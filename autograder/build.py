@@ -11,8 +11,9 @@ grader computes from its own location still holds:
                             small MoE grading checkpoints in data/)
     assignments/tests/      the public cases (public_exNN.py)
 
-It never holds solution source: nothing from solutions/, nothing from autograder/fixtures/ (the
-wrong fixtures are near-copies of the answer key), no file containing the answer-key marker text
+It never holds solution source: nothing from solutions/, nothing from autograder/fixtures/, not
+autograder/wrong_fixtures.py (the wrong fixtures are edits of answer-key lines), no file containing
+the answer-key marker text
 and no file byte-identical to an answer-key file. `build()` checks all of this on the finished
 archive and refuses to write one that fails. The requirements are derived, not listed by hand: every
 third-party module the shipped code imports must have a pin in pyproject.toml, and only those pins
@@ -38,10 +39,10 @@ ROOT_FILES = {"setup.sh": 0o755, "run_autograder": 0o755, "fallback.py": 0o644}
 GRADER_ENTRY_MODULES = ("__init__", "__main__", "grader")  # the closure starts here
 # Authoring and instructor tools: they read the answer key or build artefacts; never shipped.
 TOOL_MODULES = frozenset({"release", "expected", "build", "bulk", "pack", "demo", "gradebook", "gradescope",
-                          "export_nbgrader", "export_otter", "mutation"})
+                          "export_nbgrader", "export_otter", "mutation", "wrong_fixtures", "wrong_scores"})
 LOCAL_PACKAGES = {"autograder", "hetero"}
 SOLUTION_MARKER = b"BEGIN SOLUTION"
-FORBIDDEN_PREFIXES = ("solutions/", "autograder/fixtures/", "autograder/gradescope/")
+FORBIDDEN_PREFIXES = ("solutions/", "autograder/fixtures/", "autograder/gradescope/", "autograder/wrong_fixtures.py")
 ZIP_DATE = (1980, 1, 1, 0, 0, 0)  # fixed timestamps: the same sources give the same zip bytes
 
 

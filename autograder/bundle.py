@@ -12,8 +12,8 @@ The folder is ready to be a course's public starter repository. It holds:
 Before anything is written, the copy is audited (`audit`); a copy that fails is never written. The
 audit refuses: a file outside the expected list; a solution marker or any distinctive line of a
 solution block of `solutions/`; a file identical to one in `solutions/` or `autograder/` (hidden cases,
-stored expected values, wrong and adversarial fixtures, grader modules; the copy's templates aside)
-or to an answer-key exercise file; a hidden case
+stored expected values, adversarial fixtures, grader modules; the copy's templates aside), to a
+materialised wrong fixture (`autograder.wrong_fixtures`) or to an answer-key exercise file; a hidden case
 id; a `MISTAKE:` fixture docstring; a module importing `autograder`; a dependency outside the student's
 list; a Python file that does not compile. Same source, same bytes: files are written in sorted order,
 and the zip has fixed timestamps, permissions and compression.
@@ -33,6 +33,7 @@ import zipfile
 from pathlib import Path
 from string import Template
 
+from autograder import wrong_fixtures
 from autograder.build import pyproject_pins
 from autograder.cases import hidden_cases
 from autograder.manifest import EXERCISES, ROOT
@@ -163,6 +164,10 @@ def _forbidden_digests(root: Path) -> dict[str, str]:
     for path in sorted((root / "shared" / "hetero" / "data").glob("*")):
         if path.is_file() and path.name not in STUDENT_DATA:
             digests.setdefault(hashlib.sha256(path.read_bytes()).hexdigest(), path.relative_to(root).as_posix())
+    for fixture in wrong_fixtures.FIXTURES:
+        text = wrong_fixtures.source(fixture.name, root)
+        digests.setdefault(hashlib.sha256(text.encode("utf-8")).hexdigest(),
+                           f"the wrong fixture {fixture.name} (autograder/wrong_fixtures.py)")
     return digests
 
 

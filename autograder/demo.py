@@ -2,7 +2,8 @@
 
 1. builds the Gradescope autograder zip (dist/autograder.zip);
 2. assembles example submissions under <out>/submissions/, copying files at run time: the answer
-   key, the unfilled release stubs, answer key + one wrong fixture (a few different mistakes), a
+   key, the unfilled release stubs, answer key + one materialised wrong fixture of
+   `autograder.wrong_fixtures` (a few different mistakes), a
    partial submission packed as a zip with `autograder pack`, and a damaged zip;
 3. grades them all with `grade-all` (parallel, resumable) into <out>/graded/ and <out>/grades.csv;
 4. prints the per-exercise summary table.
@@ -18,20 +19,7 @@ from pathlib import Path
 from autograder import build, bulk, pack
 from autograder.gradebook import Gradebook
 from autograder.manifest import EXERCISES, ROOT
-
-FIXTURES = ROOT / "autograder" / "fixtures" / "wrong"
-
-
-def wrong_fixtures() -> list[Path]:
-    """Every wrong-fixture folder holding exactly one exercise file, sorted by name."""
-    if not FIXTURES.is_dir():
-        return []
-    found = []
-    for folder in sorted(p for p in FIXTURES.iterdir() if p.is_dir()):
-        files = [f for f in folder.glob("ex*.py")]
-        if len(files) == 1 and files[0].name in {e.filename for e in EXERCISES}:
-            found.append(folder)
-    return found
+from autograder.wrong_fixtures import FIXTURES, WrongFixture, materialise
 
 
 def copy_exercises(src: Path, dest: Path) -> Path:
@@ -47,20 +35,19 @@ def copy_exercises(src: Path, dest: Path) -> Path:
     return dest
 
 
-def with_fixture(fixture: Path, dest: Path) -> Path:
-    """The answer key with one exercise file replaced by the wrong fixture's copy."""
+def with_fixture(fixture: WrongFixture, dest: Path) -> Path:
+    """The answer key with one exercise file replaced by the wrong fixture's materialised copy."""
     copy_exercises(ROOT / "solutions", dest)
-    (file,) = list(fixture.glob("ex*.py"))
-    shutil.copyfile(file, dest / file.name)
+    materialise(fixture.name, dest)
     return dest
 
 
-def fixture_spread(count: int) -> list[Path]:
+def fixture_spread(count: int) -> list[WrongFixture]:
     """`count` wrong fixtures, taken round-robin over exercises so the mistakes differ."""
-    by_ex: dict[str, list[Path]] = {}
-    for fixture in wrong_fixtures():
-        by_ex.setdefault(fixture.name.split("_", 1)[0], []).append(fixture)
-    chosen: list[Path] = []
+    by_ex: dict[str, list[WrongFixture]] = {}
+    for fixture in FIXTURES:
+        by_ex.setdefault(fixture.exercise, []).append(fixture)
+    chosen: list[WrongFixture] = []
     rank = 0
     while len(chosen) < count and any(rank < len(v) for v in by_ex.values()):
         for ex_id in sorted(by_ex):

@@ -12,9 +12,10 @@ the stored hidden cases and writes `autograder/expected/exNN.json`:
 `echo` marks a case that is no evidence that the submission computes (its answer equals one of its
 arguments, or scales a public case's answer: `autograder.scoring`). `class`, `echo` and `rules` are
 what `autograder.scoring` needs to decide which passed cases pay.
-`mistakes` holds what each known-wrong submission (`autograder/fixtures/wrong/exNN_<slug>/`, whose
-docstring starts with `MISTAKE: ...`) returns where that differs from the answer key, so feedback can
-name the mistake. Grading reads only these files: it never imports `solutions/`.
+`mistakes` holds what each known-wrong submission (a fixture of `autograder.wrong_fixtures`, the
+answer key with one declared mistake, keyed by its name with its `mistake` sentence) returns where
+that differs from the answer key, so feedback can name the mistake. Grading reads only these files:
+it never imports `solutions/`.
 
 `--check` recomputes everything and fails when a stored file is stale. The build fails loudly when
 the answer key contradicts a public case, raises where it should return (or the reverse), or when a
@@ -26,43 +27,22 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
 from autograder import scoring
 from autograder.cases import case_from_data, case_to_data, hidden_cases_from_source, public_cases
 from autograder.manifest import BY_ID, EXERCISES, ROOT
+from autograder.wrong_fixtures import for_exercise, materialise
 from hetero.checks import NO_EXPECT, Case, judge, run_call
 from hetero.impl import load_module_from_path
 
 EXPECTED_DIR = ROOT / "autograder" / "expected"
-WRONG_DIR = ROOT / "autograder" / "fixtures" / "wrong"
 
 
 class AnswerKeyError(RuntimeError):
     """The answer key and the cases disagree."""
-
-
-def mistake_description(path: Path) -> str:
-    """The `MISTAKE: ...` first docstring line of a wrong fixture file."""
-    import ast
-
-    doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
-    first = doc.strip().splitlines()[0] if doc.strip() else ""
-    if not first.startswith("MISTAKE:"):
-        raise AnswerKeyError(f"{path}: docstring must start with 'MISTAKE: <sentence>'")
-    return first[len("MISTAKE:"):].strip()
-
-
-def wrong_fixtures(ex_id: str) -> list[tuple[str, Path]]:
-    """(fixture name, exercise file) for each wrong fixture of `ex_id`."""
-    filename = BY_ID[ex_id].filename
-    found = []
-    for folder in sorted(WRONG_DIR.glob(f"{ex_id}_*")):
-        path = folder / filename
-        if path.is_file():
-            found.append((folder.name, path))
-    return found
 
 
 def stored_hidden(ex_id: str) -> list[dict[str, Any]]:
@@ -97,21 +77,23 @@ def compute(ex_id: str) -> dict[str, Any]:
             if not verdict.passed:
                 raise AnswerKeyError(f"{case.id}: the answer key fails its own case: {verdict.message}")
         entries[case.id] = {"expect": outcome.value, "raises": None, "mistakes": {}}
-    for name, path in wrong_fixtures(ex_id):
-        description = mistake_description(path)
-        module = load_module_from_path(path, f"_a2_wrong_{name}")
-        caught = False
-        for _, case in cases:
-            entry = entries[case.id]
-            outcome = run_call(case, module)
-            verdict = judge(case, outcome, entry["expect"])
-            if verdict.passed:
-                continue
-            caught = True
-            if not outcome.error_type and outcome.value is not None:  # a wrong value, also where a raise was due
-                entry["mistakes"][name] = [description, outcome.value]
-        if not caught:
-            raise AnswerKeyError(f"wrong fixture {name} passes every case of {ex_id}: no case detects its mistake")
+    with tempfile.TemporaryDirectory(prefix="a2wrong-") as tmp:
+        for fixture in for_exercise(ex_id):
+            path = materialise(fixture.name, Path(tmp) / fixture.name)
+            module = load_module_from_path(path, f"_a2_wrong_{fixture.name}")
+            caught = False
+            for _, case in cases:
+                entry = entries[case.id]
+                outcome = run_call(case, module)
+                verdict = judge(case, outcome, entry["expect"])
+                if verdict.passed:
+                    continue
+                caught = True
+                if not outcome.error_type and outcome.value is not None:  # a wrong value, also where a raise was due
+                    entry["mistakes"][fixture.name] = [fixture.mistake, outcome.value]
+            if not caught:
+                raise AnswerKeyError(f"wrong fixture {fixture.name} passes every case of {ex_id}: "
+                                     "no case detects its mistake")
     plain = [c for _, c in cases]
     classes = scoring.answer_classes(plain, {cid: e["expect"] for cid, e in entries.items()})
     public = [(c, entries[c.id]["expect"]) for kind, c in cases if kind == "public"]

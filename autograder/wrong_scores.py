@@ -1,7 +1,7 @@
 """`python -m autograder.wrong_scores [--write]`: what each wrong fixture scores, stored and checked.
 
-Each fixture in autograder/fixtures/wrong/ is graded alone (its one exercise, through the sandboxed
-grader), and its exercise score is compared with `autograder/fixtures/wrong_scores.json`, which the
+Each fixture of autograder/wrong_fixtures.py is materialised and graded alone (its one exercise,
+through the sandboxed grader), and its exercise score is compared with `autograder/fixtures/wrong_scores.json`, which the
 test suite also checks (tests/test_self_test.py). A change of the cases or of the points rule that
 moves a fixture's score shows up as a diff of that file, to be looked at and committed with
 `--write`.
@@ -11,32 +11,29 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import sys
 import tempfile
 from pathlib import Path
 
 from autograder.manifest import BY_ID, ROOT
+from autograder.wrong_fixtures import BY_NAME, FIXTURES, materialise
 
-WRONG_DIR = ROOT / "autograder" / "fixtures" / "wrong"
 STORED = ROOT / "autograder" / "fixtures" / "wrong_scores.json"
 
 
-def fixture_score(folder: Path) -> float:
+def fixture_score(name: str) -> float:
     """The exercise score of one wrong fixture, graded alone."""
     from autograder import grader
 
-    ex = BY_ID[folder.name.split("_", 1)[0]]
+    ex = BY_ID[BY_NAME[name].exercise]
     with tempfile.TemporaryDirectory(prefix="a2wrong-") as tmp:
-        submission = Path(tmp) / "submission"
-        submission.mkdir()
-        shutil.copyfile(folder / ex.filename, submission / ex.filename)
+        submission = materialise(name, Path(tmp) / "submission").parent
         data = grader.grade_submission(submission, exercises=[ex.id])
     return round(sum(t["score"] for t in data["tests"] if t["name"].split(" ", 1)[0] == ex.id), 2)
 
 
 def compute() -> dict[str, float]:
-    return {folder.name: fixture_score(folder) for folder in sorted(WRONG_DIR.iterdir()) if folder.is_dir()}
+    return {f.name: fixture_score(f.name) for f in FIXTURES}
 
 
 def main(argv: list[str]) -> int:
@@ -47,7 +44,7 @@ def main(argv: list[str]) -> int:
     stored = json.loads(STORED.read_text(encoding="utf-8")) if STORED.is_file() else {}
     for name, score in scores.items():
         mark = "" if stored.get(name) == score else f"   (stored: {stored.get(name)})"
-        print(f"{name:32s} {score:6.2f} / {BY_ID[name.split('_', 1)[0]].points:g}{mark}")
+        print(f"{name:32s} {score:6.2f} / {BY_ID[BY_NAME[name].exercise].points:g}{mark}")
     if args.write:
         STORED.write_text(json.dumps(scores, indent=1) + "\n", encoding="utf-8")
         print(f"wrote {STORED.relative_to(ROOT)}")

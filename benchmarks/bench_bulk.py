@@ -30,8 +30,9 @@ from pathlib import Path
 
 from autograder import bulk, intake
 from autograder.attacks import BOMB_BYTES, BOMB_COPIES, answer_key, bomb_zip, damaged_zip, deep_tree, remove_deep
-from autograder.demo import copy_exercises, with_fixture, wrong_fixtures
+from autograder.demo import copy_exercises, with_fixture
 from autograder.manifest import BY_ID, EXERCISES, ROOT
+from autograder.wrong_fixtures import FIXTURES
 
 TARGET_PER_MIN = 10.0
 
@@ -39,7 +40,7 @@ TARGET_PER_MIN = 10.0
 def assemble(dest: Path, n: int) -> list[str]:
     """`n` varied submissions in `dest`; returns their names."""
     kinds: list[tuple[str, object]] = [("key", None), ("stubs", None)]
-    kinds += [("wrong", f) for f in wrong_fixtures()]
+    kinds += [("wrong", f) for f in FIXTURES]
     kinds += [("partial", k) for k in range(1, len(EXERCISES))]
     names = []
     for i in range(n):

@@ -18,10 +18,10 @@ import pytest
 
 from autograder.cases import hidden_cases, public_cases
 from autograder.manifest import BY_ID, ROOT
+from autograder.wrong_fixtures import FIXTURES
 from hetero.checks import check_call, judge, run_call
 
 EXERCISES = ("ex01", "ex02", "ex04")
-WRONG = ROOT / "autograder" / "fixtures" / "wrong"
 
 
 def _load(path: Path, name: str):
@@ -35,12 +35,9 @@ def _solution(ex_id: str):
     return _load(ROOT / "solutions" / BY_ID[ex_id].filename, f"_key_test_{ex_id}")
 
 
-def _fixtures() -> list[tuple[str, Path]]:
-    found = []
-    for ex_id in EXERCISES:
-        for folder in sorted(WRONG.glob(f"{ex_id}_*")):
-            found.append((ex_id, folder / BY_ID[ex_id].filename))
-    return found
+def _fixtures() -> list[tuple[str, str]]:
+    """(exercise, fixture name) of every wrong fixture of these exercises."""
+    return [(f.exercise, f.name) for f in FIXTURES if f.exercise in EXERCISES]
 
 
 @pytest.mark.parametrize("ex_id", EXERCISES)
@@ -72,18 +69,19 @@ def test_solution_runs_every_hidden_case(ex_id):
     assert not thin, f"{ex_id}: fewer than 5 hidden cases for {thin}"
 
 
-@pytest.mark.parametrize("ex_id,path", _fixtures(), ids=[p.parent.name for _, p in _fixtures()])
-def test_wrong_fixture_fails_some_case(ex_id, path):
+@pytest.mark.parametrize("ex_id,name", _fixtures(), ids=[name for _, name in _fixtures()])
+def test_wrong_fixture_fails_some_case(ex_id, name, wrong_dir):
+    path = wrong_dir / name / BY_ID[ex_id].filename
     doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
     assert doc.startswith("MISTAKE: "), f"{path}: the module docstring must start with 'MISTAKE: <sentence>'"
     key = _solution(ex_id)
-    wrong = _load(path, f"_wrong_{path.parent.name}")
+    wrong = _load(path, f"_wrong_{name}")
     caught = [c.id for c in public_cases(ex_id) if not check_call(c, wrong).passed]
     for case in hidden_cases(ex_id):
         expect = None if case.raises else run_call(case, key).value
         if not judge(case, run_call(case, wrong), expect).passed:
             caught.append(case.id)
-    assert caught, f"{path.parent.name}: passes every public and hidden case of {ex_id}; no case detects the mistake"
+    assert caught, f"{name}: passes every public and hidden case of {ex_id}; no case detects the mistake"
 
 
 def test_every_exercise_has_at_least_two_wrong_fixtures():

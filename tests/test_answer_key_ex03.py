@@ -18,11 +18,11 @@ import pytest
 
 from autograder.cases import hidden_cases, public_cases
 from autograder.manifest import BY_ID, ROOT
+from autograder.wrong_fixtures import for_exercise
 from hetero.checks import check_call, judge, run_call
 from hetero.impl import load_exercise
 
-WRONG = ROOT / "autograder" / "fixtures" / "wrong"
-FIXTURES = sorted(WRONG.glob("ex03_*"))
+FIXTURES = [f.name for f in for_exercise("ex03")]
 DISPATCH_FIXTURES = ("ex03_ignores_queue", "ex03_ties_highest", "ex03_transfer_multiplied", "ex03_ignores_pool")
 
 
@@ -68,11 +68,12 @@ def test_solution_runs_every_hidden_case():
 
 
 def test_at_least_three_fixtures():
-    assert len(FIXTURES) >= 3, f"ex03 needs >= 3 wrong fixtures, found {[p.name for p in FIXTURES]}"
+    assert len(FIXTURES) >= 3, f"ex03 needs >= 3 wrong fixtures, found {FIXTURES}"
 
 
-@pytest.mark.parametrize("path", FIXTURES, ids=[p.name for p in FIXTURES])
-def test_wrong_fixture_fails_some_case_and_feedback_names_it(path):
+@pytest.mark.parametrize("name", FIXTURES)
+def test_wrong_fixture_fails_some_case_and_feedback_names_it(name, wrong_dir):
+    path = wrong_dir / name
     mistake = _mistake(path)
     assert mistake.startswith("MISTAKE: "), f"{path}: the module docstring must start with 'MISTAKE: <sentence>'"
     wrong = load_exercise("ex03", path)
@@ -83,17 +84,17 @@ def test_wrong_fixture_fails_some_case_and_feedback_names_it(path):
             break
         got = run_call(case, wrong)
         verdict = judge(case, got, _key_value(case.id),
-                        mistakes={path.name: (mistake, got.value)} if got.value is not None else None)
+                        mistakes={name: (mistake, got.value)} if got.value is not None else None)
         if not verdict.passed:
             caught.append(case.id)
             if got.value is not None:
                 assert mistake in verdict.message, f"feedback does not name the mistake: {verdict.message}"
-    assert caught, f"{path.name} passes every public and hidden ex03 case; no case detects the mistake"
+    assert caught, f"{name} passes every public and hidden ex03 case; no case detects the mistake"
 
 
 @pytest.mark.parametrize("name", DISPATCH_FIXTURES)
-def test_simulator_cases_catch_dispatch_mistakes(name):
-    wrong = load_exercise("ex03", WRONG / name)
+def test_simulator_cases_catch_dispatch_mistakes(name, wrong_dir):
+    wrong = load_exercise("ex03", wrong_dir / name)
     harness = [c for c in hidden_cases("ex03") if c.harness == "kvcache.dispatch"]
     caught = [c.id for c in harness if not judge(c, run_call(c, wrong), _key_value(c.id)).passed]
     assert caught, (f"{name}: the simulator run with this dispatch reproduces the reference figures "

@@ -18,11 +18,12 @@ import pytest
 
 from autograder.cases import hidden_cases, public_cases
 from autograder.manifest import BY_ID, ROOT
+from autograder.wrong_fixtures import for_exercise
 from hetero.checks import check_call, judge, run_call
 
 EX = "ex05"
 SOLUTION = ROOT / "solutions" / BY_ID[EX].filename
-FIXTURES = sorted((ROOT / "autograder" / "fixtures" / "wrong").glob(f"{EX}_*"))
+FIXTURES = [f.name for f in for_exercise(EX)]
 ALLOWED_IMPORTS = {"math", "numpy", "torch", "hetero", "__future__", "dataclasses", "typing"}
 
 
@@ -82,11 +83,12 @@ def test_solution_imports_only_allowed_modules():
 
 
 def test_there_are_enough_fixtures():
-    assert len(FIXTURES) >= 4, f"expected at least 4 ex05 wrong fixtures, found {[f.name for f in FIXTURES]}"
+    assert len(FIXTURES) >= 4, f"expected at least 4 ex05 wrong fixtures, found {FIXTURES}"
 
 
-@pytest.mark.parametrize("folder", FIXTURES, ids=[f.name for f in FIXTURES])
-def test_wrong_fixture_fails_some_case(folder, key_outcomes):
+@pytest.mark.parametrize("name", FIXTURES)
+def test_wrong_fixture_fails_some_case(name, key_outcomes, wrong_dir):
+    folder = wrong_dir / name
     path = folder / BY_ID[EX].filename
     assert sorted(p.name for p in folder.iterdir() if p.suffix == ".py") == [path.name], (
         f"{folder}: a fixture folder holds only {path.name}")
@@ -96,12 +98,12 @@ def test_wrong_fixture_fails_some_case(folder, key_outcomes):
     assert "# BEGIN SOLUTION" not in text, f"{path}: fixtures carry no solution markers"
     key_code = [ast.dump(n) for n in ast.parse(SOLUTION.read_text(encoding="utf-8")).body[1:]]
     assert [ast.dump(n) for n in ast.parse(text).body[1:]] != key_code, f"{path}: differs from the solution only in text"
-    wrong = _load(path, f"_wrong_{folder.name}")
+    wrong = _load(path, f"_wrong_{name}")
     public_failed = [c.id for c in public_cases(EX) if not check_call(c, wrong).passed]
-    assert public_failed, f"{folder.name}: passes every public case; a student would get no signal from them"
+    assert public_failed, f"{name}: passes every public case; a student would get no signal from them"
     failed = []
     for case in public_cases(EX) + hidden_cases(EX):
         expect = None if case.raises else key_outcomes[case.id].value
         if not judge(case, run_call(case, wrong), expect).passed:
             failed.append(case.id)
-    assert failed, f"{folder.name}: passes every public and hidden case, so the cases cannot detect this mistake"
+    assert failed, f"{name}: passes every public and hidden case, so the cases cannot detect this mistake"

@@ -1,7 +1,7 @@
 """The answer key for ex06-ex09 passes its public cases, and every wrong fixture is caught.
 
-A wrong fixture (autograder/fixtures/wrong/exNN_<slug>/) is a copy of the solution file with one
-realistic mistake. It must fail at least one public or hidden case; hidden expected values are
+A wrong fixture (autograder/wrong_fixtures.py, materialised by the `wrong_dir` fixture) is the
+solution file with one realistic mistake. It must fail at least one public or hidden case; hidden expected values are
 computed here, in-process, from the solution module, and judged with `hetero.checks.judge` exactly as
 the grader does with the stored values.
 """
@@ -15,13 +15,13 @@ from pathlib import Path
 import pytest
 
 from autograder.cases import hidden_cases, public_cases
+from autograder.wrong_fixtures import FIXTURES as DECLARED
 from hetero.checks import NO_EXPECT, check_call, judge, run_call
 from hetero.impl import EXERCISES, load_exercise
 
 ROOT = Path(__file__).resolve().parents[1]
 OWN = ("ex06", "ex07", "ex08", "ex09")
-WRONG = ROOT / "autograder" / "fixtures" / "wrong"
-FIXTURES = sorted(p for ex in OWN for p in WRONG.glob(f"{ex}_*") if p.is_dir())
+FIXTURES = [f.name for f in DECLARED if f.exercise in OWN]
 
 
 @pytest.mark.parametrize("ex_id", OWN)
@@ -62,13 +62,14 @@ def test_hidden_cases_cover_every_function(ex_id):
 
 
 def test_every_exercise_has_two_fixtures():
-    counts = Counter(p.name.split("_", 1)[0] for p in FIXTURES)
+    counts = Counter(name.split("_", 1)[0] for name in FIXTURES)
     assert all(counts[ex] >= 2 for ex in OWN), f"fewer than 2 wrong fixtures for some of {OWN}: {dict(counts)}"
 
 
-@pytest.mark.parametrize("fixture", FIXTURES, ids=lambda p: p.name)
-def test_wrong_fixture_fails_a_case(fixture):
-    ex_id = fixture.name.split("_", 1)[0]
+@pytest.mark.parametrize("name", FIXTURES)
+def test_wrong_fixture_fails_a_case(name, wrong_dir):
+    fixture = wrong_dir / name
+    ex_id = name.split("_", 1)[0]
     files = sorted(fixture.glob("*.py"))
     assert [f.name for f in files] == [f"{EXERCISES[ex_id]}.py"], f"{fixture}: must hold only that exercise's file"
     doc = ast.get_docstring(ast.parse(files[0].read_text()))
@@ -82,4 +83,4 @@ def test_wrong_fixture_fails_a_case(fixture):
         expect = run_call(c, solution)
         if not judge(c, run_call(c, wrong), expect.value if not c.raises else None).passed:
             caught.append(c.id)
-    assert caught, f"{fixture.name} ({doc.splitlines()[0]}) passes every public and hidden case: the cases cannot see it"
+    assert caught, f"{name} ({doc.splitlines()[0]}) passes every public and hidden case: the cases cannot see it"

@@ -20,11 +20,12 @@ import pytest
 
 from autograder.cases import hidden_cases, public_cases
 from autograder.manifest import BY_ID, ROOT
+from autograder.wrong_fixtures import for_exercise
 from hetero.checks import check_call, judge, run_call
 
 EX = "ex10"
 SOLUTION = ROOT / "solutions" / BY_ID[EX].filename
-FIXTURES = sorted((ROOT / "autograder" / "fixtures" / "wrong").glob(f"{EX}_*"))
+FIXTURES = [f.name for f in for_exercise(EX)]
 ALLOWED_IMPORTS = {"__future__", "typing", "torch"}
 HARNESS_ID = "ex10.deferral_table.seed0"
 # Tie-breaking only matters when weights are exactly equal, which a trained router never produces,
@@ -93,11 +94,12 @@ def test_solution_imports_only_allowed_modules():
 
 
 def test_there_are_enough_fixtures():
-    assert len(FIXTURES) >= 4, f"expected at least 4 ex10 wrong fixtures, found {[f.name for f in FIXTURES]}"
+    assert len(FIXTURES) >= 4, f"expected at least 4 ex10 wrong fixtures, found {FIXTURES}"
 
 
-@pytest.mark.parametrize("folder", FIXTURES, ids=[f.name for f in FIXTURES])
-def test_wrong_fixture_fails_some_case(folder, key_outcomes):
+@pytest.mark.parametrize("name", FIXTURES)
+def test_wrong_fixture_fails_some_case(name, key_outcomes, wrong_dir):
+    folder = wrong_dir / name
     path = folder / BY_ID[EX].filename
     assert sorted(p.name for p in folder.iterdir() if p.suffix == ".py") == [path.name], (
         f"{folder}: a fixture folder holds only {path.name}")
@@ -107,9 +109,9 @@ def test_wrong_fixture_fails_some_case(folder, key_outcomes):
     assert "# BEGIN SOLUTION" not in text, f"{path}: fixtures carry no solution markers"
     key_code = [ast.dump(n) for n in ast.parse(SOLUTION.read_text(encoding="utf-8")).body[1:]]
     assert [ast.dump(n) for n in ast.parse(text).body[1:]] != key_code, f"{path}: differs from the solution only in text"
-    wrong = _load(path, f"_wrong_{folder.name}")
+    wrong = _load(path, f"_wrong_{name}")
     public_failed = [c.id for c in public_cases(EX) if not check_call(c, wrong).passed]
-    assert public_failed, f"{folder.name}: passes every public case; a student would get no signal from them"
+    assert public_failed, f"{name}: passes every public case; a student would get no signal from them"
     hidden_failed = []
     for case in hidden_cases(EX):
         if case.harness:
@@ -117,21 +119,21 @@ def test_wrong_fixture_fails_some_case(folder, key_outcomes):
         expect = None if case.raises else key_outcomes[case.id].value
         if not judge(case, run_call(case, wrong), expect).passed:
             hidden_failed.append(case.id)
-    assert hidden_failed, f"{folder.name}: passes every hidden tensor case, so they cannot detect this mistake"
+    assert hidden_failed, f"{name}: passes every hidden tensor case, so they cannot detect this mistake"
 
 
 @pytest.mark.slow
-def test_harness_case_catches_forward_mistakes(key):
+def test_harness_case_catches_forward_mistakes(key, wrong_dir):
     """The tiny-model loss table (about 1 s per run) differs from the key's for every forward mistake."""
     case = next(c for c in hidden_cases(EX) if c.id == HARNESS_ID)
     expect = run_call(case, key)
     assert expect.error_type is None, f"the answer key raised {expect.error_type}: {expect.error_message}"
     assert judge(case, run_call(case, key), expect.value).passed, "the harness is not reproducible in one process"
     missed = []
-    for folder in FIXTURES:
-        if folder.name in INVISIBLE_IN_FORWARD:
+    for name in FIXTURES:
+        if name in INVISIBLE_IN_FORWARD:
             continue
-        wrong = _load(folder / BY_ID[EX].filename, f"_wrong_h_{folder.name}")
+        wrong = _load(wrong_dir / name / BY_ID[EX].filename, f"_wrong_h_{name}")
         if judge(case, run_call(case, wrong), expect.value).passed:
-            missed.append(folder.name)
+            missed.append(name)
     assert not missed, f"{HARNESS_ID} passes these wrong fixtures: {missed} (expected every forward mistake to show)"

@@ -36,10 +36,10 @@ from autograder.attacks import BOMB_COPIES, bomb_zip, damaged_zip, deep_tree, re
 from autograder.gradebook import Gradebook
 from autograder.manifest import BY_ID, ROOT
 from autograder.safetext import clean_text, csv_cell
+from autograder.wrong_fixtures import for_exercise, source
 
 SOLUTIONS = ROOT / "solutions"
 ADVERSARIAL = ROOT / "autograder" / "fixtures" / "adversarial"
-WRONG = ROOT / "autograder" / "fixtures" / "wrong"
 EX01, EX02 = BY_ID["ex01"], BY_ID["ex02"]
 GRADED = ["ex01", "ex02"]  # the real-grader tests grade only these two (cheap: about 4 s per submission)
 SCORE_TOL = 1e-6  # scores are sums of rounded (1e-6) case points
@@ -672,8 +672,7 @@ def test_real_grader_on_damaged_zip_and_bad_notebook(tmp_path):
 def test_real_batch_of_twenty_grades_the_honest_ones_as_alone(tmp_path, deep_trees):
     subs = tmp_path / "subs"
     key = {EX01.filename: _key(EX01), EX02.filename: _key(EX02)}
-    wrong_dir = sorted(WRONG.glob("ex02_*"))[0]
-    wrong = dict(key, **{EX02.filename: (wrong_dir / EX02.filename).read_bytes()})
+    wrong = dict(key, **{EX02.filename: source(for_exercise("ex02")[0].name).encode("utf-8")})
     honest = {}
     for i in range(8):
         honest[f"key{i}"] = _submission(subs, f"key{i}", key)

@@ -25,6 +25,7 @@ import pytest
 
 from autograder import build
 from autograder.manifest import EXERCISES, ROOT
+from autograder.wrong_fixtures import FIXTURES, materialise
 
 SCHEMA = json.loads((ROOT / "autograder" / "schema" / "gradescope_results.schema.json").read_text())
 SCORE_TOL = 1e-6  # scores are sums of a few dozen floats; anything above rounding is a real difference
@@ -82,7 +83,8 @@ def test_audit_refuses_planted_solutions(built, tmp_path):
     zip_path, _ = built
     plants = {
         "solutions/ex01_cost_per_gb.py": b"x = 1\n",
-        "autograder/fixtures/wrong/ex01_gib/ex01_cost_per_gb.py": b"x = 1\n",
+        "autograder/fixtures/wrong_scores.json": b"{}\n",
+        "autograder/wrong_fixtures.py": b"x = 1\n",
         "shared/hetero/leak.py": b"def f():\n    # BEGIN " + b"SOLUTION\n    return 1\n",
         "notes/copy.py": (ROOT / "solutions" / EXERCISES[0].filename).read_bytes(),
     }
@@ -245,7 +247,6 @@ def test_gradescope_layout_end_to_end(built, tmp_path, python):
 
 
 def _end_to_end(root: Path, tmp_path: Path, extra: dict[str, str], label: str) -> None:
-    from autograder.demo import wrong_fixtures
     from autograder.fixtures import nothing
     from autograder.grader import grade_submission
 
@@ -276,10 +277,9 @@ def _end_to_end(root: Path, tmp_path: Path, extra: dict[str, str], label: str) -
         data = _run_autograder(root, _exercise_files(folder), env)
         assert data["score"] == 0, f"{attack} computes nothing but scored {data['score']} on Gradescope"
 
-    fixture = wrong_fixtures()[0]
-    (fixture_file,) = list(fixture.glob("ex*.py"))
+    fixture = FIXTURES[0]
     files = _exercise_files(ROOT / "solutions")
-    files[fixture_file.name] = fixture_file
+    files[fixture.filename] = materialise(fixture.name, tmp_path / "wrong_fixture")
     start = time.monotonic()
     wrong = _run_autograder(root, files, env)
     timings["wrong fixture"] = time.monotonic() - start

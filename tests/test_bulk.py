@@ -213,16 +213,15 @@ def _copy_exercises(src: Path, dest: Path) -> Path:
 
 @pytest.mark.slow
 def test_real_batch_matches_single_grader(tmp_path):
-    from autograder.demo import wrong_fixtures
     from autograder.grader import grade_submission
+    from autograder.wrong_fixtures import FIXTURES, materialise
 
     subs = tmp_path / "subs"
     _copy_exercises(ROOT / "solutions", subs / "key")
     _copy_exercises(ROOT / "assignments", subs / "stubs")
-    fixture = wrong_fixtures()[0]
+    fixture = FIXTURES[0]
     wrong = _copy_exercises(ROOT / "solutions", subs / "wrong")
-    (fixture_file,) = list(fixture.glob("ex*.py"))
-    shutil.copyfile(fixture_file, wrong / fixture_file.name)
+    materialise(fixture.name, wrong)
     (subs / "damaged.zip").write_bytes(b"PK\x03\x04 cut off")
     out = tmp_path / "graded"
     report = bulk.grade_all(subs, out, progress=False)

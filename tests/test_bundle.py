@@ -24,6 +24,7 @@ import pytest
 from autograder import bundle
 from autograder.cases import hidden_cases
 from autograder.manifest import EXERCISES, ROOT
+from autograder.wrong_fixtures import for_exercise, source
 
 STUB_RE = re.compile(r'raise NotImplementedError\("ex\d\d: \w+"\)')
 
@@ -129,9 +130,11 @@ def test_hidden_cases_expected_values_and_fixtures_fail_the_audit(members):
     copied = {**members,
               "assignments/tests/exercises.json": (ROOT / "autograder" / "expected" / "ex02.json").read_bytes()}
     assert any("identical to autograder/expected/ex02.json" in p for p in bundle.audit(copied))
-    fixture = next((ROOT / "autograder" / "fixtures" / "wrong").glob("ex01_*/ex01_cost_per_gb.py"))
-    copied = {**members, "assignments/ex01_cost_per_gb.py": fixture.read_bytes()}
-    assert any("identical to autograder/fixtures/wrong" in p or "MISTAKE" in p for p in bundle.audit(copied))
+    fixture = source(for_exercise("ex01")[0].name).encode("utf-8")
+    copied = {**members, "assignments/ex01_cost_per_gb.py": fixture}
+    problems = bundle.audit(copied)
+    assert any("identical to the wrong fixture ex01_" in p for p in problems), problems
+    assert any("MISTAKE" in p for p in problems), problems
     answer = {**members, "assignments/ex01_cost_per_gb.py": (ROOT / "solutions" / "ex01_cost_per_gb.py").read_bytes()}
     assert any("identical to solutions/ex01_cost_per_gb.py" in p for p in bundle.audit(answer))
 

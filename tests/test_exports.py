@@ -28,10 +28,10 @@ import pytest
 
 from autograder import export_nbgrader, export_otter
 from autograder import notebooks as nb
-from autograder.expected import wrong_fixtures
 from autograder.fixtures import nothing
 from hetero.impl import load_module_from_path as load_file_module
 from autograder.manifest import BY_ID, ROOT
+from autograder.wrong_fixtures import for_exercise, materialise, source
 from hetero.checks import judge, run_call
 
 GRADABLE = [ex.id for ex in nb.gradable_exercises()]
@@ -109,7 +109,8 @@ def _implementations(src: nb.ExerciseSources, tmp_path: Path) -> list[Path]:
     stub.parent.mkdir(parents=True, exist_ok=True)
     stub.write_text(src.stub, encoding="utf-8")
     constant = nothing.build("public_table_raise", tmp_path / "nothing") / ex.filename
-    return [ROOT / "solutions" / ex.filename, stub, constant] + [path for _, path in wrong_fixtures(ex.id)]
+    wrong = [materialise(f.name, tmp_path / "wrong" / f.name) for f in for_exercise(ex.id)]
+    return [ROOT / "solutions" / ex.filename, stub, constant] + wrong
 
 
 def _check_same_points(src: nb.ExerciseSources, run, cells: list[str], tmp_path: Path) -> None:
@@ -244,12 +245,12 @@ def _submissions() -> dict[str, dict[str, Any]]:
         "release": {e: None for e in GRADABLE},
         "nothing": {e: (nothing.HERE / "public_table_raise.py").read_text(encoding="utf-8") for e in GRADABLE[:2]},
     }
-    firsts = [(e, wrong_fixtures(e)) for e in GRADABLE if wrong_fixtures(e)]
+    firsts = [(e, for_exercise(e)) for e in GRADABLE if for_exercise(e)]
     if len(firsts) >= 2:
-        kinds["fixtures"] = {e: found[0][1].read_text(encoding="utf-8") for e, found in firsts[:2]}
+        kinds["fixtures"] = {e: source(found[0].name) for e, found in firsts[:2]}
     else:
-        for number, (_, path) in enumerate(firsts[0][1][:2] if firsts else []):
-            kinds[f"fixtures-{number}"] = {firsts[0][0]: path.read_text(encoding="utf-8")}
+        for number, fixture in enumerate(firsts[0][1][:2] if firsts else []):
+            kinds[f"fixtures-{number}"] = {firsts[0][0]: source(fixture.name)}
     assert sum(len(v) for k, v in kinds.items() if k.startswith("fixtures")) >= 2, "need two wrong fixtures"
     return kinds
 

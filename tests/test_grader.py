@@ -23,10 +23,10 @@ import pytest
 from autograder import grader, results as res, sandbox
 from autograder.cases import expected_values, public_cases
 from autograder.manifest import BY_ID, ROOT
+from autograder.wrong_fixtures import for_exercise
 from hetero.checks import decode
 
 SOLUTIONS = ROOT / "solutions"
-WRONG = ROOT / "autograder" / "fixtures" / "wrong"
 SCORE_TOL = 1e-6  # scores are sums of rounded (1e-6) case points
 
 
@@ -200,8 +200,8 @@ def _hidden_literals(ex_id: str) -> set[str]:
 
 
 @pytest.mark.slow
-def test_wrong_fixture_feedback_names_mistake_and_hidden_entries_do_not_leak(tmp_path):
-    fixtures = sorted(WRONG.glob("ex01_*"))
+def test_wrong_fixture_feedback_names_mistake_and_hidden_entries_do_not_leak(wrong_dir):
+    fixtures = [wrong_dir / f.name for f in for_exercise("ex01")]
     assert fixtures, "ex01 needs wrong fixtures"
     secrets = _hidden_literals("ex01")
     named = 0

@@ -1,0 +1,105 @@
+"""The wrong fixtures of autograder/wrong_fixtures.py: small declared edits of the answer key.
+
+- Every edit's old text occurs exactly once in its answer-key file, on code lines inside one function
+  (never in a docstring), and a fixture edits only a few lines.
+- A stale edit (old text missing or no longer unique) fails loudly instead of testing nothing.
+- Materialising every fixture gives a file that says `MISTAKE: <sentence>`, carries no solution
+  marker, differs from the key in code and fails at least one case that the key passes.
+- The known mistakes stored in autograder/expected/ are declared fixtures, with the declared sentence.
+"""
+
+from __future__ import annotations
+
+import ast
+
+import pytest
+
+from autograder.cases import expected_values, hidden_cases, public_cases
+from autograder.manifest import EXERCISES, ROOT
+from autograder.mutation import killed_by
+from autograder.release import BEGIN, END
+from autograder.wrong_fixtures import BY_NAME, FIXTURES, StaleFixture, materialise, source
+
+NAMES = [f.name for f in FIXTURES]
+MAX_OLD_LINES = 8  # measured today: 1 to 6 (ex01_finite_only edits the check of its three functions)
+
+
+def _key(fixture) -> str:
+    return (ROOT / "solutions" / fixture.filename).read_text(encoding="utf-8")
+
+
+def _docstring_lines(tree: ast.AST) -> set[int]:
+    lines: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
+                lines.update(range(first.lineno, first.end_lineno + 1))
+    return lines
+
+
+def test_names_are_unique_and_every_exercise_has_fixtures():
+    assert len(NAMES) == len(set(NAMES)) == len(BY_NAME)
+    assert {f.exercise for f in FIXTURES} == {e.id for e in EXERCISES}
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_edits_fit_the_answer_key_once_on_code_lines_inside_a_function(name):
+    fixture = BY_NAME[name]
+    key = _key(fixture)
+    tree = ast.parse(key)
+    docs = _docstring_lines(tree)
+    functions = [(n.lineno, n.end_lineno) for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    for edit in fixture.edits:
+        assert key.count(edit.old) == 1, f"{name}: {edit.old!r} occurs {key.count(edit.old)} times in the key"
+        first = key[:key.index(edit.old)].count("\n") + 1
+        last = first + edit.old.rstrip("\n").count("\n")
+        assert not docs & set(range(first, last + 1)), f"{name}: edits a docstring (lines {first}-{last})"
+        assert any(lo < first and last <= hi for lo, hi in functions), (
+            f"{name}: lines {first}-{last} are not inside one function body")
+    old_lines = sum(e.old.count("\n") or 1 for e in fixture.edits)
+    assert old_lines <= MAX_OLD_LINES, f"{name}: edits {old_lines} lines; a fixture is one small mistake"
+
+
+def test_a_stale_edit_fails_loudly(tmp_path):
+    fixture = BY_NAME["ex01_gib"]
+    (tmp_path / "solutions").mkdir()
+    stale = tmp_path / "solutions" / fixture.filename
+    edit = fixture.edits[0]
+    stale.write_text(_key(fixture).replace(edit.old, edit.old.replace("/", "/ 1.0 /")), encoding="utf-8")
+    with pytest.raises(StaleFixture, match="occurs 0 times"):
+        materialise(fixture.name, tmp_path / "out", root=tmp_path)
+    stale.write_text(_key(fixture) + "\n\ndef again(price_usd, capacity_gb):\n" + edit.old, encoding="utf-8")
+    with pytest.raises(StaleFixture, match="occurs 2 times"):
+        source(fixture.name, root=tmp_path)
+    assert not (tmp_path / "out").exists(), "nothing is written for a stale fixture"
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_materialised_fixture_is_marked_and_differs_from_the_key_in_code(name, wrong_dir):
+    fixture = BY_NAME[name]
+    text = (wrong_dir / name / fixture.filename).read_text(encoding="utf-8")
+    assert sorted(p.name for p in (wrong_dir / name).iterdir()) == [fixture.filename]
+    tree = ast.parse(text)
+    assert (ast.get_docstring(tree) or "").startswith(f"MISTAKE: {fixture.mistake}\n")
+    assert BEGIN not in text and END not in text, f"{name}: a wrong submission carries no solution markers"
+    key_code = [ast.dump(n) for n in ast.parse(_key(fixture)).body[1:]]
+    assert [ast.dump(n) for n in tree.body[1:]] != key_code, f"{name}: differs from the key only in text"
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_materialised_fixture_fails_a_case_the_key_passes(name):
+    fixture = BY_NAME[name]
+    cases = [("public", c) for c in public_cases(fixture.exercise)]
+    cases += [("hidden", c) for c in hidden_cases(fixture.exercise)]
+    assert killed_by(source(name), fixture.exercise, cases, expected_values(fixture.exercise)), (
+        f"{name} passes every public and hidden case: the edit does not change the key's behaviour")
+
+
+def test_stored_known_mistakes_are_the_declared_ones():
+    for ex in EXERCISES:
+        for case_id, entry in expected_values(ex.id).items():
+            for name, (description, _) in entry["mistakes"].items():
+                assert name in BY_NAME, f"{case_id}: stored mistake {name} is not declared"
+                assert description == BY_NAME[name].mistake, f"{case_id}: {name} is stored as {description!r}"
+
