@@ -2,10 +2,11 @@
 plot.
 
 "cache_pool" (§2.2-§2.3): 8 prefill instances serve 20,000 requests over 400 long documents with Zipf
-popularity under the four dispatches of `hetero.kvcache.cluster`, the global TTFT-aware one and the
-cache measurements with the student's ex03 functions; then the effective capacity of local caches and
-the hit rate vs capacity on the shipped sample trace. "hot_blocks" (§2.2) serves the same workload
-from a pool with sender-side bandwidth and replication (`hetero.kvcache.hotblocks`).
+popularity under the four dispatches of `hetero.kvcache.cluster` (the TTFT-aware dispatch and the
+cache measurements are the student's ex03 functions); then the capacity one shared cache needs to
+match local caches, and the hit rate vs capacity on the shipped sample trace. "hot_blocks" (§2.2)
+serves the same workload from a pool with sender-side bandwidth and replication
+(`hetero.kvcache.hotblocks`).
 """
 
 from __future__ import annotations
