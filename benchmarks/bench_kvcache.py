@@ -22,7 +22,11 @@ from typing import Callable, Sequence, TypeVar
 
 import numpy as np
 
-from hetero import kvcache, stackdist, traces
+from hetero import stackdist, traces
+from hetero.kvcache.caches import POLICIES, make_cache
+from hetero.kvcache.experiment import WORKLOAD_SEED
+from hetero.kvcache.replay import replay_trace
+from hetero.kvcache.workload import generate_workload
 
 T = TypeVar("T")
 
@@ -75,7 +79,7 @@ def _best_time(run: Callable[[], T], repeats: int = 3) -> tuple[float, T]:
 
 
 def main() -> None:
-    workload = kvcache.generate_workload(np.random.default_rng(kvcache.WORKLOAD_SEED))
+    workload = generate_workload(np.random.default_rng(WORKLOAD_SEED))
     cfg = traces.SampleTraceConfig(num_requests=50_000)
     synthetic = [r.hash_ids for r in traces.generate_sample_trace(np.random.default_rng(1), cfg)]
     inputs = (("document workload (20,000 requests)", list(workload.request_blocks), 4800),
@@ -85,8 +89,8 @@ def main() -> None:
         lookups = sum(map(len, requests))
         plain, plain_hits = _best_rate(lambda: PlainLRU(capacity), requests)
         rows = [("plain OrderedDict", plain, plain_hits)]
-        for policy in kvcache.POLICIES:
-            rate, hits = _best_rate(lambda: kvcache.make_cache(policy, capacity), requests)
+        for policy in POLICIES:
+            rate, hits = _best_rate(lambda: make_cache(policy, capacity), requests)
             rows.append((f"kvcache {policy.upper()}", rate, hits))
         lru_hits = rows[1][2]
         if lru_hits != plain_hits:
@@ -100,7 +104,7 @@ def main() -> None:
     trace = traces.read_trace(path)
     capacities = (1000, 5000, 10000, 20000, 50000)
     one_pass_s, sweep = _best_time(lambda: stackdist.lru_stack_sweep(trace, capacities))
-    replay_s, rows = _best_time(lambda: [kvcache.replay_trace(trace, c, "lru") for c in capacities])
+    replay_s, rows = _best_time(lambda: [replay_trace(trace, c, "lru") for c in capacities])
     for j, (capacity, row) in enumerate(zip(capacities, rows)):
         if (sweep["block_hits"][j], sweep["token_hits"][j]) != (row["block_hits"], row["token_hits"]):
             raise SystemExit(f"capacity {capacity}: one pass hit {sweep['block_hits'][j]} blocks / "

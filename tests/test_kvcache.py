@@ -19,6 +19,7 @@ import pytest
 from hetero import kvcache, stackdist
 from hetero.harness import kvcache as hkv
 from hetero.impl import MissingExercise, load_exercise
+from hetero.kvcache import replay as kvreplay
 from hetero.traces import SAMPLE_TRACE, TraceRequest, read_trace
 
 SOLUTIONS = Path(__file__).resolve().parents[1] / "solutions"
@@ -225,8 +226,8 @@ def test_stack_sweep_equals_replay_on_random_trace(seed):
 
 def test_capacity_sweep_uses_one_pass_for_several_lru_capacities(monkeypatch):
     calls = []
-    replay = kvcache.replay_trace
-    monkeypatch.setattr(kvcache, "replay_trace", lambda req, cap, policy="lru": calls.append((cap, policy))
+    replay = kvreplay.replay_trace
+    monkeypatch.setattr(kvreplay, "replay_trace", lambda req, cap, policy="lru": calls.append((cap, policy))
                         or replay(req, cap, policy))
     requests = read_trace(SAMPLE_TRACE)[:200]
     kvcache.capacity_sweep(requests, (10, 100, 1000), ("lru", "lfu"))

@@ -7,7 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from hetero.kvcache import WorkloadConfig, generate_workload, simulate_cluster
+from hetero.kvcache.cluster import simulate_cluster
+from hetero.kvcache.workload import WorkloadConfig, generate_workload
 
 __all__ = ["dispatch", "capacity", "cluster"]
 
