@@ -201,8 +201,6 @@ ASSUMPTIONS: dict[str, float] = {
     # Average input length of Kimi requests as the lecture gives it (§1.2, §2.2). Sources differ: the
     # Mooncake paper's trace analysis says 7,590 tokens, the released trace's README 8,596.
     "kimi_mean_input_tokens": 8590,
-    "kimi_mean_output_tokens": 182,  # lecture §2.2 and the Mooncake paper: average output length
-    "block_tokens": 512,  # Mooncake trace: tokens per hash block
 }
 
 
