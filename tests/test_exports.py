@@ -171,11 +171,11 @@ def test_export_nbgrader_cli(tmp_path):
     assert written == sorted(f"{BY_ID[e].module}.ipynb" for e in GRADABLE)
 
 
-def test_export_refuses_unknown_exercises(tmp_path):
-    with pytest.raises(SystemExit):
-        export_nbgrader.main([str(tmp_path), "--exercises", "ex99"])
-    with pytest.raises(SystemExit):
-        export_otter.main([str(tmp_path), "--exercises", "ex99"])
+def test_export_refuses_unknown_exercises(tmp_path, capsys):
+    for export in (export_nbgrader, export_otter):
+        with pytest.raises(SystemExit) as exc:
+            export.main([str(tmp_path), "--exercises", "ex99"])
+        assert exc.value.code == 2 and "unknown exercise ids: ex99" in capsys.readouterr().err
 
 
 # ---------------------------------------------------------------------------------------------

@@ -376,8 +376,9 @@ def test_trace_cli_names_the_bad_line(tmp_path, capsys):
     lines = trace.read_text().splitlines()
     lines[2] = lines[2].replace('"output_length"', '"output_len"')
     trace.write_text("\n".join(lines) + "\n")
-    with pytest.raises(SystemExit):
+    with pytest.raises(SystemExit) as exc:
         ov.main(["--impl", "solutions", "--trace", str(trace)])
+    assert exc.value.code == 2
     err = capsys.readouterr().err
     assert ":3:" in err and "output_length" in err, f"the error should name line 3 and the field: {err}"
 
