@@ -31,6 +31,12 @@ ROOT = Path(__file__).resolve().parents[1]
 VISIBILITY_LEVELS = ("hidden", "after_due_date", "after_published", "visible")
 
 
+
+def public_cases_in(folder: Path, ex_id: str) -> Path:
+    """Where an exercise's public cases are inside `folder`, the answer key `solutions/` or the release
+    `assignments/` (the release copies them unchanged): `tests/public_exNN.py`."""
+    return Path(folder) / "tests" / f"public_{ex_id}.py"
+
 @dataclass(frozen=True)
 class Exercise:
     id: str  # "ex02": the task id in stubs, exceptions, pytest markers and Gradescope test names
@@ -51,10 +57,6 @@ class Exercise:
     @property
     def filename(self) -> str:
         return f"{self.module}.py"
-
-    @property
-    def public_cases_path(self) -> Path:
-        return ROOT / "solutions" / "tests" / f"public_{self.id}.py"
 
     @property
     def hidden_cases_path(self) -> Path:
