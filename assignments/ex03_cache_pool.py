@@ -1,4 +1,5 @@
-"""Exercise ex03: local vs global KV cache, duplication, effective capacity, TTFT-aware dispatch (§2.1, §2.3, §7 Q3).
+"""Exercise ex03: local vs global KV cache, duplication, effective capacity, TTFT-aware dispatch
+(lecture §2.1, §2.3, §7 Q3).
 
 Mooncake keeps reusable KV cache in 512-token blocks, named by a hash of the prefix they end. In
 experiment 02 part 1 (8 prefill instances, 20,000 requests over 400 long documents with Zipf

@@ -1,8 +1,8 @@
-"""Exercise 08: expert deferral as a per-layer overlap model of batch-1 decode.
+"""Exercise ex08: expert deferral as a per-layer overlap model of batch-1 decode (lecture §4.3, §7 Q8).
 
-Lecture §4.3 and §7 Q8. In hybrid decode the GPU runs each layer's attention, router and shared
-expert; the CPU computes the layer's `active_experts` routed experts. The model (all times in
-seconds per layer, steady state over many layers):
+In hybrid decode the GPU runs each layer's attention, router and shared expert; the CPU computes the
+layer's `active_experts` routed experts. The model (all times in seconds per layer, steady state
+over many layers):
 
 - The CPU computes one expert after another, each in cpu_per_expert_s; the GPU part of a layer
   takes gpu_s. Transfers of activations between them are negligible at batch 1.
@@ -25,16 +25,13 @@ def layer_time_s(gpu_s: float, cpu_per_expert_s: float, active_experts: int, def
 
     Follows the schedule in the module docstring; deferred = 0 is the alternating schedule.
 
-    Args:
-        gpu_s: GPU work of the layer: attention, router, shared expert (s, >= 0).
-        cpu_per_expert_s: CPU time of one routed expert (s, > 0).
-        active_experts: routed experts per token per layer (count, >= 1).
-        deferred: experts whose output is deferred to the next layer (count, 0 <= d <= active_experts).
-    Returns:
-        seconds per layer (float, s).
-    Raises:
-        ValueError: naming the argument, if gpu_s < 0, cpu_per_expert_s <= 0, active_experts < 1 or
-        deferred is outside [0, active_experts].
+    gpu_s:            GPU work of the layer: attention, router, shared expert (s, >= 0).
+    cpu_per_expert_s: CPU time of one routed expert (s, > 0).
+    active_experts:   routed experts per token per layer (count, >= 1).
+    deferred:         experts whose output is deferred to the next layer (count, 0 <= d <= active_experts).
+    Returns:          seconds per layer (float, s).
+    Raises ValueError naming the argument when gpu_s < 0, cpu_per_expert_s <= 0, active_experts < 1
+    or deferred is outside [0, active_experts].
     """
     # TODO(ex08): implement layer_time_s
     raise NotImplementedError("ex08: layer_time_s")
@@ -47,16 +44,13 @@ def best_deferred(gpu_s: float, cpu_per_expert_s: float, active_experts: int, mi
     Layer times within a relative 1e-9 of the minimum count as equal (float rounding: 3c + 5c and
     4c + 4c may differ in the last bit).
 
-    Args:
-        gpu_s: GPU work of the layer (s, >= 0).
-        cpu_per_expert_s: CPU time of one routed expert (s, > 0).
-        active_experts: routed experts per token per layer (count, >= 1).
-        min_immediate: experts that must stay immediate (count, 0 <= m <= active_experts).
-    Returns:
-        experts to defer (int, count).
-    Raises:
-        ValueError: naming the argument, for the invalid inputs of `layer_time_s` or if
-        min_immediate is outside [0, active_experts].
+    gpu_s:            GPU work of the layer (s, >= 0).
+    cpu_per_expert_s: CPU time of one routed expert (s, > 0).
+    active_experts:   routed experts per token per layer (count, >= 1).
+    min_immediate:    experts that must stay immediate (count, 0 <= m <= active_experts).
+    Returns:          experts to defer (int, count).
+    Raises ValueError naming the argument for the invalid inputs of `layer_time_s` and when
+    min_immediate is outside [0, active_experts].
     """
     # TODO(ex08): implement best_deferred
     raise NotImplementedError("ex08: best_deferred")
@@ -67,12 +61,9 @@ def deferral_speedup(gpu_s: float, cpu_per_expert_s: float, active_experts: int,
 
     layer_time_s(..., 0) / layer_time_s(..., deferred): > 1 means faster.
 
-    Args:
-        gpu_s, cpu_per_expert_s, active_experts, deferred: as in `layer_time_s`.
-    Returns:
-        speed-up (float, dimensionless).
-    Raises:
-        ValueError: naming the argument, for the invalid inputs of `layer_time_s`.
+    gpu_s, cpu_per_expert_s, active_experts, deferred: as in `layer_time_s`.
+    Returns: speed-up (float, dimensionless).
+    Raises ValueError naming the argument for the invalid inputs of `layer_time_s`.
     """
     # TODO(ex08): implement deferral_speedup
     raise NotImplementedError("ex08: deferral_speedup")

@@ -1,4 +1,4 @@
-"""Exercise 10: skip vs defer on the small MoE (lecture §4.4).
+"""Exercise ex10: skip vs defer on the small MoE (lecture §4.4).
 
 KTransformers' expert deferral (§4.3) lets the k lowest-weighted of a token's routed experts finish
 one layer late: their output of layer l is added to the residual stream together with layer l+1's
@@ -41,17 +41,13 @@ MODES = ("full", "skip", "defer")
 def lowest_k_mask(topk_weights: torch.Tensor, k: int) -> torch.Tensor:
     """Mark, per token, the k routed experts with the smallest weights (lecture §4.3-§4.4).
 
-    Args:
-        topk_weights: float tensor [T, K], dimensionless gate weights of each token's K routed experts.
-        k: number of experts to mark per token, 0 <= k <= K.
-
-    Returns:
-        bool tensor [T, K]: True where the slot is among the token's k smallest weights. Exactly k
-        True values per row. Ties: among equal weights the higher slot index counts as smaller.
-
-    Raises:
-        ValueError: topk_weights not a 2-D floating tensor ("topk_weights ..."); k not an int or
-        outside [0, K] ("k ...").
+    topk_weights: float tensor [T, K], dimensionless gate weights of each token's K routed experts.
+    k:            number of experts to mark per token, 0 <= k <= K.
+    Returns:      bool tensor [T, K]: True where the slot is among the token's k smallest weights.
+                  Exactly k True values per row. Ties: among equal weights the higher slot index counts
+                  as smaller.
+    Raises ValueError naming the argument: topk_weights not a 2-D floating tensor ("topk_weights ...");
+    k not an int or outside [0, K] ("k ...").
     """
     # TODO(ex10): implement lowest_k_mask
     raise NotImplementedError("ex10: lowest_k_mask")
@@ -60,22 +56,18 @@ def lowest_k_mask(topk_weights: torch.Tensor, k: int) -> torch.Tensor:
 def split_topk_weights(topk_weights: torch.Tensor, k: int, mode: str) -> tuple[torch.Tensor, torch.Tensor]:
     """Split the routing weights into (immediate, deferred) weights for one layer (lecture §4.4).
 
-    Args:
-        topk_weights: float tensor [T, K], dimensionless gate weights.
-        k: number of lowest-weighted experts per token to skip or defer, 0 <= k <= K.
-        mode: "full", "skip" or "defer".
-
-    Returns:
-        (immediate, deferred), two float tensors [T, K] of the same dtype as topk_weights.
-        full:  immediate = topk_weights, deferred = 0.
-        skip:  immediate = topk_weights with the k smallest per token set to 0; deferred = 0
-               (a skipped expert is neither added now nor later).
-        defer: immediate = topk_weights with the k smallest set to 0; deferred = the k smallest
-               (and 0 elsewhere), so immediate + deferred == topk_weights.
-        The k smallest are chosen with the tie rule of `lowest_k_mask`. No renormalisation.
-
-    Raises:
-        ValueError: unknown mode ("mode ..."), and the rules of `lowest_k_mask` for topk_weights and k.
+    topk_weights: float tensor [T, K], dimensionless gate weights.
+    k:            number of lowest-weighted experts per token to skip or defer, 0 <= k <= K.
+    mode:         "full", "skip" or "defer".
+    Returns:      (immediate, deferred), two float tensors [T, K] of the same dtype as topk_weights.
+                  full:  immediate = topk_weights, deferred = 0.
+                  skip:  immediate = topk_weights with the k smallest per token set to 0; deferred = 0
+                         (a skipped expert is neither added now nor later).
+                  defer: immediate = topk_weights with the k smallest set to 0; deferred = the k smallest
+                         (and 0 elsewhere), so immediate + deferred == topk_weights.
+                  The k smallest are chosen with the tie rule of `lowest_k_mask`. No renormalisation.
+    Raises ValueError naming the argument: unknown mode ("mode ..."), and the rules of `lowest_k_mask`
+    for topk_weights and k.
     """
     # TODO(ex10): implement split_topk_weights
     raise NotImplementedError("ex10: split_topk_weights")
@@ -86,29 +78,26 @@ def moe_residual_update(x: torch.Tensor, shared_out: torch.Tensor, expert_out: t
                         last_layer: bool) -> tuple[torch.Tensor, Optional[torch.Tensor]]:
     """One layer's MoE residual update with skipping or deferral (lecture §4.3-§4.4).
 
-    Args:
-        x: float tensor [T, D], the residual stream after this layer's attention (hidden units).
-        shared_out: float tensor [T, D], this layer's shared-expert output.
-        expert_out: float tensor [T, K, D], the (unweighted) outputs of each token's K routed experts,
-            slot j matching topk_weights[:, j].
-        topk_weights: float tensor [T, K], dimensionless gate weights.
-        carry: float tensor [T, D] or None: the deferred expert output from the previous layer
-            (already weighted), added here; None when nothing was deferred into this layer.
-        k: number of lowest-weighted experts to skip or defer, 0 <= k <= K.
-        mode: "full", "skip" or "defer".
-        last_layer: True for the model's last layer, which defers nothing.
-
-    Returns:
-        (x_new, carry_out):
-        x_new [T, D] = x + shared_out + sum_j immediate[:, j] * expert_out[:, j] (+ carry if not None),
-            summed in that order: (x + shared_out) + weighted expert sum, then + carry;
-        carry_out [T, D] = sum_j deferred[:, j] * expert_out[:, j] in "defer" mode on a layer that
-            is not the last one (a tensor even when k = 0); None otherwise (full, skip, last layer).
-        On the last layer in "defer" mode all K experts are immediate.
-
-    Raises:
-        ValueError: unknown mode ("mode ..."); k outside [0, K] ("k ..."); shapes that do not match
-        x [T, D] ("shared_out ...", "expert_out ...", "topk_weights ...", "carry ...").
+    x:            float tensor [T, D], the residual stream after this layer's attention (hidden units).
+    shared_out:   float tensor [T, D], this layer's shared-expert output.
+    expert_out:   float tensor [T, K, D], the (unweighted) outputs of each token's K routed experts,
+                  slot j matching topk_weights[:, j].
+    topk_weights: float tensor [T, K], dimensionless gate weights.
+    carry:        float tensor [T, D] or None: the deferred expert output from the previous layer
+                  (already weighted), added here; None when nothing was deferred into this layer.
+    k:            number of lowest-weighted experts to skip or defer, 0 <= k <= K.
+    mode:         "full", "skip" or "defer".
+    last_layer:   True for the model's last layer, which defers nothing.
+    Returns:      (x_new, carry_out):
+                  x_new [T, D] = x + shared_out + sum_j immediate[:, j] * expert_out[:, j] (+ carry if not
+                      None), summed in that order: (x + shared_out) + weighted expert sum, then + carry;
+                  carry_out [T, D] = sum_j deferred[:, j] * expert_out[:, j] in "defer" mode on a layer
+                      that is not the last one (a tensor even when k = 0); None otherwise (full, skip,
+                      last layer).
+                  On the last layer in "defer" mode all K experts are immediate.
+    Raises ValueError naming the argument: unknown mode ("mode ..."); k outside [0, K] ("k ...");
+    shapes that do not match x [T, D] ("shared_out ...", "expert_out ...", "topk_weights ...",
+    "carry ...").
     """
     # TODO(ex10): implement moe_residual_update
     raise NotImplementedError("ex10: moe_residual_update")

@@ -32,7 +32,7 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from autograder.manifest import EXERCISES, ROOT
+from autograder.manifest import EXERCISES, ROOT, public_cases_in
 
 GRADESCOPE_DIR = ROOT / "autograder" / "gradescope"
 ROOT_FILES = {"setup.sh": 0o755, "run_autograder": 0o755, "fallback.py": 0o644}
@@ -150,7 +150,7 @@ def _exercise_files(root: Path) -> dict[str, Path]:
     files: dict[str, Path] = {}
     missing: list[str] = []
     for ex in EXERCISES:
-        for rel in (f"assignments/tests/public_{ex.id}.py", f"autograder/expected/{ex.id}.json"):
+        for rel in (public_cases_in(Path("assignments"), ex.id).as_posix(), f"autograder/expected/{ex.id}.json"):
             path = root / rel
             if path.is_file():
                 files[rel] = path

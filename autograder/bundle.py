@@ -36,7 +36,7 @@ from string import Template
 from autograder import wrong_fixtures
 from autograder.build import pyproject_pins
 from autograder.cases import hidden_cases
-from autograder.manifest import EXERCISES, ROOT
+from autograder.manifest import EXERCISES, ROOT, public_cases_in
 from autograder.release import BEGIN, END, build_release
 from hetero import __version__
 
@@ -125,7 +125,7 @@ def _expected_paths(root: Path) -> set[str]:
                                                                    "assignments/tests/exercises.json",
                                                                    "assignments/tests/conftest.py",
                                                                    "assignments/tests/test_public.py"}
-    release |= {f"assignments/tests/public_{ex.id}.py" for ex in EXERCISES}
+    release |= {public_cases_in(Path("assignments"), ex.id).as_posix() for ex in EXERCISES}
     library = {f"shared/hetero/{p.relative_to(root / 'shared' / 'hetero').as_posix()}" for p in library_files(root)}
     return set(ROOT_FILES) | release | library | {f"shared/hetero/data/{n}" for n in STUDENT_DATA}
 

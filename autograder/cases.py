@@ -16,7 +16,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from autograder.manifest import ROOT
+from autograder.manifest import ROOT, public_cases_in
 from hetero.checks import Case, decode, encode, unwrap
 from hetero.impl import load_module_from_path
 
@@ -33,8 +33,9 @@ def _checked(cases: Any, path: Path, ex_id: str) -> list[Case]:
 
 
 def public_cases_path(ex_id: str, root: Path = ROOT) -> Path:
+    """The answer key's public cases, else the release's (the Gradescope zip has only `assignments/`)."""
     for folder in ("solutions", "assignments"):
-        path = root / folder / "tests" / f"public_{ex_id}.py"
+        path = public_cases_in(root / folder, ex_id)
         if path.is_file():
             return path
     raise FileNotFoundError(f"no public cases for {ex_id} under {root}")

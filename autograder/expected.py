@@ -33,7 +33,7 @@ from typing import Any
 
 from autograder import scoring
 from autograder.cases import case_from_data, case_to_data, hidden_cases_from_source, public_cases
-from autograder.manifest import BY_ID, EXERCISES, ROOT
+from autograder.manifest import BY_ID, EXERCISES, ROOT, public_cases_in
 from autograder.wrong_fixtures import for_exercise, materialise
 from hetero.checks import NO_EXPECT, Case, judge, run_call
 from hetero.impl import load_module_from_path
@@ -119,7 +119,7 @@ def render(data: dict[str, Any]) -> str:
 def available_exercises() -> list[str]:
     """Exercises whose solution, public cases and hidden cases all exist."""
     return [ex.id for ex in EXERCISES
-            if (ROOT / "solutions" / ex.filename).is_file() and ex.public_cases_path.is_file()
+            if (ROOT / "solutions" / ex.filename).is_file() and public_cases_in(ROOT / "solutions", ex.id).is_file()
             and ex.hidden_cases_path.is_file()]
 
 

@@ -62,7 +62,7 @@ def call_spec(case: Case) -> dict[str, Any]:
 
 
 def limits_for(ex: Exercise, time_scale: float = 1.0) -> sandbox.Limits:
-    return sandbox.Limits(timeout_s=ex.timeout_s * time_scale, cpu_s=ex.cpu_s * time_scale, memory_mb=ex.memory_mb,
+    return sandbox.Limits(timeout_s=ex.timeout_s * time_scale, cpu_s=ex.cpu_s * time_scale, memory_mib=ex.memory_mib,
                           case_timeout_s=ex.case_timeout_s * time_scale)
 
 

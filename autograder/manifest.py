@@ -18,7 +18,7 @@ None by default: no entry shows the hidden inputs and expected values. Setting i
 student can read earlier results, so from that level on the hidden cases are no longer hidden.
 
 Limits: `timeout_s` and `cpu_s` bound one exercise's whole child process, `case_timeout_s` one case's
-call (a loop costs only that case), `memory_mb` its address space (MiB).
+call (a loop costs only that case), `memory_mib` its address space (MiB).
 """
 
 from __future__ import annotations
@@ -31,6 +31,12 @@ ROOT = Path(__file__).resolve().parents[1]
 VISIBILITY_LEVELS = ("hidden", "after_due_date", "after_published", "visible")
 
 
+
+def public_cases_in(folder: Path, ex_id: str) -> Path:
+    """Where an exercise's public cases are inside `folder`, the answer key `solutions/` or the release
+    `assignments/` (the release copies them unchanged): `tests/public_exNN.py`."""
+    return Path(folder) / "tests" / f"public_{ex_id}.py"
+
 @dataclass(frozen=True)
 class Exercise:
     id: str  # "ex02": the task id in stubs, exceptions, pytest markers and Gradescope test names
@@ -41,7 +47,7 @@ class Exercise:
     public_share: float  # fraction of `points` earned by the public cases
     timeout_s: float  # wall-clock limit for all of this exercise's cases in one child process
     cpu_s: float  # CPU-time limit (RLIMIT_CPU) for that process
-    memory_mb: int  # address-space limit for that process
+    memory_mib: int  # address-space limit for that process
     public_visibility: str = "visible"
     hidden_visibility: str = "visible"
     hidden_detail_visibility: Optional[str] = None  # opt-in entry with the hidden inputs and expected values
@@ -51,10 +57,6 @@ class Exercise:
     @property
     def filename(self) -> str:
         return f"{self.module}.py"
-
-    @property
-    def public_cases_path(self) -> Path:
-        return ROOT / "solutions" / "tests" / f"public_{self.id}.py"
 
     @property
     def hidden_cases_path(self) -> Path:

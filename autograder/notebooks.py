@@ -39,8 +39,8 @@ from typing import Any, Optional
 
 import numpy as np
 
-from autograder import cases as case_store
-from autograder.manifest import BY_ID, EXERCISES, ROOT, Exercise
+from autograder import cases as case_store, scoring
+from autograder.manifest import BY_ID, EXERCISES, ROOT, Exercise, public_cases_in
 from hetero.checks import NO_EXPECT, Case, Gen
 
 EXERCISE_TAG = "a2-exercise"
@@ -72,8 +72,6 @@ class ExerciseSources:
     @property
     def cents(self) -> dict[str, int]:
         """Case id -> share in hundredths of a point (autograder.scoring, as the native grader)."""
-        from autograder import scoring
-
         return scoring.case_cents(self.exercise.points, self.exercise.public_share, self.public, self.hidden)
 
     def groups(self) -> list[str]:
@@ -91,7 +89,7 @@ def available_exercises(root: Path = ROOT) -> list[Exercise]:
     """Manifest exercises whose solution file and public cases exist under `root`."""
     return [ex for ex in EXERCISES
             if (root / "solutions" / ex.filename).is_file()
-            and (root / "solutions" / "tests" / f"public_{ex.id}.py").is_file()]
+            and public_cases_in(root / "solutions", ex.id).is_file()]
 
 
 def gradable_exercises(root: Path = ROOT) -> list[Exercise]:
@@ -280,13 +278,13 @@ def exercise_cell_source(ex: Exercise, code: str) -> str:
 
 def intro_markdown(src: ExerciseSources) -> str:
     ex = src.exercise
-    public_pts = ex.points * ex.public_share
+    public_cents, hidden_cents = scoring.exercise_cents(ex.points, ex.public_share, bool(src.public))
     return "\n".join([
         f"# {ex.id}: {ex.title}",
         "",
         f"Lecture A2 (LLM Serving on Heterogeneous Hardware: Mooncake and KTransformers), {ex.lecture}. "
-        f"{ex.points:g} points: {public_pts:g} from the public tests below, "
-        f"{ex.points - public_pts:g} from hidden tests.",
+        f"{ex.points:g} points: {scoring.points_text(public_cents)} from the public tests below, "
+        f"{scoring.points_text(hidden_cents)} from hidden tests.",
         "",
         "```text",
         src.docstring.strip(),

@@ -33,7 +33,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from autograder.manifest import EXERCISES, ROOT
+from autograder import scoring
+from autograder.manifest import EXERCISES, ROOT, public_cases_in
 from hetero.impl import load_module_from_path
 
 BEGIN = "# BEGIN SOLUTION"
@@ -111,7 +112,7 @@ def build_release(dest: Path, root: Path = ROOT) -> list[Path]:
         written.append(target)
     tests_dest = dest / "tests"
     tests_dest.mkdir(exist_ok=True)
-    public_files = list(PUBLIC_TEST_FILES) + [f"public_{ex.id}.py" for ex in EXERCISES]
+    public_files = list(PUBLIC_TEST_FILES) + [public_cases_in(solutions, ex.id).name for ex in EXERCISES]
     for name in public_files:
         src = solutions / "tests" / name
         if not src.is_file():
@@ -145,8 +146,11 @@ def case_limits_text() -> str:
     return "; ".join([f"{usual:g} s"] + [f"{e.id} {e.case_timeout_s:g} s" for e in EXERCISES if e.case_timeout_s != usual])
 
 
-def _public_case_lines(ex, solutions: Path) -> list[str]:
-    cases = load_module_from_path(solutions / "tests" / f"public_{ex.id}.py", f"_handout_public_{ex.id}").CASES
+def _public_cases(ex, solutions: Path) -> list:
+    return load_module_from_path(public_cases_in(solutions, ex.id), f"_handout_public_{ex.id}").CASES
+
+
+def _public_case_lines(cases: list) -> list[str]:
     lines = []
     for case in cases:
         what = f"raises `{case.raises}`" if case.raises else f"expects `{case.expect!r}`" + (
@@ -183,12 +187,14 @@ def exercise_section(ex, solutions: Path) -> str:
         lines += [f"- Helper (optional, not graded on its own): {helper}, a stub for the validation the functions "
                   "above share. Fill it and call it from them, or delete it and validate inside each function; "
                   "only the functions above are called by the tests.", ""]
-    public_pts = ex.points * ex.public_share
-    lines += [f"Grading: {public_pts:g} points from the public cases below, {ex.points - public_pts:g} from hidden "
+    cases = _public_cases(ex, solutions)
+    public_cents, hidden_cents = scoring.exercise_cents(ex.points, ex.public_share, bool(cases))
+    lines += [f"Grading: {scoring.points_text(public_cents)} points from the public cases below, "
+              f"{scoring.points_text(hidden_cents)} from hidden "
               "cases on inputs you have not seen (other hardware and models, random cases, invalid input). "
               f"Each case may run for at most {ex.case_timeout_s:g} s, here and on Gradescope.",
-              "", f"Public cases (`assignments/tests/public_{ex.id}.py`; run `pytest assignments -m {ex.id}`):"]
-    lines += _public_case_lines(ex, solutions)
+              "", f"Public cases (`{public_cases_in(Path('assignments'), ex.id).as_posix()}`; run `pytest assignments -m {ex.id}`):"]
+    lines += _public_case_lines(cases)
     return "\n".join(lines) + "\n"
 
 

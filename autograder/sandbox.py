@@ -18,9 +18,9 @@ Limits and isolation of the child
 - wall clock: `timeout_s` for the whole exercise, `case_timeout_s` for one case's call; both are
   measured by the parent, which then kills the child's process group.
 - CPU time: RLIMIT_CPU (what is left of `cpu_s` for a restarted child), hard limit 2 s later.
-- memory: RLIMIT_AS = `memory_mb`. Measured here: importing torch 2.13 (CPU) peaks at ~600 MB of
+- memory: RLIMIT_AS = `memory_mib`. Measured here: importing torch 2.13 (CPU) peaks at ~600 MB of
   address space with OMP_NUM_THREADS=1 and MALLOC_ARENA_MAX=2 (both set), and torch runs under
-  RLIMIT_AS = 768 MB, so the manifest's 2-4 GB leave room; RLIMIT_DATA is not needed.
+  RLIMIT_AS = 768 MiB, so the manifest's 2-4 GiB leave room; RLIMIT_DATA is not needed.
 - output: stdout and stderr are one pipe that the parent drains as the child writes (the child
   cannot seek back and rewrite what it printed). The parent keeps the first `kept_output_bytes`,
   counts the rest, and stops the child past `output_bytes`. Output printed before the first hidden
@@ -117,7 +117,7 @@ class SandboxError(RuntimeError):
 class Limits:
     timeout_s: float  # wall clock for the whole exercise (every child, import + every case)
     cpu_s: float  # RLIMIT_CPU, shared by the children of one exercise
-    memory_mb: int  # RLIMIT_AS
+    memory_mib: int  # RLIMIT_AS
     case_timeout_s: Optional[float] = None  # wall clock for one case's call (None: only timeout_s)
     output_bytes: int = 4 * 2**20  # printed output in all, and RLIMIT_FSIZE for files the child writes
     kept_output_bytes: int = 64 * 2**10  # how much printed output the parent keeps (the rest is counted)
@@ -727,7 +727,7 @@ class _Child:
                               (os.getuid(), os.getgid())),
                 "limits": {"cpu_s": max(1, int(cpu_left_s + 0.999)), "file_bytes": self.limits.output_bytes,
                            "open_files": self.limits.open_files, "processes": nproc,
-                           "memory_bytes": self.limits.memory_mb * 2**20},
+                           "memory_bytes": self.limits.memory_mib * 2**20},
             }
             setup_path = base / "setup.json"
             setup_path.write_text(json.dumps(setup))

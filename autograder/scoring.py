@@ -73,12 +73,19 @@ def to_cents(points: float) -> int:
     return cents
 
 
+def exercise_cents(points: float, public_share: float, has_public: bool) -> tuple[int, int]:
+    """(public, hidden) centipoints of one exercise: `points * public_share` from its public cases (none
+    when it has none), the rest from its hidden cases. The handout and the notebooks state this split."""
+    total = to_cents(points)
+    public_total = to_cents(points * public_share) if has_public else 0
+    return public_total, total - public_total
+
+
 def case_cents(points: float, public_share: float, public: Sequence[Case], hidden: Sequence[Case]) -> dict[str, int]:
     """Case id -> share in centipoints for one exercise (public share first, then hidden)."""
-    total = to_cents(points)
-    public_total = to_cents(points * public_share) if public else 0
+    public_total, hidden_total = exercise_cents(points, public_share, bool(public))
     shares: dict[str, int] = {}
-    for group, cents in ((public, public_total), (hidden, total - public_total)):
+    for group, cents in ((public, public_total), (hidden, hidden_total)):
         for case, part in zip(group, split_cents(cents, [c.points for c in group])):
             shares[case.id] = part
     return shares

@@ -14,14 +14,14 @@ import time
 from pathlib import Path
 
 from autograder import grader, sandbox
-from autograder.manifest import EXERCISES, ROOT
+from autograder.manifest import EXERCISES, ROOT, public_cases_in
 
 TARGET_TOTAL_S = 20.0
 
 
 def ready() -> list[str]:
     return [ex.id for ex in EXERCISES
-            if (ROOT / "solutions" / ex.filename).is_file() and ex.public_cases_path.is_file()
+            if (ROOT / "solutions" / ex.filename).is_file() and public_cases_in(ROOT / "solutions", ex.id).is_file()
             and ex.hidden_cases_path.is_file() and (ROOT / "autograder" / "expected" / f"{ex.id}.json").is_file()]
 
 

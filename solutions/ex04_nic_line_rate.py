@@ -1,4 +1,4 @@
-"""Exercise ex04: the transfer engine, NIC line rate, link efficiency, transfer vs recompute (§2.4, §7 Q4).
+"""Exercise ex04: the transfer engine, NIC line rate, link efficiency, transfer vs recompute (lecture §2.4, §7 Q4).
 
 Mooncake fetches a prefix's KV cache over RDMA instead of recomputing it. The lecture's numbers: a
 128K-token LLaMA-3-70B KV is about 42 GB; one 200 Gb/s NIC moves it in about 2 s; the transfer engine
@@ -42,8 +42,9 @@ def link_efficiency(measured_gb_per_s: float, line_rate_gb_per_s: float) -> floa
     measured_gb_per_s:  measured throughput, GB/s (> 0).
     line_rate_gb_per_s: line rate of the same NICs, GB/s (> 0).
     Returns:            a fraction in (0, 1] (0.87 for 87%, not 87).
-    A measurement above line rate is physically impossible (it means mixed units, e.g. Gb/s against
-    GB/s), so measured_gb_per_s > line_rate_gb_per_s raises ValueError; so do values not > 0.
+    Raises ValueError naming the argument when a value is not > 0, and when measured_gb_per_s >
+    line_rate_gb_per_s: a measurement above line rate is physically impossible (it means mixed units,
+    e.g. Gb/s against GB/s).
     """
     # BEGIN SOLUTION
     _require_positive("measured_gb_per_s", measured_gb_per_s)

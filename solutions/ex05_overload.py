@@ -1,4 +1,4 @@
-"""Exercise 05: prediction-based early rejection and the anti-phase oscillation (lecture §3.2, §7 Q5).
+"""Exercise ex05: prediction-based early rejection and the anti-phase oscillation (lecture §3.2, §7 Q5).
 
 In a disaggregated cluster a request admitted now reaches the decode pool only after it has queued
 for and finished its prefill, often many seconds later. Mooncake (§7 of the paper) therefore admits a
@@ -25,20 +25,21 @@ def predicted_decode_load(enter_decode_s: float, decoding_since_s: list[float],
                           prefill_done_s: list[float], mean_decode_s: float) -> int:
     """Number of requests decoding at time `enter_decode_s`, predicted system-level (lecture §3.2).
 
-    Arguments (all times in seconds on the simulation clock):
-      enter_decode_s:   the moment the new request would enter the decode pool (its prefill end).
-      decoding_since_s: start times of the requests decoding now; each is assumed to finish at
-                        start + mean_decode_s. A request whose predicted end is at or before
-                        `enter_decode_s` has left by then (end <= enter: not counted).
-      prefill_done_s:   prefill end times of the admitted requests still in the prefill pool
-                        (queued or running); each joins the decode pool at its prefill end and is
-                        assumed to leave mean_decode_s later. It counts when it has joined by then
-                        (done <= enter_decode_s) and has not yet left (done + mean > enter_decode_s).
-      mean_decode_s:    the mean decode time, seconds (> 0).
-    Returns: the predicted number of requests decoding at `enter_decode_s` (int), not counting
-    the new request itself.
-    Invalid input (ValueError naming the argument): mean_decode_s not finite or <= 0; any time not
-    finite; a `decoding_since_s` entry later than `enter_decode_s` (it cannot be decoding already).
+    All times are seconds on the simulation clock.
+
+    enter_decode_s:   the moment the new request would enter the decode pool (its prefill end).
+    decoding_since_s: start times of the requests decoding now; each is assumed to finish at
+                      start + mean_decode_s. A request whose predicted end is at or before
+                      `enter_decode_s` has left by then (end <= enter: not counted).
+    prefill_done_s:   prefill end times of the admitted requests still in the prefill pool
+                      (queued or running); each joins the decode pool at its prefill end and is
+                      assumed to leave mean_decode_s later. It counts when it has joined by then
+                      (done <= enter_decode_s) and has not yet left (done + mean > enter_decode_s).
+    mean_decode_s:    the mean decode time, seconds (> 0).
+    Returns:          the predicted number of requests decoding at `enter_decode_s` (int), not
+                      counting the new request itself.
+    Raises ValueError naming the argument: mean_decode_s not finite or <= 0; any time not finite; a
+    `decoding_since_s` entry later than `enter_decode_s` (it cannot be decoding already).
     """
     # BEGIN SOLUTION
     if not math.isfinite(mean_decode_s) or mean_decode_s <= 0:
@@ -67,15 +68,14 @@ def predicted_decode_load(enter_decode_s: float, decoding_since_s: list[float],
 def admit_predictive(predicted_load: float, decode_slots: int, oversubscription: float = 1.0) -> bool:
     """Admit a request iff the predicted decode load leaves room for it (lecture §3.2).
 
-    Arguments:
-      predicted_load:   requests predicted to be decoding when this one enters decode (>= 0).
-      decode_slots:     requests the decode pool can batch within its TBT SLO (int >= 1).
-      oversubscription: factor on the threshold (>= 1.0); 1.1 admits up to 10% more than the slots,
-                        trading a few wasted prefills for completions when the prediction errs.
-    Returns: True iff predicted_load < decode_slots x oversubscription (strictly: a pool predicted
-    to be exactly at its threshold has no room left).
-    Invalid input (ValueError naming the argument): predicted_load negative or not finite;
-    decode_slots not an int or < 1; oversubscription not finite or < 1.
+    predicted_load:   requests predicted to be decoding when this one enters decode (>= 0).
+    decode_slots:     requests the decode pool can batch within its TBT SLO (int >= 1).
+    oversubscription: factor on the threshold (>= 1.0); 1.1 admits up to 10% more than the slots,
+                      trading a few wasted prefills for completions when the prediction errs.
+    Returns:          True iff predicted_load < decode_slots x oversubscription (strictly: a pool
+                      predicted to be exactly at its threshold has no room left).
+    Raises ValueError naming the argument: predicted_load negative or not finite; decode_slots not an
+    int or < 1; oversubscription not finite or < 1.
     """
     # BEGIN SOLUTION
     if not math.isfinite(predicted_load) or predicted_load < 0:
@@ -89,13 +89,14 @@ def admit_predictive(predicted_load: float, decode_slots: int, oversubscription:
 
 
 def antiphase_correlation(prefill_load: list[float], decode_load: list[float]) -> float:
-    """Pearson correlation of the two pools' load series sampled at the same instants (§3.2, §7 Q5).
+    """Pearson correlation of the two pools' load series sampled at the same instants (lecture §3.2, §7 Q5).
 
-    Arguments: two equally long series of load samples (any unit; correlation is unit-free).
-    Returns: r in [-1, 1]; near -1 means the pools swing in anti-phase (one full while the other
-    idles), near 0 means no linear relation.
-    Invalid input (ValueError naming the argument): lengths differ; fewer than 2 samples; a
-    non-finite sample; a constant series (its correlation is undefined).
+    prefill_load: load samples of the prefill pool (any unit; correlation is unit-free).
+    decode_load:  load samples of the decode pool at the same instants, as many as prefill_load.
+    Returns:      r in [-1, 1]; near -1 means the pools swing in anti-phase (one full while the other
+                  idles), near 0 means no linear relation.
+    Raises ValueError naming the argument: lengths differ; fewer than 2 samples; a non-finite sample;
+    a constant series (its correlation is undefined).
     """
     # BEGIN SOLUTION
     p = np.asarray(prefill_load, dtype=np.float64)
@@ -122,15 +123,17 @@ def antiphase_correlation(prefill_load: list[float], decode_load: list[float]) -
 
 
 def dominant_period_s(load: list[float], dt_s: float) -> float:
-    """Period of the strongest oscillation in a load series, from its spectrum (§3.2).
+    """Period of the strongest oscillation in a load series, from its spectrum (lecture §3.2).
 
-    Arguments: `load`, samples taken every `dt_s` seconds (> 0); at least 4 samples.
-    Method: the real FFT of the n samples has bins k = 0 .. n // 2 at frequency k / (n dt_s); drop the
-    DC bin k = 0 (the mean), take the bin with the largest magnitude (the lowest k on a tie), and
-    return its period n * dt_s / k.
+    The real FFT of the n samples has bins k = 0 .. n // 2 at frequency k / (n dt_s); drop the DC bin
+    k = 0 (the mean), take the bin with the largest magnitude (the lowest k on a tie), and return its
+    period n * dt_s / k.
+
+    load:    load samples taken every `dt_s` seconds (at least 4).
+    dt_s:    the sampling interval, seconds (> 0).
     Returns: the dominant period in seconds.
-    Invalid input (ValueError naming the argument): dt_s not finite or <= 0; fewer than 4 samples;
-    a non-finite sample; a constant series (no oscillation at all).
+    Raises ValueError naming the argument: dt_s not finite or <= 0; fewer than 4 samples; a
+    non-finite sample; a constant series (no oscillation at all).
     """
     # BEGIN SOLUTION
     if not math.isfinite(dt_s) or dt_s <= 0:

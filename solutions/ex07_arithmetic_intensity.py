@@ -1,9 +1,9 @@
-"""Exercise 07: how many tokens use each parameter at batch B, and which parts go to the CPU first.
+"""Exercise ex07: how many tokens use each parameter at batch B, and which parts go to the CPU first
+(lecture §4.2, §7 Q7).
 
-Lecture §4.2 and §7 Q7. A weight read from memory is worth as many multiply-adds as there are
-tokens in the batch that use it ("tokens per parameter", proportional to arithmetic intensity in
-FLOP per byte). KTransformers offloads the parts with the lowest value to CPU memory first and lets
-the CPU compute them in place.
+A weight read from memory is worth as many multiply-adds as there are tokens in the batch that use
+it ("tokens per parameter", proportional to arithmetic intensity in FLOP per byte). KTransformers
+offloads the parts with the lowest value to CPU memory first and lets the CPU compute them in place.
 
 Units: batch sizes and expert counts are counts; tokens per parameter is tokens (a float, since it
 is an average over experts).
@@ -19,15 +19,12 @@ def tokens_per_routed_expert(batch: int, active_experts: int, num_routed_experts
     average (balanced routing) an expert serves batch x active_experts / num_routed_experts tokens.
     DeepSeek-V3 at batch 64: 64 x 8 / 256 = 2.0. The result is a real number (batch 1 gives 0.03125).
 
-    Args:
-        batch: tokens decoded together (count, >= 1).
-        active_experts: routed experts each token uses per layer (count, >= 1).
-        num_routed_experts: routed experts per layer (count, >= active_experts).
-    Returns:
-        tokens per routed-expert parameter (float, tokens).
-    Raises:
-        ValueError: naming the argument, if batch < 1, active_experts < 1 or
-        num_routed_experts < active_experts.
+    batch:              tokens decoded together (count, >= 1).
+    active_experts:     routed experts each token uses per layer (count, >= 1).
+    num_routed_experts: routed experts per layer (count, >= active_experts).
+    Returns:            tokens per routed-expert parameter (float, tokens).
+    Raises ValueError naming the argument when batch < 1, active_experts < 1 or
+    num_routed_experts < active_experts.
     """
     # BEGIN SOLUTION
     if batch < 1:
@@ -47,12 +44,9 @@ def tokens_per_shared_expert(batch: int) -> float:
     Every token goes through the shared expert and the attention projections, so each of their
     parameters serves all `batch` tokens.
 
-    Args:
-        batch: tokens decoded together (count, >= 1).
-    Returns:
-        tokens per parameter (float, tokens).
-    Raises:
-        ValueError: naming the argument, if batch < 1.
+    batch:   tokens decoded together (count, >= 1).
+    Returns: tokens per parameter (float, tokens).
+    Raises ValueError naming the argument when batch < 1.
     """
     # BEGIN SOLUTION
     if batch < 1:
@@ -71,13 +65,10 @@ def offload_order(tokens_per_param: dict[str, float]) -> list[str]:
     Example: {"routed experts": 2.0, "shared expert": 64.0, "attention": 64.0}
     -> ["routed experts", "shared expert", "attention"].
 
-    Args:
-        tokens_per_param: part name -> tokens per parameter (tokens, finite, > 0); not empty.
-    Returns:
-        part names, first to offload first (list of str).
-    Raises:
-        ValueError: naming the argument, if tokens_per_param is empty or a value is not a finite
-        number > 0 (the message names the part).
+    tokens_per_param: part name -> tokens per parameter (tokens, finite, > 0); not empty.
+    Returns:          part names, first to offload first (list of str).
+    Raises ValueError naming the argument when tokens_per_param is empty or a value is not a finite
+    number > 0 (the message names the part).
     """
     # BEGIN SOLUTION
     if not tokens_per_param:

@@ -1,8 +1,9 @@
-"""Exercise 09: Intel AMX in numbers: ops per instruction, peak TOPS, and the CPU's prefill time.
+"""Exercise ex09: Intel AMX in numbers: ops per instruction, peak TOPS, and the CPU's prefill time
+(lecture §4.5, §7 Q9).
 
-Lecture §4.5 and §7 Q9. In prefill every expert weight serves many tokens, so the CPU side becomes
-compute-bound. An AMX tile instruction (TDPBSSD) multiplies an m x k INT8 tile by a k x n INT8 tile
-and accumulates into m x n INT32; a multiply-accumulate counts as 2 operations.
+In prefill every expert weight serves many tokens, so the CPU side becomes compute-bound. An AMX
+tile instruction (TDPBSSD) multiplies an m x k INT8 tile by a k x n INT8 tile and accumulates
+into m x n INT32; a multiply-accumulate counts as 2 operations.
 
 Units: ops are integer/float operations (a MAC = 2); `_ghz` is 1e9 cycles per second; `_tops` is
 1e12 operations per second; `_tflops` is 1e12 floating-point operations per second; `_s` seconds.
@@ -16,12 +17,9 @@ def amx_ops_per_instruction(m: int, k: int, n: int) -> int:
 
     A multiply-accumulate counts as 2 ops. Lecture: a 16 x 64 x 16 INT8 tile product is 32,768 ops.
 
-    Args:
-        m, k, n: tile dimensions (count, >= 1 each).
-    Returns:
-        ops per instruction (int, ops).
-    Raises:
-        ValueError: naming the argument, if a dimension is < 1.
+    m, k, n: tile dimensions (count, >= 1 each).
+    Returns: ops per instruction (int, ops).
+    Raises ValueError naming the argument when a dimension is < 1.
     """
     # BEGIN SOLUTION
     for name, value in (("m", m), ("k", k), ("n", n)):
@@ -36,13 +34,10 @@ def ops_per_cycle_per_core(ops_per_instruction: int, cycles_per_instruction: int
 
     Lecture: 32,768 ops every 16 cycles = 2,048 ops per cycle per core (AVX-512 VNNI: 256).
 
-    Args:
-        ops_per_instruction: ops of one instruction (ops, >= 1).
-        cycles_per_instruction: cycles one instruction occupies the unit (cycles, >= 1).
-    Returns:
-        ops per cycle per core (float, ops/cycle).
-    Raises:
-        ValueError: naming the argument, if either is < 1.
+    ops_per_instruction:    ops of one instruction (ops, >= 1).
+    cycles_per_instruction: cycles one instruction occupies the unit (cycles, >= 1).
+    Returns:                ops per cycle per core (float, ops/cycle).
+    Raises ValueError naming the argument when either is < 1.
     """
     # BEGIN SOLUTION
     if ops_per_instruction < 1:
@@ -58,14 +53,11 @@ def peak_tops(cores: int, clock_ghz: float, ops_per_cycle_per_core: float) -> fl
 
     Lecture: 56 cores at 2.0 GHz with 2,048 ops/cycle/core is about 229 TOPS.
 
-    Args:
-        cores: cores of the socket (count, >= 1).
-        clock_ghz: sustained clock (1e9 cycles/s, > 0).
-        ops_per_cycle_per_core: ops per cycle per core (ops/cycle, > 0).
-    Returns:
-        peak throughput (float, TOPS = 1e12 ops/s).
-    Raises:
-        ValueError: naming the argument, if cores < 1 or clock_ghz or ops_per_cycle_per_core <= 0.
+    cores:                  cores of the socket (count, >= 1).
+    clock_ghz:              sustained clock (1e9 cycles/s, > 0).
+    ops_per_cycle_per_core: ops per cycle per core (ops/cycle, > 0).
+    Returns:                peak throughput (float, TOPS = 1e12 ops/s).
+    Raises ValueError naming the argument when cores < 1 or clock_ghz or ops_per_cycle_per_core <= 0.
     """
     # BEGIN SOLUTION
     if cores < 1:
@@ -81,13 +73,10 @@ def peak_tops(cores: int, clock_ghz: float, ops_per_cycle_per_core: float) -> fl
 def fraction_of_peak(measured_tops: float, peak_tops: float) -> float:
     """Measured throughput as a fraction of the peak (lecture §7 Q9: 37 / 229 = 0.16).
 
-    Args:
-        measured_tops: measured throughput (TOPS, >= 0).
-        peak_tops: theoretical peak (TOPS, > 0).
-    Returns:
-        fraction (float, dimensionless, 0.16 means 16%; may exceed 1 if the peak is wrong).
-    Raises:
-        ValueError: naming the argument, if measured_tops < 0 or peak_tops <= 0.
+    measured_tops: measured throughput (TOPS, >= 0).
+    peak_tops:     theoretical peak (TOPS, > 0).
+    Returns:       fraction (float, dimensionless, 0.16 means 16%; may exceed 1 if the peak is wrong).
+    Raises ValueError naming the argument when measured_tops < 0 or peak_tops <= 0.
     """
     # BEGIN SOLUTION
     if not measured_tops >= 0:
@@ -105,14 +94,11 @@ def prefill_expert_time_s(num_tokens: int, active_params_per_token: float, achie
     multiply-accumulate) per parameter per token. Lecture: a 1K-token DeepSeek-V3 prompt takes about
     17 s with AVX-512 and about 2 s with AMX.
 
-    Args:
-        num_tokens: prompt tokens (count, >= 1).
-        active_params_per_token: routed-expert parameters each token uses, all layers (count, > 0).
-        achieved_tflops: sustained throughput of the CPU kernel (1e12 FLOP/s, > 0).
-    Returns:
-        seconds (float, s).
-    Raises:
-        ValueError: naming the argument, if num_tokens < 1 or another argument is <= 0.
+    num_tokens:              prompt tokens (count, >= 1).
+    active_params_per_token: routed-expert parameters each token uses, all layers (count, > 0).
+    achieved_tflops:         sustained throughput of the CPU kernel (1e12 FLOP/s, > 0).
+    Returns:                 seconds (float, s).
+    Raises ValueError naming the argument when num_tokens < 1 or another argument is <= 0.
     """
     # BEGIN SOLUTION
     if num_tokens < 1:

@@ -27,7 +27,7 @@ from hetero.impl import load_module_from_path as load_file_module
 
 # the helpers live in test_grader.py; pytest's importlib mode does not put tests/ on sys.path
 _helpers = load_file_module(Path(__file__).with_name("test_grader.py"), "_a2_grader_test_helpers")
-SCORE_TOL, SOLUTIONS, root_for, has_solution = _helpers.SCORE_TOL, _helpers.SOLUTIONS, _helpers.root_for, _helpers.has_solution
+SCORE_TOL, SOLUTIONS, root_for = _helpers.SCORE_TOL, _helpers.SOLUTIONS, _helpers.root_for
 exercise_score, autograder_failures, sandbox_survivors = (_helpers.exercise_score, _helpers.autograder_failures,
                                                           _helpers.sandbox_survivors)
 
@@ -35,9 +35,6 @@ ADVERSARIAL = ROOT / "autograder" / "fixtures" / "adversarial"
 ATTACKED, UNTOUCHED = "ex02", "ex01"
 SLOW = {"infinite_loop", "correct_but_slow"}  # they run into the (scaled) time limit
 TIME_SCALE = {"infinite_loop": 0.25, "correct_but_slow": 0.25}  # 20 s -> 5 s: the limit still decides
-
-pytestmark = pytest.mark.skipif(not (has_solution(ATTACKED) and has_solution(UNTOUCHED)),
-                                reason="ex01 and ex02 answer keys are needed")
 
 
 def build(attack: str, base: Path) -> Path:
@@ -101,9 +98,7 @@ def test_attack_scores_what_it_deserves(attack, tmp_path, monkeypatch):
 @pytest.mark.slow
 def test_fake_results_cannot_replace_the_cli_output(tmp_path):
     """The CLI run lets the attack read --out from the grader's command line; the grader's file wins."""
-    if not (ROOT / "autograder" / "expected" / f"{ATTACKED}.json").is_file() or \
-            not (ROOT / "autograder" / "expected" / f"{UNTOUCHED}.json").is_file():
-        pytest.skip("the CLI grades against the package's own expected values")
+    root_for(tmp_path, [UNTOUCHED, ATTACKED])  # the CLI grades against the package's own expected values
     shared = tmp_path / "shared"
     shared.mkdir()
     shared.chmod(0o1777)  # world-writable, like /tmp: the attacker may create files here

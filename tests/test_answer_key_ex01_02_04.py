@@ -11,8 +11,6 @@
 from __future__ import annotations
 
 import ast
-import importlib.util
-from pathlib import Path
 
 import pytest
 
@@ -20,19 +18,13 @@ from autograder.cases import hidden_cases, public_cases
 from autograder.manifest import BY_ID, ROOT
 from autograder.wrong_fixtures import FIXTURES
 from hetero.checks import check_call, judge, run_call
+from hetero.impl import load_module_from_path
 
 EXERCISES = ("ex01", "ex02", "ex04")
 
 
-def _load(path: Path, name: str):
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def _solution(ex_id: str):
-    return _load(ROOT / "solutions" / BY_ID[ex_id].filename, f"_key_test_{ex_id}")
+    return load_module_from_path(ROOT / "solutions" / BY_ID[ex_id].filename, f"_key_test_{ex_id}")
 
 
 def _fixtures() -> list[tuple[str, str]]:
@@ -75,7 +67,7 @@ def test_wrong_fixture_fails_some_case(ex_id, name, wrong_dir):
     doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
     assert doc.startswith("MISTAKE: "), f"{path}: the module docstring must start with 'MISTAKE: <sentence>'"
     key = _solution(ex_id)
-    wrong = _load(path, f"_wrong_{name}")
+    wrong = load_module_from_path(path, f"_wrong_{name}")
     caught = [c.id for c in public_cases(ex_id) if not check_call(c, wrong).passed]
     for case in hidden_cases(ex_id):
         expect = None if case.raises else run_call(case, key).value

@@ -11,8 +11,6 @@
 from __future__ import annotations
 
 import ast
-import importlib.util
-from pathlib import Path
 
 import pytest
 
@@ -20,6 +18,7 @@ from autograder.cases import hidden_cases, public_cases
 from autograder.manifest import BY_ID, ROOT
 from autograder.wrong_fixtures import for_exercise
 from hetero.checks import check_call, judge, run_call
+from hetero.impl import load_module_from_path
 
 EX = "ex05"
 SOLUTION = ROOT / "solutions" / BY_ID[EX].filename
@@ -27,16 +26,9 @@ FIXTURES = [f.name for f in for_exercise(EX)]
 ALLOWED_IMPORTS = {"math", "numpy", "torch", "hetero", "__future__", "dataclasses", "typing"}
 
 
-def _load(path: Path, name: str):
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture(scope="module")
 def key():
-    return _load(SOLUTION, "_key_test_ex05")
+    return load_module_from_path(SOLUTION, "_key_test_ex05")
 
 
 @pytest.fixture(scope="module")
@@ -98,7 +90,7 @@ def test_wrong_fixture_fails_some_case(name, key_outcomes, wrong_dir):
     assert "# BEGIN SOLUTION" not in text, f"{path}: fixtures carry no solution markers"
     key_code = [ast.dump(n) for n in ast.parse(SOLUTION.read_text(encoding="utf-8")).body[1:]]
     assert [ast.dump(n) for n in ast.parse(text).body[1:]] != key_code, f"{path}: differs from the solution only in text"
-    wrong = _load(path, f"_wrong_{name}")
+    wrong = load_module_from_path(path, f"_wrong_{name}")
     public_failed = [c.id for c in public_cases(EX) if not check_call(c, wrong).passed]
     assert public_failed, f"{name}: passes every public case; a student would get no signal from them"
     failed = []

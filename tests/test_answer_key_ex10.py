@@ -13,8 +13,6 @@
 from __future__ import annotations
 
 import ast
-import importlib.util
-from pathlib import Path
 
 import pytest
 
@@ -22,6 +20,7 @@ from autograder.cases import hidden_cases, public_cases
 from autograder.manifest import BY_ID, ROOT
 from autograder.wrong_fixtures import for_exercise
 from hetero.checks import check_call, judge, run_call
+from hetero.impl import load_module_from_path
 
 EX = "ex10"
 SOLUTION = ROOT / "solutions" / BY_ID[EX].filename
@@ -33,20 +32,13 @@ HARNESS_ID = "ex10.deferral_table.seed0"
 INVISIBLE_IN_FORWARD = {"ex10_ties_lower_index"}
 
 
-def _load(path: Path, name: str):
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def _tensor_cases():
     return [c for c in public_cases(EX) + hidden_cases(EX) if not c.harness]
 
 
 @pytest.fixture(scope="module")
 def key():
-    return _load(SOLUTION, "_key_test_ex10")
+    return load_module_from_path(SOLUTION, "_key_test_ex10")
 
 
 @pytest.fixture(scope="module")
@@ -109,7 +101,7 @@ def test_wrong_fixture_fails_some_case(name, key_outcomes, wrong_dir):
     assert "# BEGIN SOLUTION" not in text, f"{path}: fixtures carry no solution markers"
     key_code = [ast.dump(n) for n in ast.parse(SOLUTION.read_text(encoding="utf-8")).body[1:]]
     assert [ast.dump(n) for n in ast.parse(text).body[1:]] != key_code, f"{path}: differs from the solution only in text"
-    wrong = _load(path, f"_wrong_{name}")
+    wrong = load_module_from_path(path, f"_wrong_{name}")
     public_failed = [c.id for c in public_cases(EX) if not check_call(c, wrong).passed]
     assert public_failed, f"{name}: passes every public case; a student would get no signal from them"
     hidden_failed = []
@@ -133,7 +125,7 @@ def test_harness_case_catches_forward_mistakes(key, wrong_dir):
     for name in FIXTURES:
         if name in INVISIBLE_IN_FORWARD:
             continue
-        wrong = _load(wrong_dir / name / BY_ID[EX].filename, f"_wrong_h_{name}")
+        wrong = load_module_from_path(wrong_dir / name / BY_ID[EX].filename, f"_wrong_h_{name}")
         if judge(case, run_call(case, wrong), expect.value).passed:
             missed.append(name)
     assert not missed, f"{HARNESS_ID} passes these wrong fixtures: {missed} (expected every forward mistake to show)"

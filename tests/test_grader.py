@@ -22,7 +22,7 @@ import pytest
 
 from autograder import grader, results as res, sandbox
 from autograder.cases import expected_values, public_cases
-from autograder.manifest import BY_ID, ROOT
+from autograder.manifest import BY_ID, ROOT, public_cases_in
 from autograder.wrong_fixtures import for_exercise
 from hetero.checks import decode
 
@@ -32,7 +32,7 @@ SCORE_TOL = 1e-6  # scores are sums of rounded (1e-6) case points
 
 def has_solution(ex_id: str) -> bool:
     ex = BY_ID[ex_id]
-    return (SOLUTIONS / ex.filename).is_file() and ex.public_cases_path.is_file()
+    return (SOLUTIONS / ex.filename).is_file() and public_cases_in(SOLUTIONS, ex_id).is_file()
 
 
 def real_ready(ex_id: str) -> bool:
@@ -41,13 +41,13 @@ def real_ready(ex_id: str) -> bool:
         (ROOT / "autograder" / "expected" / f"{ex_id}.json").is_file()
 
 
-WITH_SOLUTION = [e for e in BY_ID if has_solution(e)]
+WITH_SOLUTION = list(BY_ID)  # every exercise has an answer key; test_every_exercise_is_ready says so
 
 
-def _load(path: Path, name: str):
-    from hetero.impl import load_module_from_path as load_file_module
-
-    return load_file_module(path, name)
+def test_every_exercise_is_ready():
+    """The answer key, public and hidden cases and stored expected values exist for every exercise."""
+    missing = [e for e in BY_ID if not real_ready(e)]
+    assert not missing, f"answer key, cases or stored expected values missing for {missing}: run `make release`"
 
 
 def root_for(base: Path, ex_ids: list[str]) -> Path:
@@ -139,15 +139,13 @@ def test_hidden_detail_entry_only_when_the_manifest_opts_in(tmp_path, monkeypatc
 
 
 def test_missing_file_scores_zero_and_others_are_graded(tmp_path):
-    others = [e for e in WITH_SOLUTION if e != "ex01"][:1]
-    if not others:
-        pytest.skip("a second exercise with an answer key is needed")
-    root = root_for(tmp_path, ["ex01", others[0]])
-    data = grader.grade_submission(submission_with(tmp_path, ["ex01"]), exercises=["ex01", others[0]], root=root)
+    other = next(e for e in WITH_SOLUTION if e != "ex01")
+    root = root_for(tmp_path, ["ex01", other])
+    data = grader.grade_submission(submission_with(tmp_path, ["ex01"]), exercises=["ex01", other], root=root)
     assert abs(exercise_score(data, "ex01")[0] - BY_ID["ex01"].points) < SCORE_TOL
-    score, max_score = exercise_score(data, others[0])
-    assert score == 0 and abs(max_score - BY_ID[others[0]].points) < SCORE_TOL
-    assert f"{BY_ID[others[0]].filename} was not found" in data["output"]
+    score, max_score = exercise_score(data, other)
+    assert score == 0 and abs(max_score - BY_ID[other].points) < SCORE_TOL
+    assert f"{BY_ID[other].filename} was not found" in data["output"]
     res.validate(data)
 
 
@@ -265,8 +263,7 @@ def test_grader_failure_is_reported_and_valid(tmp_path, monkeypatch):
 
 
 def test_cli_writes_results(tmp_path):
-    if not real_ready("ex01"):
-        pytest.skip("the CLI grades against the package's own cases; ex01's are not complete yet")
+    assert real_ready("ex01"), "the CLI grades against the package's own cases: ex01's are missing"
     out = tmp_path / "out" / "results.json"
     proc = subprocess.run([sys.executable, "-m", "autograder", "grade", str(submission_with(tmp_path, ["ex01"])),
                            "--out", str(out), "--exercises", "ex01"], capture_output=True, text=True, timeout=120,

@@ -319,8 +319,9 @@ def test_cli_json_and_errors(tmp_path, capsys):
     bad.write_text('{"timestamp": 0}\n', encoding="utf-8")
     assert kvcache.main([str(bad)]) == 2
     assert "bad.jsonl:1" in capsys.readouterr().err
-    with pytest.raises(SystemExit):
+    with pytest.raises(SystemExit) as exc:
         kvcache.main([str(SAMPLE_TRACE), "--capacities", "0,10"])
+    assert exc.value.code == 2 and "capacities must be integers >= 1" in capsys.readouterr().err
 
 
 def test_harness_returns_plain_numbers():

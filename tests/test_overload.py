@@ -377,13 +377,13 @@ def test_trace_cli_names_the_bad_line(tmp_path, capsys):
     lines = trace.read_text().splitlines()
     lines[2] = lines[2].replace('"output_length"', '"output_len"')
     trace.write_text("\n".join(lines) + "\n")
-    with pytest.raises(SystemExit):
+    with pytest.raises(SystemExit) as exc:
         ov.main(["--impl", "solutions", "--trace", str(trace)])
+    assert exc.value.code == 2
     err = capsys.readouterr().err
     assert ":3:" in err and "output_length" in err, f"the error should name line 3 and the field: {err}"
 
 
-@pytest.mark.skipif(not SAMPLE_TRACE.is_file(), reason="the shipped sample trace is not generated yet")
 def test_sample_trace_replays(capsys):
     assert ov.main(["--impl", "solutions", "--trace", str(SAMPLE_TRACE), "--policy", "baseline", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
@@ -391,7 +391,6 @@ def test_sample_trace_replays(capsys):
     assert c["arrivals"] == c["completed"] + c["rejected_at_arrival"] + c["wasted_prefills"]
 
 
-@pytest.mark.skipif(not SAMPLE_TRACE.is_file(), reason="the shipped sample trace is not generated yet")
 def test_sample_trace_on_the_paper_cluster_rejects_in_prefill_only(capsys):
     # 8 + 8 instances of 8 x A800 at 2x: the prefill pool is overloaded (TTFT rejections for every policy), the
     # decode pool never reaches its threshold, so the three policies reject the same requests

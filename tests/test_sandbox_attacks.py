@@ -45,8 +45,6 @@ NAMESPACES = sandbox.isolation_mode()["mode"] != "none"
 needs_namespaces = pytest.mark.skipif(not NAMESPACES, reason="no mount/PID/network namespace here: "
                                       + "; ".join(sandbox.isolation_mode()["failures"]))
 needs_root = pytest.mark.skipif(not sandbox.is_root(), reason="sandbox uids exist only when the grader is root")
-pytestmark = pytest.mark.skipif(not all(_helpers.real_ready(e) for e in ("ex01", "ex02")),
-                                reason="ex01 and ex02 need their answer keys, hidden cases and expected values")
 
 
 def specs_for(ex_id: str) -> tuple[list, list[dict], int]:

@@ -34,6 +34,41 @@ def test_every_exercise_totals_exactly_its_points_and_all_total_100():
     assert total == 100 * scoring.CENTS
 
 
+# (points, public_share, whether the exercise has public cases): a product that is inexact in floats, no
+# public share, all public, no public cases at all, quarter points.
+SPLIT_EDGES = [(7, 0.3, True), (10, 0.0, True), (10, 1.0, True), (6, 0.4, False), (2.5, 0.5, True)]
+
+
+@pytest.mark.parametrize("points,share,has_public", SPLIT_EDGES)
+def test_handout_and_notebook_state_the_split_the_grader_pays(points, share, has_public, tmp_path):
+    """The one split (`scoring.exercise_cents`) is what case_cents pays and what the handout and the
+    notebook intro say, also where a float product is inexact or the exercise has no public cases."""
+    import dataclasses
+    import shutil
+
+    from autograder import notebooks as nb, release
+    from autograder.manifest import BY_ID, ROOT, public_cases_in
+
+    ex = dataclasses.replace(BY_ID["ex01"], points=points, public_share=share)
+    src = nb.load_sources("ex01")
+    src = dataclasses.replace(src, exercise=ex, public=src.public if has_public else ())
+    public_cents, hidden_cents = scoring.exercise_cents(points, share, has_public)
+    cents = scoring.case_cents(points, share, src.public, src.hidden)
+    assert sum(cents[c.id] for c in src.public) == public_cents
+    assert sum(cents[c.id] for c in src.hidden) == hidden_cents == scoring.to_cents(points) - public_cents
+    public_text, hidden_text = scoring.points_text(public_cents), scoring.points_text(hidden_cents)
+    assert f"{public_text} from the public tests below, {hidden_text} from hidden tests." in nb.intro_markdown(src)
+    solutions = tmp_path / "solutions"
+    public_cases_in(solutions, ex.id).parent.mkdir(parents=True)
+    shutil.copyfile(ROOT / "solutions" / ex.filename, solutions / ex.filename)
+    if has_public:
+        shutil.copyfile(public_cases_in(ROOT / "solutions", ex.id), public_cases_in(solutions, ex.id))
+    else:
+        public_cases_in(solutions, ex.id).write_text("CASES = []\n", encoding="utf-8")
+    handout = release.exercise_section(ex, solutions)
+    assert f"Grading: {public_text} points from the public cases below, {hidden_text} from hidden" in handout
+
+
 def test_points_text_and_float_are_exact_decimals():
     assert scoring.points_text(240) == "2.4" and scoring.points_text(37) == "0.37" and scoring.points_text(600) == "6"
     assert scoring.cents_to_points(37) == 0.37 and repr(scoring.cents_to_points(10000)) == "100.0"

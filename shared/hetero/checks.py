@@ -210,21 +210,6 @@ def _type_mistake(wanted: str, where: str, got: Any, value_right: bool, fix: str
     return f"{TYPE_MISTAKE} expected {wanted}{where}, got {_describe(got)} ({verdict}; {fix})", value_right
 
 
-def type_mistake(case: Case, outcome: Outcome, expect_encoded: Any = None) -> str | None:
-    """For feedback that must not show values (hidden cases): when the outcome's first problem is its
-    type, that sentence naming kinds only ("type mistake: expected a Python float, got numpy.float32
-    (the value is right, only its type is wrong; ...)"); else None."""
-    if outcome.error_type or case.raises:
-        return None
-    try:
-        expected = decode(expect_encoded if expect_encoded is not None else encode(case.expect))
-        got = decode(outcome.value)
-    except (EncodeError, KeyError, ValueError, TypeError):
-        return None
-    problem = _compare(expected, got, case.rel_tol, case.abs_tol, values=False)[0]
-    return problem if problem and problem.startswith(TYPE_MISTAKE) else None
-
-
 def _as_number(got: Any) -> float | None:
     """The number inside a numpy scalar or a 0-d array/tensor, or a plain int/float; else None."""
     if isinstance(got, NumpyScalar):
