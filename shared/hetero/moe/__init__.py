@@ -20,6 +20,7 @@ This package re-exports the names the harness, tests, benchmarks and `hetero.lec
 from hetero.moe.checkpoint import (
     CheckpointError,
     cache_key,
+    checkpoint_path,
     ensure_checkpoint,
     load_checkpoint,
     load_model,
@@ -52,6 +53,7 @@ __all__ = [
     "TrainConfig",
     "build_data",
     "cache_key",
+    "checkpoint_path",
     "deferral_figures",
     "ensure_checkpoint",
     "evaluate",

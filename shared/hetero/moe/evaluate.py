@@ -68,7 +68,7 @@ def mode_update(fns: Ex10Functions, n_layers: int, mode: str, k: int) -> Residua
 
 
 def parse_mode(name: str) -> tuple[str, int]:
-    """ "full" -> ("full", 0); "skip_2" -> ("skip", 2); "defer_3" -> ("defer", 3)."""
+    """Mode name -> (mode, k): "full" -> ("full", 0); "skip_2" -> ("skip", 2); "defer_3" -> ("defer", 3)."""
     if name == "full":
         return "full", 0
     mode, _, k = name.partition("_")

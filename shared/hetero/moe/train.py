@@ -53,6 +53,8 @@ def torch_settings(threads: int, deterministic: bool = True) -> Iterator[None]:
 
 @dataclass(frozen=True)
 class TrainResult:
+    """A trained model and what its training run measured."""
+
     model: CityMoE
     train_seconds: float
     steps: int
