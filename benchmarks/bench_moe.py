@@ -67,7 +67,7 @@ def plain_evaluate(model: moe.CityMoE, seqs: Sequence[Sequence[int]], fns: moe.E
     separate forward from the embedding (no sharing), one thread."""
     ordered = sorted(seqs, key=len)
     totals = {m: 0.0 for m in moe.MODES_EVALUATED}
-    with moe._torch_settings(1, deterministic=False), torch.inference_mode():
+    with moe.torch_settings(1, deterministic=False), torch.inference_mode():
         for start in range(0, len(ordered), batch_size):
             batch = moe.pad_batch(ordered[start:start + batch_size])  # [B, L]
             for m in moe.MODES_EVALUATED:

@@ -6,31 +6,24 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any
 
 import torch
 
-from hetero.moe import (
-    TINY_CONFIG,
-    Ex10Functions,
-    ModelConfig,
-    MoEFeedForward,
-    TrainConfig,
-    _dtype,
-    build_data,
-    evaluate,
-    load_checkpoint,
-    loss_table,
-    train,
-    write_checkpoint,
-)
+from hetero.moe.checkpoint import load_checkpoint, write_checkpoint
+from hetero.moe.config import TINY_CONFIG, ModelConfig, TrainConfig, torch_dtype
+from hetero.moe.data import build_data
+from hetero.moe.evaluate import Ex10Functions, evaluate, loss_table
+from hetero.moe.model import MoEFeedForward
+from hetero.moe.train import train
 
 __all__ = ["tiny_layer", "tied_weights", "deferral_table"]
 
 
 def tiny_layer(seed: int, part: str, tokens: int = 6, d_model: int = 8, n_experts: int = 8, top_k: int = 4,
-                   dtype: str = "float32") -> Optional[torch.Tensor]:
+                   dtype: str = "float32") -> torch.Tensor | None:
     """One tensor of a random MoE layer applied to random hidden states (all from `seed`).
 
     part: "x" [T, D], "shared_out" [T, D], "expert_out" [T, K, D], "topk_weights" [T, K] (router order),
@@ -41,12 +34,12 @@ def tiny_layer(seed: int, part: str, tokens: int = 6, d_model: int = 8, n_expert
     cfg = ModelConfig(vocab_size=8, d_model=d_model, n_layers=2, n_heads=1, n_experts=n_experts, top_k=top_k,
                       expert_hidden=d_model, shared_hidden=2 * d_model)
     gen = torch.Generator().manual_seed(seed)
-    torch_dtype = _dtype(dtype)
-    layer = MoEFeedForward(cfg, gen, torch_dtype)
+    float_dtype = torch_dtype(dtype)
+    layer = MoEFeedForward(cfg, gen, float_dtype)
     with torch.no_grad():
         layer.router.mul_(50.0)  # spread the gate so the weights differ clearly
-        x = torch.randn(tokens, d_model, generator=gen, dtype=torch_dtype)  # [T, D]
-        carry = 0.1 * torch.randn(tokens, d_model, generator=gen, dtype=torch_dtype)  # [T, D]
+        x = torch.randn(tokens, d_model, generator=gen, dtype=float_dtype)  # [T, D]
+        carry = 0.1 * torch.randn(tokens, d_model, generator=gen, dtype=float_dtype)  # [T, D]
         weights, ids = layer.route(x)
         parts = {"x": x, "shared_out": layer.shared(x), "expert_out": layer.experts(x, ids),
                  "topk_weights": weights, "carry": carry}
@@ -108,7 +101,7 @@ def deferral_table(module: Any, seed: int = 0, val_names: int = 200) -> dict[str
     return loss_table(losses)
 
 
-def main(argv: Optional[list[str]] = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m hetero.harness.moe",
                                      description="(Re)write the ex10 grading models under hetero/data/ "
                                                  "(tiny float64 config).")
