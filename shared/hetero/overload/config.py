@@ -93,6 +93,8 @@ SCENARIOS: dict[str, OverloadConfig] = {"default": DEFAULT, "short_prefill": SHO
 
 @dataclass(frozen=True)
 class Policy:
+    """One admission policy, checked at arrival (hetero.overload.simulation)."""
+
     name: str  # label in tables and JSON
     kind: str  # "baseline" | "early" | "predictive"
     oversubscription: float = 1.0  # threshold factor, predictive only
