@@ -17,6 +17,7 @@ from hetero import overload as ov
 from hetero import roofline
 from hetero.harness import overload as hov
 from hetero.impl import MissingExercise, load_exercise
+from hetero.overload import cli as ov_cli
 from hetero.traces import SAMPLE_TRACE
 
 KEY = load_exercise("ex05", "solutions")
@@ -315,7 +316,7 @@ def test_part_reports_missing_exercise_for_a_stub(tmp_path):
                     "def dominant_period_s(*a, **k):\n    raise NotImplementedError('ex05: dominant_period_s')\n")
     with pytest.raises(MissingExercise, match="ex05"):
         ov.PARTS[0].run(str(tmp_path))
-    assert ov._main_or_missing(["--impl", str(tmp_path), "--seeds", "2"]) == 1
+    assert ov_cli.main_or_missing(["--impl", str(tmp_path), "--seeds", "2"]) == 1
 
 
 # ---------------------------------------------------------------------------------------------

@@ -9,16 +9,11 @@ from typing import Any
 
 import numpy as np
 
-from hetero.overload import (
-    OSCILLATION_POLICIES,
-    SCENARIOS,
-    WARMUP_S,
-    DecodeModel,
-    OverloadConfig,
-    Policy,
-    poisson_workload,
-    simulate_config,
-)
+from hetero.overload.config import OSCILLATION_POLICIES, SCENARIOS, OverloadConfig, Policy
+from hetero.overload.decode import DecodeModel
+from hetero.overload.oscillation import WARMUP_S
+from hetero.overload.simulation import simulate_config
+from hetero.overload.workload import poisson_workload
 
 __all__ = ["run_scenario", "load_series"]
 

@@ -1,0 +1,80 @@
+"""Scheduling under overload in a disaggregated cluster (lecture §3, Mooncake §7; experiment 02 part 3).
+
+A discrete-event simulation of a prefill pool and a decode pool, with the lecture's admission policies
+(baseline, early rejection, prediction-based rejection with exercise ex05's functions). One file per job,
+in the order they build on each other:
+
+    decode.py       the decode pool's TBT model (`DecodeModel`, roofline step times, one TBT-SLO threshold)
+    config.py       the lecture's cluster and workload (`OverloadConfig`, `DEFAULT`, `SHORT_PREFILL`) and
+                    the admission policies (`Policy`, `POLICIES`)
+    workload.py     the requests to replay (`Workload`, `poisson_workload`)
+    simulation.py   the discrete-event simulation (`simulate`, `simulate_config`, `SimResult`)
+    oscillation.py  the two pools' load series measured (`oscillation`)
+    trace.py        trace mode: a Mooncake-format trace on the paper's cluster (`TraceCostModel`, `replay_trace`)
+    experiment.py   experiment 02's parts "overload" and "overload_lag" (`experiment`, `lag_sweep`, `PARTS`)
+    report.py       their text and plots (`render`, `render_lag`, `plot`, `plot_lag`)
+    cli.py          `python -m hetero.overload` (`main`)
+
+Default configuration (fixed from the lecture's words before it was run; reasons beside each field;
+docs/figures_overload.md): both pools serve about 2 req/s, requests arrive as a Poisson process at
+2.6 req/s for one hour, output lengths are exponential, and prefills are long (10-20 s, "十几秒"), so
+a request reaches decode 10-30 s after it arrives (queueing within the 30 s TTFT SLO + prefill).
+`SHORT_PREFILL` is the same cluster with 2-6 s prefills; the lag sweep (`lag_sweep`, experiment part
+"overload_lag") varies the prefill time at constant capacity and shows where "look at the decode load
+now" stops predicting it.
+"""
+
+from hetero.overload.cli import main
+from hetero.overload.config import (
+    DEFAULT,
+    OSCILLATION_POLICIES,
+    POLICIES,
+    SCENARIOS,
+    SHORT_PREFILL,
+    TOY_DECODE,
+    TOY_MEAN_OUTPUT_TOKENS,
+    OverloadConfig,
+    Policy,
+)
+from hetero.overload.decode import KV_BYTES_PER_TOKEN, PAPER_TBT_SLO_S, PAPER_TTFT_SLO_S, DecodeModel
+from hetero.overload.experiment import LAG_SWEEP_PREFILL_MEAN_S, PARTS, experiment, lag_config, lag_sweep
+from hetero.overload.oscillation import WARMUP_S, oscillation
+from hetero.overload.report import plot, plot_lag, render, render_lag
+from hetero.overload.simulation import SimResult, simulate, simulate_config
+from hetero.overload.trace import TraceCostModel, replay_trace
+from hetero.overload.workload import Workload, poisson_workload
+
+__all__ = [
+    "DEFAULT",
+    "KV_BYTES_PER_TOKEN",
+    "LAG_SWEEP_PREFILL_MEAN_S",
+    "OSCILLATION_POLICIES",
+    "PAPER_TBT_SLO_S",
+    "PAPER_TTFT_SLO_S",
+    "PARTS",
+    "POLICIES",
+    "SCENARIOS",
+    "SHORT_PREFILL",
+    "TOY_DECODE",
+    "TOY_MEAN_OUTPUT_TOKENS",
+    "WARMUP_S",
+    "DecodeModel",
+    "OverloadConfig",
+    "Policy",
+    "SimResult",
+    "TraceCostModel",
+    "Workload",
+    "experiment",
+    "lag_config",
+    "lag_sweep",
+    "main",
+    "oscillation",
+    "plot",
+    "plot_lag",
+    "poisson_workload",
+    "render",
+    "render_lag",
+    "replay_trace",
+    "simulate",
+    "simulate_config",
+]

@@ -1,0 +1,114 @@
+"""The lecture's cluster and workload: the toy decode pool, `OverloadConfig` with its default (every
+field fixed from the lecture's words before it was run; docs/figures_overload.md), the short-prefill
+variant, and the admission policies the simulation compares."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+from hetero.overload.decode import PAPER_TTFT_SLO_S, DecodeModel, roofline_decode_model
+
+# The toy's decode pool: one decode instance of 8 x H20 (lecture §1.2: H20 decodes, H800 prefills)
+# serving LLaMA-3.1-70B, each request over a context of 8,590 tokens (the lecture's Kimi mean input).
+# KV capacity: (8 x 96 GB x 0.9 - 141 GB of weights) / (8,590 x 320 KiB) = 195 requests. TBT SLO: the
+# paper's rule, 5 x the 5.62 ms single-request step = 28.1 ms, reached at a batch of 122 (compute-bound).
+TOY_DECODE = roofline_decode_model("LLaMA-3.1-70B", "H20", 8, 8590, None, kv_capacity_requests=195)
+# Output lengths (tokens) of the toy: the mean that makes the decode pool serve 2 req/s at its threshold,
+# max_batch / (2 req/s x step at max_batch) = 2,171 tokens (about 61 s of decoding at the SLO).
+TOY_DECODE_CAPACITY_PER_S = 2.0
+TOY_MEAN_OUTPUT_TOKENS = float(
+    round(TOY_DECODE.max_batch / (TOY_DECODE_CAPACITY_PER_S * TOY_DECODE.step_s(TOY_DECODE.max_batch)))
+)
+
+
+@dataclass(frozen=True)
+class OverloadConfig:
+    """One cluster + workload; every time in seconds."""
+
+    arrival_rate_per_s: float = 2.6  # lecture §3.2: 2.6 req/s against ~2 req/s of capacity (30% overload)
+    duration_s: float = 3600.0  # lecture §3.2: one hour of arrivals; admitted work then drains
+    prefill_instances: int = 30  # 30 instances / 15 s mean prefill = 2 req/s of prefill capacity
+    prefill_mean_s: float = 15.0  # lecture §3.2: long-context prefill takes "十几秒" (ten-plus seconds)
+    prefill_spread: float = 1 / 3  # prefill time ~ Uniform(mean x (1 - spread), mean x (1 + spread)): 10-20 s
+    ttft_slo_s: float = PAPER_TTFT_SLO_S  # the TTFT cap of the paper's real-trace runs
+    decode: DecodeModel = TOY_DECODE  # TBT model and threshold (2 req/s at the threshold with the outputs below)
+    decode_mean_tokens: float = TOY_MEAN_OUTPUT_TOKENS  # exponential output lengths: not known in advance
+    sample_dt_s: float = 1.0  # load series sampling interval
+    # How stale the Conductor's view of the decode pool is. 0: it sees the current occupancy at every
+    # arrival. T > 0: the decode pool reports its occupancy (and, for the predictive policy, its
+    # requests' decode start times) every T s, and the decode checks made at arrival use the last
+    # report; prefill ends since that report are known to the Conductor (it dispatched those requests).
+    # The TTFT check and the decode-entry check stay exact.
+    load_report_interval_s: float = 0.0
+
+    def validate(self) -> OverloadConfig:
+        positive = {
+            "arrival_rate_per_s": self.arrival_rate_per_s,
+            "duration_s": self.duration_s,
+            "prefill_mean_s": self.prefill_mean_s,
+            "ttft_slo_s": self.ttft_slo_s,
+            "decode_mean_tokens": self.decode_mean_tokens,
+            "sample_dt_s": self.sample_dt_s,
+        }
+        for name, value in positive.items():
+            if isinstance(value, bool) or not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
+                raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
+        value = self.prefill_instances
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"prefill_instances must be an int >= 1, got {value!r}")
+        if not 0 <= self.prefill_spread < 1:
+            raise ValueError(f"prefill_spread must lie in [0, 1), got {self.prefill_spread}")
+        interval = self.load_report_interval_s
+        if isinstance(interval, bool) or not (
+            isinstance(interval, (int, float)) and math.isfinite(interval) and interval >= 0
+        ):
+            raise ValueError(f"load_report_interval_s must be a finite number >= 0, got {interval!r}")
+        if not isinstance(self.decode, DecodeModel):
+            raise ValueError(f"decode must be a DecodeModel, got {type(self.decode).__name__}")
+        self.decode.validate()
+        return self
+
+    @property
+    def decode_mean_s(self) -> float:
+        """The system-level prediction's t_d: the mean output length at the TBT SLO's step time."""
+        return self.decode_mean_tokens * self.decode.step_s(self.decode.max_batch)
+
+    @property
+    def prefill_capacity_per_s(self) -> float:
+        return self.prefill_instances / self.prefill_mean_s
+
+    @property
+    def decode_capacity_per_s(self) -> float:
+        """Requests per second the decode pool finishes when it runs at its TBT-SLO threshold."""
+        return self.decode.max_batch / self.decode_mean_s
+
+
+DEFAULT = OverloadConfig()
+# The same cluster with short prefills (2-6 s on 8 instances, still 2 req/s; TTFT SLO 12 s = 3 mean
+# prefill times): the package's first default, whose admission-to-decode lag is under ten seconds.
+SHORT_PREFILL = replace(DEFAULT, prefill_instances=8, prefill_mean_s=4.0, prefill_spread=0.5, ttft_slo_s=12.0)
+SCENARIOS: dict[str, OverloadConfig] = {"default": DEFAULT, "short_prefill": SHORT_PREFILL}
+
+
+@dataclass(frozen=True)
+class Policy:
+    """One admission policy, checked at arrival (hetero.overload.simulation)."""
+
+    name: str  # label in tables and JSON
+    kind: str  # "baseline" | "early" | "predictive"
+    oversubscription: float = 1.0  # threshold factor, predictive only
+
+
+POLICY_KINDS = ("baseline", "early", "predictive")
+POLICIES: tuple[Policy, ...] = (
+    Policy("baseline", "baseline"),
+    Policy("early", "early"),
+    Policy("predictive", "predictive"),
+    Policy("predictive x1.1", "predictive", 1.1),
+    Policy("predictive x1.2", "predictive", 1.2),
+)
+OSCILLATION_POLICIES: tuple[Policy, ...] = POLICIES[:3]
+
+# Mooncake paper §8.2, Table 3 (8 prefill + 8 decode instances, ~23,000 real requests replayed at 2x).
+PAPER_REJECTED = {"baseline": 4183, "early": 3771, "predictive": 3589}

@@ -1,0 +1,209 @@
+"""Text and plots of the overload figures (presentation only): the parts' tables and findings, the
+pool-load and lag-sweep plots, and the trace-replay table."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from hetero import plotting
+from hetero.overload.config import OSCILLATION_POLICIES, PAPER_REJECTED
+
+
+def _pm(s: dict[str, float], fmt: str = "{:.0f}") -> str:
+    return f"{fmt.format(s['mean'])} ± {fmt.replace('+', '').format(s['std'])}"
+
+
+def _config_line(cfg: dict[str, Any], fig: dict[str, Any]) -> str:
+    lo = cfg["prefill_mean_s"] * (1 - cfg["prefill_spread"])
+    hi = cfg["prefill_mean_s"] * (1 + cfg["prefill_spread"])
+    return (
+        f"{cfg['prefill_instances']} prefill instances x {lo:g}-{hi:g} s prefills "
+        f"({fig['prefill_capacity_per_s']:.2f} req/s), TTFT SLO {cfg['ttft_slo_s']:g} s; decode: TBT SLO "
+        f"{1e3 * fig['tbt_slo_s']:.1f} ms reached at {fig['decode_max_batch']} requests, mean decode "
+        f"{fig['decode_mean_s']:.1f} s at that batch ({fig['decode_capacity_per_s']:.2f} req/s); "
+        f"arrivals {cfg['arrival_rate_per_s']:g} req/s for {cfg['duration_s']:g} s"
+    )
+
+
+def _policy_lines(table: dict[str, Any]) -> list[str]:
+    lines = [
+        f"{'policy':<16} {'completed':>13} {'rej. arrival':>13} {'wasted':>11} {'wasted GPU-s':>14}"
+        f" {'Δcompleted %':>14} {'Δwasted %':>14} {'lag s':>11} {'max TBT ms':>10}"
+    ]
+    for name, e in table.items():
+        lines.append(
+            f"{name:<16} {_pm(e['completed']):>13} {_pm(e['rejected_at_arrival']):>13} "
+            f"{_pm(e['wasted_prefills']):>11} {_pm(e['wasted_prefill_s']):>14} "
+            f"{_pm(e['completed_vs_baseline_pct'], '{:+.2f}'):>14} "
+            f"{_pm(e['wasted_vs_baseline_pct'], '{:+.1f}'):>14} {_pm(e['mean_lag_s'], '{:.1f}'):>11} "
+            f"{1e3 * e['max_tbt_s']['max']:>10.1f}"
+        )
+    return lines
+
+
+def render(figures: dict[str, Any]) -> str:
+    n = len(figures["seeds"])
+    d = figures["default"]
+    lines = [
+        f"Lecture configuration ({n} seeds, mean ± sample std; changes paired by seed):",
+        "  " + _config_line(figures["configs"]["default"], d),
+        *_policy_lines(d["policies"]),
+    ]
+    lines.append(
+        "Paper (Mooncake §8.2, 8P + 8D, ~23,000 real requests at 2x), rejected requests: "
+        + ", ".join(f"{k} {v:,}" for k, v in figures["paper_rejected"].items())
+    )
+    lines.append("")
+    lines.append(
+        "Oscillation, lecture configuration: the two pools' loads (prefill per instance, decode per "
+        "threshold), warm-up dropped"
+    )
+    lines.append(
+        f"{'policy':<12} {'corr(prefill, decode)':>22} {'peak lag s':>11} {'trough lag s':>13}"
+        f" {'prefill period s':>17} {'decode period s':>16} {'prefill swing':>14} {'decode swing':>14}"
+        f" {'prefill empty %':>16} {'decode at thr. %':>17}"
+    )
+    for name, e in d["policies"].items():
+        if name not in {p.name for p in OSCILLATION_POLICIES}:
+            continue
+        o = e["oscillation"]
+        lines.append(
+            f"{name:<12} {_pm(o['correlation'], '{:+.2f}'):>22} "
+            f"{_pm(o['peak_lag_s']):>11} {_pm(o['trough_lag_s']):>13} "
+            f"{_pm(o['prefill_period_s']):>17} {_pm(o['decode_period_s']):>16} "
+            f"{_pm(o['prefill_swing'], '{:.2f}'):>14} {_pm(o['decode_swing'], '{:.2f}'):>14} "
+            f"{100 * o['prefill_empty']['mean']:>16.1f} {100 * o['decode_at_threshold']['mean']:>17.1f}"
+        )
+    lines.append(
+        "(swing: 5th-95th percentile range of the normalised load; peak / trough lag: the shift of the "
+        "decode series at which its correlation with the prefill series is highest / lowest)"
+    )
+    lines.append("")
+    s = figures["short_prefill"]
+    lines.append("Short prefills, the same cluster:")
+    lines.append("  " + _config_line(figures["configs"]["short_prefill"], s))
+    lines.extend(_policy_lines(s["policies"]))
+    lines.append("")
+    lines.append("Lecture's findings against the measured means (target ranges fixed in advance):")
+    for claim, f in figures["findings"].items():
+        lines.append(f"  [{'holds' if f['holds'] else 'does not hold'}] {claim}: {f['measured']:+.2f}")
+    return "\n".join(lines)
+
+
+def render_lag(figures: dict[str, Any]) -> str:
+    lines = [
+        f"Admission-to-decode lag vs what early and prediction-based rejection achieve ({len(figures['seeds'])} "
+        f"seeds; mean decode time at the TBT threshold {figures['decode_mean_s']:.0f} s; changes against the "
+        "baseline, paired by seed)",
+        f"{'prefill s':>9} {'P':>3} {'TTFT s':>6} {'lag s':>6} {'early Δwasted %':>16} {'early Δcompl. %':>16} "
+        f"{'pred. Δwasted %':>16} {'pred. Δcompl. %':>16} {'wasted b/e/p':>16}",
+    ]
+    for r in figures["rows"]:
+        e, p = r["early"], r["predictive"]
+        lines.append(
+            f"{r['prefill_mean_s']:>9g} {r['prefill_instances']:>3} {r['ttft_slo_s']:>6g} "
+            f"{r['lag_s']['mean']:>6.1f} {_pm(e['wasted_vs_baseline_pct'], '{:+.1f}'):>16} "
+            f"{_pm(e['completed_vs_baseline_pct'], '{:+.2f}'):>16} "
+            f"{_pm(p['wasted_vs_baseline_pct'], '{:+.1f}'):>16} "
+            f"{_pm(p['completed_vs_baseline_pct'], '{:+.2f}'):>16} "
+            f"{r['baseline']['wasted_prefills']['mean']:>5.0f}/{e['wasted_prefills']['mean']:.0f}/"
+            f"{p['wasted_prefills']['mean']:.0f}"
+        )
+    return "\n".join(lines)
+
+
+def plot(figures: dict[str, Any], outdir: Path) -> list[Path]:
+    plt = plotting.pyplot()
+
+    fig_data = figures["default"]
+    series = {p.name: fig_data["series"][p.name] for p in OSCILLATION_POLICIES}
+    fig, axes = plt.subplots(len(series), 1, figsize=(10, 2.2 * len(series)), sharex=True, squeeze=False)
+    t0 = fig_data["series"]["window_s"][0]
+    for ax, (policy, s) in zip(axes[:, 0], series.items(), strict=True):
+        t = t0 + np.arange(len(s["decode"])) * fig_data["dt_s"]
+        ax.plot(
+            t,
+            np.asarray(s["prefill"]) / fig_data["prefill_instances"],
+            label="prefill pool (requests / instance)",
+            lw=1,
+        )
+        ax.plot(
+            t,
+            np.asarray(s["decode"]) / fig_data["decode_max_batch"],
+            label="decode pool (fraction of the TBT-SLO batch)",
+            lw=1,
+        )
+        ax.axhline(1.0, color="grey", lw=0.6, ls=":")
+        o = fig_data["policies"][policy]["oscillation"]
+        e = fig_data["policies"][policy]
+        ax.set_title(
+            f"{policy}: corr {o['correlation']['mean']:+.2f}; wasted {e['wasted_prefills']['mean']:.0f}, "
+            f"completed {e['completed']['mean']:.0f} (means over seeds)",
+            fontsize=9,
+        )
+        ax.set_ylabel("load / capacity", fontsize=8)
+        ax.set_ylim(0.0, 1.35 * ax.get_ylim()[1])  # headroom for the legend above the curves
+        ax.legend(loc="upper left", fontsize=7, ncol=2)
+    axes[-1, 0].set_xlabel("simulated time (s)")
+    cfg = figures["configs"]["default"]
+    fig.suptitle(
+        f"Pool loads per admission policy: {cfg['prefill_instances']} prefill instances, prefills "
+        f"{cfg['prefill_mean_s']:g} s mean, TTFT SLO {cfg['ttft_slo_s']:g} s, decode threshold "
+        f"{fig_data['decode_max_batch']} requests; seed {figures['seeds'][0]}",
+        fontsize=10,
+    )
+    path = plotting.save(fig, outdir, "overload_default_load.png", dpi=110)
+    return [path]
+
+
+def plot_lag(figures: dict[str, Any], outdir: Path) -> list[Path]:
+    plt = plotting.pyplot()
+
+    rows = figures["rows"]
+    lag = np.array([r["lag_s"]["mean"] for r in rows])
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    for ax, key, label in (
+        (axes[0], "wasted_vs_baseline_pct", "wasted prefills vs baseline (%)"),
+        (axes[1], "completed_vs_baseline_pct", "completed requests vs baseline (%)"),
+    ):
+        for policy, marker in (("early", "o"), ("predictive", "s")):
+            mean = np.array([r[policy][key]["mean"] for r in rows])
+            std = np.array([r[policy][key]["std"] for r in rows])
+            ax.errorbar(lag, mean, yerr=std, marker=marker, capsize=3, label=f"{policy} rejection")
+        ax.axhline(0.0, color="grey", lw=0.6)
+        ax.set_xlabel("measured admission-to-decode lag (s)")
+        ax.set_ylabel(label)
+        ax.legend(fontsize=8)
+        ax.grid(alpha=0.3)
+    fig.suptitle(
+        f"Early vs prediction-based rejection as the admission-to-decode lag grows (mean decode "
+        f"{figures['decode_mean_s']:.0f} s "
+        f"at the TBT threshold; {len(figures['seeds'])} seeds, ± std)",
+        fontsize=10,
+    )
+    path = plotting.save(fig, outdir, "overload_lag_sweep.png", dpi=110)
+    return [path]
+
+
+def render_trace(out: dict[str, Any]) -> str:
+    lines = [
+        f"Trace replay: {out['requests']} requests at {out['speedup']:g}x ({out['arrival_rate_per_s']:.2f} req/s), "
+        f"{out['prefill_instances']} prefill + {out['decode_instances']} decode instances; mean prefill "
+        f"{out['mean_prefill_s']:.2f} s (prefill capacity {out['prefill_capacity_per_s']:.2f} req/s); decode "
+        f"threshold {out['decode_max_batch']} requests at {1e3 * out['decode_step_at_max_batch_s']:.1f} ms per step, "
+        f"mean decode {out['mean_decode_s']:.2f} s (decode capacity {out['decode_capacity_per_s']:.2f} req/s)",
+        f"{'policy':<18} {'completed':>10} {'rejected at arrival':>20} {'wasted prefills':>16} {'rejected total':>15}",
+    ]
+    for name, c in out["policies"].items():
+        lines.append(
+            f"{name:<18} {c['completed']:>10} {c['rejected_at_arrival']:>20} {c['wasted_prefills']:>16} "
+            f"{c['rejected_total']:>15}"
+        )
+    lines.append(
+        "Paper (Mooncake §8.2, ~23,000 requests at 2x), rejected: "
+        + ", ".join(f"{k} {v:,}" for k, v in PAPER_REJECTED.items())
+    )
+    return "\n".join(lines)

@@ -1,0 +1,230 @@
+"""The discrete-event simulation (a heap of `(time_s, seq, event)`) of a prefill pool and a decode pool.
+
+* prefill pool: `prefill_instances` instances, each prefilling one request at a time in FIFO order.
+  The prefill time of a request is known when it arrives (it follows from the prompt length), so the
+  Conductor knows exactly when an admitted request will finish prefill; it sends a request to the
+  instance where it finishes first, and turns it away at arrival when that predicted TTFT (queueing +
+  prefill) exceeds `ttft_slo_s` ("the prefill pool admits by its own load");
+* decode pool: continuous batching with a TBT model (`DecodeModel`). Every decode step emits one token
+  for each decoding request and takes `step_s(batch)`. A request that finishes prefill while the decode
+  pool already holds `max_batch` requests would push the TBT over the SLO, so the decode pool rejects
+  it there: its prefill was wasted. No request ever decodes over the SLO. Each request's output length
+  (tokens) is not known in advance; all decoding requests advance one token per step, so a request's
+  decode time depends on the batch it shares (tracked exactly with one "tokens emitted per stream"
+  clock).
+
+Admission policies (checked at arrival, in addition to the TTFT check every policy makes):
+* baseline:   nothing more; the decode pool is checked only at decode entry;
+* early:      reject when the decode pool is at its TBT-SLO threshold *now*;
+* predictive: reject unless `admit_predictive(predicted_load, max_batch, oversubscription)` where
+  `predicted_load = predicted_decode_load(prefill_end, decoding_since, admitted_prefill_ends,
+  decode_mean_s)`: the system-level prediction of Mooncake §7 (every decode is assumed to take the same
+  time t_d, here the mean output length at the TBT SLO's step time). Both functions are exercise
+  ex05's, passed in by the caller. Oversubscription multiplies the threshold.
+The arrival checks and decode entry use the same threshold, `DecodeModel.max_batch`.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from hetero.overload.config import POLICY_KINDS, OverloadConfig, Policy
+from hetero.overload.decode import DecodeModel
+from hetero.overload.workload import Workload
+
+PredictFn = Callable[[float, list, list, float], int]
+AdmitFn = Callable[[float, int, float], bool]
+
+_ARRIVAL, _PREFILL_DONE, _DECODE_DONE = 0, 1, 2
+
+
+@dataclass(frozen=True)
+class SimResult:
+    arrivals: int
+    completed: int  # finished decoding, every step within the TBT SLO (admitted work drains at the end)
+    rejected_at_arrival: int  # TTFT check or the policy's decode check
+    rejected_for_decode: int  # the part of rejected_at_arrival due to the decode check
+    wasted_prefills: int  # prefilled, then rejected at decode entry (the batch was at the TBT threshold)
+    wasted_prefill_s: float  # instance-seconds of prefill spent on them
+    mean_lag_s: float  # mean admission-to-decode-entry time of the requests that finished prefill
+    max_tbt_s: float  # longest decode step of the run (never above the TBT SLO)
+    prefill_load: np.ndarray  # (samples,) int: requests queued or prefilling at t = k * dt
+    decode_load: np.ndarray  # (samples,) int: requests decoding at t = k * dt
+    dt_s: float
+
+    def counts(self) -> dict[str, Any]:
+        return {
+            "arrivals": self.arrivals,
+            "completed": self.completed,
+            "rejected_at_arrival": self.rejected_at_arrival,
+            "rejected_for_decode": self.rejected_for_decode,
+            "wasted_prefills": self.wasted_prefills,
+            "wasted_prefill_s": round(self.wasted_prefill_s, 6),
+            "mean_lag_s": round(self.mean_lag_s, 6),
+            "max_tbt_s": round(self.max_tbt_s, 9),
+        }
+
+
+def simulate(
+    workload: Workload,
+    prefill_instances: int,
+    decode: DecodeModel,
+    ttft_slo_s: float,
+    decode_mean_s: float,
+    policy: Policy,
+    predict: PredictFn | None = None,
+    admit: AdmitFn | None = None,
+    sample_dt_s: float = 1.0,
+    report_interval_s: float = 0.0,
+) -> SimResult:
+    """Replay `workload` under `policy`. `predict`/`admit` (ex05) are needed by the predictive policy.
+
+    The one threshold `decode.max_batch` (the TBT SLO) is used by the arrival checks (early: reject
+    while the decode load is at it; predictive: passed to `admit` as its slot count) and at decode
+    entry. `decode_mean_s` is the predictive policy's t_d. `report_interval_s` > 0: the arrival checks
+    see the decode pool as reported at the last multiple of the interval (OverloadConfig); 0: as it is."""
+    if policy.kind not in POLICY_KINDS:
+        raise ValueError(f"policy kind must be one of {', '.join(POLICY_KINDS)}, got {policy.kind!r}")
+    if policy.kind == "predictive" and (predict is None or admit is None):
+        raise ValueError("the predictive policy needs the predict and admit functions")
+    threshold = decode.max_batch
+    step_of = decode.step_table()  # step_of[b]: seconds per decode step with b requests decoding
+    arrival, prefill, tokens = workload.arrival_s, workload.prefill_s, workload.decode_tokens
+    n = int(arrival.size)
+    free_at = [0.0] * prefill_instances  # min-heap: when each prefill instance finishes its admitted queue
+    in_prefill: dict[int, float] = {}  # admitted request -> its prefill end time
+    decoding: dict[int, float] = {}  # decoding request -> its decode start time
+    # Decode progress: every decoding request gains one token per step, so one clock counts the tokens
+    # emitted per stream; a request that joined at clock v with k tokens to go leaves when it reaches v + k.
+    clock_tokens, clock_t = 0.0, 0.0
+    finish: list[tuple[float, int]] = []  # min-heap of (clock value at which the request finishes, request)
+    decode_version = 0  # the one valid pending _DECODE_DONE event carries the current version
+    samples = int(math.ceil(workload.duration_s / sample_dt_s))
+    prefill_load = np.zeros(samples, dtype=np.int64)
+    decode_load = np.zeros(samples, dtype=np.int64)
+    next_sample = 0
+    completed = rejected = rejected_decode = wasted = entered = 0
+    wasted_s = lag_sum = max_tbt = 0.0
+    events: list[tuple[float, int, int, int]] = []  # (time_s, seq, kind, request or version)
+    seq = 0
+    if n:
+        heapq.heappush(events, (float(arrival[0]), seq, _ARRIVAL, 0))
+    kind_early, kind_pred = policy.kind == "early", policy.kind == "predictive"
+    stale = report_interval_s > 0
+    next_report_s = 0.0
+    seen_decoding = 0  # decode occupancy in the last report
+    seen_starts: list[float] = []  # decode start times in the last report (predictive only)
+    done_since_report: list[float] = []  # prefill ends after the last report (known to the Conductor)
+    while events:
+        t, _, kind, i = heapq.heappop(events)
+        if kind == _DECODE_DONE and i != decode_version:
+            continue  # superseded: the batch (and so the step time) changed since it was scheduled
+        if stale and t >= next_report_s:
+            # Reports at k * interval. The state is constant between events, so the last report instant
+            # at or before t saw the state as it is now, before this event.
+            seen_decoding = len(decoding)
+            seen_starts = list(decoding.values()) if kind_pred else []
+            done_since_report = []
+            next_report_s = (math.floor(t / report_interval_s) + 1) * report_interval_s
+        # The state is constant between events: record every sample instant before t.
+        while next_sample < samples and next_sample * sample_dt_s < t:
+            prefill_load[next_sample] = len(in_prefill)
+            decode_load[next_sample] = len(decoding)
+            next_sample += 1
+        if kind == _ARRIVAL:
+            if i + 1 < n:
+                seq += 1
+                heapq.heappush(events, (float(arrival[i + 1]), seq, _ARRIVAL, i + 1))
+            done = max(t, free_at[0]) + float(prefill[i])  # on the instance that frees up first
+            if done - t > ttft_slo_s:
+                rejected += 1
+                continue
+            if kind_early and (seen_decoding if stale else len(decoding)) >= threshold:
+                rejected += 1
+                rejected_decode += 1
+                continue
+            if kind_pred:
+                assert predict is not None and admit is not None  # checked on entry: the predictive policy has both
+                if stale:
+                    load = predict(done, seen_starts, list(in_prefill.values()) + done_since_report, decode_mean_s)
+                else:
+                    load = predict(done, list(decoding.values()), list(in_prefill.values()), decode_mean_s)
+                if not admit(load, threshold, policy.oversubscription):
+                    rejected += 1
+                    rejected_decode += 1
+                    continue
+            heapq.heapreplace(free_at, done)
+            in_prefill[i] = done
+            seq += 1
+            heapq.heappush(events, (done, seq, _PREFILL_DONE, i))
+            continue
+        # Prefill done or decode done: bring the decode clock to t at the step time of the batch so far.
+        if decoding:
+            clock_tokens += (t - clock_t) / step_of[len(decoding)]
+        clock_t = t
+        if kind == _PREFILL_DONE:
+            del in_prefill[i]
+            if stale:
+                done_since_report.append(t)
+            entered += 1
+            lag_sum += t - float(arrival[i])
+            if len(decoding) < threshold:  # one more request keeps the step within the TBT SLO
+                decoding[i] = t
+                heapq.heappush(finish, (clock_tokens + float(tokens[i]), i))
+            else:
+                wasted += 1
+                wasted_s += float(prefill[i])
+        else:
+            while finish and finish[0][0] <= clock_tokens + 1e-9:
+                _, j = heapq.heappop(finish)
+                del decoding[j]
+                completed += 1
+        if decoding:
+            step = step_of[len(decoding)]
+            max_tbt = max(max_tbt, step)
+            decode_version += 1
+            seq += 1
+            heapq.heappush(
+                events, (t + max(0.0, finish[0][0] - clock_tokens) * step, seq, _DECODE_DONE, decode_version)
+            )
+    # Samples after the last event stay 0: every admitted request has drained by then.
+    return SimResult(
+        n,
+        completed,
+        rejected,
+        rejected_decode,
+        wasted,
+        wasted_s,
+        lag_sum / entered if entered else 0.0,
+        max_tbt,
+        prefill_load,
+        decode_load,
+        sample_dt_s,
+    )
+
+
+def simulate_config(
+    config: OverloadConfig,
+    workload: Workload,
+    policy: Policy,
+    predict: PredictFn | None = None,
+    admit: AdmitFn | None = None,
+) -> SimResult:
+    return simulate(
+        workload,
+        config.prefill_instances,
+        config.decode,
+        config.ttft_slo_s,
+        config.decode_mean_s,
+        policy,
+        predict,
+        admit,
+        config.sample_dt_s,
+        config.load_report_interval_s,
+    )
