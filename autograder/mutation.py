@@ -25,9 +25,10 @@ import signal
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from autograder.cases import expected_values
 from autograder.expected import all_cases
