@@ -23,7 +23,7 @@ def _run(tool: str, *args: str) -> None:
     assert exe.exists(), f"{tool} is not installed in {BIN}: `make setup` installs the test extra"
     run = subprocess.run([str(exe), *args], cwd=ROOT, capture_output=True, text=True, timeout=600)
     if run.returncode != 0:
-        pytest.fail(f"`{tool} {' '.join(args)}` failed:\n{run.stdout[-6000:]}\n{run.stderr[-2000:]}", pytrace=False)
+        pytest.fail(f"`{' '.join([tool, *args])}` failed:\n{run.stdout[-6000:]}\n{run.stderr[-2000:]}", pytrace=False)
 
 
 def test_ruff_check():
