@@ -1,21 +1,28 @@
 # Two entry points (README Quick start): `make demo` and `make test`. Both create .venv if missing
-# and install the package with its pinned dependencies in one pip call.
+# and install the package with the dependencies locked in locks/instructor.txt (plain pip).
 PYTHON ?= python3
 VENV := .venv
 VPY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+LOCK := locks/instructor.txt
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: setup demo test test-fast mutation bench release pack autograder student-bundle grade-all clean
+.PHONY: setup lock demo test test-fast mutation bench release pack autograder student-bundle grade-all clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml $(LOCK)
 	test -x $(VPY) || $(PYTHON) -m venv $(VENV)
-	$(VPY) -m pip install -e ".[test,grading]"
-	# rfc3987-syntax (pulled in by the Jupyter stack) adds ~3 s to every import of nbformat; nothing here needs it.
-	$(VPY) -m pip uninstall -y rfc3987-syntax
+	# The lock as it stands, unresolved: what it leaves out (locks/excludes.txt) stays out.
+	$(VPY) -m pip install --no-deps -r $(LOCK)
+	# torch once more, resolved: adds the libraries its platform's wheel needs (none for the CPU build).
+	$(VPY) -m pip install "$$(grep '^torch==' $(LOCK))"
+	$(VPY) -m pip install --no-deps -e .
 	touch $(STAMP)
 
 setup: $(STAMP)
+
+# Regenerate locks/*.txt from pyproject.toml's pins with uv (asks PyPI; existing versions are kept where they fit).
+lock: setup
+	$(VPY) -m autograder lock
 
 demo: setup
 	$(VPY) -m hetero.lecture all --impl solutions --plots out

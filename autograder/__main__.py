@@ -11,6 +11,7 @@ COMMANDS = {
     "grade": ("autograder.grader", "grade one submission (folder or zip) into results.json"),
     "grade-all": ("autograder.bulk", "grade a folder of submissions in parallel into a gradebook + CSV"),
     "build": ("autograder.build", "build the Gradescope autograder zip"),
+    "lock": ("autograder.locks", "regenerate the lock files locks/*.txt with uv (--check: freshness)"),
     "pack": ("autograder.pack", "zip a student's exercise files for upload (the same tool as python -m hetero.pack)"),
     "student-bundle": ("autograder.bundle", "write the student's copy (folder + zip, audited: no answer in it)"),
     "export-nbgrader": ("autograder.export_nbgrader", "write an nbgrader course"),

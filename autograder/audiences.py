@@ -3,18 +3,19 @@
 - Gradescope: the autograder zip targets Gradescope's Ubuntu 22.04 base image, whose python3 is 3.10
   (x86_64, glibc 2.35). setup.sh installs the zip's requirements.txt and requirements-torch.txt there.
 - Students: the student bundle runs on laptops with Python 3.10 to 3.13 (numpy, matplotlib, torch,
-  pytest; no grading tools).
+  pytest; no grading tools): the pins `autograder.bundle` writes into the student's pyproject.toml.
 - Instructors: this repository with every extra (nbgrader 0.9.6 and otter-grader need Python 3.11+).
 
 `tests/test_pins_resolve.py` runs pip's resolver for each target below against exactly these
 requirement sets (`pip install --dry-run --python-version --platform --only-binary=:all:`), so a pin
 that an audience's Python cannot install fails the test suite. torch is looked up separately
 (`pip index versions`): resolving it would download a several-hundred-MB wheel per target.
+The instructor and Gradescope sets are also what `autograder.locks` compiles into locks/.
 """
 
 from __future__ import annotations
 
-import re
+import sys
 from dataclasses import dataclass
 
 from autograder.manifest import ROOT
@@ -39,30 +40,28 @@ TARGETS: tuple[Target, ...] = (
 
 
 def _project_arrays() -> dict[str, list[str]]:
-    """{"dependencies": [...], "<extra>": [...]} from pyproject.toml (the package's one list of pins).
-
-    Instructor side only (Python 3.11+, where tomllib is in the standard library).
-    """
-    import tomllib  # novermin (instructor side only: Python 3.11+, as nbgrader 0.9.6 needs)
+    """{"dependencies": [...], "<extra>": [...]} from pyproject.toml (the package's one list of pins)."""
+    if sys.version_info >= (3, 11):
+        import tomllib  # novermin (guarded: Python 3.11+)
+    else:
+        import tomli as tomllib
 
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     return {"dependencies": list(project["dependencies"]), **project["optional-dependencies"]}
 
 
-STUDENT_TOOLS = ("pytest", "pytest-timeout")  # what students run; the rest of the test extra is the package's own
-
-
 def requirements(audience: str) -> list[str]:
     """The requirement lines an audience installs, torch included."""
-    arrays = _project_arrays()
     if audience == "gradescope":
-        from autograder.build import collect
+        from autograder.build import shipped_requirements
 
-        _, lines = collect()
-        return list(lines)
+        reqs, torch = shipped_requirements()
+        return reqs + torch
     if audience == "student":
-        tools = [r for r in arrays["test"] if re.split(r"[=<>!~;\[ ]", r, 1)[0] in STUDENT_TOOLS]
-        return arrays["dependencies"] + tools
+        from autograder.bundle import student_requirements
+
+        return student_requirements()
     if audience == "instructor":
+        arrays = _project_arrays()
         return arrays["dependencies"] + arrays["test"] + arrays["grading"]
     raise ValueError(f"unknown audience {audience!r}")

@@ -16,8 +16,10 @@ autograder/wrong_fixtures.py (the wrong fixtures are edits of answer-key lines),
 the answer-key marker text
 and no file byte-identical to an answer-key file. `build()` checks all of this on the finished
 archive and refuses to write one that fails. The requirements are derived, not listed by hand: every
-third-party module the shipped code imports must have a pin in pyproject.toml, and only those pins
-ship (torch separately, so setup.sh can take it from the CPU-only index).
+third-party module the shipped code imports must have a pin in pyproject.toml, and the zip's
+requirements.txt is the Gradescope lock file (locks/gradescope.txt: those pins and everything they need,
+each at one version), which must agree with them; torch's pin ships separately (requirements-torch.txt),
+so setup.sh can take it from the CPU-only index first.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from autograder import locks
 from autograder.manifest import EXERCISES, ROOT, public_cases_in
 
 GRADESCOPE_DIR = ROOT / "autograder" / "gradescope"
@@ -170,34 +173,18 @@ def _norm(dist: str) -> str:
 
 
 def pyproject_pins(pyproject: Path = ROOT / "pyproject.toml") -> dict[str, list[str]]:
-    """{normalized distribution: [requirement strings]} from [project] and its optional dependencies.
+    """{normalized distribution: [requirement strings]} from [project] and its optional dependencies."""
+    if sys.version_info >= (3, 11):
+        import tomllib  # novermin (guarded: Python 3.11+)
+    else:
+        import tomli as tomllib
 
-    A small reader for the two array forms pyproject.toml uses (Python 3.10 has no tomllib).
-    """
+    project = tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"]
     pins: dict[str, list[str]] = {}
-    section = ""
-    in_array = False
-    for raw in pyproject.read_text(encoding="utf-8").splitlines():
-        line = raw.strip()
-        if line.startswith("#"):
-            continue
-        header = re.fullmatch(r"\[([^\]]+)\]", line)
-        if header:
-            section, in_array = header.group(1), False
-            continue
-        if section not in ("project", "project.optional-dependencies"):
-            continue
-        if re.match(r"[\w-]+\s*=\s*\[", line):
-            key = line.split("=", 1)[0].strip()
-            in_array = section == "project.optional-dependencies" or key == "dependencies"
-            line = line.split("[", 1)[1]
-        if in_array:
-            for req in re.findall(r'"([^"]+)"', line):
-                name = re.match(r"[A-Za-z0-9][A-Za-z0-9._-]*", req)
-                if name:
-                    pins.setdefault(_norm(name.group(0)), []).append(req)
-            if "]" in line:
-                in_array = False
+    for req in [*project["dependencies"], *(r for extra in project["optional-dependencies"].values() for r in extra)]:
+        name = re.match(r"[A-Za-z0-9][A-Za-z0-9._-]*", req)
+        if name:
+            pins.setdefault(_norm(name.group(0)), []).append(req)
     return pins
 
 
@@ -238,8 +225,8 @@ def requirements_for(modules: set[str], pins: dict[str, list[str]]) -> tuple[lis
 # ---------------------------------------------------------------------------------------------
 # The archive.
 
-def collect(root: Path = ROOT) -> tuple[dict[str, bytes | Path], tuple[str, ...]]:
-    """({archive name: source path or bytes}, requirement lines)."""
+def _shipped(root: Path) -> dict[str, bytes | Path]:
+    """{archive name: source path} of everything but the requirement files."""
     members: dict[str, bytes | Path] = {}
     for name in ROOT_FILES:
         members[name] = GRADESCOPE_DIR / name
@@ -253,12 +240,38 @@ def collect(root: Path = ROOT) -> tuple[dict[str, bytes | Path], tuple[str, ...]
             members[path.relative_to(root).as_posix()] = path
     for path in _python_files(root / "shared" / "hetero"):
         members[path.relative_to(root).as_posix()] = path
-    shipped_py = [p for p in members.values() if isinstance(p, Path) and p.suffix == ".py"]
+    return members
+
+
+def shipped_requirements(root: Path = ROOT) -> tuple[list[str], list[str]]:
+    """(pins without torch, torch's pins) of the third-party modules the shipped code imports."""
+    shipped_py = [p for p in _shipped(root).values() if isinstance(p, Path) and p.suffix == ".py"]
     reqs, torch = requirements_for(third_party_imports(shipped_py), pyproject_pins(root / "pyproject.toml"))
     if not torch:
         raise BuildError("the shipped code does not import torch: the image would lack it (unexpected)")
+    return reqs, torch
+
+
+def collect(root: Path = ROOT) -> tuple[dict[str, bytes | Path], tuple[str, ...]]:
+    """({archive name: source path or bytes}, requirement lines).
+
+    requirements.txt is the Gradescope lock file (locks/gradescope.txt) without torch, which must agree
+    with the pins of the shipped imports; requirements-torch.txt holds torch's pin.
+    """
+    members = _shipped(root)
+    reqs, torch = shipped_requirements(root)
+    lock_file = root / "locks" / "gradescope.txt"
+    if not lock_file.is_file():
+        raise BuildError(f"{lock_file} is missing: run `make lock`")
+    lock_text = lock_file.read_text(encoding="utf-8")
+    stale = locks.mismatches(reqs + torch, lock_text)
+    if stale:
+        raise BuildError(f"{lock_file} does not match the pins (run `make lock`): " + "; ".join(stale))
+    locked = [line.split("#", 1)[0].strip() for line in lock_text.splitlines()
+              if any(name != "torch" for name, _, _ in locks.parse(line))]
+    header = "# Generated by `python -m autograder build`: locks/gradescope.txt less the pin setup.sh installs first.\n"
+    members["requirements.txt"] = (header + "\n".join(locked) + "\n").encode()
     header = "# Generated by `python -m autograder build` from pyproject.toml pins.\n"
-    members["requirements.txt"] = (header + "\n".join(reqs) + "\n").encode()
     members["requirements-torch.txt"] = (header + "\n".join(torch) + "\n").encode()
     return members, tuple(reqs + torch)
 

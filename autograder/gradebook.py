@@ -204,8 +204,9 @@ class Gradebook:
         for student, ex, s, m in self._db.execute("SELECT student, exercise, score, max_score FROM exercise_scores"):
             per_ex.setdefault(student, {})[ex] = (s, m)
         versions = dict(self._db.execute("SELECT student, COUNT(*) FROM history GROUP BY student").fetchall())
-        for row in rows:
-            yield Record(*row, exercises=per_ex.get(row[0], {}), versions=max(1, versions.get(row[0], 1)))
+        for student, source, content_hash, status, score, max_score, duration_s, graded_at in rows:
+            yield Record(student, source, content_hash, status, score, max_score, duration_s, graded_at,
+                         exercises=per_ex.get(student, {}), versions=max(1, versions.get(student, 1)))
 
     def results(self, student: str) -> dict[str, Any] | None:
         row = self._db.execute("SELECT results_json FROM submissions WHERE student = ?",

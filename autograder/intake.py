@@ -37,7 +37,7 @@ import stat
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import BinaryIO, Optional, Sequence, Union
+from typing import IO, Optional, Sequence, Union
 
 from autograder.manifest import Exercise
 from autograder.safetext import clean_text
@@ -220,7 +220,7 @@ def _copy_file(path: Path, target: Path, budget: _Budget) -> str:
         os.close(fd)
 
 
-def _write_capped(src: BinaryIO, target: Path, budget: _Budget) -> str:
+def _write_capped(src: IO[bytes], target: Path, budget: _Budget) -> str:
     """Copy at most MAX_FILE_BYTES + 1 bytes (and what the budget allows); '' when the whole file fits."""
     target.parent.mkdir(parents=True, exist_ok=True)
     written = 0

@@ -278,7 +278,7 @@ def _wait_for(pid: int) -> int:
 
 def probe(candidates: list[str]) -> dict:
     """The first of `candidates` whose namespaces and view work here, and why the others did not."""
-    failures = []
+    failures: list[str] = []
     for mode in candidates:
         read_fd, write_fd = os.pipe()
         pid = os.fork()

@@ -25,8 +25,10 @@ import signal
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from autograder.cases import expected_values
 from autograder.expected import all_cases
@@ -68,33 +70,41 @@ def solution_line_ranges(source: str) -> list[tuple[int, int]]:
     return ranges
 
 
-def _inside(node: ast.AST, ranges: list[tuple[int, int]]) -> bool:
-    line = getattr(node, "lineno", None)
-    return line is not None and any(lo <= line <= hi for lo, hi in ranges)
+def _located(tree: ast.AST, ranges: list[tuple[int, int]]) -> list[tuple[ast.AST, int]]:
+    """The nodes of `tree` (walk order) that start on a line inside `ranges`, each with that line."""
+    return [(node, line) for node in ast.walk(tree)
+            if (line := getattr(node, "lineno", None)) is not None and any(lo <= line <= hi for lo, hi in ranges)]
 
 
-def _mutations(node: ast.AST) -> list[tuple[str, callable]]:
+Mutation = Callable[[Any], None]  # mutates a copy of the node in place
+
+
+def _new_op(new: type[ast.AST]) -> Mutation:
+    return lambda n: setattr(n, "op", new())
+
+
+def _mutations(node: ast.AST) -> list[tuple[str, Mutation]]:
     """Possible single changes of `node`, each as (description, function mutating a copy in place)."""
-    out = []
+    out: list[tuple[str, Mutation]] = []
     if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
-        new = _BINOPS[type(node.op)]
-        out.append((f"{type(node.op).__name__}->{new.__name__}", lambda n, new=new: setattr(n, "op", new())))
+        new: type[ast.AST] = _BINOPS[type(node.op)]
+        out.append((f"{type(node.op).__name__}->{new.__name__}", _new_op(new)))
     if isinstance(node, ast.AugAssign) and type(node.op) in _BINOPS:
         new = _BINOPS[type(node.op)]
-        out.append((f"aug {type(node.op).__name__}->{new.__name__}", lambda n, new=new: setattr(n, "op", new())))
+        out.append((f"aug {type(node.op).__name__}->{new.__name__}", _new_op(new)))
     if isinstance(node, ast.Compare):
         for i, op in enumerate(node.ops):
             if type(op) in _CMPOPS:
                 new = _CMPOPS[type(op)]
 
-                def swap(n, i=i, new=new):
+                def swap(n: Any, i: int = i, new: type[ast.AST] = new) -> None:
                     n.ops[i] = new()
 
                 out.append((f"{type(op).__name__}->{new.__name__}", swap))
     if isinstance(node, ast.BoolOp):
         new = _BOOLOPS[type(node.op)]
-        out.append((f"{type(node.op).__name__}->{new.__name__}", lambda n, new=new: setattr(n, "op", new())))
-    if isinstance(node, ast.Constant) and type(node.value) in (int, float):
+        out.append((f"{type(node.op).__name__}->{new.__name__}", _new_op(new)))
+    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
         out.append((f"{node.value!r}->{node.value + 1!r}", lambda n: setattr(n, "value", n.value + 1)))
     if isinstance(node, ast.Return) and node.value is not None:
         out.append(("return->None", lambda n: setattr(n, "value", None)))
@@ -105,23 +115,23 @@ def enumerate_mutants(ex_id: str, source: str) -> list[tuple[Mutant, str]]:
     """All single-change mutants of a solution file, with their source text."""
     tree = ast.parse(source)
     ranges = solution_line_ranges(source)
-    nodes = [n for n in ast.walk(tree) if _inside(n, ranges)]
     mutants = []
-    for index, node in enumerate(nodes):
+    for index, (node, line) in enumerate(_located(tree, ranges)):
         for change, apply in _mutations(node):
             mutated = copy.deepcopy(tree)
-            target = [n for n in ast.walk(mutated) if _inside(n, ranges)][index]
-            apply(target)
-            mutants.append((Mutant(ex_id, index, node.lineno, change), ast.unparse(mutated)))
+            apply(_located(mutated, ranges)[index][0])
+            mutants.append((Mutant(ex_id, index, line, change), ast.unparse(mutated)))
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
             mutated = copy.deepcopy(tree)
             if _drop_not(mutated, index, ranges):
-                mutants.append((Mutant(ex_id, index, node.lineno, "drop not"), ast.unparse(mutated)))
+                mutants.append((Mutant(ex_id, index, line, "drop not"), ast.unparse(mutated)))
     return mutants
 
 
 def _drop_not(tree: ast.AST, index: int, ranges: list[tuple[int, int]]) -> bool:
-    target = [n for n in ast.walk(tree) if _inside(n, ranges)][index]
+    target = _located(tree, ranges)[index][0]
+    if not isinstance(target, ast.UnaryOp):
+        return False
     for parent in ast.walk(tree):
         for field, value in ast.iter_fields(parent):
             if value is target:

@@ -122,10 +122,10 @@ def exercise_tests(result: ExerciseResult, index: int) -> list[dict[str, Any]]:
             "output_format": "text",
             "visibility": ex.hidden_visibility if hidden else ex.public_visibility,
         })
-    hidden = [c for c in result.cases if c.hidden]
-    if hidden and ex.hidden_detail_visibility is not None:
+    hidden_cases = [c for c in result.cases if c.hidden]
+    if hidden_cases and ex.hidden_detail_visibility is not None:
         lines = [f"{ex.id}: the hidden cases, their inputs, expected values and your results.", ""]
-        lines += [c.detail for c in hidden]
+        lines += [c.detail for c in hidden_cases]
         if result.hidden_output.strip():
             lines += ["", "Everything your code printed while the cases ran:", result.hidden_output]
         tests.append({
@@ -133,7 +133,7 @@ def exercise_tests(result: ExerciseResult, index: int) -> list[dict[str, Any]]:
             "number": f"{index}.{len(tests) + 1}",
             "score": 0.0,
             "max_score": 0.0,
-            "status": "passed" if all(c.passed for c in hidden) else "failed",
+            "status": "passed" if all(c.passed for c in hidden_cases) else "failed",
             "output": clip("\n".join(lines), 4 * OUTPUT_CHARS),
             "output_format": "text",
             "visibility": ex.hidden_detail_visibility,

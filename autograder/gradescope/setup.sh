@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Gradescope image setup for the A2 autograder (Ubuntu 22.04, system python3 3.10).
 #
-# Creates a virtual environment beside the autograder source and installs the pinned grading
-# dependencies into it; the system python3 that Gradescope's harness uses is left untouched.
+# Creates a virtual environment beside the autograder source and installs the grading dependencies
+# into it: torch's pin (requirements-torch.txt) first, then the rest of the repository's lock file
+# locks/gradescope.txt (requirements.txt, every distribution at one version). The system python3 that
+# Gradescope's harness uses is left untouched.
 # The source tree (autograder/, shared/hetero/) is put on the venv's path with a .pth file, so
 # the sandboxed child processes find `hetero` even when they run with a scrubbed environment.
 #

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from hetero import catalog, plotting
 from hetero.impl import exercise_function
@@ -98,8 +98,17 @@ DECODE_CONFIGS: tuple[DecodeConfig, ...] = (
     DecodeConfig("KTransformers+deferral", 1, True, True, True),
 )
 
-# Measured figures quoted by the lecture (slides), reported next to the estimates.
-SLIDES = {
+class Slides(TypedDict):
+    """Measured figures quoted by the lecture (slides), reported next to the estimates."""
+
+    vs_llamacpp: float
+    vs_fiddler: float
+    deferral: float
+    launch_share: dict[str, float]
+    cpu_memory_gb: float
+
+
+SLIDES: Slides = {
     "vs_llamacpp": 1.92,
     "vs_fiddler": 4.09,
     "deferral": 1.45,

@@ -48,7 +48,7 @@ def request_depths(requests: Sequence[TraceRequest], limit: int | None = None) -
     total = sum(len(r.hash_ids) for r in requests)  # access times are 0 .. total - 1
     dead_flags = np.zeros(total, dtype=np.int64)  # (total,) 1 at each folded dead time
     dead_before = np.zeros(total + 1, dtype=np.int64)  # (total + 1,) folded dead times < i, at i
-    dead_before_view = memoryview(dead_before)  # plain-int reads, no numpy scalar per look-up
+    dead_before_view = dead_before.data  # a memoryview: plain-int reads, no numpy scalar per look-up
     fold_at = max(64, 2 * math.isqrt(total))  # buffered marks before folding
     buffered: list[int] = []  # dead times not folded yet, sorted
     last: dict[int, int] = {}  # block -> time of its last use
