@@ -30,11 +30,11 @@ def _central_headers(data: bytes) -> dict[str, int]:
     """Offset of each member's central-directory header, by name."""
     offsets = {}
     end = data.rfind(b"PK\x05\x06")
-    (start,) = struct.unpack("<I", data[end + 16:end + 20])
+    (start,) = struct.unpack("<I", data[end + 16 : end + 20])
     pos = start
-    while data[pos:pos + 4] == b"PK\x01\x02":
-        name_len, extra_len, comment_len = struct.unpack("<HHH", data[pos + 28:pos + 34])
-        offsets[data[pos + 46:pos + 46 + name_len].decode()] = pos
+    while data[pos : pos + 4] == b"PK\x01\x02":
+        name_len, extra_len, comment_len = struct.unpack("<HHH", data[pos + 28 : pos + 34])
+        offsets[data[pos + 46 : pos + 46 + name_len].decode()] = pos
         pos += 46 + name_len + extra_len + comment_len
     return offsets
 
@@ -57,11 +57,11 @@ def damaged_zip(path: Path) -> Path:
             data[cpos + 8] |= 0x1
             data[lpos + 6] |= 0x1
         elif ex_id == "ex03":  # a byte of the stored data: the CRC no longer matches
-            name_len, extra_len = struct.unpack("<HH", data[lpos + 26:lpos + 30])
+            name_len, extra_len = struct.unpack("<HH", data[lpos + 26 : lpos + 30])
             data[lpos + 30 + name_len + extra_len + 10] ^= 0xFF
         elif ex_id == "ex04":  # compression method 99: no reader knows it
-            data[cpos + 10:cpos + 12] = struct.pack("<H", 99)
-            data[lpos + 8:lpos + 10] = struct.pack("<H", 99)
+            data[cpos + 10 : cpos + 12] = struct.pack("<H", 99)
+            data[lpos + 8 : lpos + 10] = struct.pack("<H", 99)
     path.write_bytes(bytes(data))
     return path
 

@@ -21,8 +21,7 @@ from dataclasses import dataclass
 from autograder.manifest import ROOT
 
 GRADESCOPE_IMAGE = "Gradescope base image Ubuntu 22.04 (python3 3.10, x86_64)"
-LINUX_X86_64 = ("manylinux_2_35_x86_64", "manylinux_2_28_x86_64", "manylinux_2_17_x86_64",
-                "manylinux2014_x86_64")
+LINUX_X86_64 = ("manylinux_2_35_x86_64", "manylinux_2_28_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64")
 
 
 @dataclass(frozen=True)
@@ -34,8 +33,12 @@ class Target:
 
 TARGETS: tuple[Target, ...] = (
     Target("gradescope", "3.10"),
-    Target("student", "3.10"), Target("student", "3.11"), Target("student", "3.12"), Target("student", "3.13"),
-    Target("instructor", "3.11"), Target("instructor", "3.13"),
+    Target("student", "3.10"),
+    Target("student", "3.11"),
+    Target("student", "3.12"),
+    Target("student", "3.13"),
+    Target("instructor", "3.11"),
+    Target("instructor", "3.13"),
 )
 
 

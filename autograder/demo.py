@@ -89,8 +89,10 @@ def main(argv: list[str]) -> int:
     students = assemble_examples(args.out / "submissions", args.fixtures)
     print(f"[2/4] assembled {len(students)} example submissions in {args.out / 'submissions'}: {', '.join(students)}")
     batch = bulk.grade_all(args.out / "submissions", args.out / "graded", args.workers)
-    print(f"[3/4] graded {len(batch.graded)} (skipped {len(batch.skipped)} unchanged) in {batch.wall_s:.1f} s; "
-          f"feedback in {args.out / 'graded'}/<student>/feedback.md")
+    print(
+        f"[3/4] graded {len(batch.graded)} (skipped {len(batch.skipped)} unchanged) in {batch.wall_s:.1f} s; "
+        f"feedback in {args.out / 'graded'}/<student>/feedback.md"
+    )
     with Gradebook(args.out / "graded" / "gradebook.sqlite") as book:
         book.export_csv(args.out / "grades.csv", students)
     print(f"[4/4] summary (gradebook {args.out / 'graded' / 'gradebook.sqlite'}, CSV {args.out / 'grades.csv'}):\n")

@@ -66,8 +66,10 @@ def compute(ex_id: str) -> dict[str, Any]:
         outcome = run_call(case, key)
         if case.raises:
             if outcome.error_type != case.raises:
-                raise AnswerKeyError(f"{case.id}: the answer key should raise {case.raises}, got "
-                                     f"{outcome.error_type or 'a value'} {outcome.error_message}")
+                raise AnswerKeyError(
+                    f"{case.id}: the answer key should raise {case.raises}, got "
+                    f"{outcome.error_type or 'a value'} {outcome.error_message}"
+                )
             entries[case.id] = {"expect": None, "raises": case.raises, "mistakes": {}}
             continue
         if outcome.error_type:
@@ -92,13 +94,18 @@ def compute(ex_id: str) -> dict[str, Any]:
                 if not outcome.error_type and outcome.value is not None:  # a wrong value, also where a raise was due
                     entry["mistakes"][fixture.name] = [fixture.mistake, outcome.value]
             if not caught:
-                raise AnswerKeyError(f"wrong fixture {fixture.name} passes every case of {ex_id}: "
-                                     "no case detects its mistake")
+                raise AnswerKeyError(
+                    f"wrong fixture {fixture.name} passes every case of {ex_id}: no case detects its mistake"
+                )
     plain = [c for _, c in cases]
     classes = scoring.answer_classes(plain, {cid: e["expect"] for cid, e in entries.items()})
     public = [(c, entries[c.id]["expect"]) for kind, c in cases if kind == "public"]
-    echo = {c.id: scoring.echoes(c, entries[c.id]["expect"])
-            or kind == "hidden" and scoring.scaled_twin(c, entries[c.id]["expect"], public) for kind, c in cases}
+    echo = {
+        c.id: scoring.echoes(c, entries[c.id]["expect"])
+        or kind == "hidden"
+        and scoring.scaled_twin(c, entries[c.id]["expect"], public)
+        for kind, c in cases
+    }
     guess = {c.id: not c.raises and scoring.guessable(entries[c.id]["expect"]) for c in plain}
     for cid, number in classes.items():
         entries[cid]["class"] = number
@@ -107,9 +114,12 @@ def compute(ex_id: str) -> dict[str, Any]:
         rules = scoring.group_rules(ex_id, [c for kind, c in cases if kind == "hidden"], classes, plain, echo, guess)
     except scoring.CaseListError as exc:
         raise AnswerKeyError(str(exc)) from None
-    return {"exercise": ex_id, "hidden": hidden_data, "cases": entries,
-            "rules": {k: {"rule": r.rule, "uses": list(r.uses), "min_passed": r.min_passed}
-                      for k, r in rules.items()}}
+    return {
+        "exercise": ex_id,
+        "hidden": hidden_data,
+        "cases": entries,
+        "rules": {k: {"rule": r.rule, "uses": list(r.uses), "min_passed": r.min_passed} for k, r in rules.items()},
+    }
 
 
 def render(data: dict[str, Any]) -> str:
@@ -118,9 +128,13 @@ def render(data: dict[str, Any]) -> str:
 
 def available_exercises() -> list[str]:
     """Exercises whose solution, public cases and hidden cases all exist."""
-    return [ex.id for ex in EXERCISES
-            if (ROOT / "solutions" / ex.filename).is_file() and public_cases_in(ROOT / "solutions", ex.id).is_file()
-            and ex.hidden_cases_path.is_file()]
+    return [
+        ex.id
+        for ex in EXERCISES
+        if (ROOT / "solutions" / ex.filename).is_file()
+        and public_cases_in(ROOT / "solutions", ex.id).is_file()
+        and ex.hidden_cases_path.is_file()
+    ]
 
 
 def main(argv: list[str]) -> int:

@@ -43,10 +43,17 @@ END_HIDDEN = "### END HIDDEN TESTS"
 CODE_STUB = "# TODO: implement this function (see its docstring)\nraise NotImplementedError()"
 
 
-def nbgrader_meta(grade_id: str, *, solution: bool = False, grade: bool = False, locked: bool = False,
-                  points: float | None = None) -> dict[str, Any]:
-    meta: dict[str, Any] = {"grade": grade, "grade_id": grade_id, "locked": locked, "schema_version": 3,
-                            "solution": solution, "task": False}
+def nbgrader_meta(
+    grade_id: str, *, solution: bool = False, grade: bool = False, locked: bool = False, points: float | None = None
+) -> dict[str, Any]:
+    meta: dict[str, Any] = {
+        "grade": grade,
+        "grade_id": grade_id,
+        "locked": locked,
+        "schema_version": 3,
+        "solution": solution,
+        "task": False,
+    }
     if grade:
         meta["points"] = points
     return meta
@@ -68,56 +75,78 @@ def source_notebook(src: nb.ExerciseSources) -> dict[str, Any]:
     ex = src.exercise
     cents = src.cents
     cells = [
-        nb.markdown_cell(nb.intro_markdown(src), "intro",
-                         {"nbgrader": nbgrader_meta(f"{ex.id}-intro", locked=True)}),
-        nb.code_cell(nb.exercise_cell_source(ex, to_nbgrader_markers(src.solution)), "exercise",
-                     {"tags": [nb.EXERCISE_TAG], "nbgrader": nbgrader_meta(f"{ex.id}-code", solution=True)}),
-        nb.markdown_cell("## Tests\n\nOne cell per function. Each runs that function's public cases and prints "
-                         "what was expected, in which unit, and the likely mistake; when grading, the same cell "
-                         f"also runs hidden cases. Each case has a time limit of {ex.case_timeout_s:g} s. A function's "
-                         "points count once it returns correct, different answers on the hidden inputs.",
-                         "tests", {"nbgrader": nbgrader_meta(f"{ex.id}-tests", locked=True)}),
+        nb.markdown_cell(nb.intro_markdown(src), "intro", {"nbgrader": nbgrader_meta(f"{ex.id}-intro", locked=True)}),
+        nb.code_cell(
+            nb.exercise_cell_source(ex, to_nbgrader_markers(src.solution)),
+            "exercise",
+            {"tags": [nb.EXERCISE_TAG], "nbgrader": nbgrader_meta(f"{ex.id}-code", solution=True)},
+        ),
+        nb.markdown_cell(
+            "## Tests\n\nOne cell per function. Each runs that function's public cases and prints "
+            "what was expected, in which unit, and the likely mistake; when grading, the same cell "
+            f"also runs hidden cases. Each case has a time limit of {ex.case_timeout_s:g} s. A function's "
+            "points count once it returns correct, different answers on the hidden inputs.",
+            "tests",
+            {"nbgrader": nbgrader_meta(f"{ex.id}-tests", locked=True)},
+        ),
     ]
     for keys in nb.cell_groups(src):
         grade_id = nb.cell_id_for(f"{ex.id}-{keys[0]}")
         points = sum(cents[c.id] for key in keys for c in sum(nb.group_cases(src, key)[:2], [])) / 100
-        cells.append(nb.code_cell(nb.group_cell_code(src, keys, BEGIN_HIDDEN, END_HIDDEN), grade_id,
-                                  {"nbgrader": nbgrader_meta(grade_id, grade=True, locked=True, points=points)}))
+        cells.append(
+            nb.code_cell(
+                nb.group_cell_code(src, keys, BEGIN_HIDDEN, END_HIDDEN),
+                grade_id,
+                {"nbgrader": nbgrader_meta(grade_id, grade=True, locked=True, points=points)},
+            )
+        )
     return nb.new_notebook(cells, {"a2": {"exercise": ex.id, "module": ex.module}})
 
 
 def config_text(exercises: list[Exercise], feedback_shows_hidden: bool = False) -> str:
     timeout = max(int(ex.timeout_s) for ex in exercises)
-    feedback = ([] if feedback_shows_hidden else [
-        "# Feedback leaves the hidden tests out (their inputs and expected values): generate_feedback",
-        "# renders the autograded notebooks, whose grade cells hold the hidden tests again.",
-        "from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor",
-        "from nbgrader.preprocessors import ClearHiddenTests, GetGrades",
-        "c.GenerateFeedback.preprocessors = [GetGrades, ClearHiddenTests, CSSHTMLHeaderPreprocessor]",
-    ])
-    return "\n".join([
-        '"""nbgrader configuration of the A2 course (written by `python -m autograder export-nbgrader`)."""',
-        "",
-        *feedback,
-        "c = get_config()  # noqa: F821 (provided by nbgrader when it reads this file)",
-        f"c.CourseDirectory.course_id = {COURSE_ID!r}",
-        "# Each case stops after its exercise's case_timeout_s (inside the cell); a whole cell may run for as",
-        "# long as the slowest exercise's whole time limit in the native grader.",
-        f"c.Execute.timeout = {timeout}",
-        f"c.ClearSolutions.code_stub = {{'python': {CODE_STUB!r}}}",
-        "",
-    ])
+    feedback = (
+        []
+        if feedback_shows_hidden
+        else [
+            "# Feedback leaves the hidden tests out (their inputs and expected values): generate_feedback",
+            "# renders the autograded notebooks, whose grade cells hold the hidden tests again.",
+            "from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor",
+            "from nbgrader.preprocessors import ClearHiddenTests, GetGrades",
+            "c.GenerateFeedback.preprocessors = [GetGrades, ClearHiddenTests, CSSHTMLHeaderPreprocessor]",
+        ]
+    )
+    return "\n".join(
+        [
+            '"""nbgrader configuration of the A2 course (written by `python -m autograder export-nbgrader`)."""',
+            "",
+            *feedback,
+            "c = get_config()  # noqa: F821 (provided by nbgrader when it reads this file)",
+            f"c.CourseDirectory.course_id = {COURSE_ID!r}",
+            "# Each case stops after its exercise's case_timeout_s (inside the cell); a whole cell may run for as",
+            "# long as the slowest exercise's whole time limit in the native grader.",
+            f"c.Execute.timeout = {timeout}",
+            f"c.ClearSolutions.code_stub = {{'python': {CODE_STUB!r}}}",
+            "",
+        ]
+    )
 
 
-def export(dest: Path, assignment: str = DEFAULT_ASSIGNMENT, ex_ids: list[str] | None = None,
-           root: Path = ROOT, feedback_shows_hidden: bool = False) -> list[Path]:
+def export(
+    dest: Path,
+    assignment: str = DEFAULT_ASSIGNMENT,
+    ex_ids: list[str] | None = None,
+    root: Path = ROOT,
+    feedback_shows_hidden: bool = False,
+) -> list[Path]:
     """Write the course into `dest`; returns the files written."""
     chosen = [ex for ex in nb.gradable_exercises(root) if ex_ids is None or ex.id in ex_ids]
     if ex_ids is not None:
         unknown = sorted(set(ex_ids) - {ex.id for ex in chosen})
         if unknown:
-            raise ValueError(f"not exportable (no solution, public cases, hidden cases or expected values): "
-                             f"{', '.join(unknown)}")
+            raise ValueError(
+                f"not exportable (no solution, public cases, hidden cases or expected values): {', '.join(unknown)}"
+            )
     if not chosen:
         raise ValueError("no exercise has a solution, public and hidden cases and expected values yet")
     dest.mkdir(parents=True, exist_ok=True)
@@ -159,8 +188,9 @@ def autograded_points(course: Path, assignment: str = DEFAULT_ASSIGNMENT) -> dic
                 submission = gradebook.find_submission(assignment, student.id)
             except MissingEntry:
                 continue
-            points[student.id] = {by_module[n.name]: float(n.score) for n in submission.notebooks
-                                  if n.name in by_module}
+            points[student.id] = {
+                by_module[n.name]: float(n.score) for n in submission.notebooks if n.name in by_module
+            }
     return points
 
 
@@ -169,8 +199,11 @@ def main(argv: list[str]) -> int:
     parser.add_argument("dest", type=Path, help="course folder to write (nbgrader_config.py, source/)")
     parser.add_argument("--assignment", default=DEFAULT_ASSIGNMENT, help="assignment name (default: a2)")
     parser.add_argument("--exercises", help="comma-separated exercise ids (default: every exportable one)")
-    parser.add_argument("--feedback-shows-hidden", action="store_true",
-                        help="let generate_feedback show the hidden tests (their inputs and expected values)")
+    parser.add_argument(
+        "--feedback-shows-hidden",
+        action="store_true",
+        help="let generate_feedback show the hidden tests (their inputs and expected values)",
+    )
     args = parser.parse_args(argv)
     ex_ids = args.exercises.split(",") if args.exercises else None
     if ex_ids:

@@ -79,11 +79,15 @@ def hidden_cell_code(src: nb.ExerciseSources, key: str, case: Case, first: bool)
     lines = []
     if first:
         scorer = nb.group_cell_code(src, [key]).splitlines()[:-2]  # without printing and the points expression
-        lines += scorer + ["from hetero.grading import remember_paid",
-                           f"_a2_kept = remember_paid({token!r}, _a2_score.paid_ids)"]
-    lines += ["from hetero.grading import recall_paid",
-              f"assert {case.id!r} in (recall_paid({token!r}) or ()), 'hidden case of {case.func}: failed, or its "
-              "function is not yet shown to compute on the hidden inputs'"]
+        lines += scorer + [
+            "from hetero.grading import remember_paid",
+            f"_a2_kept = remember_paid({token!r}, _a2_score.paid_ids)",
+        ]
+    lines += [
+        "from hetero.grading import recall_paid",
+        f"assert {case.id!r} in (recall_paid({token!r}) or ()), 'hidden case of {case.func}: failed, or its "
+        "function is not yet shown to compute on the hidden inputs'",
+    ]
     return "\n".join(lines)
 
 
@@ -91,19 +95,21 @@ def public_cell_code(src: nb.ExerciseSources, key: str, case: Case) -> str:
     """A public test of one case: the verdict with its message; when grading (the hidden tests ran
     first and left `_a2_paid`), it also requires the case to be paid."""
     literal = nb.case_source(case)
-    return "\n".join([
-        *nb._needs(literal),
-        "from types import SimpleNamespace",
-        "from hetero.checks import Case, Gen",
-        "from hetero.grading import recall_paid, run_limited",
-        "from hetero.checks import judge",
-        f"_a2_case = {literal}",
-        f"_a2_verdict = judge(_a2_case, run_limited(_a2_case, SimpleNamespace(**globals()), "
-        f"{src.exercise.case_timeout_s!r}))",
-        "assert _a2_verdict.passed, _a2_verdict.message",
-        f"_a2_paid = recall_paid({f'{src.exercise.id}:{key}'!r})",
-        f"assert _a2_paid is None or _a2_case.id in _a2_paid, {scoring.UNPAID_NOTE!r}",
-    ])
+    return "\n".join(
+        [
+            *nb._needs(literal),
+            "from types import SimpleNamespace",
+            "from hetero.checks import Case, Gen",
+            "from hetero.grading import recall_paid, run_limited",
+            "from hetero.checks import judge",
+            f"_a2_case = {literal}",
+            f"_a2_verdict = judge(_a2_case, run_limited(_a2_case, SimpleNamespace(**globals()), "
+            f"{src.exercise.case_timeout_s!r}))",
+            "assert _a2_verdict.passed, _a2_verdict.message",
+            f"_a2_paid = recall_paid({f'{src.exercise.id}:{key}'!r})",
+            f"assert _a2_paid is None or _a2_case.id in _a2_paid, {scoring.UNPAID_NOTE!r}",
+        ]
+    )
 
 
 def master_notebook(src: nb.ExerciseSources, requirements: bool = False, run_tests: bool = True) -> dict[str, Any]:
@@ -117,9 +123,11 @@ def master_notebook(src: nb.ExerciseSources, requirements: bool = False, run_tes
         nb.raw_cell(assignment_config(ex.id, requirements, run_tests), "assignment-config"),
         nb.markdown_cell(nb.intro_markdown(src), "intro"),
         nb.raw_cell(f"# BEGIN QUESTION\nname: {ex.id}\nmanual: false\nall_or_nothing: false", "begin-question"),
-        nb.markdown_cell(f"**{ex.id}.** Fill in the functions below; the public tests run with "
-                         f"`grader.check(\"{ex.id}\")`. Each case has a time limit of {ex.case_timeout_s:g} s.",
-                         "question-text"),
+        nb.markdown_cell(
+            f"**{ex.id}.** Fill in the functions below; the public tests run with "
+            f'`grader.check("{ex.id}")`. Each case has a time limit of {ex.case_timeout_s:g} s.',
+            "question-text",
+        ),
         nb.raw_cell("# BEGIN SOLUTION", "begin-solution"),
         nb.code_cell(nb.exercise_cell_source(ex, src.solution), "exercise", {"tags": [nb.EXERCISE_TAG]}),
         nb.raw_cell("# END SOLUTION", "end-solution"),
@@ -130,26 +138,35 @@ def master_notebook(src: nb.ExerciseSources, requirements: bool = False, run_tes
         _, hidden, _ = nb.group_cases(src, key)
         for i, case in enumerate(hidden):
             number += 1
-            cells.append(nb.code_cell(test_cell_source(hidden_cell_code(src, key, case, i == 0), cents[case.id], True),
-                                      nb.cell_id_for(f"{ex.id}.hidden.{number:03d}")))
+            cells.append(
+                nb.code_cell(
+                    test_cell_source(hidden_cell_code(src, key, case, i == 0), cents[case.id], True),
+                    nb.cell_id_for(f"{ex.id}.hidden.{number:03d}"),
+                )
+            )
     for key in src.groups():
         public, _, _ = nb.group_cases(src, key)
         for case in public:
-            cells.append(nb.code_cell(test_cell_source(public_cell_code(src, key, case), cents[case.id], False),
-                                      nb.cell_id_for(case.id)))
+            cells.append(
+                nb.code_cell(
+                    test_cell_source(public_cell_code(src, key, case), cents[case.id], False), nb.cell_id_for(case.id)
+                )
+            )
     cells += [nb.raw_cell("# END TESTS", "end-tests"), nb.raw_cell("# END QUESTION", "end-question")]
     return nb.new_notebook(cells, {"a2": {"exercise": ex.id, "module": ex.module}})
 
 
-def export(dest: Path, ex_ids: list[str] | None = None, package: str | None = None,
-           root: Path = ROOT, run_tests: bool = True) -> list[Path]:
+def export(
+    dest: Path, ex_ids: list[str] | None = None, package: str | None = None, root: Path = ROOT, run_tests: bool = True
+) -> list[Path]:
     """Write the master notebooks (and requirements.txt with --package) into `dest`."""
     chosen = [ex for ex in nb.gradable_exercises(root) if ex_ids is None or ex.id in ex_ids]
     if ex_ids is not None:
         unknown = sorted(set(ex_ids) - {ex.id for ex in chosen})
         if unknown:
-            raise ValueError(f"not exportable (no solution, public cases, hidden cases or expected values): "
-                             f"{', '.join(unknown)}")
+            raise ValueError(
+                f"not exportable (no solution, public cases, hidden cases or expected values): {', '.join(unknown)}"
+            )
     if not chosen:
         raise ValueError("no exercise has a solution, public and hidden cases and expected values yet")
     dest.mkdir(parents=True, exist_ok=True)
@@ -160,8 +177,9 @@ def export(dest: Path, ex_ids: list[str] | None = None, package: str | None = No
         written.append(requirements)
     for ex in chosen:
         src = nb.load_sources(ex.id, root)
-        written.append(nb.write_notebook(master_notebook(src, bool(package), run_tests),
-                                         dest / ex.module / f"{ex.module}.ipynb"))
+        written.append(
+            nb.write_notebook(master_notebook(src, bool(package), run_tests), dest / ex.module / f"{ex.module}.ipynb")
+        )
     return written
 
 
@@ -197,10 +215,13 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m autograder export-otter", description=__doc__.split("\n")[0])
     parser.add_argument("dest", type=Path, help="folder to write the master notebooks into")
     parser.add_argument("--exercises", help="comma-separated exercise ids (default: every exportable one)")
-    parser.add_argument("--no-run-tests", action="store_true",
-                        help="do not let `otter assign` run the tests against the solution")
-    parser.add_argument("--package", help="pip requirement for this package in the grading image "
-                                          "(e.g. a wheel URL); written to requirements.txt")
+    parser.add_argument(
+        "--no-run-tests", action="store_true", help="do not let `otter assign` run the tests against the solution"
+    )
+    parser.add_argument(
+        "--package",
+        help="pip requirement for this package in the grading image (e.g. a wheel URL); written to requirements.txt",
+    )
     args = parser.parse_args(argv)
     ex_ids = args.exercises.split(",") if args.exercises else None
     if ex_ids:

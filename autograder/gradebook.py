@@ -21,9 +21,10 @@ import json
 import re
 import sqlite3
 import time
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 from autograder.manifest import EXERCISES
 from autograder.safetext import clean_data, clean_text, csv_cell
@@ -139,7 +140,7 @@ class Gradebook:
         self._db.execute("PRAGMA foreign_keys = ON")
         self._db.executescript(SCHEMA)
 
-    def __enter__(self) -> "Gradebook":
+    def __enter__(self) -> Gradebook:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -149,16 +150,24 @@ class Gradebook:
         self._db.close()
 
     def known_hash(self, student: str) -> str | None:
-        row = self._db.execute("SELECT content_hash FROM submissions WHERE student = ?",
-                               (clean_text(student),)).fetchone()
+        row = self._db.execute(
+            "SELECT content_hash FROM submissions WHERE student = ?", (clean_text(student),)
+        ).fetchone()
         return row[0] if row else None
 
     def status(self, student: str) -> str | None:
         row = self._db.execute("SELECT status FROM submissions WHERE student = ?", (clean_text(student),)).fetchone()
         return row[0] if row else None
 
-    def record(self, student: str, source: str, content_hash: str, results: dict[str, Any],
-               duration_s: float, grader_failed: bool) -> Record:
+    def record(
+        self,
+        student: str,
+        source: str,
+        content_hash: str,
+        results: dict[str, Any],
+        duration_s: float,
+        grader_failed: bool,
+    ) -> Record:
         """Store a grading as the student's latest and append it to the history."""
         student, source, results = clean_text(student), clean_text(source), clean_data(results)
         score, max_score = total_score(results)
@@ -171,46 +180,76 @@ class Gradebook:
             self._db.execute("INSERT INTO submissions VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", row)
             self._db.execute(
                 "INSERT INTO history (student, source, content_hash, status, score, max_score, duration_s, "
-                "graded_at, results_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", row)
+                "graded_at, results_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                row,
+            )
             self._db.executemany(
                 "INSERT INTO exercise_scores VALUES (?, ?, ?, ?)",
-                [(student, ex, s, m) for ex, (s, m) in per_ex.items()])
-        return Record(student, source, content_hash, status, score, max_score, duration_s, graded_at, per_ex,
-                      len(self.history(student)))
+                [(student, ex, s, m) for ex, (s, m) in per_ex.items()],
+            )
+        return Record(
+            student,
+            source,
+            content_hash,
+            status,
+            score,
+            max_score,
+            duration_s,
+            graded_at,
+            per_ex,
+            len(self.history(student)),
+        )
 
     def set_identity(self, student: str, name: str, email: str) -> None:
         with self._db:
-            self._db.execute("INSERT OR REPLACE INTO identities VALUES (?, ?, ?)",
-                             (clean_text(student), clean_text(name), clean_text(email)))
+            self._db.execute(
+                "INSERT OR REPLACE INTO identities VALUES (?, ?, ?)",
+                (clean_text(student), clean_text(name), clean_text(email)),
+            )
 
     def identity(self, student: str) -> tuple[str, str]:
         """(name, email) of a student, empty strings when unknown."""
-        row = self._db.execute("SELECT name, email FROM identities WHERE student = ?",
-                               (clean_text(student),)).fetchone()
+        row = self._db.execute(
+            "SELECT name, email FROM identities WHERE student = ?", (clean_text(student),)
+        ).fetchone()
         return (row[0], row[1]) if row else ("", "")
 
     def history(self, student: str) -> list[Version]:
         """Every graded version of a student's submission, oldest first; the last one is the grade."""
         rows = self._db.execute(
             "SELECT student, content_hash, status, score, max_score, graded_at FROM history "
-            "WHERE student = ? ORDER BY id", (clean_text(student),)).fetchall()
+            "WHERE student = ? ORDER BY id",
+            (clean_text(student),),
+        ).fetchall()
         return [Version(*row) for row in rows]
 
     def records(self) -> Iterator[Record]:
         rows = self._db.execute(
             "SELECT student, source, content_hash, status, score, max_score, duration_s, graded_at "
-            "FROM submissions ORDER BY student").fetchall()
+            "FROM submissions ORDER BY student"
+        ).fetchall()
         per_ex: dict[str, dict[str, tuple[float, float]]] = {}
         for student, ex, s, m in self._db.execute("SELECT student, exercise, score, max_score FROM exercise_scores"):
             per_ex.setdefault(student, {})[ex] = (s, m)
         versions = dict(self._db.execute("SELECT student, COUNT(*) FROM history GROUP BY student").fetchall())
         for student, source, content_hash, status, score, max_score, duration_s, graded_at in rows:
-            yield Record(student, source, content_hash, status, score, max_score, duration_s, graded_at,
-                         exercises=per_ex.get(student, {}), versions=max(1, versions.get(student, 1)))
+            yield Record(
+                student,
+                source,
+                content_hash,
+                status,
+                score,
+                max_score,
+                duration_s,
+                graded_at,
+                exercises=per_ex.get(student, {}),
+                versions=max(1, versions.get(student, 1)),
+            )
 
     def results(self, student: str) -> dict[str, Any] | None:
-        row = self._db.execute("SELECT results_json FROM submissions WHERE student = ?",
-                               (clean_text(student),)).fetchone()
+        row = self._db.execute(
+            "SELECT results_json FROM submissions WHERE student = ?", (clean_text(student),)
+        ).fetchone()
         return json.loads(row[0]) if row else None
 
     def export_csv(self, path: Path, students: Iterable[str] | None = None) -> int:
@@ -222,16 +261,37 @@ class Gradebook:
         count = 0
         with path.open("w", newline="", encoding="utf-8") as fh:
             writer = csv.writer(fh)
-            writer.writerow(["student", "name", "email", "score", "max_score", *ex_ids, "status", "versions",
-                             "content_hash", "graded_at"])
+            writer.writerow(
+                [
+                    "student",
+                    "name",
+                    "email",
+                    "score",
+                    "max_score",
+                    *ex_ids,
+                    "status",
+                    "versions",
+                    "content_hash",
+                    "graded_at",
+                ]
+            )
             for rec in self.records():
                 if wanted is not None and rec.student not in wanted:
                     continue
                 name, email = self.identity(rec.student)
-                writer.writerow([csv_cell(rec.student), csv_cell(name), csv_cell(email),
-                                 f"{rec.score:.4g}", f"{rec.max_score:.4g}",
-                                 *(f"{rec.exercises.get(ex, (0.0, 0.0))[0]:.4g}" for ex in ex_ids),
-                                 csv_cell(rec.status), rec.versions, csv_cell(rec.content_hash),
-                                 csv_cell(rec.graded_at)])
+                writer.writerow(
+                    [
+                        csv_cell(rec.student),
+                        csv_cell(name),
+                        csv_cell(email),
+                        f"{rec.score:.4g}",
+                        f"{rec.max_score:.4g}",
+                        *(f"{rec.exercises.get(ex, (0.0, 0.0))[0]:.4g}" for ex in ex_ids),
+                        csv_cell(rec.status),
+                        rec.versions,
+                        csv_cell(rec.content_hash),
+                        csv_cell(rec.graded_at),
+                    ]
+                )
                 count += 1
         return count

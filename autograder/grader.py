@@ -21,16 +21,15 @@ from __future__ import annotations
 import argparse
 import builtins
 import shutil
-import sys
 import tempfile
 import time
 import traceback
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any, Iterable, Optional, Sequence
+from typing import Any
 
-from autograder import intake
+from autograder import intake, safetext, sandbox, scoring
 from autograder import results as res
-from autograder import safetext, sandbox, scoring
 from autograder.cases import hidden_cases, public_cases, stored
 from autograder.intake import MAX_FILE_BYTES, Found  # noqa: F401  (part of the grader's API)
 from autograder.manifest import BY_ID, EXERCISES, ROOT, Exercise
@@ -44,6 +43,7 @@ class ConfigError(RuntimeError):
 # ---------------------------------------------------------------------------------------------
 # Finding the exercise files: autograder.intake (names, near misses, zips, caps, snapshots)
 
+
 def locate(submission: Path, exercises: Sequence[Exercise], staging: Path) -> tuple[dict[str, Found], list[str]]:
     """Exercise id -> Found, and notes about the submission as a whole (rules in autograder.intake)."""
     return intake.locate(submission, exercises, staging)
@@ -55,15 +55,25 @@ _join = intake.join
 # ---------------------------------------------------------------------------------------------
 # Grading one exercise
 
+
 def call_spec(case: Case) -> dict[str, Any]:
     """What the child is told about a case: never `expect`, `raises`, `hint` or tolerances."""
-    return {"id": case.id, "func": case.func, "args": encode(tuple(case.args)),
-            "kwargs": encode(dict(case.kwargs)), "harness": case.harness}
+    return {
+        "id": case.id,
+        "func": case.func,
+        "args": encode(tuple(case.args)),
+        "kwargs": encode(dict(case.kwargs)),
+        "harness": case.harness,
+    }
 
 
 def limits_for(ex: Exercise, time_scale: float = 1.0) -> sandbox.Limits:
-    return sandbox.Limits(timeout_s=ex.timeout_s * time_scale, cpu_s=ex.cpu_s * time_scale, memory_mib=ex.memory_mib,
-                          case_timeout_s=ex.case_timeout_s * time_scale)
+    return sandbox.Limits(
+        timeout_s=ex.timeout_s * time_scale,
+        cpu_s=ex.cpu_s * time_scale,
+        memory_mib=ex.memory_mib,
+        case_timeout_s=ex.case_timeout_s * time_scale,
+    )
 
 
 def _short(value: Any, limit: int = 400) -> str:
@@ -77,7 +87,7 @@ def _call_text(case: Case) -> str:
     return f"{case.harness}(<your module>, {args})" if case.harness else call
 
 
-def _outcome_text(outcome: Optional[Outcome], reason: str) -> str:
+def _outcome_text(outcome: Outcome | None, reason: str) -> str:
     if outcome is None:
         return reason
     if outcome.error_type:
@@ -88,11 +98,12 @@ def _outcome_text(outcome: Optional[Outcome], reason: str) -> str:
         return "an unreadable value"
 
 
-BUILTIN_EXCEPTIONS = frozenset(name for name, obj in vars(builtins).items()
-                               if isinstance(obj, type) and issubclass(obj, BaseException))
+BUILTIN_EXCEPTIONS = frozenset(
+    name for name, obj in vars(builtins).items() if isinstance(obj, type) and issubclass(obj, BaseException)
+)
 
 
-def exception_name(error_type: Optional[str], required: Iterable[str] = ()) -> str:
+def exception_name(error_type: str | None, required: Iterable[str] = ()) -> str:
     """An exception's class name for hidden-case feedback, from a fixed vocabulary.
 
     Only the names the exercise itself requires (`required`: its cases' `raises`) are spelled out: any
@@ -125,8 +136,16 @@ def _kind(value: Any) -> str:
     """The kind of a decoded value, in the fixed words of hidden-case feedback."""
     if isinstance(value, Array):
         return "a torch tensor" if value.tag == "tensor" else "a numpy array"
-    names = {bool: "a bool", int: "an int", float: "a float", str: "a str", list: "a list", tuple: "a tuple",
-             dict: "a dict", type(None): "None"}
+    names = {
+        bool: "a bool",
+        int: "an int",
+        float: "a float",
+        str: "a str",
+        list: "a list",
+        tuple: "a tuple",
+        dict: "a dict",
+        type(None): "None",
+    }
     return names.get(type(value), "another type")
 
 
@@ -168,12 +187,21 @@ def shown_hints(cases: Sequence[Case]) -> dict[str, str]:
         key = (case.func, bool(case.raises))
         if case.hint and count[case.hint] >= 2 and count[case.hint] > count.get(fallback.get(key, ""), 0):
             fallback[key] = case.hint
-    return {c.id: c.hint if c.hint and count[c.hint] >= 2 else fallback.get((c.func, bool(c.raises)), "")
-            for c in cases}
+    return {
+        c.id: c.hint if c.hint and count[c.hint] >= 2 else fallback.get((c.func, bool(c.raises)), "") for c in cases
+    }
 
 
-def _hidden_message(case: Case, passed: bool, known_mistake: str, outcome: Optional[Outcome], reason: str,
-                    expect: Any, required: Iterable[str] = (), hint_text: Optional[str] = None) -> str:
+def _hidden_message(
+    case: Case,
+    passed: bool,
+    known_mistake: str,
+    outcome: Outcome | None,
+    reason: str,
+    expect: Any,
+    required: Iterable[str] = (),
+    hint_text: str | None = None,
+) -> str:
     """Feedback for one hidden case in fixed words: no input, no expected value, nothing the student chose.
 
     hint_text: the hint to show (`shown_hints`); None shows the case's own.
@@ -192,19 +220,21 @@ def _hidden_message(case: Case, passed: bool, known_mistake: str, outcome: Optio
         did = f"raised {exception_name(outcome.error_type, required)}" if outcome.error_type else "returned a value"
         return f"this input is invalid and must raise {case.raises}, but your function {did}.{known or hint}"
     if outcome.error_type:
-        return (f"your function raised {exception_name(outcome.error_type, required)} (its message is not "
-                f"shown: it may contain the hidden inputs).")
+        return (
+            f"your function raised {exception_name(outcome.error_type, required)} (its message is not "
+            f"shown: it may contain the hidden inputs)."
+        )
     kind = mismatch_kind(expect, outcome)
     if kind.startswith("type mistake"):  # no formula hint when the type is what is wrong; a known mistake is named
         return f"{kind}{unit}.{known}"
     return f"{kind}{unit} (tolerance: {case.tol_note}).{known or hint}"
 
 
-def _no_result_reason(found: Optional[Found], ex: Exercise, report: Optional[sandbox.ChildReport],
-                      case_id: str, during_hidden: bool = False) -> str:
+def _no_result_reason(
+    found: Found | None, ex: Exercise, report: sandbox.ChildReport | None, case_id: str, during_hidden: bool = False
+) -> str:
     if found is None or found.path is None:
-        return f"no result: {ex.filename} is not in your submission" if found is None else \
-            f"no result: {found.note}"
+        return f"no result: {ex.filename} is not in your submission" if found is None else f"no result: {found.note}"
     assert report is not None
     if report.imported is False:
         return "no result: your file could not be imported (the error is shown with the first public case)"
@@ -221,7 +251,7 @@ def _judge(case: Case, outcome: Outcome, expect: Any, mistakes: Any) -> Verdict:
         return Verdict(False, f"{case.func}: {case.id}: the returned value could not be read ({type(exc).__name__}).")
 
 
-def grade_exercise(ex: Exercise, found: Optional[Found], root: Path = ROOT, time_scale: float = 1.0) -> res.ExerciseResult:
+def grade_exercise(ex: Exercise, found: Found | None, root: Path = ROOT, time_scale: float = 1.0) -> res.ExerciseResult:
     public = public_cases(ex.id, root)
     data = stored(ex.id, root)
     hidden = hidden_cases(ex.id, root)
@@ -238,7 +268,7 @@ def grade_exercise(ex: Exercise, found: Optional[Found], root: Path = ROOT, time
         specs = [call_spec(c) for c in public + hidden]
         report = sandbox.run_exercise(found.path, ex.module, specs, len(public), limits_for(ex, time_scale))
     outcomes = report.outcomes if report is not None else {}
-    judged: dict[str, tuple[bool, str, Optional[Outcome], str]] = {}
+    judged: dict[str, tuple[Verdict, Outcome | None, str]] = {}
     hidden_ids = {c.id for c in hidden}
     during_hidden = report is not None and all(c.id in outcomes or c.id in report.refused for c in public)
     required = {c.raises for c in public + hidden if c.raises}
@@ -265,41 +295,78 @@ def grade_exercise(ex: Exercise, found: Optional[Found], root: Path = ROOT, time
         is_hidden = case.id in hidden_ids
         gate = "" if pays[case.id] or not passed else f" {scoring.UNPAID_NOTE}"
         if not is_hidden:
-            cases.append(res.CaseResult(case.id, case.func, False, cents[case.id], passed, pays[case.id],
-                                        message + gate, group=scoring.group_key(case)))
+            cases.append(
+                res.CaseResult(
+                    case.id,
+                    case.func,
+                    False,
+                    cents[case.id],
+                    passed,
+                    pays[case.id],
+                    message + gate,
+                    group=scoring.group_key(case),
+                )
+            )
             continue
         expect = entries[case.id].get("expect")
-        expected_text = f"raises {case.raises}" if case.raises else _short(decode(expect)) + (f" {case.unit}" if case.unit else "")
-        detail = (f"[{'passed' if passed else 'FAILED'}] {case.id}\n  call:     {_call_text(case)}\n"
-                  f"  expected: {expected_text}\n  got:      {_outcome_text(outcome, reason)}\n  verdict:  {message}")
-        cases.append(res.CaseResult(case.id, case.func, True, cents[case.id], passed, pays[case.id],
-                                    _hidden_message(case, passed, verdict.known_mistake, outcome, reason, expect,
-                                                    required, hints[case.id]) + gate,
-                                    detail, group=scoring.group_key(case)))
+        expected_text = (
+            f"raises {case.raises}" if case.raises else _short(decode(expect)) + (f" {case.unit}" if case.unit else "")
+        )
+        detail = (
+            f"[{'passed' if passed else 'FAILED'}] {case.id}\n  call:     {_call_text(case)}\n"
+            f"  expected: {expected_text}\n  got:      {_outcome_text(outcome, reason)}\n  verdict:  {message}"
+        )
+        cases.append(
+            res.CaseResult(
+                case.id,
+                case.func,
+                True,
+                cents[case.id],
+                passed,
+                pays[case.id],
+                _hidden_message(case, passed, verdict.known_mistake, outcome, reason, expect, required, hints[case.id])
+                + gate,
+                detail,
+                group=scoring.group_key(case),
+            )
+        )
     note = _exercise_note(ex, found, report, during_hidden)
     import_error = report.import_error if report is not None and report.imported is False else ""
-    return res.ExerciseResult(ex, cases, note, report.output_public if report else "",
-                              report.output_all if report else "", report.wall_s if report else 0.0,
-                              import_error=import_error,
-                              isolation=tuple(report.isolation) if report is not None else ())
+    return res.ExerciseResult(
+        ex,
+        cases,
+        note,
+        report.output_public if report else "",
+        report.output_all if report else "",
+        report.wall_s if report else 0.0,
+        import_error=import_error,
+        isolation=tuple(report.isolation) if report is not None else (),
+    )
 
 
-def _exercise_note(ex: Exercise, found: Optional[Found], report: Optional[sandbox.ChildReport],
-                   during_hidden: bool = False) -> str:
+def _exercise_note(
+    ex: Exercise, found: Found | None, report: sandbox.ChildReport | None, during_hidden: bool = False
+) -> str:
     if found is None:
         return f"{ex.filename} was not found in your submission: 0 points for {ex.id}."
     parts = [found.note]
     if report is not None:
         if report.imported is False:
             parts.append(f"{found.shown} could not be imported (see the first test of {ex.id}).")
-        if "[Errno 27]" in report.import_error or any("[Errno 27]" in o.error_message for o in report.outcomes.values()):
-            parts.append(f"Your code hit the output limit: printed output and files are capped at "
-                         f"{sandbox.Limits.output_bytes // 2**20} MiB.")
+        if "[Errno 27]" in report.import_error or any(
+            "[Errno 27]" in o.error_message for o in report.outcomes.values()
+        ):
+            parts.append(
+                f"Your code hit the output limit: printed output and files are capped at "
+                f"{sandbox.Limits.output_bytes // 2**20} MiB."
+            )
         elif report.ended != "finished":
             parts.append(f"Stopped: {stop_words(report, during_hidden)}; cases without a result score 0.")
         if report.stopped_cases:
-            parts.append("Cases ran longer than the per-case time limit and were stopped; the later cases of the "
-                         "same function were not run, the others ran in a fresh process.")
+            parts.append(
+                "Cases ran longer than the per-case time limit and were stopped; the later cases of the "
+                "same function were not run, the others ran in a fresh process."
+            )
         if report.survivors_killed:
             parts.append("Processes started by your code were still running after it finished; they were killed.")
         if report.bad_records:
@@ -311,8 +378,15 @@ def _exercise_note(ex: Exercise, found: Optional[Found], report: Optional[sandbo
 # ---------------------------------------------------------------------------------------------
 # The whole submission
 
-def grade_submission(submission: Path, out: Optional[Path] = None, *, exercises: Optional[Iterable[str]] = None,
-                     root: Path = ROOT, time_scale: float = 1.0) -> dict[str, Any]:
+
+def grade_submission(
+    submission: Path,
+    out: Path | None = None,
+    *,
+    exercises: Iterable[str] | None = None,
+    root: Path = ROOT,
+    time_scale: float = 1.0,
+) -> dict[str, Any]:
     """Grade `submission` (folder or zip); write results.json to `out` if given; return its content.
 
     exercises: ids to grade (default: all ten); root: where the cases and expected values live

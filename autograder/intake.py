@@ -35,9 +35,10 @@ import os
 import re
 import stat
 import zipfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import IO, Optional, Sequence, Union
+from typing import IO
 
 from autograder.manifest import Exercise
 from autograder.safetext import clean_text
@@ -50,8 +51,12 @@ MAX_DEPTH = 32  # folder levels below the submission's top that are searched
 MAX_ENTRIES = 50000  # folder entries (files and folders) looked at in one folder submission
 SKIPPED_DIRS = ("__MACOSX", "__pycache__")
 READ_CHUNK_BYTES = 2**16
-ZIP_METHODS = {zipfile.ZIP_STORED: "stored", zipfile.ZIP_DEFLATED: "deflate", zipfile.ZIP_BZIP2: "bzip2",
-               zipfile.ZIP_LZMA: "lzma"}
+ZIP_METHODS = {
+    zipfile.ZIP_STORED: "stored",
+    zipfile.ZIP_DEFLATED: "deflate",
+    zipfile.ZIP_BZIP2: "bzip2",
+    zipfile.ZIP_LZMA: "lzma",
+}
 _COPY_SUFFIX = re.compile(r"(?:\s*\(\d{1,3}\)|\s*-\s*copy(?:\s*\(\d{1,3}\))?|\s+copy(?:\s+\d{1,3})?)$")
 _EXERCISE_NUMBER = re.compile(r"^ex0*(\d{1,2})(?!\d)")
 _EXACT, _NEAR = 0, 1
@@ -61,7 +66,7 @@ _EXACT, _NEAR = 0, 1
 class Found:
     """The file graded for one exercise."""
 
-    path: Optional[Path]  # the .py to run (None: nothing gradable)
+    path: Path | None  # the .py to run (None: nothing gradable)
     shown: str  # where it was in the submission, for feedback
     note: str = ""  # duplicates, notebook used, too large ...
 
@@ -73,7 +78,7 @@ class _Candidate:
     ex_id: str
     kind: str  # "py" or "ipynb"
     rank: int  # _EXACT or _NEAR
-    source: Union[Path, zipfile.ZipInfo]
+    source: Path | zipfile.ZipInfo
 
 
 _Scan = tuple[list[_Candidate], dict[str, list[str]], list[str]]  # candidates, hinted names per exercise, notes
@@ -97,6 +102,7 @@ def _ignored(part: str) -> bool:
 # ---------------------------------------------------------------------------------------------
 # Names
 
+
 def normalised_name(name: str) -> str:
     """The name with case, a copy suffix before the extension and an appended `.txt` taken away."""
     lowered = name.lower()
@@ -108,7 +114,7 @@ def normalised_name(name: str) -> str:
     return lowered
 
 
-def match_name(name: str, exercises: Sequence[Exercise]) -> Optional[tuple[str, str, int]]:
+def match_name(name: str, exercises: Sequence[Exercise]) -> tuple[str, str, int] | None:
     """(exercise id, "py" | "ipynb", _EXACT | _NEAR) for a file name that is an exercise's, else None."""
     near = normalised_name(name)
     for ex in exercises:
@@ -120,7 +126,7 @@ def match_name(name: str, exercises: Sequence[Exercise]) -> Optional[tuple[str, 
     return None
 
 
-def hinted_exercise(name: str, exercises: Sequence[Exercise]) -> Optional[str]:
+def hinted_exercise(name: str, exercises: Sequence[Exercise]) -> str | None:
     """The exercise a file that is not graded seems meant for (`ex4_nic.py` -> ex04), else None."""
     lowered = name.lower()
     if lowered.endswith(".txt"):
@@ -136,6 +142,7 @@ def hinted_exercise(name: str, exercises: Sequence[Exercise]) -> Optional[str]:
 
 # ---------------------------------------------------------------------------------------------
 # Folders
+
 
 def _folder_candidates(top: Path, exercises: Sequence[Exercise]) -> _Scan:
     """Candidates, hinted names per exercise and notes for a folder, walked without recursion."""
@@ -182,8 +189,10 @@ def _folder_candidates(top: Path, exercises: Sequence[Exercise]) -> _Scan:
             _classify(name, shown, len(rel), Path(entry.path), exercises, candidates, hints)
     notes = []
     if seen > MAX_ENTRIES:
-        notes.append(f"Your submission holds more than {MAX_ENTRIES} files and folders; only the first "
-                     f"{MAX_ENTRIES} were searched for exercise files.")
+        notes.append(
+            f"Your submission holds more than {MAX_ENTRIES} files and folders; only the first "
+            f"{MAX_ENTRIES} were searched for exercise files."
+        )
     if too_deep:
         notes.append(f"{too_deep} folder(s) deeper than {MAX_DEPTH} levels were not searched.")
     if unreadable:
@@ -191,8 +200,15 @@ def _folder_candidates(top: Path, exercises: Sequence[Exercise]) -> _Scan:
     return candidates, hints, notes
 
 
-def _classify(name: str, shown: str, depth: int, source: Union[Path, zipfile.ZipInfo],
-              exercises: Sequence[Exercise], candidates: list[_Candidate], hints: dict[str, list[str]]) -> None:
+def _classify(
+    name: str,
+    shown: str,
+    depth: int,
+    source: Path | zipfile.ZipInfo,
+    exercises: Sequence[Exercise],
+    candidates: list[_Candidate],
+    hints: dict[str, list[str]],
+) -> None:
     matched = match_name(name, exercises)
     if matched is not None:
         ex_id, kind, rank = matched
@@ -233,14 +249,17 @@ def _write_capped(src: IO[bytes], target: Path, budget: _Budget) -> str:
             if written > MAX_FILE_BYTES:
                 return f"is larger than {MAX_FILE_BYTES // 2**20} MiB and was not graded"
             if written > budget.left_bytes:
-                return (f"was not extracted: this submission reached the limit of "
-                        f"{MAX_EXTRACT_BYTES // 2**20} MiB extracted in total")
+                return (
+                    f"was not extracted: this submission reached the limit of "
+                    f"{MAX_EXTRACT_BYTES // 2**20} MiB extracted in total"
+                )
             budget.left_bytes -= len(chunk)
             dst.write(chunk)
 
 
 # ---------------------------------------------------------------------------------------------
 # Zips
+
 
 def _zip_candidates(zf: zipfile.ZipFile, exercises: Sequence[Exercise]) -> _Scan:
     candidates: list[_Candidate] = []
@@ -268,39 +287,50 @@ def _extract_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, target: Path, bu
     if info.flag_bits & 0x1:
         return "is encrypted (password-protected) in the zip; zip your files again without a password"
     if info.compress_type not in ZIP_METHODS:
-        return (f"is compressed with a method the grader cannot read (zip method {info.compress_type}); "
-                "zip your files again with ordinary (deflate) compression")
+        return (
+            f"is compressed with a method the grader cannot read (zip method {info.compress_type}); "
+            "zip your files again with ordinary (deflate) compression"
+        )
     try:
         with zf.open(info) as src:
             return _write_capped(src, target, budget)
     except Exception as exc:  # zipfile raises many types on damaged data (BadZipFile, zlib.error, EOFError ...)
-        return (f"could not be read from the zip ({type(exc).__name__}: {clean_text(exc)}); "
-                "the zip is damaged: zip your files again")
+        return (
+            f"could not be read from the zip ({type(exc).__name__}: {clean_text(exc)}); "
+            "the zip is damaged: zip your files again"
+        )
 
 
-def _open_zip(archive: Path) -> tuple[Optional[zipfile.ZipFile], str]:
+def _open_zip(archive: Path) -> tuple[zipfile.ZipFile | None, str]:
     try:
         size = archive.stat().st_size
     except OSError as exc:
         return None, f"The submission could not be read ({clean_text(exc.strerror or exc)}); nothing was graded."
     if size > MAX_SUBMISSION_BYTES:
-        return None, (f"The zip is {size / 2**20:.0f} MiB, more than the {MAX_SUBMISSION_BYTES // 2**20} MiB "
-                      "the grader opens; nothing was graded. Submit only the exercise files.")
+        return None, (
+            f"The zip is {size / 2**20:.0f} MiB, more than the {MAX_SUBMISSION_BYTES // 2**20} MiB "
+            "the grader opens; nothing was graded. Submit only the exercise files."
+        )
     try:
         zf = zipfile.ZipFile(archive)
     except Exception as exc:  # a damaged or hostile central directory: many exception types
-        return None, (f"The zip could not be opened ({type(exc).__name__}: {clean_text(exc)}); nothing was "
-                      "graded. Zip your files again and resubmit.")
+        return None, (
+            f"The zip could not be opened ({type(exc).__name__}: {clean_text(exc)}); nothing was "
+            "graded. Zip your files again and resubmit."
+        )
     count = len(zf.infolist())
     if count > MAX_ZIP_MEMBERS:
         zf.close()
-        return None, (f"The zip holds {count} entries, more than the {MAX_ZIP_MEMBERS} the grader opens; "
-                      "nothing was graded. Submit only the exercise files.")
+        return None, (
+            f"The zip holds {count} entries, more than the {MAX_ZIP_MEMBERS} the grader opens; "
+            "nothing was graded. Submit only the exercise files."
+        )
     return zf, ""
 
 
 # ---------------------------------------------------------------------------------------------
 # Choosing and staging
+
 
 def _choose(candidates: list[_Candidate], ex: Exercise) -> tuple[_Candidate, str]:
     """The candidate graded for `ex` and the note about the others (duplicates, near-miss name)."""
@@ -311,15 +341,18 @@ def _choose(candidates: list[_Candidate], ex: Exercise) -> tuple[_Candidate, str
     note = ""
     if len(same) > 1:
         others = ", ".join(c.shown for c in same[1:])
-        note = (f"{expected} occurs {len(same)} times in your submission; graded {best.shown} (the shallowest), "
-                f"ignored {others}.")
+        note = (
+            f"{expected} occurs {len(same)} times in your submission; graded {best.shown} (the shallowest), "
+            f"ignored {others}."
+        )
     if best.rank == _NEAR:
-        note = join(note, f"Graded {best.shown} as {expected}: the expected name is {expected}; "
-                          "please use it next time.")
+        note = join(
+            note, f"Graded {best.shown} as {expected}: the expected name is {expected}; please use it next time."
+        )
     return best, note
 
 
-def _stage(cand: _Candidate, ex: Exercise, zf: Optional[zipfile.ZipFile], staging: Path, budget: _Budget) -> Found:
+def _stage(cand: _Candidate, ex: Exercise, zf: zipfile.ZipFile | None, staging: Path, budget: _Budget) -> Found:
     name = ex.filename if cand.kind == "py" else f"{ex.module}.ipynb"
     target = staging / "files" / ex.id / name
     if isinstance(cand.source, zipfile.ZipInfo):
@@ -342,8 +375,11 @@ def from_notebook(found: Found, ex: Exercise, staging: Path) -> Found:
     try:
         code = extract_code(found.path, ex.id)
     except Exception as exc:  # NotebookError, and whatever else a hostile JSON document provokes
-        return Found(None, found.shown, join(found.note, f"{found.shown} could not be read as this exercise's "
-                                                         f"notebook: {clean_text(exc)}"))
+        return Found(
+            None,
+            found.shown,
+            join(found.note, f"{found.shown} could not be read as this exercise's notebook: {clean_text(exc)}"),
+        )
     target = staging / "notebooks" / ex.filename
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(code, encoding="utf-8", errors="backslashreplace")
@@ -353,7 +389,7 @@ def from_notebook(found: Found, ex: Exercise, staging: Path) -> Found:
 def locate(submission: Path, exercises: Sequence[Exercise], staging: Path) -> tuple[dict[str, Found], list[str]]:
     """Exercise id -> Found (absent: nothing for it), and notes about the submission as a whole."""
     notes: list[str] = []
-    zf: Optional[zipfile.ZipFile] = None
+    zf: zipfile.ZipFile | None = None
     candidates: list[_Candidate] = []
     hints: dict[str, list[str]] = {}
     shown_name = clean_text(submission.name)
@@ -377,9 +413,13 @@ def locate(submission: Path, exercises: Sequence[Exercise], staging: Path) -> tu
             if not mine:
                 if ex.id in hints:
                     likely = ", ".join(hints[ex.id][:3])
-                    found[ex.id] = Found(None, likely, f"{ex.filename} was not found in your submission; {likely} "
-                                                       f"looks like it but was not graded: rename it to "
-                                                       f"{ex.filename} and resubmit.")
+                    found[ex.id] = Found(
+                        None,
+                        likely,
+                        f"{ex.filename} was not found in your submission; {likely} "
+                        f"looks like it but was not graded: rename it to "
+                        f"{ex.filename} and resubmit.",
+                    )
                 continue
             best, note = _choose(mine, ex)
             staged = _stage(best, ex, zf, staging, budget)

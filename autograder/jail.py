@@ -42,10 +42,25 @@ CLONE_NEWUSER = 0x10000000
 CLONE_NEWPID = 0x20000000
 CLONE_NEWNET = 0x40000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
-MS_REMOUNT, MS_NOATIME, MS_NODIRATIME, MS_BIND, MS_REC, MS_PRIVATE, MS_RELATIME = 32, 1024, 2048, 4096, 16384, 1 << 18, 1 << 21
+MS_REMOUNT, MS_NOATIME, MS_NODIRATIME, MS_BIND, MS_REC, MS_PRIVATE, MS_RELATIME = (
+    32,
+    1024,
+    2048,
+    4096,
+    16384,
+    1 << 18,
+    1 << 21,
+)
 # flags a read-only remount must repeat (in a user namespace the kernel refuses to drop locked ones)
-ST_TO_MS = {os.ST_RDONLY: MS_RDONLY, os.ST_NOSUID: MS_NOSUID, os.ST_NODEV: MS_NODEV, os.ST_NOEXEC: MS_NOEXEC,
-            os.ST_NOATIME: MS_NOATIME, os.ST_NODIRATIME: MS_NODIRATIME, os.ST_RELATIME: MS_RELATIME}
+ST_TO_MS = {
+    os.ST_RDONLY: MS_RDONLY,
+    os.ST_NOSUID: MS_NOSUID,
+    os.ST_NODEV: MS_NODEV,
+    os.ST_NOEXEC: MS_NOEXEC,
+    os.ST_NOATIME: MS_NOATIME,
+    os.ST_NODIRATIME: MS_NODIRATIME,
+    os.ST_RELATIME: MS_RELATIME,
+}
 PR_SET_PDEATHSIG = 1
 PR_SET_NO_NEW_PRIVS = 38
 NAMESPACES = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC
@@ -73,8 +88,12 @@ def mount(source: str, target: str, fstype: str | None, flags: int, data: str | 
 
 
 def prctl(option: int, value: int) -> None:
-    _check(_libc.prctl(ctypes.c_int(option), ctypes.c_ulong(value), ctypes.c_ulong(0), ctypes.c_ulong(0),
-                       ctypes.c_ulong(0)), f"prctl {option}")
+    _check(
+        _libc.prctl(
+            ctypes.c_int(option), ctypes.c_ulong(value), ctypes.c_ulong(0), ctypes.c_ulong(0), ctypes.c_ulong(0)
+        ),
+        f"prctl {option}",
+    )
 
 
 def _map_user(uid: int, gid: int) -> None:
@@ -122,8 +141,9 @@ def build_view(view: dict) -> list[str]:
     covers = sorted({p: o for p, o in covers if os.path.isdir(p)}.items(), key=lambda item: item[0].count("/"))
     covered: list[str] = []
     for folder, options in covers:
-        if any(_inside(folder, c) for c in covered) and \
-                not any(_inside(folder, k) for k, _ in held if any(_inside(k, c) for c in covered)):
+        if any(_inside(folder, c) for c in covered) and not any(
+            _inside(folder, k) for k, _ in held if any(_inside(k, c) for c in covered)
+        ):
             continue  # already out of sight under a cover above it
         mount("tmpfs", folder, "tmpfs", MS_NOSUID | MS_NODEV, options)
         covered.append(folder)
@@ -140,8 +160,13 @@ def build_view(view: dict) -> list[str]:
     work = view.get("work")
     if work:
         os.makedirs(work["path"], mode=0o755, exist_ok=True)
-        mount("tmpfs", work["path"], "tmpfs", MS_NOSUID | MS_NODEV,
-              f"mode=0700,uid={work['uid']},gid={work['gid']},{WORK_TMPFS}")
+        mount(
+            "tmpfs",
+            work["path"],
+            "tmpfs",
+            MS_NOSUID | MS_NODEV,
+            f"mode=0700,uid={work['uid']},gid={work['gid']},{WORK_TMPFS}",
+        )
         os.mkdir(os.path.join(work["path"], "tmp"), 0o700)
         os.chown(os.path.join(work["path"], "tmp"), work["uid"], work["gid"])
     try:

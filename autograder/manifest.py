@@ -25,17 +25,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
 
 ROOT = Path(__file__).resolve().parents[1]
 VISIBILITY_LEVELS = ("hidden", "after_due_date", "after_published", "visible")
-
 
 
 def public_cases_in(folder: Path, ex_id: str) -> Path:
     """Where an exercise's public cases are inside `folder`, the answer key `solutions/` or the release
     `assignments/` (the release copies them unchanged): `tests/public_exNN.py`."""
     return Path(folder) / "tests" / f"public_{ex_id}.py"
+
 
 @dataclass(frozen=True)
 class Exercise:
@@ -50,7 +49,7 @@ class Exercise:
     memory_mib: int  # address-space limit for that process
     public_visibility: str = "visible"
     hidden_visibility: str = "visible"
-    hidden_detail_visibility: Optional[str] = None  # opt-in entry with the hidden inputs and expected values
+    hidden_detail_visibility: str | None = None  # opt-in entry with the hidden inputs and expected values
     terms: str = ""  # the lecture's Chinese terms beside the English ones, for the handout
     case_timeout_s: float = 10.0  # wall-clock limit for one case's call: a loop costs only that case
 
@@ -64,36 +63,128 @@ class Exercise:
 
 
 EXERCISES: tuple[Exercise, ...] = (
-    Exercise("ex01", "ex01_cost_per_gb", "What a dollar buys: $/GB, $/(GB/s), per-$1000 purchases",
-             "§1.2, §7 Q1", 6, 0.4, 20, 20, 2048,
-             terms="算力 / compute, 带宽 / bandwidth, 容量 / capacity"),
-    Exercise("ex02", "ex02_kv_capacity", "KV bytes per token and how many tokens fit in HBM",
-             "§1.2, §2.2, §7 Q2", 10, 0.4, 20, 20, 2048,
-             terms="KV 缓存 / KV cache, 显存 / HBM, 余量 / headroom, 分组查询注意力 / grouped-query attention (GQA)"),
-    Exercise("ex03", "ex03_cache_pool", "Local vs global KV cache: duplication, effective capacity, TTFT-aware dispatch",
-             "§2.1, §2.3, §7 Q3", 12, 0.4, 60, 60, 3072,
-             terms="全局缓存池 / global cache pool, 本地缓存 / local cache, 轮流派发 / round-robin dispatch, 有效容量 / effective capacity, 前缀命中 / prefix hit"),
-    Exercise("ex04", "ex04_nic_line_rate", "Transfer engine: NIC line rate, efficiency, transfer vs recompute",
-             "§2.4, §7 Q4", 6, 0.4, 20, 20, 2048,
-             terms="传输引擎 / transfer engine, 线速 / line rate, 网卡 / NIC, 用存储换计算 / trading storage for compute"),
-    Exercise("ex05", "ex05_overload", "Prediction-based early rejection and the anti-phase oscillation",
-             "§3.2, §7 Q5", 14, 0.4, 90, 90, 3072, case_timeout_s=20.0,
-             terms="提前拒绝 / early rejection, 按预测拒绝 / prediction-based rejection, 反相位振荡 / anti-phase oscillation, 过载 / overload"),
-    Exercise("ex06", "ex06_expert_bytes", "Expert bytes per token and the CPU decode bound",
-             "§4.2, §4.3, §7 Q6", 8, 0.4, 20, 20, 2048,
-             terms="路由专家 / routed expert, 量化 / quantisation, 解码 / decode, 内存带宽 / memory bandwidth"),
-    Exercise("ex07", "ex07_arithmetic_intensity", "Tokens per expert at batch B and the offload order",
-             "§4.2, §7 Q7", 8, 0.4, 20, 20, 2048,
-             terms="算术强度 / arithmetic intensity, 卸载 / offload, 共享专家 / shared expert"),
-    Exercise("ex08", "ex08_deferral_overlap", "Expert deferral: the CPU/GPU overlap model",
-             "§4.3, §7 Q8", 10, 0.4, 20, 20, 2048,
-             terms="专家推迟 / expert deferral, 重叠 / overlap, 残差流 / residual stream"),
-    Exercise("ex09", "ex09_amx_tops", "AMX: ops per instruction, peak TOPS, prefill time",
-             "§4.5, §7 Q9", 6, 0.4, 20, 20, 2048,
-             terms="矩阵扩展 / AMX, 峰值 / peak, 预填充 / prefill"),
-    Exercise("ex10", "ex10_deferral_accuracy", "Skip vs defer on the small MoE",
-             "§4.4", 20, 0.4, 120, 120, 4096, case_timeout_s=30.0,
-             terms="专家推迟 / expert deferral, 跳过 / skip, 残差流 / residual stream, 毫 nat / milli-nat"),
+    Exercise(
+        "ex01",
+        "ex01_cost_per_gb",
+        "What a dollar buys: $/GB, $/(GB/s), per-$1000 purchases",
+        "§1.2, §7 Q1",
+        6,
+        0.4,
+        20,
+        20,
+        2048,
+        terms="算力 / compute, 带宽 / bandwidth, 容量 / capacity",
+    ),
+    Exercise(
+        "ex02",
+        "ex02_kv_capacity",
+        "KV bytes per token and how many tokens fit in HBM",
+        "§1.2, §2.2, §7 Q2",
+        10,
+        0.4,
+        20,
+        20,
+        2048,
+        terms="KV 缓存 / KV cache, 显存 / HBM, 余量 / headroom, 分组查询注意力 / grouped-query attention (GQA)",
+    ),
+    Exercise(
+        "ex03",
+        "ex03_cache_pool",
+        "Local vs global KV cache: duplication, effective capacity, TTFT-aware dispatch",
+        "§2.1, §2.3, §7 Q3",
+        12,
+        0.4,
+        60,
+        60,
+        3072,
+        terms="全局缓存池 / global cache pool, 本地缓存 / local cache, 轮流派发 / round-robin dispatch, 有效容量 / effective capacity, 前缀命中 / prefix hit",
+    ),
+    Exercise(
+        "ex04",
+        "ex04_nic_line_rate",
+        "Transfer engine: NIC line rate, efficiency, transfer vs recompute",
+        "§2.4, §7 Q4",
+        6,
+        0.4,
+        20,
+        20,
+        2048,
+        terms="传输引擎 / transfer engine, 线速 / line rate, 网卡 / NIC, 用存储换计算 / trading storage for compute",
+    ),
+    Exercise(
+        "ex05",
+        "ex05_overload",
+        "Prediction-based early rejection and the anti-phase oscillation",
+        "§3.2, §7 Q5",
+        14,
+        0.4,
+        90,
+        90,
+        3072,
+        case_timeout_s=20.0,
+        terms="提前拒绝 / early rejection, 按预测拒绝 / prediction-based rejection, 反相位振荡 / anti-phase oscillation, 过载 / overload",
+    ),
+    Exercise(
+        "ex06",
+        "ex06_expert_bytes",
+        "Expert bytes per token and the CPU decode bound",
+        "§4.2, §4.3, §7 Q6",
+        8,
+        0.4,
+        20,
+        20,
+        2048,
+        terms="路由专家 / routed expert, 量化 / quantisation, 解码 / decode, 内存带宽 / memory bandwidth",
+    ),
+    Exercise(
+        "ex07",
+        "ex07_arithmetic_intensity",
+        "Tokens per expert at batch B and the offload order",
+        "§4.2, §7 Q7",
+        8,
+        0.4,
+        20,
+        20,
+        2048,
+        terms="算术强度 / arithmetic intensity, 卸载 / offload, 共享专家 / shared expert",
+    ),
+    Exercise(
+        "ex08",
+        "ex08_deferral_overlap",
+        "Expert deferral: the CPU/GPU overlap model",
+        "§4.3, §7 Q8",
+        10,
+        0.4,
+        20,
+        20,
+        2048,
+        terms="专家推迟 / expert deferral, 重叠 / overlap, 残差流 / residual stream",
+    ),
+    Exercise(
+        "ex09",
+        "ex09_amx_tops",
+        "AMX: ops per instruction, peak TOPS, prefill time",
+        "§4.5, §7 Q9",
+        6,
+        0.4,
+        20,
+        20,
+        2048,
+        terms="矩阵扩展 / AMX, 峰值 / peak, 预填充 / prefill",
+    ),
+    Exercise(
+        "ex10",
+        "ex10_deferral_accuracy",
+        "Skip vs defer on the small MoE",
+        "§4.4",
+        20,
+        0.4,
+        120,
+        120,
+        4096,
+        case_timeout_s=30.0,
+        terms="专家推迟 / expert deferral, 跳过 / skip, 残差流 / residual stream, 毫 nat / milli-nat",
+    ),
 )
 
 BY_ID: dict[str, Exercise] = {e.id: e for e in EXERCISES}

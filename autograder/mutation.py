@@ -39,10 +39,27 @@ from hetero.impl import load_module_from_path
 NOTES = ROOT / "autograder" / "mutation_notes.json"
 MUTANT_TIMEOUT_S = 60
 
-_BINOPS = {ast.Add: ast.Sub, ast.Sub: ast.Add, ast.Mult: ast.Div, ast.Div: ast.Mult,
-           ast.FloorDiv: ast.Div, ast.Pow: ast.Mult, ast.Mod: ast.FloorDiv}
-_CMPOPS = {ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE, ast.GtE: ast.Gt, ast.Eq: ast.NotEq,
-           ast.NotEq: ast.Eq, ast.Is: ast.IsNot, ast.IsNot: ast.Is, ast.In: ast.NotIn, ast.NotIn: ast.In}
+_BINOPS = {
+    ast.Add: ast.Sub,
+    ast.Sub: ast.Add,
+    ast.Mult: ast.Div,
+    ast.Div: ast.Mult,
+    ast.FloorDiv: ast.Div,
+    ast.Pow: ast.Mult,
+    ast.Mod: ast.FloorDiv,
+}
+_CMPOPS = {
+    ast.Lt: ast.LtE,
+    ast.LtE: ast.Lt,
+    ast.Gt: ast.GtE,
+    ast.GtE: ast.Gt,
+    ast.Eq: ast.NotEq,
+    ast.NotEq: ast.Eq,
+    ast.Is: ast.IsNot,
+    ast.IsNot: ast.Is,
+    ast.In: ast.NotIn,
+    ast.NotIn: ast.In,
+}
 _BOOLOPS = {ast.And: ast.Or, ast.Or: ast.And}
 
 
@@ -72,8 +89,11 @@ def solution_line_ranges(source: str) -> list[tuple[int, int]]:
 
 def _located(tree: ast.AST, ranges: list[tuple[int, int]]) -> list[tuple[ast.AST, int]]:
     """The nodes of `tree` (walk order) that start on a line inside `ranges`, each with that line."""
-    return [(node, line) for node in ast.walk(tree)
-            if (line := getattr(node, "lineno", None)) is not None and any(lo <= line <= hi for lo, hi in ranges)]
+    return [
+        (node, line)
+        for node in ast.walk(tree)
+        if (line := getattr(node, "lineno", None)) is not None and any(lo <= line <= hi for lo, hi in ranges)
+    ]
 
 
 Mutation = Callable[[Any], None]  # mutates a copy of the node in place
@@ -186,27 +206,48 @@ def run(ex_ids: list[str]) -> dict:
         for mutant, text in enumerate_mutants(ex_id, source):
             total += 1
             if killed_by(text, ex_id, cases, stored) is None:
-                survivors.append({"key": mutant.key, "line": mutant.line, "change": mutant.change,
-                                  "explained": notes.get(mutant.key)})
-        report[ex_id] = {"mutants": total, "killed": total - len(survivors), "survivors": survivors,
-                         "seconds": time.perf_counter() - start}
-        print(f"{ex_id}: {total - len(survivors)}/{total} killed "
-              f"({(total - len(survivors)) / max(total, 1):.1%}) in {report[ex_id]['seconds']:.1f} s", flush=True)
+                survivors.append(
+                    {
+                        "key": mutant.key,
+                        "line": mutant.line,
+                        "change": mutant.change,
+                        "explained": notes.get(mutant.key),
+                    }
+                )
+        report[ex_id] = {
+            "mutants": total,
+            "killed": total - len(survivors),
+            "survivors": survivors,
+            "seconds": time.perf_counter() - start,
+        }
+        print(
+            f"{ex_id}: {total - len(survivors)}/{total} killed "
+            f"({(total - len(survivors)) / max(total, 1):.1%}) in {report[ex_id]['seconds']:.1f} s",
+            flush=True,
+        )
     return report
 
 
 def render(report: dict) -> str:
     total = sum(r["mutants"] for r in report.values())
     killed = sum(r["killed"] for r in report.values())
-    lines = ["# Mutation testing of solutions/ against the public + hidden cases", "",
-             f"Total: {killed}/{total} mutants killed ({killed / max(total, 1):.1%}).", "",
-             "| exercise | mutants | killed | kill rate |", "|---|---|---|---|"]
+    lines = [
+        "# Mutation testing of solutions/ against the public + hidden cases",
+        "",
+        f"Total: {killed}/{total} mutants killed ({killed / max(total, 1):.1%}).",
+        "",
+        "| exercise | mutants | killed | kill rate |",
+        "|---|---|---|---|",
+    ]
     for ex_id, r in report.items():
         lines.append(f"| {ex_id} | {r['mutants']} | {r['killed']} | {r['killed'] / max(r['mutants'], 1):.1%} |")
     lines += ["", "## Survivors", ""]
-    for ex_id, r in report.items():
+    for r in report.values():
         for s in r["survivors"]:
-            why = s["explained"] or "NOT EXPLAINED: add a case that kills it, or explain it in autograder/mutation_notes.json"
+            why = (
+                s["explained"]
+                or "NOT EXPLAINED: add a case that kills it, or explain it in autograder/mutation_notes.json"
+            )
             lines.append(f"- `{s['key']}`: {why}")
     return "\n".join(lines) + "\n"
 

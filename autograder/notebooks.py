@@ -35,11 +35,12 @@ import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import numpy as np
 
-from autograder import cases as case_store, scoring
+from autograder import cases as case_store
+from autograder import scoring
 from autograder.manifest import BY_ID, EXERCISES, ROOT, Exercise, public_cases_in
 from hetero.checks import NO_EXPECT, Case, Gen
 
@@ -55,6 +56,7 @@ class NotebookError(ValueError):
 
 # ---------------------------------------------------------------------------------------------
 # The sources of one exercise.
+
 
 @dataclass(frozen=True)
 class ExerciseSources:
@@ -87,15 +89,16 @@ class ExerciseSources:
 
 def available_exercises(root: Path = ROOT) -> list[Exercise]:
     """Manifest exercises whose solution file and public cases exist under `root`."""
-    return [ex for ex in EXERCISES
-            if (root / "solutions" / ex.filename).is_file()
-            and public_cases_in(root / "solutions", ex.id).is_file()]
+    return [
+        ex
+        for ex in EXERCISES
+        if (root / "solutions" / ex.filename).is_file() and public_cases_in(root / "solutions", ex.id).is_file()
+    ]
 
 
 def gradable_exercises(root: Path = ROOT) -> list[Exercise]:
     """Available exercises that also have hidden cases and their stored expected values."""
-    return [ex for ex in available_exercises(root)
-            if (root / "autograder" / "expected" / f"{ex.id}.json").is_file()]
+    return [ex for ex in available_exercises(root) if (root / "autograder" / "expected" / f"{ex.id}.json").is_file()]
 
 
 def load_sources(ex_id: str, root: Path = ROOT, with_hidden: bool = True) -> ExerciseSources:
@@ -114,15 +117,24 @@ def load_sources(ex_id: str, root: Path = ROOT, with_hidden: bool = True) -> Exe
         rules = case_store.stored(ex_id, root)["rules"]
         missing = [c.id for c in hidden if c.id not in expected]
         if missing:
-            raise ValueError(f"{ex_id}: no stored expected value for hidden cases {missing}; "
-                             "run `python -m autograder expected`")
-    return ExerciseSources(ex, solution, strip_solutions(solution, ex_id, str(path)),
-                           ast.get_docstring(ast.parse(solution)) or "",
-                           tuple(case_store.public_cases(ex_id, root)), tuple(hidden), expected, rules)
+            raise ValueError(
+                f"{ex_id}: no stored expected value for hidden cases {missing}; run `python -m autograder expected`"
+            )
+    return ExerciseSources(
+        ex,
+        solution,
+        strip_solutions(solution, ex_id, str(path)),
+        ast.get_docstring(ast.parse(solution)) or "",
+        tuple(case_store.public_cases(ex_id, root)),
+        tuple(hidden),
+        expected,
+        rules,
+    )
 
 
 # ---------------------------------------------------------------------------------------------
 # Python literals for cases: readable in the notebook, exact (every value round-trips).
+
 
 def value_source(value: Any) -> str:
     """Python source that evaluates (with `Gen`, `np` and `torch` in scope) to `value`."""
@@ -148,8 +160,7 @@ def value_source(value: Any) -> str:
         return f"np.array({value_source(value.tolist())}, dtype={value.dtype.str!r}).reshape({tuple(value.shape)!r})"
     if kind.__module__ == "torch" and kind.__name__ == "Tensor":
         array = value.detach().cpu().numpy()
-        return (f"torch.tensor({value_source(array.tolist())}, dtype={value.dtype!s})"
-                f".reshape({tuple(array.shape)!r})")
+        return f"torch.tensor({value_source(array.tolist())}, dtype={value.dtype!s}).reshape({tuple(array.shape)!r})"
     raise TypeError(f"cannot write a value of type {kind.__name__} into a notebook")
 
 
@@ -187,8 +198,12 @@ def entry_source(src: ExerciseSources, case: Case, hidden: bool, cents: int) -> 
 
 def rules_source(src: ExerciseSources, keys: list[str]) -> str:
     """`{group: Rule(...)}` source for the groups a cell scores."""
-    items = [f"{k!r}: Rule({src.rules[k]['rule']!r}, {tuple(src.rules[k]['uses'])!r}, "
-             f"{int(src.rules[k].get('min_passed', 0))!r})" for k in keys if k in src.rules]
+    items = [
+        f"{k!r}: Rule({src.rules[k]['rule']!r}, {tuple(src.rules[k]['uses'])!r}, "
+        f"{int(src.rules[k].get('min_passed', 0))!r})"
+        for k in keys
+        if k in src.rules
+    ]
     return "{" + ", ".join(items) + "}"
 
 
@@ -219,8 +234,13 @@ def cell_groups(src: ExerciseSources) -> list[list[str]]:
 
 
 def _header(literals: str) -> list[str]:
-    return [*_needs(literals), "import json", "from types import SimpleNamespace",
-            "from hetero.checks import Case, Gen", "from hetero.grading import Entry, Rule, score_cases"]
+    return [
+        *_needs(literals),
+        "import json",
+        "from types import SimpleNamespace",
+        "from hetero.checks import Case, Gen",
+        "from hetero.grading import Entry, Rule, score_cases",
+    ]
 
 
 def group_cell_code(src: ExerciseSources, keys: list[str], hidden_begin: str = "", hidden_end: str = "") -> str:
@@ -240,14 +260,22 @@ def group_cell_code(src: ExerciseSources, keys: list[str], hidden_begin: str = "
     rule_keys = list(dict.fromkeys([*keys, *(u for k in keys for u in src.rules.get(k, {}).get("uses", ()))]))
     body = "\n".join(public_lines + hidden_lines)
     total = sum(cents[c.id] for c in public + hidden)
-    lines = [f"# {src.exercise.id} {', '.join(keys)}: {len(public)} public and {len(hidden)} hidden cases, "
-             f"{total / 100:g} points", *_header(body), "_a2_entries = [", *public_lines, "]"]
+    lines = [
+        f"# {src.exercise.id} {', '.join(keys)}: {len(public)} public and {len(hidden)} hidden cases, "
+        f"{total / 100:g} points",
+        *_header(body),
+        "_a2_entries = [",
+        *public_lines,
+        "]",
+    ]
     if hidden_lines:
         lines += [hidden_begin, "_a2_entries += [", *hidden_lines, "]", hidden_end]
-    lines += [f"_a2_score = score_cases(SimpleNamespace(**globals()), _a2_entries, {rules_source(src, rule_keys)}, "
-              f"{src.exercise.case_timeout_s!r})",
-              "print('\\n'.join(_a2_score.lines))",
-              "_a2_score.points"]
+    lines += [
+        f"_a2_score = score_cases(SimpleNamespace(**globals()), _a2_entries, {rules_source(src, rule_keys)}, "
+        f"{src.exercise.case_timeout_s!r})",
+        "print('\\n'.join(_a2_score.lines))",
+        "_a2_score.points",
+    ]
     return "\n".join(line for line in lines if line != "")
 
 
@@ -256,20 +284,31 @@ def public_check_code(src: ExerciseSources, key: str) -> str:
     public, _, _ = group_cases(src, key)
     entries = [f"    {entry_source(src, c, False, 0)}," for c in public]
     body = "\n".join(entries)
-    return "\n".join([*_header(body), "from hetero.checks import check_call",
-                      "_a2_failed = []", "for _a2_entry in [", *entries, "]:",
-                      "    _a2_verdict = check_call(_a2_entry.case, SimpleNamespace(**globals()))",
-                      "    print('[passed] ' + _a2_verdict.message) if _a2_verdict.passed else None",
-                      "    _a2_failed += [] if _a2_verdict.passed else [_a2_verdict.message]",
-                      "assert not _a2_failed, '\\n'.join(_a2_failed)"])
+    return "\n".join(
+        [
+            *_header(body),
+            "from hetero.checks import check_call",
+            "_a2_failed = []",
+            "for _a2_entry in [",
+            *entries,
+            "]:",
+            "    _a2_verdict = check_call(_a2_entry.case, SimpleNamespace(**globals()))",
+            "    print('[passed] ' + _a2_verdict.message) if _a2_verdict.passed else None",
+            "    _a2_failed += [] if _a2_verdict.passed else [_a2_verdict.message]",
+            "assert not _a2_failed, '\\n'.join(_a2_failed)",
+        ]
+    )
 
 
 # ---------------------------------------------------------------------------------------------
 # Notebook cells.
 
+
 def marker_line(ex: Exercise) -> str:
-    return (f"# a2-exercise {ex.id}: this cell is your {ex.filename}; "
-            "the grader takes it (keep this line and the cell's tag)")
+    return (
+        f"# a2-exercise {ex.id}: this cell is your {ex.filename}; "
+        "the grader takes it (keep this line and the cell's tag)"
+    )
 
 
 def exercise_cell_source(ex: Exercise, code: str) -> str:
@@ -279,21 +318,23 @@ def exercise_cell_source(ex: Exercise, code: str) -> str:
 def intro_markdown(src: ExerciseSources) -> str:
     ex = src.exercise
     public_cents, hidden_cents = scoring.exercise_cents(ex.points, ex.public_share, bool(src.public))
-    return "\n".join([
-        f"# {ex.id}: {ex.title}",
-        "",
-        f"Lecture A2 (LLM Serving on Heterogeneous Hardware: Mooncake and KTransformers), {ex.lecture}. "
-        f"{ex.points:g} points: {scoring.points_text(public_cents)} from the public tests below, "
-        f"{scoring.points_text(hidden_cents)} from hidden tests.",
-        "",
-        "```text",
-        src.docstring.strip(),
-        "```",
-        "",
-        f"Fill in the functions of the exercise cell (the one tagged `{EXERCISE_TAG}`, which is your "
-        f"`{ex.filename}`), then run the test cells. The grader extracts that cell and grades it exactly "
-        "like the `.py` file; other cells are yours to use.",
-    ])
+    return "\n".join(
+        [
+            f"# {ex.id}: {ex.title}",
+            "",
+            f"Lecture A2 (LLM Serving on Heterogeneous Hardware: Mooncake and KTransformers), {ex.lecture}. "
+            f"{ex.points:g} points: {scoring.points_text(public_cents)} from the public tests below, "
+            f"{scoring.points_text(hidden_cents)} from hidden tests.",
+            "",
+            "```text",
+            src.docstring.strip(),
+            "```",
+            "",
+            f"Fill in the functions of the exercise cell (the one tagged `{EXERCISE_TAG}`, which is your "
+            f"`{ex.filename}`), then run the test cells. The grader extracts that cell and grades it exactly "
+            "like the `.py` file; other cells are yours to use.",
+        ]
+    )
 
 
 def new_notebook(cells: list[dict[str, Any]], metadata: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -307,8 +348,14 @@ def markdown_cell(source: str, cell_id: str, metadata: dict[str, Any] | None = N
 
 
 def code_cell(source: str, cell_id: str, metadata: dict[str, Any] | None = None) -> dict[str, Any]:
-    return {"cell_type": "code", "execution_count": None, "id": cell_id, "metadata": metadata or {},
-            "outputs": [], "source": source}
+    return {
+        "cell_type": "code",
+        "execution_count": None,
+        "id": cell_id,
+        "metadata": metadata or {},
+        "outputs": [],
+        "source": source,
+    }
 
 
 def raw_cell(source: str, cell_id: str) -> dict[str, Any]:
@@ -325,13 +372,16 @@ def student_notebook(src: ExerciseSources, code: str | None = None) -> dict[str,
     ex = src.exercise
     cells = [
         markdown_cell(intro_markdown(src), "intro"),
-        code_cell(exercise_cell_source(ex, src.stub if code is None else code), "exercise",
-                  {"tags": [EXERCISE_TAG]}),
-        markdown_cell("## Public tests\n\nEach cell checks one case; a failing cell says what was expected, "
-                      "in which unit, and the likely mistake.", "public-tests"),
+        code_cell(exercise_cell_source(ex, src.stub if code is None else code), "exercise", {"tags": [EXERCISE_TAG]}),
+        markdown_cell(
+            "## Public tests\n\nEach cell checks one case; a failing cell says what was expected, "
+            "in which unit, and the likely mistake.",
+            "public-tests",
+        ),
     ]
-    cells += [code_cell(public_check_code(src, keys[0]), cell_id_for(f"{ex.id}-{keys[0]}"))
-              for keys in cell_groups(src)]
+    cells += [
+        code_cell(public_check_code(src, keys[0]), cell_id_for(f"{ex.id}-{keys[0]}")) for keys in cell_groups(src)
+    ]
     return new_notebook(cells, {"a2": {"exercise": ex.id, "module": ex.module}})
 
 
@@ -343,9 +393,10 @@ def write_notebook(notebook: dict[str, Any], path: Path) -> Path:
 
 def write_student_notebooks(dest: Path, root: Path = ROOT) -> list[Path]:
     """`dest/exNN_<name>.ipynb` for every available exercise; returns the paths written."""
-    return [write_notebook(student_notebook(load_sources(ex.id, root, with_hidden=False)),
-                           dest / f"{ex.module}.ipynb")
-            for ex in available_exercises(root)]
+    return [
+        write_notebook(student_notebook(load_sources(ex.id, root, with_hidden=False)), dest / f"{ex.module}.ipynb")
+        for ex in available_exercises(root)
+    ]
 
 
 def fill_exercise_cell(notebook: dict[str, Any], ex: Exercise, code: str) -> dict[str, Any]:
@@ -361,6 +412,7 @@ def fill_exercise_cell(notebook: dict[str, Any], ex: Exercise, code: str) -> dic
 
 # ---------------------------------------------------------------------------------------------
 # Reading a submission back.
+
 
 def _source_text(cell: dict[str, Any]) -> str:
     source = cell.get("source", "")
@@ -383,7 +435,7 @@ def _tags(cell: dict[str, Any]) -> list[str]:
     return [t for t in tags if isinstance(t, str)] if isinstance(tags, list) else []
 
 
-def _has_marker(cell: dict[str, Any]) -> Optional[re.Match]:
+def _has_marker(cell: dict[str, Any]) -> re.Match | None:
     """The marker match of a code cell's first line; a cell whose source is malformed has none."""
     try:
         return MARKER_RE.match(_source_text(cell))
@@ -409,8 +461,10 @@ def _read_notebook(path: Path) -> dict[str, Any]:
     if not isinstance(notebook, dict) or not isinstance(notebook.get("cells"), list):
         raise NotebookError(f"{path.name}: not a Jupyter notebook (no list of cells)")
     if notebook.get("nbformat") != 4:
-        raise NotebookError(f"{path.name}: notebook format {notebook.get('nbformat')!r} is not supported; "
-                            "save it as a version-4 notebook (any current Jupyter does)")
+        raise NotebookError(
+            f"{path.name}: notebook format {notebook.get('nbformat')!r} is not supported; "
+            "save it as a version-4 notebook (any current Jupyter does)"
+        )
     if not all(isinstance(c, dict) for c in notebook["cells"]):
         raise NotebookError(f"{path.name}: a cell is not a JSON object")
     return notebook
@@ -444,9 +498,11 @@ def extract_code(ipynb_path: str | Path, ex_id: str | None = None) -> str:
     tagged = [c for c in code_cells if EXERCISE_TAG in _tags(c)]
     chosen = tagged or [c for c in code_cells if _has_marker(c)]
     if not chosen:
-        raise NotebookError(f"{path.name}: no exercise cell found; the graded cell carries the tag "
-                            f"'{EXERCISE_TAG}' and starts with '# a2-exercise exNN' (download a fresh "
-                            "notebook and copy your code into its exercise cell)")
+        raise NotebookError(
+            f"{path.name}: no exercise cell found; the graded cell carries the tag "
+            f"'{EXERCISE_TAG}' and starts with '# a2-exercise exNN' (download a fresh "
+            "notebook and copy your code into its exercise cell)"
+        )
     parts: list[str] = []
     for cell in chosen:
         lines = _source_text(cell).splitlines()
@@ -454,8 +510,10 @@ def extract_code(ipynb_path: str | Path, ex_id: str | None = None) -> str:
             match = MARKER_RE.match(lines[0])
             if match:
                 if ex_id is not None and match.group(1) != ex_id:
-                    raise NotebookError(f"{path.name}: the exercise cell belongs to {match.group(1)}, "
-                                        f"but this submission is graded as {ex_id}")
+                    raise NotebookError(
+                        f"{path.name}: the exercise cell belongs to {match.group(1)}, "
+                        f"but this submission is graded as {ex_id}"
+                    )
                 lines = lines[1:]
         lines = [f"# (notebook only) {line}" if _is_ipython_line(line) else line for line in lines]
         parts.append("\n".join(lines).strip("\n"))
@@ -466,8 +524,9 @@ def extract_code(ipynb_path: str | Path, ex_id: str | None = None) -> str:
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="python -m autograder.notebooks",
-                                     description="write one student notebook per exercise")
+    parser = argparse.ArgumentParser(
+        prog="python -m autograder.notebooks", description="write one student notebook per exercise"
+    )
     parser.add_argument("dest", type=Path, help="folder to write exNN_<name>.ipynb into")
     args = parser.parse_args(argv)
     for path in write_student_notebooks(args.dest):

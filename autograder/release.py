@@ -67,8 +67,9 @@ def strip_solutions(source_text: str, ex_id: str, filename: str = "<source>") ->
                 defs.append((len(match.group(1)), match.group(2)))
         if stripped.startswith(BEGIN):
             if open_at is not None:
-                raise MarkerError(f"{filename}:{line_no}: nested '{BEGIN}' (the block opened at line {open_at} "
-                                  "is not closed)")
+                raise MarkerError(
+                    f"{filename}:{line_no}: nested '{BEGIN}' (the block opened at line {open_at} is not closed)"
+                )
             enclosing = [name for def_indent, name in defs if def_indent < indent]
             if not enclosing:
                 raise MarkerError(f"{filename}:{line_no}: '{BEGIN}' outside any function")
@@ -94,7 +95,9 @@ def strip_solutions(source_text: str, ex_id: str, filename: str = "<source>") ->
     try:
         ast.parse(text, filename=filename)
     except SyntaxError as exc:
-        raise MarkerError(f"{filename}: the stub does not parse after stripping ({exc.msg}, line {exc.lineno})") from None
+        raise MarkerError(
+            f"{filename}: the stub does not parse after stripping ({exc.msg}, line {exc.lineno})"
+        ) from None
     return text
 
 
@@ -122,10 +125,20 @@ def build_release(dest: Path, root: Path = ROOT) -> list[Path]:
             raise MarkerError(f"{src}: public tests must not contain solution markers")
         shutil.copyfile(src, tests_dest / name)
         written.append(tests_dest / name)
-    listing = [{"id": ex.id, "module": ex.module, "title": ex.title, "lecture": ex.lecture, "points": ex.points,
-                "case_timeout_s": ex.case_timeout_s} for ex in EXERCISES]
-    (tests_dest / "exercises.json").write_text(json.dumps(listing, indent=1, ensure_ascii=False) + "\n",
-                                               encoding="utf-8")
+    listing = [
+        {
+            "id": ex.id,
+            "module": ex.module,
+            "title": ex.title,
+            "lecture": ex.lecture,
+            "points": ex.points,
+            "case_timeout_s": ex.case_timeout_s,
+        }
+        for ex in EXERCISES
+    ]
+    (tests_dest / "exercises.json").write_text(
+        json.dumps(listing, indent=1, ensure_ascii=False) + "\n", encoding="utf-8"
+    )
     written.append(tests_dest / "exercises.json")
     handout = solutions / HANDOUT
     if not handout.is_file():
@@ -143,7 +156,9 @@ def build_release(dest: Path, root: Path = ROOT) -> list[Path]:
 def case_limits_text() -> str:
     """The per-case time limits as the handout states them: "10 s; ex05 20 s; ex10 30 s"."""
     usual = max({e.case_timeout_s for e in EXERCISES}, key=lambda t: sum(e.case_timeout_s == t for e in EXERCISES))
-    return "; ".join([f"{usual:g} s"] + [f"{e.id} {e.case_timeout_s:g} s" for e in EXERCISES if e.case_timeout_s != usual])
+    return "; ".join(
+        [f"{usual:g} s"] + [f"{e.id} {e.case_timeout_s:g} s" for e in EXERCISES if e.case_timeout_s != usual]
+    )
 
 
 def _public_cases(ex, solutions: Path) -> list:
@@ -153,8 +168,11 @@ def _public_cases(ex, solutions: Path) -> list:
 def _public_case_lines(cases: list) -> list[str]:
     lines = []
     for case in cases:
-        what = f"raises `{case.raises}`" if case.raises else f"expects `{case.expect!r}`" + (
-            f" {case.unit}" if case.unit else "")
+        what = (
+            f"raises `{case.raises}`"
+            if case.raises
+            else f"expects `{case.expect!r}`" + (f" {case.unit}" if case.unit else "")
+        )
         lines.append(f"  - `{case.id}`: `{case.func}` {what}")
     return lines
 
@@ -176,7 +194,8 @@ def exercise_section(ex, solutions: Path) -> str:
         if BEGIN not in body:
             continue
         signature = f"def {node.name}({ast.unparse(node.args)})" + (
-            f" -> {ast.unparse(node.returns)}" if node.returns else "")
+            f" -> {ast.unparse(node.returns)}" if node.returns else ""
+        )
         if node.name.startswith("_"):
             helpers.append(f"`{signature}`")
             continue
@@ -184,23 +203,32 @@ def exercise_section(ex, solutions: Path) -> str:
         lines += [f"  {line}" if line else "" for line in (ast.get_docstring(node) or "").splitlines()]
         lines += ["  ```", ""]
     for helper in helpers:
-        lines += [f"- Helper (optional, not graded on its own): {helper}, a stub for the validation the functions "
-                  "above share. Fill it and call it from them, or delete it and validate inside each function; "
-                  "only the functions above are called by the tests.", ""]
+        lines += [
+            f"- Helper (optional, not graded on its own): {helper}, a stub for the validation the functions "
+            "above share. Fill it and call it from them, or delete it and validate inside each function; "
+            "only the functions above are called by the tests.",
+            "",
+        ]
     cases = _public_cases(ex, solutions)
     public_cents, hidden_cents = scoring.exercise_cents(ex.points, ex.public_share, bool(cases))
-    lines += [f"Grading: {scoring.points_text(public_cents)} points from the public cases below, "
-              f"{scoring.points_text(hidden_cents)} from hidden "
-              "cases on inputs you have not seen (other hardware and models, random cases, invalid input). "
-              f"Each case may run for at most {ex.case_timeout_s:g} s, here and on Gradescope.",
-              "", f"Public cases (`{public_cases_in(Path('assignments'), ex.id).as_posix()}`; run `pytest assignments -m {ex.id}`):"]
+    lines += [
+        f"Grading: {scoring.points_text(public_cents)} points from the public cases below, "
+        f"{scoring.points_text(hidden_cents)} from hidden "
+        "cases on inputs you have not seen (other hardware and models, random cases, invalid input). "
+        f"Each case may run for at most {ex.case_timeout_s:g} s, here and on Gradescope.",
+        "",
+        f"Public cases (`{public_cases_in(Path('assignments'), ex.id).as_posix()}`; run `pytest assignments -m {ex.id}`):",
+    ]
     lines += _public_case_lines(cases)
     return "\n".join(lines) + "\n"
 
 
 def _tree(folder: Path) -> set[str]:
-    return {str(p.relative_to(folder)) for p in folder.rglob("*")
-            if p.is_file() and "__pycache__" not in p.parts and ".pytest_cache" not in p.parts}
+    return {
+        str(p.relative_to(folder))
+        for p in folder.rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts and ".pytest_cache" not in p.parts
+    }
 
 
 def drift(assignments: Path, root: Path = ROOT) -> list[str]:
@@ -211,8 +239,11 @@ def drift(assignments: Path, root: Path = ROOT) -> list[str]:
         have, want = _tree(assignments) if assignments.is_dir() else set(), _tree(fresh)
         problems = [f"missing from assignments/: {name}" for name in sorted(want - have)]
         problems += [f"not part of the release: assignments/{name}" for name in sorted(have - want)]
-        problems += [f"differs from a fresh release: assignments/{name}" for name in sorted(want & have)
-                     if not filecmp.cmp(assignments / name, fresh / name, shallow=False)]
+        problems += [
+            f"differs from a fresh release: assignments/{name}"
+            for name in sorted(want & have)
+            if not filecmp.cmp(assignments / name, fresh / name, shallow=False)
+        ]
         return problems
 
 

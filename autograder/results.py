@@ -25,17 +25,20 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any
 
 from autograder import safetext, scoring
 from autograder.manifest import ROOT, Exercise
 
 SCHEMA_PATH = ROOT / "autograder" / "schema" / "gradescope_results.schema.json"
 OUTPUT_CHARS = 6000  # one test's output; student-controlled text (values, tracebacks) is clipped
-GENERIC_FAILURE = ("The autograder failed while grading {what}. This is a problem with the grader, not a "
-                   "verdict on your code; the course staff can see the details. Please tell them.")
+GENERIC_FAILURE = (
+    "The autograder failed while grading {what}. This is a problem with the grader, not a "
+    "verdict on your code; the course staff can see the details. Please tell them."
+)
 
 
 @dataclass(frozen=True)
@@ -59,7 +62,7 @@ class ExerciseResult:
     output: str = ""  # what the student's code printed before the first hidden case
     hidden_output: str = ""  # everything it printed (shown only in the opt-in hidden detail entry)
     wall_s: float = 0.0
-    failure: Optional[str] = None  # traceback when the grader failed on this exercise
+    failure: str | None = None  # traceback when the grader failed on this exercise
     import_error: str = ""  # the student's traceback when the file could not be imported
     isolation: tuple[str, ...] = ()  # how the child was isolated (staff-only entry)
 
@@ -77,7 +80,7 @@ def clip(text: str, limit: int = OUTPUT_CHARS) -> str:
 
 
 def _group_label(group: str) -> str:
-    return f"simulator {group[len('harness:'):]}" if group.startswith("harness:") else group
+    return f"simulator {group[len('harness:') :]}" if group.startswith("harness:") else group
 
 
 def _entries(result: ExerciseResult) -> list[tuple[str, bool, list[CaseResult]]]:
@@ -107,49 +110,70 @@ def exercise_tests(result: ExerciseResult, index: int) -> list[dict[str, Any]]:
             lines += [f"Your file could not be imported:\n{result.import_error}", ""]
         if not hidden:
             first_public = False
-            lines += [f"[{'passed' if c.passed else 'FAILED'}] ({scoring.points_text(c.cents)} pt) {c.message}"
-                      for c in cases]
+            lines += [
+                f"[{'passed' if c.passed else 'FAILED'}] ({scoring.points_text(c.cents)} pt) {c.message}" for c in cases
+            ]
         else:
-            lines += [f"hidden case {n} of {len(cases)} ({scoring.points_text(c.cents)} pt): {c.message}"
-                      for n, c in enumerate(cases, start=1)]
-        tests.append({
-            "name": f"{ex.id} {_group_label(group)} ({'hidden' if hidden else 'public'} cases)",
-            "number": f"{index}.{k}",
-            "score": scoring.cents_to_points(earned),
-            "max_score": scoring.cents_to_points(total),
-            "status": "passed" if earned == total else "failed",
-            "output": clip("\n".join(lines)),
-            "output_format": "text",
-            "visibility": ex.hidden_visibility if hidden else ex.public_visibility,
-        })
+            lines += [
+                f"hidden case {n} of {len(cases)} ({scoring.points_text(c.cents)} pt): {c.message}"
+                for n, c in enumerate(cases, start=1)
+            ]
+        tests.append(
+            {
+                "name": f"{ex.id} {_group_label(group)} ({'hidden' if hidden else 'public'} cases)",
+                "number": f"{index}.{k}",
+                "score": scoring.cents_to_points(earned),
+                "max_score": scoring.cents_to_points(total),
+                "status": "passed" if earned == total else "failed",
+                "output": clip("\n".join(lines)),
+                "output_format": "text",
+                "visibility": ex.hidden_visibility if hidden else ex.public_visibility,
+            }
+        )
     hidden_cases = [c for c in result.cases if c.hidden]
     if hidden_cases and ex.hidden_detail_visibility is not None:
         lines = [f"{ex.id}: the hidden cases, their inputs, expected values and your results.", ""]
         lines += [c.detail for c in hidden_cases]
         if result.hidden_output.strip():
             lines += ["", "Everything your code printed while the cases ran:", result.hidden_output]
-        tests.append({
-            "name": f"{ex.id} hidden cases: inputs, expected values and your results",
-            "number": f"{index}.{len(tests) + 1}",
-            "score": 0.0,
-            "max_score": 0.0,
-            "status": "passed" if all(c.passed for c in hidden_cases) else "failed",
-            "output": clip("\n".join(lines), 4 * OUTPUT_CHARS),
-            "output_format": "text",
-            "visibility": ex.hidden_detail_visibility,
-        })
+        tests.append(
+            {
+                "name": f"{ex.id} hidden cases: inputs, expected values and your results",
+                "number": f"{index}.{len(tests) + 1}",
+                "score": 0.0,
+                "max_score": 0.0,
+                "status": "passed" if all(c.passed for c in hidden_cases) else "failed",
+                "output": clip("\n".join(lines), 4 * OUTPUT_CHARS),
+                "output_format": "text",
+                "visibility": ex.hidden_detail_visibility,
+            }
+        )
     return tests
 
 
 def failure_tests(what: str, max_cents: int, trace: str, number: str) -> list[dict[str, Any]]:
     """The visible 'autograder failed' entry and the hidden one holding the traceback."""
     return [
-        {"name": f"autograder failed: {what}", "number": f"{number}.1", "score": 0.0,
-         "max_score": scoring.cents_to_points(max_cents), "status": "failed", "output": GENERIC_FAILURE.format(what=what),
-         "output_format": "text", "visibility": "visible"},
-        {"name": f"autograder failed: {what} (traceback, staff only)", "number": f"{number}.2", "score": 0.0,
-         "max_score": 0.0, "status": "failed", "output": clip(trace, 4 * OUTPUT_CHARS),
-         "output_format": "text", "visibility": "hidden"},
+        {
+            "name": f"autograder failed: {what}",
+            "number": f"{number}.1",
+            "score": 0.0,
+            "max_score": scoring.cents_to_points(max_cents),
+            "status": "failed",
+            "output": GENERIC_FAILURE.format(what=what),
+            "output_format": "text",
+            "visibility": "visible",
+        },
+        {
+            "name": f"autograder failed: {what} (traceback, staff only)",
+            "number": f"{number}.2",
+            "score": 0.0,
+            "max_score": 0.0,
+            "status": "failed",
+            "output": clip(trace, 4 * OUTPUT_CHARS),
+            "output_format": "text",
+            "visibility": "hidden",
+        },
     ]
 
 
@@ -159,17 +183,30 @@ def summary_line(result: ExerciseResult) -> str:
         return f"{ex.id} {ex.title}: autograder failed (0 / {ex.points:g})"
     public = [c for c in result.cases if not c.hidden]
     hidden = [c for c in result.cases if c.hidden]
-    line = (f"{ex.id} {ex.title}: {scoring.points_text(result.cents)} / {ex.points:g} "
-            f"(public {sum(c.passed for c in public)}/{len(public)}, hidden {sum(c.passed for c in hidden)}/{len(hidden)} passed)")
+    line = (
+        f"{ex.id} {ex.title}: {scoring.points_text(result.cents)} / {ex.points:g} "
+        f"(public {sum(c.passed for c in public)}/{len(public)}, hidden {sum(c.passed for c in hidden)}/{len(hidden)} passed)"
+    )
     return line + (f"\n     {result.note}" if result.note else "")
 
 
 def environment_test(results: Sequence[ExerciseResult], number: str) -> dict[str, Any]:
     """A staff-only entry saying how each exercise's child was isolated ("network: not isolated ..." included)."""
-    lines = [f"{r.exercise.id}: " + ("; ".join(r.isolation) if r.isolation else "not run")
-             for r in results if r.failure is None]
-    return {"name": "grading environment (staff only)", "number": number, "score": 0.0, "max_score": 0.0,
-            "status": "passed", "output": clip("\n".join(lines)), "output_format": "text", "visibility": "hidden"}
+    lines = [
+        f"{r.exercise.id}: " + ("; ".join(r.isolation) if r.isolation else "not run")
+        for r in results
+        if r.failure is None
+    ]
+    return {
+        "name": "grading environment (staff only)",
+        "number": number,
+        "score": 0.0,
+        "max_score": 0.0,
+        "status": "passed",
+        "output": clip("\n".join(lines)),
+        "output_format": "text",
+        "visibility": "hidden",
+    }
 
 
 def assemble(results: Sequence[ExerciseResult], execution_time: float, notes: Sequence[str] = ()) -> dict[str, Any]:
@@ -180,8 +217,9 @@ def assemble(results: Sequence[ExerciseResult], execution_time: float, notes: Se
     total_cents = sum(r.cents for r in results if r.failure is None)
     max_cents = sum(scoring.to_cents(r.exercise.points) for r in results)
     score = scoring.cents_to_points(total_cents)
-    lines = [f"Score: {scoring.points_text(total_cents)} / {scoring.points_text(max_cents)}", ""] + \
-        [summary_line(r) for r in results]
+    lines = [f"Score: {scoring.points_text(total_cents)} / {scoring.points_text(max_cents)}", ""] + [
+        summary_line(r) for r in results
+    ]
     if notes:
         lines += ["", *notes]
     printed = [r for r in results if r.output.strip()]
@@ -231,8 +269,11 @@ def _validate_essentials(results: dict[str, Any], schema: dict[str, Any]) -> Non
     allowed = set(schema["$defs"]["test"]["properties"])
     visibility = set(schema["$defs"]["visibility"]["enum"])
     for test in results.get("tests", []):
-        if set(test) - allowed or test.get("status") not in ("passed", "failed") \
-                or test.get("visibility", "visible") not in visibility:
+        if (
+            set(test) - allowed
+            or test.get("status") not in ("passed", "failed")
+            or test.get("visibility", "visible") not in visibility
+        ):
             raise ValueError(f"results.json: malformed test {test.get('name')!r}")
 
 

@@ -87,9 +87,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Optional
 
 from hetero.checks import Outcome
 
@@ -118,7 +118,7 @@ class Limits:
     timeout_s: float  # wall clock for the whole exercise (every child, import + every case)
     cpu_s: float  # RLIMIT_CPU, shared by the children of one exercise
     memory_mib: int  # RLIMIT_AS
-    case_timeout_s: Optional[float] = None  # wall clock for one case's call (None: only timeout_s)
+    case_timeout_s: float | None = None  # wall clock for one case's call (None: only timeout_s)
     output_bytes: int = 4 * 2**20  # printed output in all, and RLIMIT_FSIZE for files the child writes
     kept_output_bytes: int = 64 * 2**10  # how much printed output the parent keeps (the rest is counted)
     shown_output_chars: int = 4000  # how much of the public output feedback shows
@@ -132,13 +132,13 @@ class Limits:
 class ChildReport:
     """What the children of one exercise produced. `outcomes` holds only records that passed every check."""
 
-    imported: Optional[bool] = None  # None: the child never reported its import
+    imported: bool | None = None  # None: the child never reported its import
     import_error: str = ""
     outcomes: dict[str, Outcome] = field(default_factory=dict)
     refused: dict[str, str] = field(default_factory=dict)  # case id -> why it has no accepted record
     ended: str = "finished"  # finished | timeout | cpu | output | memory | exited | signal | result_size | junk
     detail: str = ""  # one sentence for feedback when not finished
-    returncode: Optional[int] = None
+    returncode: int | None = None
     wall_s: float = 0.0
     cpu_s: float = 0.0
     bad_records: int = 0  # lines on the result channel without a valid MAC or shape
@@ -152,6 +152,7 @@ class ChildReport:
 
 # ---------------------------------------------------------------------------------------------
 # Platform helpers
+
 
 def is_root() -> bool:
     return os.geteuid() == 0
@@ -171,29 +172,50 @@ def isolation_mode() -> dict:
         else:
             try:
                 modes = ["root", "user"] if is_root() else ["user"]
-                proc = subprocess.run([sys.executable, "-I", "-B", str(JAIL_SOURCE), "--probe", *modes], timeout=30,
-                                      capture_output=True, text=True, stdin=subprocess.DEVNULL)
+                proc = subprocess.run(
+                    [sys.executable, "-I", "-B", str(JAIL_SOURCE), "--probe", *modes],
+                    timeout=30,
+                    capture_output=True,
+                    text=True,
+                    stdin=subprocess.DEVNULL,
+                )
                 lines = proc.stdout.strip().splitlines()
-                found = json.loads(lines[-1]) if lines else \
-                    {"mode": "none", "failures": [f"the namespace probe printed nothing (status {proc.returncode}): "
-                                                  f"{proc.stderr.strip()[-300:]}"]}
+                found = (
+                    json.loads(lines[-1])
+                    if lines
+                    else {
+                        "mode": "none",
+                        "failures": [
+                            f"the namespace probe printed nothing (status {proc.returncode}): "
+                            f"{proc.stderr.strip()[-300:]}"
+                        ],
+                    }
+                )
             except (OSError, subprocess.SubprocessError, ValueError) as exc:
                 found = {"mode": "none", "failures": [f"the namespace probe failed: {exc}"]}
         if found["mode"] == "none":
-            log.warning("sandbox: network not isolated, files not hidden, processes ended by uid only: %s",
-                        "; ".join(found["failures"]))
+            log.warning(
+                "sandbox: network not isolated, files not hidden, processes ended by uid only: %s",
+                "; ".join(found["failures"]),
+            )
         _MODE["probe"] = {**found, "root": is_root()}
     return _MODE["probe"]
 
 
-def _isolation_notes(mode: dict, uid: Optional[int]) -> list[str]:
+def _isolation_notes(mode: dict, uid: int | None) -> list[str]:
     why = "; ".join(mode["failures"]) or "no reason recorded"
     if mode["mode"] == "none":
-        notes = [f"network: not isolated ({why})", f"files: not hidden (no mount namespace: {why})",
-                 "processes: " + ("ended by uid" if uid is not None else "ended by process group only")]
+        notes = [
+            f"network: not isolated ({why})",
+            f"files: not hidden (no mount namespace: {why})",
+            "processes: " + ("ended by uid" if uid is not None else "ended by process group only"),
+        ]
     else:
-        notes = ["network: none (own network namespace)", "files: private view (own mount namespace)",
-                 "processes: own PID namespace"]
+        notes = [
+            "network: none (own network namespace)",
+            "files: private view (own mount namespace)",
+            "processes: own PID namespace",
+        ]
     notes.append(f"uid: {uid}" if uid is not None else "uid: unchanged (grader not root)")
     return notes
 
@@ -304,8 +326,11 @@ def _reap_orphans(uid: int) -> None:
         except OSError:
             continue
         fields = dict(line.split(":", 1) for line in text.splitlines() if ":" in line)
-        if fields.get("PPid", "").strip() == me and str(uid) in fields.get("Uid", "").split() \
-                and fields.get("State", "").strip().startswith("Z"):
+        if (
+            fields.get("PPid", "").strip() == me
+            and str(uid) in fields.get("Uid", "").split()
+            and fields.get("State", "").strip().startswith("Z")
+        ):
             try:
                 os.waitpid(int(entry), os.WNOHANG)
             except ChildProcessError:
@@ -316,8 +341,12 @@ def _needed_paths() -> list[Path]:
     """What the child must reach: the interpreter, its standard library, the venv, `hetero`."""
     import hetero
 
-    paths = [Path(os.path.realpath(sys.executable)), Path(os.path.realpath(sys.base_prefix)),
-             Path(os.path.realpath(sys.prefix)), Path(os.path.realpath(hetero.__file__)).parent]
+    paths = [
+        Path(os.path.realpath(sys.executable)),
+        Path(os.path.realpath(sys.base_prefix)),
+        Path(os.path.realpath(sys.prefix)),
+        Path(os.path.realpath(hetero.__file__)).parent,
+    ]
     return sorted(set(paths))
 
 
@@ -336,7 +365,7 @@ def reachability_plan() -> dict[str, list[str]]:
             if folder.stat().st_mode & 0o001:
                 continue
             keep = chain[i + 1]
-            blocked = [p for p in chain[i + 1:-1] if not p.stat().st_mode & 0o001]
+            blocked = [p for p in chain[i + 1 : -1] if not p.stat().st_mode & 0o001]
             if blocked:
                 raise SandboxError(f"the sandbox user cannot reach {path}: {blocked[0]} is not traversable")
             if str(keep) not in plan.setdefault(str(folder), []):
@@ -359,9 +388,12 @@ def hidden_folders() -> list[str]:
 
 def _view(ro: Path, work: Path, plan: dict[str, list[str]], owner: tuple[int, int]) -> dict:
     private = {os.path.realpath(p) for p in (*PRIVATE_FOLDERS, tempfile.gettempdir())}
-    return {"private": sorted(private), "hide": sorted(set(hidden_folders()) | set(plan)),
-            "keep_ro": sorted({str(p) for p in _needed_paths()} | {str(ro)}),
-            "work": {"path": str(work), "uid": owner[0], "gid": owner[1]}}
+    return {
+        "private": sorted(private),
+        "hide": sorted(set(hidden_folders()) | set(plan)),
+        "keep_ro": sorted({str(p) for p in _needed_paths()} | {str(ro)}),
+        "work": {"path": str(work), "uid": owner[0], "gid": owner[1]},
+    }
 
 
 def remove_tree(path: Path) -> None:
@@ -417,7 +449,7 @@ def remove_tree(path: Path) -> None:
         pass
 
 
-def _open_folder(name: str, flags: int, dir_fd: int) -> Optional[int]:
+def _open_folder(name: str, flags: int, dir_fd: int) -> int | None:
     """An fd of the folder `name` inside `dir_fd`, made readable if need be; None if it cannot be opened."""
     try:
         return os.open(name, flags, dir_fd=dir_fd)
@@ -473,8 +505,10 @@ class SandboxUser:
             self.uid = self.gid = uid
             self._fd = fd
             return
-        raise SandboxError("no free sandbox uid (too many graders in parallel, or more than "
-                           f"{len(SANDBOX_UIDS)} children in one grader process)")
+        raise SandboxError(
+            "no free sandbox uid (too many graders in parallel, or more than "
+            f"{len(SANDBOX_UIDS)} children in one grader process)"
+        )
 
     def release(self) -> None:
         os.utime(self._fd)
@@ -483,6 +517,7 @@ class SandboxUser:
 
 # ---------------------------------------------------------------------------------------------
 # The child process
+
 
 def _child_env(work: Path) -> dict[str, str]:
     env = {
@@ -511,7 +546,7 @@ class _Output:
         self.keep = keep
         self.data = bytearray()
         self.total = 0
-        self.public_bytes: Optional[int] = None  # the count when the first hidden case was sent
+        self.public_bytes: int | None = None  # the count when the first hidden case was sent
 
     def feed(self, chunk: bytes) -> None:
         room = self.keep - len(self.data)
@@ -534,11 +569,14 @@ def _describe_exit(returncode: int, cpu_used: float, limits: Limits) -> tuple[st
         if sig == signal.SIGXCPU or (sig == signal.SIGKILL and cpu_used >= limits.cpu_s):
             return "cpu", f"the CPU-time limit ({limits.cpu_s:g} s) was exceeded"
         if sig == signal.SIGXFSZ:
-            return "output", (f"the output limit ({limits.output_bytes // 2**20} MiB for printed output and "
-                              "files) was exceeded")
+            return "output", (
+                f"the output limit ({limits.output_bytes // 2**20} MiB for printed output and files) was exceeded"
+            )
         return "signal", f"the process was killed by signal {name} (crash, or memory exhausted)"
-    return "exited", (f"the process exited with status {returncode} before finishing "
-                      "(sys.exit, os._exit or a fatal error in your code?)")
+    return "exited", (
+        f"the process exited with status {returncode} before finishing "
+        "(sys.exit, os._exit or a fatal error in your code?)"
+    )
 
 
 class _Run:
@@ -549,8 +587,16 @@ class _Run:
     of `skipped_funcs` (functions already stopped at the per-case limit) are not sent at all.
     """
 
-    def __init__(self, specs: list[dict], key: bytes, hidden_from: int, report: ChildReport, first: int = 0,
-                 on_hidden: Callable[[], None] = lambda: None, skipped_funcs: frozenset[str] = frozenset()):
+    def __init__(
+        self,
+        specs: list[dict],
+        key: bytes,
+        hidden_from: int,
+        report: ChildReport,
+        first: int = 0,
+        on_hidden: Callable[[], None] = lambda: None,
+        skipped_funcs: frozenset[str] = frozenset(),
+    ):
         self.specs = specs
         self.skipped_funcs = skipped_funcs
         self.key = key
@@ -559,7 +605,7 @@ class _Run:
         self.on_hidden = on_hidden
         self.next_seq = first  # the record expected next
         self.sent = first  # call specs sent so far
-        self.imported: Optional[bool] = None
+        self.imported: bool | None = None
         self.ended_input = False
         self.pending = bytearray()
         self.sent_at = 0.0  # when the outstanding case was queued (monotonic)
@@ -567,15 +613,17 @@ class _Run:
     def queue(self, message: dict) -> None:
         self.pending += json.dumps(message, separators=(",", ":")).encode("utf-8") + b"\n"
 
-    def outstanding(self) -> Optional[int]:
+    def outstanding(self) -> int | None:
         """The index of the case sent and not yet answered, if any."""
         return self.next_seq if self.next_seq < self.sent else None
 
     def send_next(self) -> None:
         while self.sent < len(self.specs) and self.specs[self.sent]["func"] in self.skipped_funcs:
             case_id = self.specs[self.sent]["id"]
-            self.report.refused[case_id] = (f"not run: {self.specs[self.sent]['func']} already ran longer than "
-                                            "the per-case time limit on an earlier case")
+            self.report.refused[case_id] = (
+                f"not run: {self.specs[self.sent]['func']} already ran longer than "
+                "the per-case time limit on an earlier case"
+            )
             self.sent += 1
             self.next_seq = self.sent
         if self.sent < len(self.specs):
@@ -588,7 +636,7 @@ class _Run:
             self.queue({"end": True})
             self.ended_input = True
 
-    def record(self, line: bytes) -> None:
+    def record(self, line: bytes | bytearray) -> None:
         mac, _, payload = line.partition(b" ")
         if len(mac) != 64:  # cheap refusal of junk before any HMAC is computed
             self.report.bad_records += 1
@@ -639,20 +687,23 @@ class _Run:
         self.send_next()
 
 
-def run_exercise(student_file: Path, module_name: str, specs: list[dict], hidden_from: int,
-                 limits: Limits) -> ChildReport:
+def run_exercise(
+    student_file: Path, module_name: str, specs: list[dict], hidden_from: int, limits: Limits
+) -> ChildReport:
     """Run `specs` (call specs, public first; hidden from index `hidden_from`) on `student_file`."""
     report = ChildReport()
     mode = isolation_mode()
     output = _Output(limits.kept_output_bytes)
     start = time.monotonic()
     deadline = start + limits.timeout_s
-    first, stopped, notes = 0, [], []
+    first, stopped = 0, []
+    notes: list[str] = []
     while True:
         child = _Child(student_file, module_name, specs, hidden_from, limits, report, output, mode)
         notes = notes or child.notes
-        first_stopped = child.run(first, deadline, limits.cpu_s - report.cpu_s,
-                                  frozenset(s["func"] for s in specs if s["id"] in stopped))
+        first_stopped = child.run(
+            first, deadline, limits.cpu_s - report.cpu_s, frozenset(s["func"] for s in specs if s["id"] in stopped)
+        )
         if first_stopped is None:
             break
         stopped.append(specs[first_stopped]["id"])
@@ -672,8 +723,17 @@ def run_exercise(student_file: Path, module_name: str, specs: list[dict], hidden
 class _Child:
     """One child process: its folder, its uid, its pipes; `run` exchanges specs and records with it."""
 
-    def __init__(self, student_file: Path, module_name: str, specs: list[dict], hidden_from: int,
-                 limits: Limits, report: ChildReport, output: _Output, mode: dict):
+    def __init__(
+        self,
+        student_file: Path,
+        module_name: str,
+        specs: list[dict],
+        hidden_from: int,
+        limits: Limits,
+        report: ChildReport,
+        output: _Output,
+        mode: dict,
+    ):
         self.student_file, self.module_name = student_file, module_name
         self.specs, self.hidden_from, self.limits = specs, hidden_from, limits
         self.report, self.output, self.mode = report, output, mode
@@ -682,10 +742,10 @@ class _Child:
         self.user = SandboxUser() if is_root() else None
         self.notes = _isolation_notes(mode, self.user.uid if self.user else None)
 
-    def run(self, first: int, deadline: float, cpu_left_s: float, skipped_funcs: frozenset[str]) -> Optional[int]:
+    def run(self, first: int, deadline: float, cpu_left_s: float, skipped_funcs: frozenset[str]) -> int | None:
         """Run cases from index `first`; returns the index of a case stopped at the per-case limit, if any."""
         base = Path(tempfile.mkdtemp(prefix="a2grade-"))
-        proc: Optional[subprocess.Popen] = None
+        proc: subprocess.Popen | None = None
         fds: list[int] = []
         try:
             ro, work = base / "ro", base / "work"
@@ -704,8 +764,10 @@ class _Child:
                 work.chmod(0o700)
             plan = reachability_plan() if self.user is not None else {}
             if plan and self.mode["mode"] == "none":
-                raise SandboxError(f"the sandbox uid cannot reach the interpreter ({', '.join(plan)} is private) "
-                                   "and no mount namespace works here to open a way")
+                raise SandboxError(
+                    f"the sandbox uid cannot reach the interpreter ({', '.join(plan)} is private) "
+                    "and no mount namespace works here to open a way"
+                )
             result_r, result_w = os.pipe()
             out_r, out_w = os.pipe()
             fds = [result_r, result_w, out_r, out_w]
@@ -720,21 +782,37 @@ class _Child:
             hello = {"key": key.hex(), "path": str(target), "name": self.module_name}  # sent after SETUP
             nproc = self.limits.max_processes if self.user else _own_task_count() + self.limits.max_processes
             setup = {
-                "mode": self.mode["mode"], "grader_pid": os.getpid(), "result_fd": result_w, "cwd": str(work),
-                "uid": self.user.uid if self.user else None, "gid": self.user.gid if self.user else None,
+                "mode": self.mode["mode"],
+                "grader_pid": os.getpid(),
+                "result_fd": result_w,
+                "cwd": str(work),
+                "uid": self.user.uid if self.user else None,
+                "gid": self.user.gid if self.user else None,
                 "argv": [sys.executable, "-s", "-B", "-u", str(ro / "child.py"), str(result_w)],
-                "view": _view(ro, work, plan, (self.user.uid, self.user.gid) if self.user else
-                              (os.getuid(), os.getgid())),
-                "limits": {"cpu_s": max(1, int(cpu_left_s + 0.999)), "file_bytes": self.limits.output_bytes,
-                           "open_files": self.limits.open_files, "processes": nproc,
-                           "memory_bytes": self.limits.memory_mib * 2**20},
+                "view": _view(
+                    ro, work, plan, (self.user.uid, self.user.gid) if self.user else (os.getuid(), os.getgid())
+                ),
+                "limits": {
+                    "cpu_s": max(1, int(cpu_left_s + 0.999)),
+                    "file_bytes": self.limits.output_bytes,
+                    "open_files": self.limits.open_files,
+                    "processes": nproc,
+                    "memory_bytes": self.limits.memory_mib * 2**20,
+                },
             }
             setup_path = base / "setup.json"
             setup_path.write_text(json.dumps(setup))
             setup_path.chmod(0o600)
-            proc = subprocess.Popen([sys.executable, "-I", "-B", str(JAIL_SOURCE), str(setup_path)],
-                                    stdin=subprocess.PIPE, stdout=out_w, stderr=out_w, pass_fds=(result_w,),
-                                    cwd=str(work), env=_child_env(work), start_new_session=True)
+            proc = subprocess.Popen(
+                [sys.executable, "-I", "-B", str(JAIL_SOURCE), str(setup_path)],
+                stdin=subprocess.PIPE,
+                stdout=out_w,
+                stderr=out_w,
+                pass_fds=(result_w,),
+                cwd=str(work),
+                env=_child_env(work),
+                start_new_session=True,
+            )
             for fd in (result_w, out_w):
                 os.close(fd)
                 fds.remove(fd)
@@ -767,8 +845,9 @@ class _Child:
     def _stop(self, ended: str, detail: str) -> None:
         self.report.ended, self.report.detail = ended, detail
 
-    def _pump(self, proc: subprocess.Popen, run: _Run, hello: dict, result_r: int, out_r: int,
-              deadline: float) -> Optional[int]:
+    def _pump(
+        self, proc: subprocess.Popen, run: _Run, hello: dict, result_r: int, out_r: int, deadline: float
+    ) -> int | None:
         """Exchange specs and records until the child is done, dies, or a limit is hit.
 
         `hello` (the key and the file) is sent once the launcher's SETUP line has arrived: the harness
@@ -785,7 +864,7 @@ class _Child:
         received = 0
         setup_seen = False
         stdin_open = True
-        exit_deadline: Optional[float] = None
+        exit_deadline: float | None = None
         exited = eof = False
         while True:
             now = time.monotonic()
@@ -796,8 +875,10 @@ class _Child:
                 return None
             waiting = run.outstanding()
             if waiting is not None and limits.case_timeout_s is not None and now - run.sent_at >= limits.case_timeout_s:
-                report.refused[self.specs[waiting]["id"]] = (f"stopped after {limits.case_timeout_s:g} s (the per-case "
-                                                              "time limit); the other cases ran in a fresh process")
+                report.refused[self.specs[waiting]["id"]] = (
+                    f"stopped after {limits.case_timeout_s:g} s (the per-case "
+                    "time limit); the other cases ran in a fresh process"
+                )
                 return waiting
             if exit_deadline is not None and now >= exit_deadline:
                 return None  # every record is in; the child did not exit by itself and is killed by _reap
@@ -811,8 +892,11 @@ class _Child:
                     if not self._drain(out_r):
                         selector.unregister(out_r)
                     if self.output.total > limits.output_bytes:
-                        self._stop("output", f"the output limit ({limits.output_bytes // 2**20} MiB for printed "
-                                             "output and files) was exceeded")
+                        self._stop(
+                            "output",
+                            f"the output limit ({limits.output_bytes // 2**20} MiB for printed "
+                            "output and files) was exceeded",
+                        )
                         return None
                 elif key.fd == result_r and not eof:
                     try:
@@ -840,8 +924,11 @@ class _Child:
                             continue
                         run.record(line)
                     if report.bad_records > limits.junk_lines:
-                        self._stop("junk", f"more than {limits.junk_lines} lines that are not result records were "
-                                           "written to the result channel")
+                        self._stop(
+                            "junk",
+                            f"more than {limits.junk_lines} lines that are not result records were "
+                            "written to the result channel",
+                        )
                         return None
                 elif key.fd == stdin_fd:
                     try:
@@ -858,8 +945,10 @@ class _Child:
             if not exited and self._wait(proc):
                 exited = True
         if not setup_seen:
-            raise SandboxError(f"the sandbox launcher ended (status {proc.returncode}) before setting up the child: "
-                               f"{self.output.text(self.output.total, 2000)}")
+            raise SandboxError(
+                f"the sandbox launcher ended (status {proc.returncode}) before setting up the child: "
+                f"{self.output.text(self.output.total, 2000)}"
+            )
         if run.next_seq < len(run.specs) or run.imported is None:
             self._stop(*_describe_exit(report.returncode or 0, report.cpu_s, limits))
         return None
@@ -899,10 +988,10 @@ class _Child:
         return kill_uid(self.user.uid) if self.user is not None else 0
 
 
-def _setup_notes(line: bytes) -> list[str]:
+def _setup_notes(line: bytes | bytearray) -> list[str]:
     """The launcher's first line on the result channel, SETUP {"ok": true, "notes": [...]}: its notes."""
     try:
-        data = json.loads(line[len(b"SETUP "):]) if line.startswith(b"SETUP ") else {}
+        data = json.loads(line[len(b"SETUP ") :]) if line.startswith(b"SETUP ") else {}
         if data.get("ok") is True:
             return [str(n) for n in data.get("notes", [])]
     except (ValueError, TypeError, AttributeError):
@@ -917,4 +1006,3 @@ def _readable(fd: int) -> bool:
         return bool(selector.select(timeout=0))
     finally:
         selector.close()
-

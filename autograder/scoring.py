@@ -40,13 +40,24 @@ answer key itself could not be live.
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping, Optional, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from hetero.checks import Case, compare, decode
 from hetero.grading import CENTS, TWO_ANSWERS, UNPAID_NOTE, VALID_AND_INVALID, Rule, group_key, live_groups, paid
 
-__all__ = ["CENTS", "GUESS_ALPHA", "GUESS_LIMIT", "TWO_ANSWERS", "UNPAID_NOTE", "VALID_AND_INVALID", "Rule",
-           "group_key", "live_groups", "paid"]
+__all__ = [
+    "CENTS",
+    "GUESS_ALPHA",
+    "GUESS_LIMIT",
+    "TWO_ANSWERS",
+    "UNPAID_NOTE",
+    "VALID_AND_INVALID",
+    "Rule",
+    "group_key",
+    "live_groups",
+    "paid",
+]
 GUESS_LIMIT = 16  # whole numbers up to this magnitude (and bools) are answers a student can name blind
 GUESS_ALPHA = 0.01  # a guess may make a group live with at most this probability
 
@@ -61,7 +72,7 @@ def split_cents(total_cents: int, weights: Sequence[float]) -> list[int]:
     raw = [w * scale for w in weights]
     parts = [int(r) for r in raw]
     order = sorted(range(len(raw)), key=lambda i: (-(raw[i] - parts[i]), i))
-    for i in order[:total_cents - sum(parts)]:
+    for i in order[: total_cents - sum(parts)]:
         parts[i] += 1
     return parts
 
@@ -86,7 +97,7 @@ def case_cents(points: float, public_share: float, public: Sequence[Case], hidde
     public_total, hidden_total = exercise_cents(points, public_share, bool(public))
     shares: dict[str, int] = {}
     for group, cents in ((public, public_total), (hidden, hidden_total)):
-        for case, part in zip(group, split_cents(cents, [c.points for c in group])):
+        for case, part in zip(group, split_cents(cents, [c.points for c in group]), strict=False):
             shares[case.id] = part
     return shares
 
@@ -104,6 +115,7 @@ def cents_to_points(cents: int) -> float:
 
 # ---------------------------------------------------------------------------------------------
 # Answer classes and group rules (computed from the answer key by `python -m autograder expected`).
+
 
 def answer_classes(cases: Sequence[Case], answers: Mapping[str, Any]) -> dict[str, int]:
     """Case id -> class number: cases of one group with the same answer share it.
@@ -165,11 +177,16 @@ def scaled_twin(case: Case, answer: Any, public: Sequence[tuple[Case, Any]]) -> 
         return False
     here = list(case.args) + [case.kwargs[k] for k in sorted(case.kwargs)]
     for other, other_answer in public:
-        if other.func != case.func or other.harness or other.raises or len(other.args) != len(case.args) \
-                or sorted(other.kwargs) != sorted(case.kwargs):
+        if (
+            other.func != case.func
+            or other.harness
+            or other.raises
+            or len(other.args) != len(case.args)
+            or sorted(other.kwargs) != sorted(case.kwargs)
+        ):
             continue
         there = list(other.args) + [other.kwargs[k] for k in sorted(other.kwargs)]
-        differ = [i for i, (a, b) in enumerate(zip(here, there)) if type(a) is not type(b) or a != b]
+        differ = [i for i, (a, b) in enumerate(zip(here, there, strict=False)) if type(a) is not type(b) or a != b]
         if len(differ) != 1 or not (_number(here[differ[0]]) and _number(there[differ[0]])):
             continue
         base = decode(other_answer)
@@ -194,15 +211,16 @@ def guessable(answer: Any) -> bool:
     value = decode(answer)
     if type(value) is bool:
         return True
-    return type(value) in (int, float) and math.isfinite(value) and float(value).is_integer() \
-        and abs(value) <= GUESS_LIMIT
+    return (
+        type(value) in (int, float) and math.isfinite(value) and float(value).is_integer() and abs(value) <= GUESS_LIMIT
+    )
 
 
 def _tail(probabilities: Sequence[float], at_least: int) -> float:
     """P(at least `at_least` successes) of independent trials with these success probabilities."""
     dist = [1.0]
     for p in probabilities:
-        dist = [a * (1 - p) + b * p for a, b in zip(dist + [0.0], [0.0] + dist)]
+        dist = [a * (1 - p) + b * p for a, b in zip(dist + [0.0], [0.0] + dist, strict=False)]
     return sum(dist[at_least:])
 
 
@@ -218,8 +236,7 @@ def chance_threshold(guess_classes: Sequence[int], alpha: float = GUESS_ALPHA) -
     if not guess_classes:
         return 0
     counts = {c: guess_classes.count(c) for c in set(guess_classes)}
-    models = ([1 / len(counts)] * len(guess_classes),
-              [counts[c] / len(guess_classes) for c in guess_classes])
+    models = ([1 / len(counts)] * len(guess_classes), [counts[c] / len(guess_classes) for c in guess_classes])
     need = max(counts.values()) + 1
     while any(_tail(m, need) > alpha for m in models):
         need += 1
@@ -235,9 +252,14 @@ def rule_from_data(data: Mapping[str, Any]) -> Rule:
     return Rule(data["rule"], tuple(data["uses"]), int(data.get("min_passed", 0)))
 
 
-def group_rules(ex_id: str, hidden: Sequence[Case], classes: Mapping[str, int],
-                all_cases: Sequence[Case], echo: Mapping[str, bool],
-                guess: Optional[Mapping[str, bool]] = None) -> dict[str, Rule]:
+def group_rules(
+    ex_id: str,
+    hidden: Sequence[Case],
+    classes: Mapping[str, int],
+    all_cases: Sequence[Case],
+    echo: Mapping[str, bool],
+    guess: Mapping[str, bool] | None = None,
+) -> dict[str, Rule]:
     """Group key -> rule for one exercise; raises CaseListError when a group could never be live.
 
     guess: case id -> whether its answer is `guessable` (default: none is).
@@ -251,8 +273,9 @@ def group_rules(ex_id: str, hidden: Sequence[Case], classes: Mapping[str, int],
         uses = tuple(sorted({u for c in members for u in c.uses}))
         if key.startswith("harness:"):
             if not uses:
-                raise CaseListError(f"{ex_id}: harness cases {key[8:]} must declare the functions they drive "
-                                    "(Case.uses)")
+                raise CaseListError(
+                    f"{ex_id}: harness cases {key[8:]} must declare the functions they drive (Case.uses)"
+                )
             unknown = [u for u in uses if u not in groups]
             if unknown:
                 raise CaseListError(f"{ex_id}: {key[8:]} uses {unknown}, which have no cases of their own")
@@ -260,14 +283,18 @@ def group_rules(ex_id: str, hidden: Sequence[Case], classes: Mapping[str, int],
         evidence = [c for c in hidden if group_key(c) == key and not c.raises and not echo[c.id]]
         need = chance_threshold([classes[c.id] for c in evidence if guess and guess.get(c.id)])
         if len(valid) >= 2 and need > len(evidence):
-            raise CaseListError(f"{ex_id}: {key} has {len(evidence)} hidden valid-input cases that are no echo, "
-                                f"but beating a guess of its guessable answers needs {need} passed")
+            raise CaseListError(
+                f"{ex_id}: {key} has {len(evidence)} hidden valid-input cases that are no echo, "
+                f"but beating a guess of its guessable answers needs {need} passed"
+            )
         if len(valid) >= 2:
             rules[key] = Rule(TWO_ANSWERS, uses, need)
         elif any_valid and invalid and not key.startswith("harness:"):
             rules[key] = Rule(VALID_AND_INVALID, uses)
         else:
-            raise CaseListError(f"{ex_id}: {key} needs hidden valid-input cases with two different answers (or, "
-                                "for a function with a single answer, hidden valid and invalid cases): "
-                                f"it has {len(valid)} distinct hidden answer(s) and {len(invalid)} invalid case(s)")
+            raise CaseListError(
+                f"{ex_id}: {key} needs hidden valid-input cases with two different answers (or, "
+                "for a function with a single answer, hidden valid and invalid cases): "
+                f"it has {len(valid)} distinct hidden answer(s) and {len(invalid)} invalid case(s)"
+            )
     return rules

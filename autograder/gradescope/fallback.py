@@ -33,35 +33,47 @@ def readable_results(path: Path) -> dict[str, Any] | None:
         return None
     if tests is not None and not (isinstance(tests, list) and all(isinstance(t, dict) for t in tests)):
         return None
-    if score is not None and not (isinstance(score, (int, float)) and not isinstance(score, bool)
-                                  and math.isfinite(score)):
+    if score is not None and not (
+        isinstance(score, (int, float)) and not isinstance(score, bool) and math.isfinite(score)
+    ):
         return None
     return data
 
 
 def failure_results(reason: str, log_tail: str = "", max_score: float = 100.0) -> dict[str, Any]:
     """Results for a run the grader could not finish: 0 points, the reason visible, the log hidden."""
-    tests: list[dict[str, Any]] = [{
-        "name": "Autograder run",
-        "score": 0.0,
-        "max_score": float(max_score),
-        "status": "failed",
-        "visibility": "visible",
-        "output": (f"The autograder could not grade this submission: {reason}. "
-                   "This is not a verdict on your code: please resubmit once, and if the problem "
-                   "persists, tell the course staff."),
-    }]
-    if log_tail:
-        tests.append({
-            "name": "Autograder log (staff only)",
+    tests: list[dict[str, Any]] = [
+        {
+            "name": "Autograder run",
             "score": 0.0,
-            "max_score": 0.0,
+            "max_score": float(max_score),
             "status": "failed",
-            "visibility": "hidden",
-            "output": log_tail[-LOG_TAIL_CHARS:],
-        })
-    return {"score": 0.0, "output": f"Grading failed: {reason}.", "visibility": "visible",
-            "stdout_visibility": "hidden", "tests": tests}
+            "visibility": "visible",
+            "output": (
+                f"The autograder could not grade this submission: {reason}. "
+                "This is not a verdict on your code: please resubmit once, and if the problem "
+                "persists, tell the course staff."
+            ),
+        }
+    ]
+    if log_tail:
+        tests.append(
+            {
+                "name": "Autograder log (staff only)",
+                "score": 0.0,
+                "max_score": 0.0,
+                "status": "failed",
+                "visibility": "hidden",
+                "output": log_tail[-LOG_TAIL_CHARS:],
+            }
+        )
+    return {
+        "score": 0.0,
+        "output": f"Grading failed: {reason}.",
+        "visibility": "visible",
+        "stdout_visibility": "hidden",
+        "tests": tests,
+    }
 
 
 def describe_status(status: int) -> str:
@@ -96,8 +108,7 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     kept = ensure_results(args.results, args.log, args.status)
     if not kept:
-        print(f"[run_autograder] grader failed (status {args.status}); wrote fallback {args.results}",
-              file=sys.stderr)
+        print(f"[run_autograder] grader failed (status {args.status}); wrote fallback {args.results}", file=sys.stderr)
     return 0
 
 

@@ -33,8 +33,9 @@ hidden case, and are stored as data; the case files never compute an expected va
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any
 
 import hypothesis
 from hypothesis import HealthCheck, Phase, given, settings

@@ -27,12 +27,36 @@ _DEVICES = (
 CASES = []
 for label, price, tflops, bw, cap in _DEVICES:
     CASES += [
-        Case(f"ex01.usd_per_gb.{label}", "usd_per_gb", (price, cap), rel_tol=1e-9, tol_note=EXACT,
-             unit="$ per GB", hint=f"price / capacity; {GIB_HINT}", points=1.0),
-        Case(f"ex01.usd_per_gb_per_s.{label}", "usd_per_gb_per_s", (price, bw), rel_tol=1e-9, tol_note=EXACT,
-             unit="$ per GB/s", hint="price / bandwidth in GB/s (3.35 TB/s is 3350 GB/s)", points=1.0),
-        Case(f"ex01.per_thousand_usd.{label}", "per_thousand_usd", (price, tflops, bw, cap), rel_tol=1e-9,
-             tol_note=EXACT, unit="resource per $1000", hint=KEYS_HINT, points=1.5),
+        Case(
+            f"ex01.usd_per_gb.{label}",
+            "usd_per_gb",
+            (price, cap),
+            rel_tol=1e-9,
+            tol_note=EXACT,
+            unit="$ per GB",
+            hint=f"price / capacity; {GIB_HINT}",
+            points=1.0,
+        ),
+        Case(
+            f"ex01.usd_per_gb_per_s.{label}",
+            "usd_per_gb_per_s",
+            (price, bw),
+            rel_tol=1e-9,
+            tol_note=EXACT,
+            unit="$ per GB/s",
+            hint="price / bandwidth in GB/s (3.35 TB/s is 3350 GB/s)",
+            points=1.0,
+        ),
+        Case(
+            f"ex01.per_thousand_usd.{label}",
+            "per_thousand_usd",
+            (price, tflops, bw, cap),
+            rel_tol=1e-9,
+            tol_note=EXACT,
+            unit="resource per $1000",
+            hint=KEYS_HINT,
+            points=1.5,
+        ),
     ]
 
 # Seeded random devices over several orders of magnitude (log-uniform), so no answer can be memorised.
@@ -40,12 +64,36 @@ _rng = np.random.default_rng(20250101)
 for i in range(3):
     price, tflops, bw, cap = (float(x) for x in 10.0 ** _rng.uniform([2, -1, 0, -1], [6, 4, 4, 4]))
     CASES += [
-        Case(f"ex01.usd_per_gb.random{i}", "usd_per_gb", (price, cap), rel_tol=1e-9, tol_note=EXACT,
-             unit="$ per GB", hint="price / capacity, both as given (no unit conversion)", points=0.5),
-        Case(f"ex01.usd_per_gb_per_s.random{i}", "usd_per_gb_per_s", (price, bw), rel_tol=1e-9,
-             tol_note=EXACT, unit="$ per GB/s", hint="price / bandwidth, both as given", points=0.5),
-        Case(f"ex01.per_thousand_usd.random{i}", "per_thousand_usd", (price, tflops, bw, cap), rel_tol=1e-9,
-             tol_note=EXACT, unit="resource per $1000", hint=KEYS_HINT, points=0.5),
+        Case(
+            f"ex01.usd_per_gb.random{i}",
+            "usd_per_gb",
+            (price, cap),
+            rel_tol=1e-9,
+            tol_note=EXACT,
+            unit="$ per GB",
+            hint="price / capacity, both as given (no unit conversion)",
+            points=0.5,
+        ),
+        Case(
+            f"ex01.usd_per_gb_per_s.random{i}",
+            "usd_per_gb_per_s",
+            (price, bw),
+            rel_tol=1e-9,
+            tol_note=EXACT,
+            unit="$ per GB/s",
+            hint="price / bandwidth, both as given",
+            points=0.5,
+        ),
+        Case(
+            f"ex01.per_thousand_usd.random{i}",
+            "per_thousand_usd",
+            (price, tflops, bw, cap),
+            rel_tol=1e-9,
+            tol_note=EXACT,
+            unit="resource per $1000",
+            hint=KEYS_HINT,
+            points=0.5,
+        ),
     ]
 
 # Invalid input: each argument in turn, zero, negative, nan and infinity.
@@ -60,9 +108,17 @@ _INVALID = (
     ("per_thousand_usd", "capacity_zero", (15000.0, 312.0, 2000.0, 0.0)),
 )
 for func, what, args in _INVALID:
-    CASES.append(Case(f"ex01.{func}.invalid_{what}", func, args, raises="ValueError", points=0.5,
-                      hint="every argument must be a finite number > 0: check each one and raise ValueError "
-                           "naming it (not ZeroDivisionError, not a negative or nan result)"))
+    CASES.append(
+        Case(
+            f"ex01.{func}.invalid_{what}",
+            func,
+            args,
+            raises="ValueError",
+            points=0.5,
+            hint="every argument must be a finite number > 0: check each one and raise ValueError "
+            "naming it (not ZeroDivisionError, not a negative or nan result)",
+        )
+    )
 
 # Resources below 1 unit are valid (the rule is > 0, not > 1): a hard disk streams ~0.28 GB/s, and a
 # sub-dollar price per unit must not be mistaken for an invalid input.
@@ -73,13 +129,36 @@ _BELOW_ONE = (
 )
 for label, price, tflops, bw, cap in _BELOW_ONE:
     CASES += [
-        Case(f"ex01.usd_per_gb.{label}", "usd_per_gb", (price, cap), rel_tol=1e-9, tol_note=EXACT,
-             unit="$ per GB", hint="values below 1 are valid: the rule is > 0 (not >= 1)", points=0.5),
-        Case(f"ex01.usd_per_gb_per_s.{label}", "usd_per_gb_per_s", (price, bw), rel_tol=1e-9, tol_note=EXACT,
-             unit="$ per GB/s", hint="a bandwidth below 1 GB/s (an HDD streams ~0.285 GB/s) is valid: the rule "
-                                     "is > 0 (not >= 1)", points=0.5),
-        Case(f"ex01.per_thousand_usd.{label}", "per_thousand_usd", (price, tflops, bw, cap), rel_tol=1e-9,
-             tol_note=EXACT, unit="resource per $1000", hint=KEYS_HINT + "; values below 1 are valid", points=0.5),
+        Case(
+            f"ex01.usd_per_gb.{label}",
+            "usd_per_gb",
+            (price, cap),
+            rel_tol=1e-9,
+            tol_note=EXACT,
+            unit="$ per GB",
+            hint="values below 1 are valid: the rule is > 0 (not >= 1)",
+            points=0.5,
+        ),
+        Case(
+            f"ex01.usd_per_gb_per_s.{label}",
+            "usd_per_gb_per_s",
+            (price, bw),
+            rel_tol=1e-9,
+            tol_note=EXACT,
+            unit="$ per GB/s",
+            hint="a bandwidth below 1 GB/s (an HDD streams ~0.285 GB/s) is valid: the rule is > 0 (not >= 1)",
+            points=0.5,
+        ),
+        Case(
+            f"ex01.per_thousand_usd.{label}",
+            "per_thousand_usd",
+            (price, tflops, bw, cap),
+            rel_tol=1e-9,
+            tol_note=EXACT,
+            unit="resource per $1000",
+            hint=KEYS_HINT + "; values below 1 are valid",
+            points=0.5,
+        ),
     ]
 
 # Hypothesis-generated devices (autograder/tests/_generated.py: derandomized, so the same inputs on every
@@ -88,13 +167,41 @@ for label, price, tflops, bw, cap in _BELOW_ONE:
 _PRICE, _RESOURCE = magnitudes(0, 6), magnitudes(-1, 4)
 _PAIRS = examples(st.tuples(_PRICE, _RESOURCE), 4)  # one list, split between the two price-per-unit functions
 for i, (price, cap) in enumerate(_PAIRS[:2]):
-    CASES.append(Case(f"ex01.usd_per_gb.hyp_{i}", "usd_per_gb", (price, cap), rel_tol=1e-9, tol_note=EXACT,
-                      unit="$ per GB", hint="price / capacity, both as given (no unit conversion); values below "
-                                            "1 are valid", points=0.5))
+    CASES.append(
+        Case(
+            f"ex01.usd_per_gb.hyp_{i}",
+            "usd_per_gb",
+            (price, cap),
+            rel_tol=1e-9,
+            tol_note=EXACT,
+            unit="$ per GB",
+            hint="price / capacity, both as given (no unit conversion); values below 1 are valid",
+            points=0.5,
+        )
+    )
 for i, (price, bw) in enumerate(_PAIRS[2:]):
-    CASES.append(Case(f"ex01.usd_per_gb_per_s.hyp_{i}", "usd_per_gb_per_s", (price, bw), rel_tol=1e-9,
-                      tol_note=EXACT, unit="$ per GB/s", hint="price / bandwidth, both as given; values below 1 "
-                                                              "are valid", points=0.5))
+    CASES.append(
+        Case(
+            f"ex01.usd_per_gb_per_s.hyp_{i}",
+            "usd_per_gb_per_s",
+            (price, bw),
+            rel_tol=1e-9,
+            tol_note=EXACT,
+            unit="$ per GB/s",
+            hint="price / bandwidth, both as given; values below 1 are valid",
+            points=0.5,
+        )
+    )
 for i, args in enumerate(examples(st.tuples(_PRICE, _RESOURCE, _RESOURCE, _RESOURCE), 2)):
-    CASES.append(Case(f"ex01.per_thousand_usd.hyp_{i}", "per_thousand_usd", args, rel_tol=1e-9, tol_note=EXACT,
-                      unit="resource per $1000", hint=KEYS_HINT, points=0.5))
+    CASES.append(
+        Case(
+            f"ex01.per_thousand_usd.hyp_{i}",
+            "per_thousand_usd",
+            args,
+            rel_tol=1e-9,
+            tol_note=EXACT,
+            unit="resource per $1000",
+            hint=KEYS_HINT,
+            points=0.5,
+        )
+    )

@@ -5,6 +5,8 @@ from each model's published config.json (layers, KV heads, head_dim); weight byt
 x bytes per parameter.
 """
 
+from typing import Any
+
 import numpy as np
 from hypothesis import strategies as st
 
@@ -13,10 +15,14 @@ from hetero.checks import Case
 
 EXACT = "products and one subtraction of exact inputs: correct code agrees to ~1e-15; 1e-9 allows only that"
 INT = "a count of whole tokens or requests: exact integer (floor), no tolerance"
-KV_HINT = ("2 (one K and one V) x layers x KV heads (not query heads) x head_dim x bytes per element; "
-           "bytes_per_elem can be 1 (FP8) or 0.5 (4-bit)")
-HBM_HINT = ("(num_gpus x hbm_per_gpu_gb x 1e9 - weight_bytes) x (1 - headroom_frac): GB are 1e9 bytes, subtract "
-            "the weights before taking the headroom")
+KV_HINT = (
+    "2 (one K and one V) x layers x KV heads (not query heads) x head_dim x bytes per element; "
+    "bytes_per_elem can be 1 (FP8) or 0.5 (4-bit)"
+)
+HBM_HINT = (
+    "(num_gpus x hbm_per_gpu_gb x 1e9 - weight_bytes) x (1 - headroom_frac): GB are 1e9 bytes, subtract "
+    "the weights before taking the headroom"
+)
 FLOOR_HINT = "round down to whole tokens / requests and return an int (not round(), not a float)"
 
 # (label, num_layers, num_kv_heads, head_dim, bytes_per_elem)
@@ -29,8 +35,16 @@ _KV_MODELS = (
     ("llama31_70b_int4", 80, 8, 128, 0.5),  # the lecture's model with a 4-bit KV cache
 )
 CASES = [
-    Case(f"ex02.kv_bytes_per_token.{label}", "kv_bytes_per_token", (layers, kv_heads, head_dim, b),
-         rel_tol=1e-9, tol_note=EXACT, unit="bytes per token", hint=KV_HINT, points=1.5)
+    Case(
+        f"ex02.kv_bytes_per_token.{label}",
+        "kv_bytes_per_token",
+        (layers, kv_heads, head_dim, b),
+        rel_tol=1e-9,
+        tol_note=EXACT,
+        unit="bytes per token",
+        hint=KV_HINT,
+        points=1.5,
+    )
     for label, layers, kv_heads, head_dim, b in _KV_MODELS
 ]
 
@@ -43,15 +57,31 @@ _HBM = (
     ("eight_h800_qwen3_235b", 8, 80.0, 470.2e9, 0.15),  # Qwen3-235B-A22B BF16 on 8 x H800
 )
 CASES += [
-    Case(f"ex02.hbm_for_kv_bytes.{label}", "hbm_for_kv_bytes", (n, gb, w, h), rel_tol=1e-9, tol_note=EXACT,
-         unit="bytes", hint=HBM_HINT, points=1.5)
+    Case(
+        f"ex02.hbm_for_kv_bytes.{label}",
+        "hbm_for_kv_bytes",
+        (n, gb, w, h),
+        rel_tol=1e-9,
+        tol_note=EXACT,
+        unit="bytes",
+        hint=HBM_HINT,
+        points=1.5,
+    )
     for label, n, gb, w, h in _HBM
 ]
-CASES.append(Case("ex02.hbm_for_kv_bytes.exactly_full", "hbm_for_kv_bytes", (1, 24.0, 24e9, 0.10),
-                  rel_tol=1e-9, abs_tol=1.0,
-                  tol_note="expected 0 B; 1 byte of absolute slack absorbs float rounding of 24e9 - 24e9",
-                  unit="bytes", hint="weights that exactly fill the HBM leave 0 bytes: that is valid, not an error",
-                  points=0.5))
+CASES.append(
+    Case(
+        "ex02.hbm_for_kv_bytes.exactly_full",
+        "hbm_for_kv_bytes",
+        (1, 24.0, 24e9, 0.10),
+        rel_tol=1e-9,
+        abs_tol=1.0,
+        tol_note="expected 0 B; 1 byte of absolute slack absorbs float rounding of 24e9 - 24e9",
+        unit="bytes",
+        hint="weights that exactly fill the HBM leave 0 bytes: that is valid, not an error",
+        points=0.5,
+    )
+)
 
 # (label, free_bytes, kv_bytes_per_token)
 _CAPACITY = (
@@ -64,8 +94,16 @@ _CAPACITY = (
     ("qwen3_one_gpu", 40e9, 192512.0),
 )
 CASES += [
-    Case(f"ex02.kv_capacity_tokens.{label}", "kv_capacity_tokens", (free, kv), rel_tol=0.0, tol_note=INT,
-         unit="tokens", hint=FLOOR_HINT, points=1.5 if "short" in label or "exact" in label else 1.0)
+    Case(
+        f"ex02.kv_capacity_tokens.{label}",
+        "kv_capacity_tokens",
+        (free, kv),
+        rel_tol=0.0,
+        tol_note=INT,
+        unit="tokens",
+        hint=FLOOR_HINT,
+        points=1.5 if "short" in label or "exact" in label else 1.0,
+    )
     for label, free, kv in _CAPACITY
 ]
 
@@ -79,8 +117,16 @@ _REQUESTS = (
     ("short_chats", 1370544, 512.0),
 )
 CASES += [
-    Case(f"ex02.requests_that_fit.{label}", "requests_that_fit", (cap, mean), rel_tol=0.0, tol_note=INT,
-         unit="requests", hint=FLOOR_HINT, points=1.0)
+    Case(
+        f"ex02.requests_that_fit.{label}",
+        "requests_that_fit",
+        (cap, mean),
+        rel_tol=0.0,
+        tol_note=INT,
+        unit="requests",
+        hint=FLOOR_HINT,
+        points=1.0,
+    )
     for label, cap, mean in _REQUESTS
 ]
 
@@ -97,15 +143,46 @@ for i in range(3):
     free = (n_gpus * hbm_gb * 1e9 - weights) * (1 - headroom)
     kv = 2.0 * layers * kv_heads * head_dim * 2.0
     CASES += [
-        Case(f"ex02.kv_bytes_per_token.random{i}", "kv_bytes_per_token", (layers, kv_heads, head_dim, 2.0),
-             rel_tol=1e-9, tol_note=EXACT, unit="bytes per token", hint=KV_HINT, points=0.5),
-        Case(f"ex02.hbm_for_kv_bytes.random{i}", "hbm_for_kv_bytes", (n_gpus, hbm_gb, weights, headroom),
-             rel_tol=1e-9, tol_note=EXACT, unit="bytes", hint=HBM_HINT, points=0.5),
-        Case(f"ex02.kv_capacity_tokens.random{i}", "kv_capacity_tokens", (free, kv), rel_tol=0.0, tol_note=INT,
-             unit="tokens", hint=FLOOR_HINT, points=0.5),
-        Case(f"ex02.requests_that_fit.random{i}", "requests_that_fit",
-             (int(free // kv), float(_rng.uniform(500, 20000))), rel_tol=0.0, tol_note=INT, unit="requests",
-             hint=FLOOR_HINT, points=0.5),
+        Case(
+            f"ex02.kv_bytes_per_token.random{i}",
+            "kv_bytes_per_token",
+            (layers, kv_heads, head_dim, 2.0),
+            rel_tol=1e-9,
+            tol_note=EXACT,
+            unit="bytes per token",
+            hint=KV_HINT,
+            points=0.5,
+        ),
+        Case(
+            f"ex02.hbm_for_kv_bytes.random{i}",
+            "hbm_for_kv_bytes",
+            (n_gpus, hbm_gb, weights, headroom),
+            rel_tol=1e-9,
+            tol_note=EXACT,
+            unit="bytes",
+            hint=HBM_HINT,
+            points=0.5,
+        ),
+        Case(
+            f"ex02.kv_capacity_tokens.random{i}",
+            "kv_capacity_tokens",
+            (free, kv),
+            rel_tol=0.0,
+            tol_note=INT,
+            unit="tokens",
+            hint=FLOOR_HINT,
+            points=0.5,
+        ),
+        Case(
+            f"ex02.requests_that_fit.random{i}",
+            "requests_that_fit",
+            (int(free // kv), float(_rng.uniform(500, 20000))),
+            rel_tol=0.0,
+            tol_note=INT,
+            unit="requests",
+            hint=FLOOR_HINT,
+            points=0.5,
+        ),
     ]
 
 _INVALID = (
@@ -122,9 +199,15 @@ _INVALID = (
     ("requests_that_fit", "zero_mean", (1370544, 0.0)),
 )
 CASES += [
-    Case(f"ex02.{func}.invalid_{what}", func, args, raises="ValueError", points=0.5,
-         hint="check the argument ranges in the docstring and raise ValueError naming the argument "
-              "(weights larger than the HBM, headroom outside [0, 1), zero or negative sizes)")
+    Case(
+        f"ex02.{func}.invalid_{what}",
+        func,
+        args,
+        raises="ValueError",
+        points=0.5,
+        hint="check the argument ranges in the docstring and raise ValueError naming the argument "
+        "(weights larger than the HBM, headroom outside [0, 1), zero or negative sizes)",
+    )
     for func, what, args in _INVALID
 ]
 
@@ -138,14 +221,28 @@ _VALID_EDGES = (
     ("requests_that_fit", "sub_token_mean", (10, 0.5)),  # mean_tokens_per_request below 1 is still > 0
 )
 for func, what, args in _VALID_EDGES:
-    tol = (dict(rel_tol=0.0, tol_note=INT) if func in ("kv_capacity_tokens", "requests_that_fit")
-           else dict(rel_tol=1e-9, tol_note=EXACT))
-    CASES.append(Case(f"ex02.{func}.edge_{what}", func, args, points=0.5,
-                      unit={"kv_bytes_per_token": "bytes per token", "hbm_for_kv_bytes": "bytes",
-                            "kv_capacity_tokens": "tokens", "requests_that_fit": "requests"}[func],
-                      hint="a value at the edge of the docstring's valid range (0 weights, sizes below 1) is "
-                           "valid: compare with > 0 or >= 0 exactly as the docstring says, not >= 1",
-                      **tol))
+    tol: dict[str, Any] = (
+        dict(rel_tol=0.0, tol_note=INT)
+        if func in ("kv_capacity_tokens", "requests_that_fit")
+        else dict(rel_tol=1e-9, tol_note=EXACT)
+    )
+    CASES.append(
+        Case(
+            f"ex02.{func}.edge_{what}",
+            func,
+            args,
+            points=0.5,
+            unit={
+                "kv_bytes_per_token": "bytes per token",
+                "hbm_for_kv_bytes": "bytes",
+                "kv_capacity_tokens": "tokens",
+                "requests_that_fit": "requests",
+            }[func],
+            hint="a value at the edge of the docstring's valid range (0 weights, sizes below 1) is "
+            "valid: compare with > 0 or >= 0 exactly as the docstring says, not >= 1",
+            **tol,
+        )
+    )
 
 _INVALID_EDGES = (
     ("kv_bytes_per_token", "zero_bytes", (80, 8, 128, 0.0)),
@@ -158,9 +255,15 @@ _INVALID_EDGES = (
     ("requests_that_fit", "nan_mean", (1370544, float("nan"))),
 )
 CASES += [
-    Case(f"ex02.{func}.invalid_{what}", func, args, raises="ValueError", points=0.5,
-         hint="zero sizes, infinities and nan are invalid: check `math.isfinite(x) and x > 0` (or >= 0 where the "
-              "docstring allows 0) and raise ValueError naming the argument")
+    Case(
+        f"ex02.{func}.invalid_{what}",
+        func,
+        args,
+        raises="ValueError",
+        points=0.5,
+        hint="zero sizes, infinities and nan are invalid: check `math.isfinite(x) and x > 0` (or >= 0 where the "
+        "docstring allows 0) and raise ValueError naming the argument",
+    )
     for func, what, args in _INVALID_EDGES
 ]
 
@@ -168,10 +271,24 @@ CASES += [
 # the expected values come from the answer key. Sizes are built so that the floors and the weights-fit check
 # are decided by exact arithmetic: HBM in half-GB steps and integer weight bytes (exact in any multiplication
 # order), free bytes at, one byte below or one byte above a whole number of tokens.
-for i, args in enumerate(examples(st.tuples(st.integers(1, 256), st.integers(1, 128), st.integers(1, 512),
-                                            st.sampled_from([0.5, 1.0, 2.0, 4.0])), 1)):
-    CASES.append(Case(f"ex02.kv_bytes_per_token.hyp_{i}", "kv_bytes_per_token", args, rel_tol=1e-9,
-                      tol_note=EXACT, unit="bytes per token", hint=KV_HINT, points=0.5))
+for i, args in enumerate(
+    examples(
+        st.tuples(st.integers(1, 256), st.integers(1, 128), st.integers(1, 512), st.sampled_from([0.5, 1.0, 2.0, 4.0])),
+        1,
+    )
+):
+    CASES.append(
+        Case(
+            f"ex02.kv_bytes_per_token.hyp_{i}",
+            "kv_bytes_per_token",
+            args,
+            rel_tol=1e-9,
+            tol_note=EXACT,
+            unit="bytes per token",
+            hint=KV_HINT,
+            points=0.5,
+        )
+    )
 
 
 @st.composite
@@ -184,9 +301,19 @@ def _hbm_args(draw):
 
 
 for i, args in enumerate(examples(_hbm_args(), 2)):
-    CASES.append(Case(f"ex02.hbm_for_kv_bytes.hyp_{i}", "hbm_for_kv_bytes", args, rel_tol=1e-9, abs_tol=1.0,
-                      tol_note=EXACT + "; 1 byte of absolute slack for a result of 0 (weights exactly fill the HBM)",
-                      unit="bytes", hint=HBM_HINT, points=0.5))
+    CASES.append(
+        Case(
+            f"ex02.hbm_for_kv_bytes.hyp_{i}",
+            "hbm_for_kv_bytes",
+            args,
+            rel_tol=1e-9,
+            abs_tol=1.0,
+            tol_note=EXACT + "; 1 byte of absolute slack for a result of 0 (weights exactly fill the HBM)",
+            unit="bytes",
+            hint=HBM_HINT,
+            points=0.5,
+        )
+    )
 
 
 @st.composite
@@ -198,8 +325,18 @@ def _capacity_args(draw):
 
 
 for i, args in enumerate(examples(_capacity_args(), 2)):
-    CASES.append(Case(f"ex02.kv_capacity_tokens.hyp_{i}", "kv_capacity_tokens", args, rel_tol=0.0, tol_note=INT,
-                      unit="tokens", hint=FLOOR_HINT, points=0.5))
+    CASES.append(
+        Case(
+            f"ex02.kv_capacity_tokens.hyp_{i}",
+            "kv_capacity_tokens",
+            args,
+            rel_tol=0.0,
+            tol_note=INT,
+            unit="tokens",
+            hint=FLOOR_HINT,
+            points=0.5,
+        )
+    )
 
 
 @st.composite
@@ -211,5 +348,15 @@ def _requests_args(draw):
 
 
 for i, args in enumerate(examples(_requests_args(), 1)):
-    CASES.append(Case(f"ex02.requests_that_fit.hyp_{i}", "requests_that_fit", args, rel_tol=0.0, tol_note=INT,
-                      unit="requests", hint=FLOOR_HINT, points=0.5))
+    CASES.append(
+        Case(
+            f"ex02.requests_that_fit.hyp_{i}",
+            "requests_that_fit",
+            args,
+            rel_tol=0.0,
+            tol_note=INT,
+            unit="requests",
+            hint=FLOOR_HINT,
+            points=0.5,
+        )
+    )

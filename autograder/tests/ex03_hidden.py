@@ -13,13 +13,17 @@ from hetero.checks import Case, Gen
 COUNT = "a count of blocks: an int, compared exactly"
 RATIO = "one division of two counts: correct code agrees to ~1e-16; 1e-9 allows only float rounding"
 INDEX = "an instance index: an int, compared exactly"
-SIM = ("a deterministic simulation driven by your function: the same decisions reproduce every figure to "
-       "float rounding (1e-9); a different decision anywhere changes them by far more")
+SIM = (
+    "a deterministic simulation driven by your function: the same decisions reproduce every figure to "
+    "float rounding (1e-9); a different decision anywhere changes them by far more"
+)
 DISTINCT_HINT = "count distinct block ids across all instances (a set union), not the total held"
 DUP_HINT = "total blocks held / distinct blocks held (>= 1.0), not its inverse"
-TTFT_HINT = ("each instance's estimate must count its queue, the pool blocks it fetches beyond its own hits "
-             "(at the transfer rate, not at prefill cost) and the blocks it still has to prefill; the smallest "
-             "estimate wins and ties go to the lowest index")
+TTFT_HINT = (
+    "each instance's estimate must count its queue, the pool blocks it fetches beyond its own hits "
+    "(at the transfer rate, not at prefill cost) and the blocks it still has to prefill; the smallest "
+    "estimate wins and ties go to the lowest index"
+)
 
 # Random clusters built where the case runs (hetero.kvcache's "kvcache.cluster" builder).
 # (label, seed, instances, max blocks per instance, id range, empty instances)
@@ -31,40 +35,112 @@ _CLUSTERS = [
     ("16x_small", 3005, 16, 12, 20, 3),
 ]
 CASES = [
-    Case(f"ex03.effective_capacity_blocks.{label}", "effective_capacity_blocks",
-         (Gen("kvcache.cluster", {"seed": seed, "num_instances": n, "max_blocks": m, "id_range": r,
-                                  "empty_instances": e}),),
-         tol_note=COUNT, unit="blocks", hint=DISTINCT_HINT, points=1.0)
+    Case(
+        f"ex03.effective_capacity_blocks.{label}",
+        "effective_capacity_blocks",
+        (
+            Gen(
+                "kvcache.cluster",
+                {"seed": seed, "num_instances": n, "max_blocks": m, "id_range": r, "empty_instances": e},
+            ),
+        ),
+        tol_note=COUNT,
+        unit="blocks",
+        hint=DISTINCT_HINT,
+        points=1.0,
+    )
     for label, seed, n, m, r, e in _CLUSTERS
 ]
 CASES += [
-    Case("ex03.effective_capacity_blocks.all_empty", "effective_capacity_blocks", ([[], [], []],),
-         tol_note=COUNT, unit="blocks", hint="instances that hold nothing hold 0 distinct blocks", points=0.5),
-    Case("ex03.effective_capacity_blocks.no_instance", "effective_capacity_blocks", ([],), raises="ValueError",
-         hint="a cluster with no instance is invalid: raise ValueError naming instance_blocks", points=0.5),
-    Case("ex03.effective_capacity_blocks.duplicate_in_one_instance", "effective_capacity_blocks",
-         ([[1, 2, 2], [3]],), raises="ValueError",
-         hint="an instance holds a block at most once: a repeated id in one instance's list is invalid", points=0.5),
-    Case("ex03.effective_capacity_blocks.negative_id", "effective_capacity_blocks", ([[1, -2], [3]],),
-         raises="ValueError", hint="block ids are ints >= 0", points=0.5),
+    Case(
+        "ex03.effective_capacity_blocks.all_empty",
+        "effective_capacity_blocks",
+        ([[], [], []],),
+        tol_note=COUNT,
+        unit="blocks",
+        hint="instances that hold nothing hold 0 distinct blocks",
+        points=0.5,
+    ),
+    Case(
+        "ex03.effective_capacity_blocks.no_instance",
+        "effective_capacity_blocks",
+        ([],),
+        raises="ValueError",
+        hint="a cluster with no instance is invalid: raise ValueError naming instance_blocks",
+        points=0.5,
+    ),
+    Case(
+        "ex03.effective_capacity_blocks.duplicate_in_one_instance",
+        "effective_capacity_blocks",
+        ([[1, 2, 2], [3]],),
+        raises="ValueError",
+        hint="an instance holds a block at most once: a repeated id in one instance's list is invalid",
+        points=0.5,
+    ),
+    Case(
+        "ex03.effective_capacity_blocks.negative_id",
+        "effective_capacity_blocks",
+        ([[1, -2], [3]],),
+        raises="ValueError",
+        hint="block ids are ints >= 0",
+        points=0.5,
+    ),
 ]
 CASES += [
-    Case(f"ex03.duplication_factor.{label}", "duplication_factor",
-         (Gen("kvcache.cluster", {"seed": seed, "num_instances": n, "max_blocks": m, "id_range": r,
-                                  "empty_instances": e}),),
-         rel_tol=1e-9, tol_note=RATIO, unit="copies per block", hint=DUP_HINT, points=1.0)
+    Case(
+        f"ex03.duplication_factor.{label}",
+        "duplication_factor",
+        (
+            Gen(
+                "kvcache.cluster",
+                {"seed": seed, "num_instances": n, "max_blocks": m, "id_range": r, "empty_instances": e},
+            ),
+        ),
+        rel_tol=1e-9,
+        tol_note=RATIO,
+        unit="copies per block",
+        hint=DUP_HINT,
+        points=1.0,
+    )
     for label, seed, n, m, r, e in _CLUSTERS
 ]
 CASES += [
-    Case("ex03.duplication_factor.disjoint", "duplication_factor", ([[0, 1], [2, 3, 4], [5]],), rel_tol=1e-9,
-         tol_note=RATIO, unit="copies per block", hint="no block is held twice: exactly 1.0", points=0.5),
-    Case("ex03.duplication_factor.one_hot_block_everywhere", "duplication_factor",
-         ([[7], [7, 8], [7, 9], [7]],), rel_tol=1e-9, tol_note=RATIO, unit="copies per block",
-         hint="6 held / 3 distinct = 2.0", points=0.5),
-    Case("ex03.duplication_factor.all_empty", "duplication_factor", ([[], [], [], []],), raises="ValueError",
-         hint="nothing held: 0 / 0 is undefined, raise ValueError naming instance_blocks", points=0.5),
-    Case("ex03.duplication_factor.bool_id", "duplication_factor", ([[True, 2]],), raises="ValueError",
-         hint="block ids are ints >= 0; a bool is not a block id", points=0.5),
+    Case(
+        "ex03.duplication_factor.disjoint",
+        "duplication_factor",
+        ([[0, 1], [2, 3, 4], [5]],),
+        rel_tol=1e-9,
+        tol_note=RATIO,
+        unit="copies per block",
+        hint="no block is held twice: exactly 1.0",
+        points=0.5,
+    ),
+    Case(
+        "ex03.duplication_factor.one_hot_block_everywhere",
+        "duplication_factor",
+        ([[7], [7, 8], [7, 9], [7]],),
+        rel_tol=1e-9,
+        tol_note=RATIO,
+        unit="copies per block",
+        hint="6 held / 3 distinct = 2.0",
+        points=0.5,
+    ),
+    Case(
+        "ex03.duplication_factor.all_empty",
+        "duplication_factor",
+        ([[], [], [], []],),
+        raises="ValueError",
+        hint="nothing held: 0 / 0 is undefined, raise ValueError naming instance_blocks",
+        points=0.5,
+    ),
+    Case(
+        "ex03.duplication_factor.bool_id",
+        "duplication_factor",
+        ([[True, 2]],),
+        raises="ValueError",
+        hint="block ids are ints >= 0; a bool is not a block id",
+        points=0.5,
+    ),
 ]
 
 # Random Conductor decisions (seeded at build time). Queues are multiples of 1/4 and transfer rates
@@ -80,67 +156,174 @@ for _k in range(8):
     _rate = float(2 ** int(_rng.integers(0, 4)))
     _DISPATCH.append((f"random{_k}", _hits, _queued, _req, _pool, _rate))
 CASES += [
-    Case(f"ex03.ttft_dispatch.{label}", "ttft_dispatch", (hits, queued, req),
-         kwargs={"pool_hit_blocks": pool, "transfer_blocks_per_prefill_block": rate},
-         tol_note=INDEX, unit="instance index", hint=TTFT_HINT, points=1.0)
+    Case(
+        f"ex03.ttft_dispatch.{label}",
+        "ttft_dispatch",
+        (hits, queued, req),
+        kwargs={"pool_hit_blocks": pool, "transfer_blocks_per_prefill_block": rate},
+        tol_note=INDEX,
+        unit="instance index",
+        hint=TTFT_HINT,
+        points=1.0,
+    )
     for label, hits, queued, req, pool, rate in _DISPATCH
 ]
 CASES += [
-    Case("ex03.ttft_dispatch.default_transfer_rate", "ttft_dispatch", ([0, 10, 0], [1.0, 3.0, 0.5], 12),
-         kwargs={"pool_hit_blocks": 10}, tol_note=INDEX, unit="instance index",
-         hint="the default transfer rate is 5 blocks per prefill-block-time: estimates 5, 5, 4.5", points=1.0),
-    Case("ex03.ttft_dispatch.free_transfer", "ttft_dispatch", ([0, 20, 0], [3.0, 2.0, 1.0], 20),
-         kwargs={"pool_hit_blocks": 20, "transfer_blocks_per_prefill_block": math.inf}, tol_note=INDEX,
-         unit="instance index", hint="with free transfers only the queue matters", points=0.5),
-    Case("ex03.ttft_dispatch.all_tied", "ttft_dispatch", ([2, 2, 2, 2, 2], [1.5] * 5, 9), tol_note=INDEX,
-         unit="instance index", hint="all estimates equal: the lowest index (0) wins", points=1.0),
-    Case("ex03.ttft_dispatch.fractional_transfer", "ttft_dispatch", ([0, 0, 3], [0.3, 0.1, 0.0], 4),
-         kwargs={"pool_hit_blocks": 3, "transfer_blocks_per_prefill_block": 10.0}, tol_note=INDEX,
-         unit="instance index",
-         hint="estimates 1.6, 1.4, 1.0 prefill-block-times: instance 2 (transfer 3 / 10 blocks for the others)",
-         points=1.0),
-    Case("ex03.ttft_dispatch.single_instance", "ttft_dispatch", ([0], [100.0], 3), tol_note=INDEX,
-         unit="instance index", hint="one instance: it is always chosen (index 0)", points=0.5),
-    Case("ex03.ttft_dispatch.hit_above_request", "ttft_dispatch", ([5, 0], [0.0, 0.0], 4), raises="ValueError",
-         hint="a hit count cannot exceed request_blocks: raise ValueError naming hit_blocks", points=0.5),
-    Case("ex03.ttft_dispatch.negative_queue", "ttft_dispatch", ([0, 0], [1.0, -1.0], 4), raises="ValueError",
-         hint="queued work is >= 0: raise ValueError naming queued_blocks", points=0.5),
-    Case("ex03.ttft_dispatch.nan_queue", "ttft_dispatch", ([0, 0], [float("nan"), 1.0], 4), raises="ValueError",
-         hint="a NaN queue is invalid (it would compare false with everything)", points=0.5),
-    Case("ex03.ttft_dispatch.zero_request", "ttft_dispatch", ([0], [0.0], 0), raises="ValueError",
-         hint="request_blocks must be an int >= 1", points=0.5),
-    Case("ex03.ttft_dispatch.zero_transfer_rate", "ttft_dispatch", ([0, 4], [0.0, 0.0], 4),
-         kwargs={"pool_hit_blocks": 4, "transfer_blocks_per_prefill_block": 0.0}, raises="ValueError",
-         hint="a transfer rate of 0 is invalid: raise ValueError naming transfer_blocks_per_prefill_block",
-         points=0.5),
-    Case("ex03.ttft_dispatch.pool_above_request", "ttft_dispatch", ([0, 0], [0.0, 0.0], 4),
-         kwargs={"pool_hit_blocks": 5}, raises="ValueError",
-         hint="pool_hit_blocks cannot exceed request_blocks: raise ValueError naming pool_hit_blocks", points=0.5),
-    Case("ex03.ttft_dispatch.no_instance", "ttft_dispatch", ([], [], 4), raises="ValueError",
-         hint="at least one instance is needed: raise ValueError naming hit_blocks", points=0.5),
+    Case(
+        "ex03.ttft_dispatch.default_transfer_rate",
+        "ttft_dispatch",
+        ([0, 10, 0], [1.0, 3.0, 0.5], 12),
+        kwargs={"pool_hit_blocks": 10},
+        tol_note=INDEX,
+        unit="instance index",
+        hint="the default transfer rate is 5 blocks per prefill-block-time: estimates 5, 5, 4.5",
+        points=1.0,
+    ),
+    Case(
+        "ex03.ttft_dispatch.free_transfer",
+        "ttft_dispatch",
+        ([0, 20, 0], [3.0, 2.0, 1.0], 20),
+        kwargs={"pool_hit_blocks": 20, "transfer_blocks_per_prefill_block": math.inf},
+        tol_note=INDEX,
+        unit="instance index",
+        hint="with free transfers only the queue matters",
+        points=0.5,
+    ),
+    Case(
+        "ex03.ttft_dispatch.all_tied",
+        "ttft_dispatch",
+        ([2, 2, 2, 2, 2], [1.5] * 5, 9),
+        tol_note=INDEX,
+        unit="instance index",
+        hint="all estimates equal: the lowest index (0) wins",
+        points=1.0,
+    ),
+    Case(
+        "ex03.ttft_dispatch.fractional_transfer",
+        "ttft_dispatch",
+        ([0, 0, 3], [0.3, 0.1, 0.0], 4),
+        kwargs={"pool_hit_blocks": 3, "transfer_blocks_per_prefill_block": 10.0},
+        tol_note=INDEX,
+        unit="instance index",
+        hint="estimates 1.6, 1.4, 1.0 prefill-block-times: instance 2 (transfer 3 / 10 blocks for the others)",
+        points=1.0,
+    ),
+    Case(
+        "ex03.ttft_dispatch.single_instance",
+        "ttft_dispatch",
+        ([0], [100.0], 3),
+        tol_note=INDEX,
+        unit="instance index",
+        hint="one instance: it is always chosen (index 0)",
+        points=0.5,
+    ),
+    Case(
+        "ex03.ttft_dispatch.hit_above_request",
+        "ttft_dispatch",
+        ([5, 0], [0.0, 0.0], 4),
+        raises="ValueError",
+        hint="a hit count cannot exceed request_blocks: raise ValueError naming hit_blocks",
+        points=0.5,
+    ),
+    Case(
+        "ex03.ttft_dispatch.negative_queue",
+        "ttft_dispatch",
+        ([0, 0], [1.0, -1.0], 4),
+        raises="ValueError",
+        hint="queued work is >= 0: raise ValueError naming queued_blocks",
+        points=0.5,
+    ),
+    Case(
+        "ex03.ttft_dispatch.nan_queue",
+        "ttft_dispatch",
+        ([0, 0], [float("nan"), 1.0], 4),
+        raises="ValueError",
+        hint="a NaN queue is invalid (it would compare false with everything)",
+        points=0.5,
+    ),
+    Case(
+        "ex03.ttft_dispatch.zero_request",
+        "ttft_dispatch",
+        ([0], [0.0], 0),
+        raises="ValueError",
+        hint="request_blocks must be an int >= 1",
+        points=0.5,
+    ),
+    Case(
+        "ex03.ttft_dispatch.zero_transfer_rate",
+        "ttft_dispatch",
+        ([0, 4], [0.0, 0.0], 4),
+        kwargs={"pool_hit_blocks": 4, "transfer_blocks_per_prefill_block": 0.0},
+        raises="ValueError",
+        hint="a transfer rate of 0 is invalid: raise ValueError naming transfer_blocks_per_prefill_block",
+        points=0.5,
+    ),
+    Case(
+        "ex03.ttft_dispatch.pool_above_request",
+        "ttft_dispatch",
+        ([0, 0], [0.0, 0.0], 4),
+        kwargs={"pool_hit_blocks": 5},
+        raises="ValueError",
+        hint="pool_hit_blocks cannot exceed request_blocks: raise ValueError naming pool_hit_blocks",
+        points=0.5,
+    ),
+    Case(
+        "ex03.ttft_dispatch.no_instance",
+        "ttft_dispatch",
+        ([], [], 4),
+        raises="ValueError",
+        hint="at least one instance is needed: raise ValueError naming hit_blocks",
+        points=0.5,
+    ),
 ]
 
 # The simulator driven by the submitted functions (hetero.kvcache harnesses, small hidden workloads).
 CASES += [
-    Case(f"ex03.simulator.ttft_dispatch_{label}", "ttft_dispatch", (seed,), kwargs=kwargs,
-         harness="kvcache.dispatch", uses=("ttft_dispatch",), rel_tol=1e-9, tol_note=SIM,
-         unit="hit rate, transfer fraction, work ratio, prefill-block-times, requests",
-         hint="the global pool dispatched by your ttft_dispatch differs from the reference: " + TTFT_HINT,
-         points=3.0)
+    Case(
+        f"ex03.simulator.ttft_dispatch_{label}",
+        "ttft_dispatch",
+        (seed,),
+        kwargs=kwargs,
+        harness="kvcache.dispatch",
+        uses=("ttft_dispatch",),
+        rel_tol=1e-9,
+        tol_note=SIM,
+        unit="hit rate, transfer fraction, work ratio, prefill-block-times, requests",
+        hint="the global pool dispatched by your ttft_dispatch differs from the reference: " + TTFT_HINT,
+        points=3.0,
+    )
     for label, seed, kwargs in (
         ("4_instances", 9101, {}),
-        ("8_instances_hot", 9102, {"num_instances": 8, "zipf_s": 1.3, "instance_capacity_blocks": 80,
-                                   "transfer_blocks_per_prefill_block": 8.0}),
+        (
+            "8_instances_hot",
+            9102,
+            {
+                "num_instances": 8,
+                "zipf_s": 1.3,
+                "instance_capacity_blocks": 80,
+                "transfer_blocks_per_prefill_block": 8.0,
+            },
+        ),
         ("3_instances_busy", 9103, {"num_instances": 3, "load": 2.0, "num_documents": 30}),
     )
 ]
 CASES += [
-    Case(f"ex03.simulator.capacity_{label}", "effective_capacity_blocks", (seed,), kwargs=kwargs,
-         harness="kvcache.capacity",
-         uses=("effective_capacity_blocks", "duplication_factor"), rel_tol=1e-9, tol_note=SIM,
-         unit="blocks, fraction, copies per block",
-         hint="the cache contents measured by your effective_capacity_blocks / duplication_factor differ: "
-              + DISTINCT_HINT + "; " + DUP_HINT, points=2.0)
+    Case(
+        f"ex03.simulator.capacity_{label}",
+        "effective_capacity_blocks",
+        (seed,),
+        kwargs=kwargs,
+        harness="kvcache.capacity",
+        uses=("effective_capacity_blocks", "duplication_factor"),
+        rel_tol=1e-9,
+        tol_note=SIM,
+        unit="blocks, fraction, copies per block",
+        hint="the cache contents measured by your effective_capacity_blocks / duplication_factor differ: "
+        + DISTINCT_HINT
+        + "; "
+        + DUP_HINT,
+        points=2.0,
+    )
     for label, seed, kwargs in (
         ("local_round_robin", 9201, {}),
         ("local_sticky", 9202, {"dispatch": "local_sticky", "num_instances": 6}),
@@ -151,13 +334,33 @@ CASES += [
 # TIE_TOLERANCE to the best estimate no longer changes the float (above ~1.7e7 block-times) must still
 # return the minimum: compare with `<=` (or a difference), never with a strict `<` against best + tolerance.
 CASES += [
-    Case("ex03.ttft_dispatch.one_block_request", "ttft_dispatch", ([0, 1], [0.5, 0.8], 1), tol_note=INDEX,
-         unit="instance index", hint="request_blocks = 1 is valid (>= 1); " + TTFT_HINT, points=0.5),
-    Case("ex03.ttft_dispatch.one_block_pool_hit", "ttft_dispatch", ([0, 0, 1], [0.4, 0.2, 0.9], 1),
-         kwargs={"pool_hit_blocks": 1}, tol_note=INDEX, unit="instance index",
-         hint="request_blocks = 1 is valid (>= 1); " + TTFT_HINT, points=0.5),
-    Case("ex03.ttft_dispatch.huge_backlog", "ttft_dispatch", ([0, 0, 0], [3e8, 1e8, 2e8], 4), tol_note=INDEX,
-         unit="instance index",
-         hint="the instance with the smallest estimate must win even when best + TIE_TOLERANCE rounds to best "
-              "(1e8 + 1e-9 == 1e8 in float64): test estimate <= best + TIE_TOLERANCE", points=0.5),
+    Case(
+        "ex03.ttft_dispatch.one_block_request",
+        "ttft_dispatch",
+        ([0, 1], [0.5, 0.8], 1),
+        tol_note=INDEX,
+        unit="instance index",
+        hint="request_blocks = 1 is valid (>= 1); " + TTFT_HINT,
+        points=0.5,
+    ),
+    Case(
+        "ex03.ttft_dispatch.one_block_pool_hit",
+        "ttft_dispatch",
+        ([0, 0, 1], [0.4, 0.2, 0.9], 1),
+        kwargs={"pool_hit_blocks": 1},
+        tol_note=INDEX,
+        unit="instance index",
+        hint="request_blocks = 1 is valid (>= 1); " + TTFT_HINT,
+        points=0.5,
+    ),
+    Case(
+        "ex03.ttft_dispatch.huge_backlog",
+        "ttft_dispatch",
+        ([0, 0, 0], [3e8, 1e8, 2e8], 4),
+        tol_note=INDEX,
+        unit="instance index",
+        hint="the instance with the smallest estimate must win even when best + TIE_TOLERANCE rounds to best "
+        "(1e8 + 1e-9 == 1e8 in float64): test estimate <= best + TIE_TOLERANCE",
+        points=0.5,
+    ),
 ]

@@ -25,8 +25,16 @@ _NICS = (
     ("sixteen_56g", 16, 56.0),  # FDR InfiniBand
 )
 CASES = [
-    Case(f"ex04.line_rate_gb_per_s.{label}", "line_rate_gb_per_s", (n, g), rel_tol=1e-9, tol_note=EXACT,
-         unit="GB/s", hint=RATE_HINT, points=1.0)
+    Case(
+        f"ex04.line_rate_gb_per_s.{label}",
+        "line_rate_gb_per_s",
+        (n, g),
+        rel_tol=1e-9,
+        tol_note=EXACT,
+        unit="GB/s",
+        hint=RATE_HINT,
+        points=1.0,
+    )
     for label, n, g in _NICS
 ]
 
@@ -39,9 +47,17 @@ _EFF = (
     ("tcp_fallback", 3.1, 50.0),
 )
 CASES += [
-    Case(f"ex04.link_efficiency.{label}", "link_efficiency", (m, l), rel_tol=1e-9, tol_note=EXACT,
-         unit="fraction of line rate", hint=EFF_HINT, points=1.0)
-    for label, m, l in _EFF
+    Case(
+        f"ex04.link_efficiency.{label}",
+        "link_efficiency",
+        (m, line),
+        rel_tol=1e-9,
+        tol_note=EXACT,
+        unit="fraction of line rate",
+        hint=EFF_HINT,
+        points=1.0,
+    )
+    for label, m, line in _EFF
 ]
 
 # (label, num_bytes, bandwidth_gb_per_s); KV sizes from ex02-style accounting
@@ -54,8 +70,17 @@ _TIME = (
     ("one_gib", float(2**30), 25.0),  # 1 GiB is 1.073741824e9 bytes, not 1e9
 )
 CASES += [
-    Case(f"ex04.transfer_time_s.{label}", "transfer_time_s", (b, bw), rel_tol=1e-9, abs_tol=1e-12,
-         tol_note=EXACT + "; 1e-12 s absolute slack for the 0-byte case", unit="s", hint=TIME_HINT, points=1.0)
+    Case(
+        f"ex04.transfer_time_s.{label}",
+        "transfer_time_s",
+        (b, bw),
+        rel_tol=1e-9,
+        abs_tol=1e-12,
+        tol_note=EXACT + "; 1e-12 s absolute slack for the 0-byte case",
+        unit="s",
+        hint=TIME_HINT,
+        points=1.0,
+    )
     for label, b, bw in _TIME
 ]
 
@@ -68,8 +93,16 @@ _SPEEDUP = (
     ("long_context", 95.0, 1.9),
 )
 CASES += [
-    Case(f"ex04.speedup_over_recompute.{label}", "speedup_over_recompute", (r, t), rel_tol=1e-9,
-         tol_note=EXACT, unit="x", hint=SPEEDUP_HINT, points=1.0)
+    Case(
+        f"ex04.speedup_over_recompute.{label}",
+        "speedup_over_recompute",
+        (r, t),
+        rel_tol=1e-9,
+        tol_note=EXACT,
+        unit="x",
+        hint=SPEEDUP_HINT,
+        points=1.0,
+    )
     for label, r, t in _SPEEDUP
 ]
 
@@ -82,15 +115,46 @@ for i in range(3):
     measured = float(line * _rng.uniform(0.2, 1.0))
     nbytes = float(_rng.uniform(1e8, 1e11))
     CASES += [
-        Case(f"ex04.line_rate_gb_per_s.random{i}", "line_rate_gb_per_s", (n, g), rel_tol=1e-9, tol_note=EXACT,
-             unit="GB/s", hint=RATE_HINT, points=0.5),
-        Case(f"ex04.link_efficiency.random{i}", "link_efficiency", (measured, line), rel_tol=1e-9,
-             tol_note=EXACT, unit="fraction of line rate", hint=EFF_HINT, points=0.5),
-        Case(f"ex04.transfer_time_s.random{i}", "transfer_time_s", (nbytes, measured), rel_tol=1e-9,
-             tol_note=EXACT, unit="s", hint=TIME_HINT, points=0.5),
-        Case(f"ex04.speedup_over_recompute.random{i}", "speedup_over_recompute",
-             (float(_rng.uniform(0.5, 60.0)), nbytes / (measured * 1e9)), rel_tol=1e-9, tol_note=EXACT,
-             unit="x", hint=SPEEDUP_HINT, points=0.5),
+        Case(
+            f"ex04.line_rate_gb_per_s.random{i}",
+            "line_rate_gb_per_s",
+            (n, g),
+            rel_tol=1e-9,
+            tol_note=EXACT,
+            unit="GB/s",
+            hint=RATE_HINT,
+            points=0.5,
+        ),
+        Case(
+            f"ex04.link_efficiency.random{i}",
+            "link_efficiency",
+            (measured, line),
+            rel_tol=1e-9,
+            tol_note=EXACT,
+            unit="fraction of line rate",
+            hint=EFF_HINT,
+            points=0.5,
+        ),
+        Case(
+            f"ex04.transfer_time_s.random{i}",
+            "transfer_time_s",
+            (nbytes, measured),
+            rel_tol=1e-9,
+            tol_note=EXACT,
+            unit="s",
+            hint=TIME_HINT,
+            points=0.5,
+        ),
+        Case(
+            f"ex04.speedup_over_recompute.random{i}",
+            "speedup_over_recompute",
+            (float(_rng.uniform(0.5, 60.0)), nbytes / (measured * 1e9)),
+            rel_tol=1e-9,
+            tol_note=EXACT,
+            unit="x",
+            hint=SPEEDUP_HINT,
+            points=0.5,
+        ),
     ]
 
 _INVALID = (
@@ -105,9 +169,15 @@ _INVALID = (
     ("speedup_over_recompute", "negative_recompute", (-10.0, 2.0)),
 )
 CASES += [
-    Case(f"ex04.{func}.invalid_{what}", func, args, raises="ValueError", points=0.5,
-         hint="check the argument ranges in the docstring and raise ValueError naming the argument "
-              "(a measurement above line rate means mixed Gb/s and GB/s)")
+    Case(
+        f"ex04.{func}.invalid_{what}",
+        func,
+        args,
+        raises="ValueError",
+        points=0.5,
+        hint="check the argument ranges in the docstring and raise ValueError naming the argument "
+        "(a measurement above line rate means mixed Gb/s and GB/s)",
+    )
     for func, what, args in _INVALID
 ]
 
@@ -115,8 +185,18 @@ CASES += [
 # the expected values come from the answer key. Rates and sizes span many decades; a measured rate is a
 # fraction in (0, 1] of its line rate, so exactly line rate (efficiency 1.0) is among the valid inputs.
 for i, args in enumerate(examples(st.tuples(st.integers(1, 64), magnitudes(0, 3)), 1)):
-    CASES.append(Case(f"ex04.line_rate_gb_per_s.hyp_{i}", "line_rate_gb_per_s", args, rel_tol=1e-9,
-                      tol_note=EXACT, unit="GB/s", hint=RATE_HINT, points=0.5))
+    CASES.append(
+        Case(
+            f"ex04.line_rate_gb_per_s.hyp_{i}",
+            "line_rate_gb_per_s",
+            args,
+            rel_tol=1e-9,
+            tol_note=EXACT,
+            unit="GB/s",
+            hint=RATE_HINT,
+            points=0.5,
+        )
+    )
 
 
 @st.composite
@@ -127,13 +207,43 @@ def _efficiency_args(draw):
 
 
 for i, args in enumerate(examples(_efficiency_args(), 3)):
-    CASES.append(Case(f"ex04.link_efficiency.hyp_{i}", "link_efficiency", args, rel_tol=1e-9, tol_note=EXACT,
-                      unit="fraction of line rate", hint=EFF_HINT, points=0.5))
+    CASES.append(
+        Case(
+            f"ex04.link_efficiency.hyp_{i}",
+            "link_efficiency",
+            args,
+            rel_tol=1e-9,
+            tol_note=EXACT,
+            unit="fraction of line rate",
+            hint=EFF_HINT,
+            points=0.5,
+        )
+    )
 _BYTES = st.one_of(magnitudes(0, 14), st.just(0.0))  # 1 B .. 1 PB, or nothing to move
 for i, args in enumerate(examples(st.tuples(_BYTES, magnitudes(-1, 3)), 1)):
-    CASES.append(Case(f"ex04.transfer_time_s.hyp_{i}", "transfer_time_s", args, rel_tol=1e-9, abs_tol=1e-12,
-                      tol_note=EXACT + "; 1e-12 s absolute slack for a 0-byte transfer", unit="s", hint=TIME_HINT,
-                      points=0.5))
+    CASES.append(
+        Case(
+            f"ex04.transfer_time_s.hyp_{i}",
+            "transfer_time_s",
+            args,
+            rel_tol=1e-9,
+            abs_tol=1e-12,
+            tol_note=EXACT + "; 1e-12 s absolute slack for a 0-byte transfer",
+            unit="s",
+            hint=TIME_HINT,
+            points=0.5,
+        )
+    )
 for i, args in enumerate(examples(st.tuples(magnitudes(-3, 3), magnitudes(-3, 3)), 1)):
-    CASES.append(Case(f"ex04.speedup_over_recompute.hyp_{i}", "speedup_over_recompute", args, rel_tol=1e-9,
-                      tol_note=EXACT, unit="x", hint=SPEEDUP_HINT, points=0.5))
+    CASES.append(
+        Case(
+            f"ex04.speedup_over_recompute.hyp_{i}",
+            "speedup_over_recompute",
+            args,
+            rel_tol=1e-9,
+            tol_note=EXACT,
+            unit="x",
+            hint=SPEEDUP_HINT,
+            points=0.5,
+        )
+    )

@@ -24,25 +24,59 @@ _ROUTED = [
     ("all_experts_active", 5, 8, 8),
 ]
 CASES = [
-    Case(f"ex07.tokens_per_routed_expert.{label}", "tokens_per_routed_expert", (b, k, n), rel_tol=1e-9,
-         tol_note=EXACT, unit="tokens", hint=ROUTED_HINT, points=1.0)
+    Case(
+        f"ex07.tokens_per_routed_expert.{label}",
+        "tokens_per_routed_expert",
+        (b, k, n),
+        rel_tol=1e-9,
+        tol_note=EXACT,
+        unit="tokens",
+        hint=ROUTED_HINT,
+        points=1.0,
+    )
     for label, b, k, n in _ROUTED
 ]
 CASES += [
-    Case("ex07.tokens_per_routed_expert.zero_batch", "tokens_per_routed_expert", (0, 8, 256), raises="ValueError",
-         hint="batch 0 must raise ValueError naming batch", points=0.5),
-    Case("ex07.tokens_per_routed_expert.zero_active", "tokens_per_routed_expert", (64, 0, 256),
-         raises="ValueError", hint="active_experts 0 must raise ValueError naming active_experts", points=0.5),
+    Case(
+        "ex07.tokens_per_routed_expert.zero_batch",
+        "tokens_per_routed_expert",
+        (0, 8, 256),
+        raises="ValueError",
+        hint="batch 0 must raise ValueError naming batch",
+        points=0.5,
+    ),
+    Case(
+        "ex07.tokens_per_routed_expert.zero_active",
+        "tokens_per_routed_expert",
+        (64, 0, 256),
+        raises="ValueError",
+        hint="active_experts 0 must raise ValueError naming active_experts",
+        points=0.5,
+    ),
 ]
 
 CASES += [
-    Case(f"ex07.tokens_per_shared_expert.b{b}", "tokens_per_shared_expert", (b,), rel_tol=1e-9, tol_note=EXACT,
-         unit="tokens", hint=SHARED_HINT, points=0.5)
+    Case(
+        f"ex07.tokens_per_shared_expert.b{b}",
+        "tokens_per_shared_expert",
+        (b,),
+        rel_tol=1e-9,
+        tol_note=EXACT,
+        unit="tokens",
+        hint=SHARED_HINT,
+        points=0.5,
+    )
     for b in (1, 7, 256, 1000)
 ]
 CASES += [
-    Case(f"ex07.tokens_per_shared_expert.invalid_{label}", "tokens_per_shared_expert", (b,), raises="ValueError",
-         hint="a batch below 1 must raise ValueError naming batch", points=0.5)
+    Case(
+        f"ex07.tokens_per_shared_expert.invalid_{label}",
+        "tokens_per_shared_expert",
+        (b,),
+        raises="ValueError",
+        hint="a batch below 1 must raise ValueError naming batch",
+        points=0.5,
+    )
     for label, b in (("zero", 0), ("negative", -3))
 ]
 
@@ -58,46 +92,103 @@ _ORDER = [
     ("random_six", _random_parts),
 ]
 CASES += [
-    Case(f"ex07.offload_order.{label}", "offload_order", (d,), unit="part names", tol_note="list of names: exact",
-         hint=ORDER_HINT, points=1.0)
+    Case(
+        f"ex07.offload_order.{label}",
+        "offload_order",
+        (d,),
+        unit="part names",
+        tol_note="list of names: exact",
+        hint=ORDER_HINT,
+        points=1.0,
+    )
     for label, d in _ORDER
 ]
 CASES += [
-    Case(f"ex07.offload_order.invalid_{label}", "offload_order", (d,), raises="ValueError",
-         hint="a value that is not a finite number > 0 must raise ValueError naming the part", points=0.5)
-    for label, d in (("zero", {"attention": 64.0, "experts": 0.0}),
-                     ("negative", {"experts": -2.0}),
-                     ("infinite", {"experts": float("inf")}))
+    Case(
+        f"ex07.offload_order.invalid_{label}",
+        "offload_order",
+        (d,),
+        raises="ValueError",
+        hint="a value that is not a finite number > 0 must raise ValueError naming the part",
+        points=0.5,
+    )
+    for label, d in (
+        ("zero", {"attention": 64.0, "experts": 0.0}),
+        ("negative", {"experts": -2.0}),
+        ("infinite", {"experts": float("inf")}),
+    )
 ]
 
 # Top-1 routing (Llama 4 Maverick: 1 of 128 routed experts per token; Switch Transformer) is valid:
 # active_experts >= 1, and 1 is the boundary.
 CASES += [
-    Case(f"ex07.tokens_per_routed_expert.{label}", "tokens_per_routed_expert", (b, k, n), rel_tol=1e-9,
-         tol_note=EXACT, unit="tokens", hint="active_experts = 1 (top-1 routing) is valid (>= 1); " + ROUTED_HINT,
-         points=0.5)
+    Case(
+        f"ex07.tokens_per_routed_expert.{label}",
+        "tokens_per_routed_expert",
+        (b, k, n),
+        rel_tol=1e-9,
+        tol_note=EXACT,
+        unit="tokens",
+        hint="active_experts = 1 (top-1 routing) is valid (>= 1); " + ROUTED_HINT,
+        points=0.5,
+    )
     for label, b, k, n in (("llama4_maverick_top1_b64", 64, 1, 128), ("switch_top1_b1", 1, 1, 1))
 ]
 CASES += [
-    Case("ex07.tokens_per_routed_expert.fewer_experts_than_active", "tokens_per_routed_expert", (64, 8, 7),
-         raises="ValueError", hint="num_routed_experts < active_experts must raise ValueError naming "
-                                   "num_routed_experts", points=0.5),
+    Case(
+        "ex07.tokens_per_routed_expert.fewer_experts_than_active",
+        "tokens_per_routed_expert",
+        (64, 8, 7),
+        raises="ValueError",
+        hint="num_routed_experts < active_experts must raise ValueError naming num_routed_experts",
+        points=0.5,
+    ),
 ]
 
 # Hypothesis-generated inputs (autograder/tests/_generated.py: derandomized, so the same inputs on every run);
 # the expected values come from the answer key. Routed-expert counts never below the active ones (equal is
 # valid); offload dicts whose values often tie (drawn from a few levels), so the stable order is tested.
 _ROUTING = st.integers(1, 16).flatmap(
-    lambda k: st.tuples(st.integers(1, 10**6), st.just(k), st.integers(k, 512)))  # (batch, active, routed)
+    lambda k: st.tuples(st.integers(1, 10**6), st.just(k), st.integers(k, 512))
+)  # (batch, active, routed)
 for i, args in enumerate(examples(_ROUTING, 3)):
-    CASES.append(Case(f"ex07.tokens_per_routed_expert.hyp_{i}", "tokens_per_routed_expert", args, rel_tol=1e-9,
-                      tol_note=EXACT, unit="tokens", hint=ROUTED_HINT, points=0.5))
+    CASES.append(
+        Case(
+            f"ex07.tokens_per_routed_expert.hyp_{i}",
+            "tokens_per_routed_expert",
+            args,
+            rel_tol=1e-9,
+            tol_note=EXACT,
+            unit="tokens",
+            hint=ROUTED_HINT,
+            points=0.5,
+        )
+    )
 for i, args in enumerate(examples(st.tuples(st.integers(1, 10**9)), 1)):
-    CASES.append(Case(f"ex07.tokens_per_shared_expert.hyp_{i}", "tokens_per_shared_expert", args, rel_tol=1e-9,
-                      tol_note=EXACT, unit="tokens", hint=SHARED_HINT, points=0.5))
+    CASES.append(
+        Case(
+            f"ex07.tokens_per_shared_expert.hyp_{i}",
+            "tokens_per_shared_expert",
+            args,
+            rel_tol=1e-9,
+            tol_note=EXACT,
+            unit="tokens",
+            hint=SHARED_HINT,
+            points=0.5,
+        )
+    )
 # Names from letters, "_" and " " (joined from a list: st.text would write a Unicode table cache to disk).
 _PART_NAMES = st.lists(st.sampled_from("abcdefghijklmnopqrstuvwxyz _"), min_size=1, max_size=12).map("".join)
 _LEVELS = st.one_of(st.sampled_from([0.03125, 2.0, 64.0]), magnitudes(-3, 4))  # ties, and arbitrary values
 for i, d in enumerate(examples(st.dictionaries(_PART_NAMES, _LEVELS, min_size=1, max_size=8), 2)):
-    CASES.append(Case(f"ex07.offload_order.hyp_{i}", "offload_order", (d,), unit="part names",
-                      tol_note="list of names: exact", hint=ORDER_HINT, points=0.5))
+    CASES.append(
+        Case(
+            f"ex07.offload_order.hyp_{i}",
+            "offload_order",
+            (d,),
+            unit="part names",
+            tol_note="list of names: exact",
+            hint=ORDER_HINT,
+            points=0.5,
+        )
+    )

@@ -12,10 +12,14 @@ from autograder.tests._generated import examples, finite_floats
 from hetero.checks import Case
 
 REL = "sums, products and a max of the inputs: correct code agrees to ~1e-15; 1e-9 allows only float rounding"
-LAYER_HINT = ("the deferred experts run on the CPU while the GPU runs the next layer (they overlap: take the "
-              "longer), the immediate ones run alone")
-BEST_HINT = ("try d = 0 .. active_experts - min_immediate and return the smallest d with the minimal layer time "
-             "(ties within float rounding count as equal)")
+LAYER_HINT = (
+    "the deferred experts run on the CPU while the GPU runs the next layer (they overlap: take the "
+    "longer), the immediate ones run alone"
+)
+BEST_HINT = (
+    "try d = 0 .. active_experts - min_immediate and return the smallest d with the minimal layer time "
+    "(ties within float rounding count as equal)"
+)
 SPEEDUP_HINT = "layer time without deferral / layer time with the given deferral (> 1 is faster)"
 
 # Per-layer times of the experiment 03 account (DeepSeek-V3 on an RTX 4090 + 2 Xeon sockets), in s.
@@ -43,17 +47,43 @@ _LAYER = [
     ("no_gpu_work", 0.0, 0.05e-3, 8, 3),
 ] + [(f"random_{i}", g, c, k, int(_rng.integers(0, k + 1))) for i, (g, c, k) in enumerate(_RANDOM)]
 CASES = [
-    Case(f"ex08.layer_time_s.{label}", "layer_time_s", (g, c, k, d), rel_tol=1e-9, tol_note=REL, unit="s",
-         hint=LAYER_HINT, points=1.0)
+    Case(
+        f"ex08.layer_time_s.{label}",
+        "layer_time_s",
+        (g, c, k, d),
+        rel_tol=1e-9,
+        tol_note=REL,
+        unit="s",
+        hint=LAYER_HINT,
+        points=1.0,
+    )
     for label, g, c, k, d in _LAYER
 ]
 CASES += [
-    Case("ex08.layer_time_s.negative_gpu", "layer_time_s", (-1e-3, 0.05e-3, 8, 2), raises="ValueError",
-         hint="gpu_s < 0 must raise ValueError naming gpu_s", points=0.5),
-    Case("ex08.layer_time_s.zero_cpu", "layer_time_s", (1e-3, 0.0, 8, 2), raises="ValueError",
-         hint="cpu_per_expert_s = 0 must raise ValueError naming cpu_per_expert_s", points=0.5),
-    Case("ex08.layer_time_s.negative_deferred", "layer_time_s", (1e-3, 0.05e-3, 8, -1), raises="ValueError",
-         hint="deferred = -1 must raise ValueError naming deferred", points=0.5),
+    Case(
+        "ex08.layer_time_s.negative_gpu",
+        "layer_time_s",
+        (-1e-3, 0.05e-3, 8, 2),
+        raises="ValueError",
+        hint="gpu_s < 0 must raise ValueError naming gpu_s",
+        points=0.5,
+    ),
+    Case(
+        "ex08.layer_time_s.zero_cpu",
+        "layer_time_s",
+        (1e-3, 0.0, 8, 2),
+        raises="ValueError",
+        hint="cpu_per_expert_s = 0 must raise ValueError naming cpu_per_expert_s",
+        points=0.5,
+    ),
+    Case(
+        "ex08.layer_time_s.negative_deferred",
+        "layer_time_s",
+        (1e-3, 0.05e-3, 8, -1),
+        raises="ValueError",
+        hint="deferred = -1 must raise ValueError naming deferred",
+        points=0.5,
+    ),
 ]
 
 # (label, gpu_s, cpu_per_expert_s, active_experts, min_immediate)
@@ -66,14 +96,28 @@ _BEST = [
     ("no_gpu_work", 0.0, 0.05e-3, 8, 2),
 ] + [(f"random_{i}", g, c, k, int(_rng.integers(0, k))) for i, (g, c, k) in enumerate(_RANDOM)]
 CASES += [
-    Case(f"ex08.best_deferred.{label}", "best_deferred", (g, c, k), kwargs={"min_immediate": m},
-         tol_note="integer: exact", unit="experts", hint=BEST_HINT, points=1.5)
+    Case(
+        f"ex08.best_deferred.{label}",
+        "best_deferred",
+        (g, c, k),
+        kwargs={"min_immediate": m},
+        tol_note="integer: exact",
+        unit="experts",
+        hint=BEST_HINT,
+        points=1.5,
+    )
     for label, g, c, k, m in _BEST
 ]
 CASES += [
-    Case("ex08.best_deferred.negative_min_immediate", "best_deferred", (1e-3, 0.05e-3, 8),
-         kwargs={"min_immediate": -1}, raises="ValueError",
-         hint="min_immediate = -1 must raise ValueError naming min_immediate", points=0.5),
+    Case(
+        "ex08.best_deferred.negative_min_immediate",
+        "best_deferred",
+        (1e-3, 0.05e-3, 8),
+        kwargs={"min_immediate": -1},
+        raises="ValueError",
+        hint="min_immediate = -1 must raise ValueError naming min_immediate",
+        points=0.5,
+    ),
 ]
 
 # (label, gpu_s, cpu_per_expert_s, active_experts, deferred)
@@ -85,33 +129,82 @@ _SPEEDUP = [
     ("cpu_bound_d8", 0.1e-3, 0.1e-3, 8, 8),
 ] + [(f"random_{i}", g, c, k, int(_rng.integers(0, k + 1))) for i, (g, c, k) in enumerate(_RANDOM)]
 CASES += [
-    Case(f"ex08.deferral_speedup.{label}", "deferral_speedup", (g, c, k, d), rel_tol=1e-9, tol_note=REL,
-         unit="x", hint=SPEEDUP_HINT, points=1.0)
+    Case(
+        f"ex08.deferral_speedup.{label}",
+        "deferral_speedup",
+        (g, c, k, d),
+        rel_tol=1e-9,
+        tol_note=REL,
+        unit="x",
+        hint=SPEEDUP_HINT,
+        points=1.0,
+    )
     for label, g, c, k, d in _SPEEDUP
 ]
 CASES += [
-    Case("ex08.deferral_speedup.too_many_deferred", "deferral_speedup", (1e-3, 0.05e-3, 8, 9), raises="ValueError",
-         hint="deferred = 9 > 8 active experts must raise ValueError naming deferred", points=0.5),
+    Case(
+        "ex08.deferral_speedup.too_many_deferred",
+        "deferral_speedup",
+        (1e-3, 0.05e-3, 8, 9),
+        raises="ValueError",
+        hint="deferred = 9 > 8 active experts must raise ValueError naming deferred",
+        points=0.5,
+    ),
 ]
 
 # Top-1 routing (active_experts = 1, Llama 4 Maverick / Switch Transformer) is valid: with no deferral the
 # expert runs after the GPU part, with its only expert deferred it overlaps the next layer's GPU work.
 CASES += [
-    Case(f"ex08.layer_time_s.top1_d{d}", "layer_time_s", (0.2e-3, 0.3e-3, 1, d), rel_tol=1e-9, tol_note=REL,
-         unit="s", hint="active_experts = 1 is valid (>= 1); " + LAYER_HINT, points=0.5)
+    Case(
+        f"ex08.layer_time_s.top1_d{d}",
+        "layer_time_s",
+        (0.2e-3, 0.3e-3, 1, d),
+        rel_tol=1e-9,
+        tol_note=REL,
+        unit="s",
+        hint="active_experts = 1 is valid (>= 1); " + LAYER_HINT,
+        points=0.5,
+    )
     for d in (0, 1)
 ]
 CASES += [
-    Case("ex08.best_deferred.top1_no_minimum", "best_deferred", (0.2e-3, 0.3e-3, 1), kwargs={"min_immediate": 0},
-         tol_note="integer: exact", unit="experts", hint="active_experts = 1 is valid (>= 1); " + BEST_HINT,
-         points=0.5),
-    Case("ex08.deferral_speedup.top1_d1", "deferral_speedup", (0.2e-3, 0.3e-3, 1, 1), rel_tol=1e-9, tol_note=REL,
-         unit="x", hint="active_experts = 1 is valid (>= 1); " + SPEEDUP_HINT, points=0.5),
-    Case("ex08.layer_time_s.zero_active", "layer_time_s", (1e-3, 0.05e-3, 0, 0), raises="ValueError",
-         hint="active_experts = 0 must raise ValueError naming active_experts", points=0.5),
-    Case("ex08.best_deferred.min_immediate_above_active", "best_deferred", (1e-3, 0.05e-3, 8),
-         kwargs={"min_immediate": 9}, raises="ValueError",
-         hint="min_immediate = 9 > 8 active experts must raise ValueError naming min_immediate", points=0.5),
+    Case(
+        "ex08.best_deferred.top1_no_minimum",
+        "best_deferred",
+        (0.2e-3, 0.3e-3, 1),
+        kwargs={"min_immediate": 0},
+        tol_note="integer: exact",
+        unit="experts",
+        hint="active_experts = 1 is valid (>= 1); " + BEST_HINT,
+        points=0.5,
+    ),
+    Case(
+        "ex08.deferral_speedup.top1_d1",
+        "deferral_speedup",
+        (0.2e-3, 0.3e-3, 1, 1),
+        rel_tol=1e-9,
+        tol_note=REL,
+        unit="x",
+        hint="active_experts = 1 is valid (>= 1); " + SPEEDUP_HINT,
+        points=0.5,
+    ),
+    Case(
+        "ex08.layer_time_s.zero_active",
+        "layer_time_s",
+        (1e-3, 0.05e-3, 0, 0),
+        raises="ValueError",
+        hint="active_experts = 0 must raise ValueError naming active_experts",
+        points=0.5,
+    ),
+    Case(
+        "ex08.best_deferred.min_immediate_above_active",
+        "best_deferred",
+        (1e-3, 0.05e-3, 8),
+        kwargs={"min_immediate": 9},
+        raises="ValueError",
+        hint="min_immediate = 9 > 8 active experts must raise ValueError naming min_immediate",
+        points=0.5,
+    ),
 ]
 
 # Hypothesis-generated layers (autograder/tests/_generated.py: derandomized, so the same inputs on every run);
@@ -120,14 +213,35 @@ CASES += [
 # (rounded to 1/1000), as in the seeded layers above, so the best deferral is never decided by float rounding.
 _CPU_S = finite_floats(1e-6, 1e-2)  # one expert: 1 us .. 10 ms
 _LAYER_ARGS = st.integers(1, 16).flatmap(
-    lambda k: st.tuples(st.one_of(st.just(0.0), finite_floats(1e-6, 0.1)), _CPU_S, st.just(k), st.integers(0, k)))
+    lambda k: st.tuples(st.one_of(st.just(0.0), finite_floats(1e-6, 0.1)), _CPU_S, st.just(k), st.integers(0, k))
+)
 _LAYERS = examples(_LAYER_ARGS, 4)  # one list, split between layer_time_s and deferral_speedup
 for i, args in enumerate(_LAYERS[:2]):
-    CASES.append(Case(f"ex08.layer_time_s.hyp_{i}", "layer_time_s", args, rel_tol=1e-9, tol_note=REL, unit="s",
-                      hint=LAYER_HINT, points=0.5))
+    CASES.append(
+        Case(
+            f"ex08.layer_time_s.hyp_{i}",
+            "layer_time_s",
+            args,
+            rel_tol=1e-9,
+            tol_note=REL,
+            unit="s",
+            hint=LAYER_HINT,
+            points=0.5,
+        )
+    )
 for i, args in enumerate(_LAYERS[2:]):
-    CASES.append(Case(f"ex08.deferral_speedup.hyp_{i}", "deferral_speedup", args, rel_tol=1e-9, tol_note=REL,
-                      unit="x", hint=SPEEDUP_HINT, points=0.5))
+    CASES.append(
+        Case(
+            f"ex08.deferral_speedup.hyp_{i}",
+            "deferral_speedup",
+            args,
+            rel_tol=1e-9,
+            tol_note=REL,
+            unit="x",
+            hint=SPEEDUP_HINT,
+            points=0.5,
+        )
+    )
 
 
 @st.composite
@@ -139,5 +253,15 @@ def _best_args(draw):
 
 
 for i, (g, c, k, m) in enumerate(examples(_best_args(), 3)):
-    CASES.append(Case(f"ex08.best_deferred.hyp_{i}", "best_deferred", (g, c, k), kwargs={"min_immediate": m},
-                      tol_note="integer: exact", unit="experts", hint=BEST_HINT, points=0.5))
+    CASES.append(
+        Case(
+            f"ex08.best_deferred.hyp_{i}",
+            "best_deferred",
+            (g, c, k),
+            kwargs={"min_immediate": m},
+            tol_note="integer: exact",
+            unit="experts",
+            hint=BEST_HINT,
+            points=0.5,
+        )
+    )

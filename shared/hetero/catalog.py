@@ -122,25 +122,68 @@ class MoEModel:
 GPUS: dict[str, Accelerator] = {
     g.name: g
     for g in (
-        Accelerator("A100-80GB", 312.0, 2000.0, 80.0, 15_000.0,
-                    "NVIDIA A100 datasheet (312 TFLOPS BF16 dense, 80 GB); lecture §7 Q1 (2 TB/s, $15,000)"),
-        Accelerator("H800", 989.0, 3350.0, 80.0, None,
-                    "NVIDIA H100/H800 SXM datasheet: 989 TFLOPS BF16 dense, 3.35 TB/s, 80 GB; lecture §1.2"),
-        Accelerator("H20", 148.0, 4000.0, 96.0, None,
-                    "NVIDIA H20 product brief: 148 TFLOPS BF16 dense, 4.0 TB/s, 96 GB; lecture §1.2"),
-        Accelerator("RTX4090", 165.2, 1008.0, 24.0, None,
-                    "NVIDIA Ada (AD102) whitepaper: RTX 4090 165.2 TFLOPS FP16/BF16 dense, 1008 GB/s, 24 GB"),
-        Accelerator("CPU-server", 20.0, 320.0, 512.0, 8_000.0,
-                    "lecture §1.2/§7 Q1: 512 GB, 320 GB/s, $8,000; 20 TFLOPS = 2.5 TFLOPS per $1000 x 8"),
+        Accelerator(
+            "A100-80GB",
+            312.0,
+            2000.0,
+            80.0,
+            15_000.0,
+            "NVIDIA A100 datasheet (312 TFLOPS BF16 dense, 80 GB); lecture §7 Q1 (2 TB/s, $15,000)",
+        ),
+        Accelerator(
+            "H800",
+            989.0,
+            3350.0,
+            80.0,
+            None,
+            "NVIDIA H100/H800 SXM datasheet: 989 TFLOPS BF16 dense, 3.35 TB/s, 80 GB; lecture §1.2",
+        ),
+        Accelerator(
+            "H20",
+            148.0,
+            4000.0,
+            96.0,
+            None,
+            "NVIDIA H20 product brief: 148 TFLOPS BF16 dense, 4.0 TB/s, 96 GB; lecture §1.2",
+        ),
+        Accelerator(
+            "RTX4090",
+            165.2,
+            1008.0,
+            24.0,
+            None,
+            "NVIDIA Ada (AD102) whitepaper: RTX 4090 165.2 TFLOPS FP16/BF16 dense, 1008 GB/s, 24 GB",
+        ),
+        Accelerator(
+            "CPU-server",
+            20.0,
+            320.0,
+            512.0,
+            8_000.0,
+            "lecture §1.2/§7 Q1: 512 GB, 320 GB/s, $8,000; 20 TFLOPS = 2.5 TFLOPS per $1000 x 8",
+        ),
     )
 }
 
 CPU_SOCKETS: dict[str, CpuSocket] = {
     c.name: c
     for c in (
-        CpuSocket("Xeon-8480+", 56, 2.0, 8, 4800.0, 256, 16, 64, 16, 16, 20.0, 37.0,
-                  "Intel Xeon Platinum 8480+ (Sapphire Rapids, AMX) ark page: 56 cores, 2.0 GHz, 8 x DDR5-4800; "
-                  "AMX/AVX-512 ops and measured kernel throughput from lecture §4.5"),
+        CpuSocket(
+            "Xeon-8480+",
+            56,
+            2.0,
+            8,
+            4800.0,
+            256,
+            16,
+            64,
+            16,
+            16,
+            20.0,
+            37.0,
+            "Intel Xeon Platinum 8480+ (Sapphire Rapids, AMX) ark page: 56 cores, 2.0 GHz, 8 x DDR5-4800; "
+            "AMX/AVX-512 ops and measured kernel throughput from lecture §4.5",
+        ),
     )
 }
 
@@ -154,8 +197,16 @@ NICS: dict[str, Nic] = {
 
 SSDS: dict[str, Ssd] = {
     s.name: s
-    for s in (Ssd("NVMe-7.68TB", 7.68, 8, "a common 8 x 7.68 TB NVMe storage node (assumption; lecture §1.2 says only 'hundreds of millions of tokens')"),)
+    for s in (
+        Ssd(
+            "NVMe-7.68TB",
+            7.68,
+            8,
+            "a common 8 x 7.68 TB NVMe storage node (assumption; lecture §1.2 says only 'hundreds of millions of tokens')",
+        ),
+    )
 }
+
 
 @dataclass(frozen=True)
 class Server:
@@ -172,23 +223,61 @@ class Server:
 SERVERS: dict[str, Server] = {
     s.name: s
     for s in (
-        Server("8xH800", "H800", 8, 2000.0, "NVMe-7.68TB",
-               "lecture §1.2: an 8 x H800 server with 2 TB of DRAM; its SSDs are the NVMe node above (assumption)"),
+        Server(
+            "8xH800",
+            "H800",
+            8,
+            2000.0,
+            "NVMe-7.68TB",
+            "lecture §1.2: an 8 x H800 server with 2 TB of DRAM; its SSDs are the NVMe node above (assumption)",
+        ),
     )
 }
 
 MODELS: dict[str, DenseModel | MoEModel] = {
     m.name: m
     for m in (
-        DenseModel("LLaMA-3.1-70B", 70_553_706_496, 80, 8192, 64, 8, 128, 2.0, 2.0,
-                   "Meta Llama 3.1 70B config.json (80 layers, 64 heads, 8 KV heads, head_dim 128); "
-                   "parameter count from the released safetensors"),
-        DenseModel("LLaMA-3-70B", 70_553_706_496, 80, 8192, 64, 8, 128, 2.0, 2.0,
-                   "Meta Llama 3 70B config.json (same architecture as 3.1)"),
-        MoEModel("DeepSeek-V3", 671_000_000_000, 61, 58, 7168, 256, 8, 1, 2048, 3, 576,
-                 "DeepSeek-V3 technical report and config.json: 671B total, 61 layers (first 3 dense), "
-                 "256 routed experts, 8 active + 1 shared, hidden 7168, moe_intermediate 2048, "
-                 "MLA kv_lora_rank 512 + rope dim 64"),
+        DenseModel(
+            "LLaMA-3.1-70B",
+            70_553_706_496,
+            80,
+            8192,
+            64,
+            8,
+            128,
+            2.0,
+            2.0,
+            "Meta Llama 3.1 70B config.json (80 layers, 64 heads, 8 KV heads, head_dim 128); "
+            "parameter count from the released safetensors",
+        ),
+        DenseModel(
+            "LLaMA-3-70B",
+            70_553_706_496,
+            80,
+            8192,
+            64,
+            8,
+            128,
+            2.0,
+            2.0,
+            "Meta Llama 3 70B config.json (same architecture as 3.1)",
+        ),
+        MoEModel(
+            "DeepSeek-V3",
+            671_000_000_000,
+            61,
+            58,
+            7168,
+            256,
+            8,
+            1,
+            2048,
+            3,
+            576,
+            "DeepSeek-V3 technical report and config.json: 671B total, 61 layers (first 3 dense), "
+            "256 routed experts, 8 active + 1 shared, hidden 7168, moe_intermediate 2048, "
+            "MLA kv_lora_rank 512 + rope dim 64",
+        ),
     )
 }
 

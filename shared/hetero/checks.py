@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import base64
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -64,7 +65,7 @@ class Case:
     def ex_id(self) -> str:
         return self.id.split(".", 1)[0]
 
-    def with_expect(self, value: Any) -> "Case":
+    def with_expect(self, value: Any) -> Case:
         return Case(**{**self.__dict__, "expect": value})
 
 
@@ -72,6 +73,7 @@ class Case:
 # Plain-data encoding. The child encodes what the student's function returned; the parent decodes
 # it without running any of the student's code. Only exact built-in types and numpy/torch arrays
 # are accepted: a subclass (for instance a float whose __eq__ is always True) is refused.
+
 
 class EncodeError(TypeError):
     """A returned value that is not plain data (wrong type, subclass, object)."""
@@ -105,16 +107,23 @@ def encode(value: Any) -> Any:
     torch = _torch()
     if torch is not None and kind in (torch.Tensor, torch.nn.Parameter):
         return _encode_array(value.detach().cpu().contiguous().numpy(), "tensor", str(value.dtype))
-    raise EncodeError(f"returned an object of type {kind.__module__}.{kind.__qualname__}, "
-                      "which is not plain data (float, int, bool, str, list, tuple, dict, ndarray, tensor)")
+    raise EncodeError(
+        f"returned an object of type {kind.__module__}.{kind.__qualname__}, "
+        "which is not plain data (float, int, bool, str, list, tuple, dict, ndarray, tensor)"
+    )
 
 
 def _encode_array(arr: np.ndarray, tag: str, torch_dtype: str | None = None) -> dict:
     arr = np.array(arr, order="C", copy=True)  # not ascontiguousarray: that turns a 0-d array into shape (1,)
     if arr.dtype.kind not in "biuf":
         raise EncodeError(f"array of dtype {arr.dtype} is not numeric")
-    return {"__array__": tag, "dtype": arr.dtype.str, "shape": list(arr.shape),
-            "torch_dtype": torch_dtype, "b64": base64.b64encode(arr.tobytes()).decode("ascii")}
+    return {
+        "__array__": tag,
+        "dtype": arr.dtype.str,
+        "shape": list(arr.shape),
+        "torch_dtype": torch_dtype,
+        "b64": base64.b64encode(arr.tobytes()).decode("ascii"),
+    }
 
 
 def decode(data: Any) -> Any:
@@ -193,6 +202,7 @@ def _torch():
 # Comparison. `compare(expected, got)` returns None when they agree, else a sentence saying what
 # differs. Both sides are *decoded* plain data.
 
+
 def compare(expected: Any, got: Any, rel_tol: float, abs_tol: float, path: str = "") -> str | None:
     return _compare(expected, got, rel_tol, abs_tol, path)[0]
 
@@ -200,13 +210,17 @@ def compare(expected: Any, got: Any, rel_tol: float, abs_tol: float, path: str =
 TYPE_MISTAKE = "type mistake:"  # the start of every comparison sentence about a wrong type
 
 
-def _type_mistake(wanted: str, where: str, got: Any, value_right: bool, fix: str,
-                  values: bool = True) -> tuple[str, bool]:
+def _type_mistake(
+    wanted: str, where: str, got: Any, value_right: bool, fix: str, values: bool = True
+) -> tuple[str, bool]:
     """(sentence, value_right) for a value of the wrong type; `value_right`: same value, wrong type only.
     With `values` False the sentence names kinds only (no expected or returned value: hidden feedback)."""
     verdict = "the value is right, only its type is wrong" if value_right else "the value differs too"
     if not values:
-        return f"{TYPE_MISTAKE} expected {wanted.split(' (')[0]}{where}, got {_kind(got)} ({verdict}; {fix})", value_right
+        return (
+            f"{TYPE_MISTAKE} expected {wanted.split(' (')[0]}{where}, got {_kind(got)} ({verdict}; {fix})",
+            value_right,
+        )
     return f"{TYPE_MISTAKE} expected {wanted}{where}, got {_describe(got)} ({verdict}; {fix})", value_right
 
 
@@ -231,21 +245,30 @@ def _number_fix(got: Any, target: str) -> str:
     return f"return a {target}"
 
 
-def _compare(expected: Any, got: Any, rel_tol: float, abs_tol: float, path: str = "",
-             values: bool = True) -> tuple[str | None, bool]:
+def _compare(
+    expected: Any, got: Any, rel_tol: float, abs_tol: float, path: str = "", values: bool = True
+) -> tuple[str | None, bool]:
     """(problem or None, True when the only problem is the type of a right value). `values`: whether a
     type-mistake sentence may show the expected and returned values."""
     where = f" at {path}" if path else ""
     if isinstance(expected, bool):
         if type(got) is not bool:
             number = _as_number(got)
-            return _type_mistake("a bool", where, got, number is not None and number == expected, "return True or False", values)
+            return _type_mistake(
+                "a bool", where, got, number is not None and number == expected, "return True or False", values
+            )
         return (None if got == expected else f"expected {expected}{where}, got {got}"), False
     if isinstance(expected, int):
         if type(got) is not int:
             number = _as_number(got)
-            return _type_mistake(f"a Python int ({expected})", where, got,
-                                 number is not None and number == expected, _number_fix(got, "int"), values)
+            return _type_mistake(
+                f"a Python int ({expected})",
+                where,
+                got,
+                number is not None and number == expected,
+                _number_fix(got, "int"),
+                values,
+            )
         return (None if got == expected else f"expected {expected}{where}, got {got}"), False
     if isinstance(expected, float):
         if type(got) not in (float, int):
@@ -269,12 +292,15 @@ def _compare(expected: Any, got: Any, rel_tol: float, abs_tol: float, path: str 
     if isinstance(expected, (list, tuple)):
         kind = type(expected).__name__
         if type(got) is not type(expected):
-            right = (type(got) in (list, tuple) and len(got) == len(expected)
-                     and _compare(expected, type(expected)(got), rel_tol, abs_tol, path)[0] is None)
+            right = (
+                type(got) in (list, tuple)
+                and len(got) == len(expected)
+                and _compare(expected, type(expected)(got), rel_tol, abs_tol, path)[0] is None
+            )
             return _type_mistake(f"a {kind}", where, got, right, f"return a {kind}, e.g. {kind}(...)", values)
         if len(got) != len(expected):
             return f"expected {len(expected)} items{where}, got {len(got)}", False
-        for i, (e, g) in enumerate(zip(expected, got)):
+        for i, (e, g) in enumerate(zip(expected, got, strict=False)):
             problem = _compare(e, g, rel_tol, abs_tol, f"{path}[{i}]", values)
             if problem[0]:
                 return problem
@@ -316,8 +342,10 @@ def _compare_arrays(expected: Array, got: Any, rel_tol: float, abs_tol: float, w
     if len(bad) == 0:
         return None
     idx = tuple(int(i) for i in bad[0])
-    return (f"{len(bad)} of {e.size} elements differ{where}; first at index {idx}: "
-            f"expected {_fmt(e[idx].item())}, got {_fmt(g[idx].item())}")
+    return (
+        f"{len(bad)} of {e.size} elements differ{where}; first at index {idx}: "
+        f"expected {_fmt(e[idx].item())}, got {_fmt(g[idx].item())}"
+    )
 
 
 def _fmt(x: Any) -> str:
@@ -359,6 +387,7 @@ def _describe(got: Any) -> str:
 # ---------------------------------------------------------------------------------------------
 # Running a case in the current process (public tests, answer-key builds, the sandboxed child).
 
+
 @dataclass(frozen=True)
 class Outcome:
     """What a call produced, as plain data: a value, or an exception's class name and message."""
@@ -371,7 +400,7 @@ class Outcome:
         return {"value": self.value, "error_type": self.error_type, "error_message": self.error_message}
 
     @staticmethod
-    def from_json(data: Mapping[str, Any]) -> "Outcome":
+    def from_json(data: Mapping[str, Any]) -> Outcome:
         return Outcome(data.get("value"), data.get("error_type"), str(data.get("error_message", ""))[:2000])
 
 
@@ -404,8 +433,9 @@ class Verdict:
     known_mistake: str = ""  # the sentence naming the known mistake the result matches ("" if none)
 
 
-def judge(case: Case, outcome: Outcome, expect_encoded: Any = None,
-          mistakes: Mapping[str, tuple[str, Any]] | None = None) -> Verdict:
+def judge(
+    case: Case, outcome: Outcome, expect_encoded: Any = None, mistakes: Mapping[str, tuple[str, Any]] | None = None
+) -> Verdict:
     """Grade an outcome. `expect_encoded` overrides `case.expect` (hidden cases, from the answer key).
 
     `mistakes` maps a known-wrong implementation's name to (description, its encoded output on this
@@ -418,8 +448,7 @@ def judge(case: Case, outcome: Outcome, expect_encoded: Any = None,
     if case.raises:
         if outcome.error_type == case.raises:
             return Verdict(True, f"{what}: raised {case.raises} as required")
-        got = (f"raised {outcome.error_type}: {outcome.error_message}" if outcome.error_type
-               else "returned a value")
+        got = f"raised {outcome.error_type}: {outcome.error_message}" if outcome.error_type else "returned a value"
         message = f"{what}: expected {case.raises} for this invalid input, but it {got}."
         return _failed(message, outcome, case, mistakes)
     if outcome.error_type:
@@ -469,8 +498,11 @@ def known_mistake(outcome: Outcome, case: Case, mistakes: Mapping[str, tuple[str
 
 
 def _join(message: str, hint: str) -> str:
-    return f"{message} Likely mistake: {hint}" if hint and "Likely mistake" not in hint and not hint.startswith("Your") else (
-        f"{message} {hint}" if hint else message)
+    return (
+        f"{message} Likely mistake: {hint}"
+        if hint and "Likely mistake" not in hint and not hint.startswith("Your")
+        else (f"{message} {hint}" if hint else message)
+    )
 
 
 def check_call(case: Case, module: Any) -> Verdict:

@@ -47,6 +47,7 @@ KV_MODEL, KV_SERVER = "LLaMA-3-70B", "8xH800"
 
 # ------------------------------------------------------------------------------------------ figures
 
+
 def cost_figures(impl: str, gpu: str = LECTURE_GPU, cpu: str = LECTURE_CPU) -> dict[str, Any]:
     """Per-$1000 purchases, $/GB and $/(GB/s) of two priced catalog devices (ex01)."""
     usd_per_gb = exercise_function("ex01", "usd_per_gb", impl)
@@ -56,19 +57,24 @@ def cost_figures(impl: str, gpu: str = LECTURE_GPU, cpu: str = LECTURE_CPU) -> d
     for name in (gpu, cpu):
         acc = catalog.gpu(name)
         if acc.price_usd is None:
-            raise ValueError(f"accelerator {name!r} has no price in the catalog; priced: "
-                             + ", ".join(sorted(n for n, a in catalog.GPUS.items() if a.price_usd is not None)))
+            raise ValueError(
+                f"accelerator {name!r} has no price in the catalog; priced: "
+                + ", ".join(sorted(n for n, a in catalog.GPUS.items() if a.price_usd is not None))
+            )
         devices[name] = {
             "price_usd": acc.price_usd,
             "usd_per_gb": usd_per_gb(acc.price_usd, acc.mem_capacity_gb),
             "usd_per_gb_per_s": usd_per_gb_per_s(acc.price_usd, acc.mem_bandwidth_gb_per_s),
-            "per_1000_usd": per_thousand(acc.price_usd, acc.peak_tflops, acc.mem_bandwidth_gb_per_s,
-                                         acc.mem_capacity_gb),
+            "per_1000_usd": per_thousand(
+                acc.price_usd, acc.peak_tflops, acc.mem_bandwidth_gb_per_s, acc.mem_capacity_gb
+            ),
         }
     g, c = devices[gpu]["per_1000_usd"], devices[cpu]["per_1000_usd"]
-    ratios = {"tflops": g["tflops"] / c["tflops"],
-              "bandwidth_gb_per_s": g["bandwidth_gb_per_s"] / c["bandwidth_gb_per_s"],
-              "capacity_gb": c["capacity_gb"] / g["capacity_gb"]}
+    ratios = {
+        "tflops": g["tflops"] / c["tflops"],
+        "bandwidth_gb_per_s": g["bandwidth_gb_per_s"] / c["bandwidth_gb_per_s"],
+        "capacity_gb": c["capacity_gb"] / g["capacity_gb"],
+    }
     return {"gpu": gpu, "cpu": cpu, "devices": devices, "ratios": ratios}
 
 
@@ -81,18 +87,26 @@ def _dense(name: str) -> catalog.DenseModel:
 
 
 def _phase(p: roofline.PhaseTime) -> dict[str, Any]:
-    return {"flops": p.flops, "bytes": p.bytes_moved, "compute_ms": p.compute_s * 1e3,
-            "memory_ms": p.memory_s * 1e3, "time_ms": p.time_s * 1e3, "bound": p.bound}
+    return {
+        "flops": p.flops,
+        "bytes": p.bytes_moved,
+        "compute_ms": p.compute_s * 1e3,
+        "memory_ms": p.memory_s * 1e3,
+        "time_ms": p.time_s * 1e3,
+        "bound": p.bound,
+    }
 
 
-def roofline_figures(impl: str, model: str = ROOFLINE_MODEL, gpus: tuple[str, ...] = ROOFLINE_GPUS,
-                     num_gpus: int = ROOFLINE_NUM_GPUS) -> dict[str, Any]:
+def roofline_figures(
+    impl: str, model: str = ROOFLINE_MODEL, gpus: tuple[str, ...] = ROOFLINE_GPUS, num_gpus: int = ROOFLINE_NUM_GPUS
+) -> dict[str, Any]:
     """Prefill and decode-step times of `model` on `num_gpus` x each of `gpus` (KV bytes from ex02)."""
     m = _dense(model)
     for name in gpus:
         catalog.gpu(name)  # unknown names fail here, before any exercise runs
     kv_per_token = exercise_function("ex02", "kv_bytes_per_token", impl)(
-        m.num_layers, m.num_kv_heads, m.head_dim, m.kv_bytes_per_elem)
+        m.num_layers, m.num_kv_heads, m.head_dim, m.kv_bytes_per_elem
+    )
     context = int(catalog.ASSUMPTIONS["decode_context_tokens"])
     eff = roofline.Efficiency()
     cases: dict[str, dict[str, Any]] = {"prefill": {}}
@@ -101,12 +115,21 @@ def roofline_figures(impl: str, model: str = ROOFLINE_MODEL, gpus: tuple[str, ..
     for batch in DECODE_BATCHES:
         cases[f"decode_batch{batch}"] = {
             name: _phase(roofline.decode_step(model, name, num_gpus, batch, context, kv_per_token, eff))
-            for name in gpus}
+            for name in gpus
+        }
     prefill_ms = [cases["prefill"][n]["time_ms"] for n in gpus]
-    return {"model": model, "num_gpus": num_gpus, "gpus": list(gpus), "prefill_tokens": PREFILL_TOKENS,
-            "decode_context_tokens": context, "kv_bytes_per_token": kv_per_token,
-            "compute_efficiency": eff.compute, "memory_efficiency": eff.memory, "cases": cases,
-            "prefill_ratio": max(prefill_ms) / min(prefill_ms)}
+    return {
+        "model": model,
+        "num_gpus": num_gpus,
+        "gpus": list(gpus),
+        "prefill_tokens": PREFILL_TOKENS,
+        "decode_context_tokens": context,
+        "kv_bytes_per_token": kv_per_token,
+        "compute_efficiency": eff.compute,
+        "memory_efficiency": eff.memory,
+        "cases": cases,
+        "prefill_ratio": max(prefill_ms) / min(prefill_ms),
+    }
 
 
 def kv_capacity_figures(impl: str, model: str = KV_MODEL, server: str = KV_SERVER) -> dict[str, Any]:
@@ -131,65 +154,94 @@ def kv_capacity_figures(impl: str, model: str = KV_MODEL, server: str = KV_SERVE
     tiers = {}
     for tier, free in kv_bytes.items():
         tokens = kv_capacity_tokens(free, per_token)
-        tiers[tier] = {"raw_bytes": raw[tier], "kv_bytes": free, "tokens": tokens,
-                       "requests": requests_that_fit(tokens, mean_tokens)}
-    return {"model": model, "server": server, "kv_bytes_per_token": per_token,
-            "mean_tokens_per_request": mean_tokens, "weight_bytes": weight_bytes, "headroom_frac": headroom,
-            "tiers": tiers}
+        tiers[tier] = {
+            "raw_bytes": raw[tier],
+            "kv_bytes": free,
+            "tokens": tokens,
+            "requests": requests_that_fit(tokens, mean_tokens),
+        }
+    return {
+        "model": model,
+        "server": server,
+        "kv_bytes_per_token": per_token,
+        "mean_tokens_per_request": mean_tokens,
+        "weight_bytes": weight_bytes,
+        "headroom_frac": headroom,
+        "tiers": tiers,
+    }
 
 
 # ------------------------------------------------------------------------------------------ text
+
 
 def render_cost(fig: dict[str, Any]) -> str:
     gpu, cpu = fig["gpu"], fig["cpu"]
     d = fig["devices"]
     lines = [f"{'per $1000':<22}{gpu:>14}{cpu:>14}{'ratio':>10}"]
-    for key, label, unit in (("tflops", "compute", "TFLOPS"), ("bandwidth_gb_per_s", "bandwidth", "GB/s"),
-                             ("capacity_gb", "capacity", "GB")):
-        lines.append(f"{label + ' (' + unit + ')':<22}{d[gpu]['per_1000_usd'][key]:>14.1f}"
-                     f"{d[cpu]['per_1000_usd'][key]:>14.1f}{fig['ratios'][key]:>9.1f}x")
+    for key, label, unit in (
+        ("tflops", "compute", "TFLOPS"),
+        ("bandwidth_gb_per_s", "bandwidth", "GB/s"),
+        ("capacity_gb", "capacity", "GB"),
+    ):
+        lines.append(
+            f"{label + ' (' + unit + ')':<22}{d[gpu]['per_1000_usd'][key]:>14.1f}"
+            f"{d[cpu]['per_1000_usd'][key]:>14.1f}{fig['ratios'][key]:>9.1f}x"
+        )
     lines.append(f"{'$ per GB':<22}{d[gpu]['usd_per_gb']:>14.1f}{d[cpu]['usd_per_gb']:>14.1f}")
     lines.append(f"{'$ per GB/s':<22}{d[gpu]['usd_per_gb_per_s']:>14.1f}{d[cpu]['usd_per_gb_per_s']:>14.1f}")
-    lines.append(f"(prices: {gpu} ${d[gpu]['price_usd']:,.0f}, {cpu} ${d[cpu]['price_usd']:,.0f}; "
-                 "illustrative, as in the slides; ratio = GPU/CPU, capacity CPU/GPU)")
+    lines.append(
+        f"(prices: {gpu} ${d[gpu]['price_usd']:,.0f}, {cpu} ${d[cpu]['price_usd']:,.0f}; "
+        "illustrative, as in the slides; ratio = GPU/CPU, capacity CPU/GPU)"
+    )
     return "\n".join(lines)
 
 
 def render_roofline(fig: dict[str, Any]) -> str:
-    lines = [f"{fig['model']} on {fig['num_gpus']} GPUs; compute efficiency {fig['compute_efficiency']:.2f}, "
-             f"memory efficiency {fig['memory_efficiency']:.2f}; decode context {fig['decode_context_tokens']} "
-             f"tokens/sequence, KV {fig['kv_bytes_per_token']:,.0f} B/token",
-             f"{'case':<18}{'GPU':<7}{'compute ms':>12}{'memory ms':>12}{'time ms':>11}  bound"]
-    labels = {"prefill": f"prefill {fig['prefill_tokens']} tok", "decode_batch1": "decode, batch 1",
-              "decode_batch64": "decode, batch 64"}
+    lines = [
+        f"{fig['model']} on {fig['num_gpus']} GPUs; compute efficiency {fig['compute_efficiency']:.2f}, "
+        f"memory efficiency {fig['memory_efficiency']:.2f}; decode context {fig['decode_context_tokens']} "
+        f"tokens/sequence, KV {fig['kv_bytes_per_token']:,.0f} B/token",
+        f"{'case':<18}{'GPU':<7}{'compute ms':>12}{'memory ms':>12}{'time ms':>11}  bound",
+    ]
+    labels = {
+        "prefill": f"prefill {fig['prefill_tokens']} tok",
+        "decode_batch1": "decode, batch 1",
+        "decode_batch64": "decode, batch 64",
+    }
     for case, per_gpu in fig["cases"].items():
         for name, p in per_gpu.items():
-            lines.append(f"{labels.get(case, case):<18}{name:<7}{p['compute_ms']:>12.2f}{p['memory_ms']:>12.2f}"
-                         f"{p['time_ms']:>11.2f}  {p['bound']}")
+            lines.append(
+                f"{labels.get(case, case):<18}{name:<7}{p['compute_ms']:>12.2f}{p['memory_ms']:>12.2f}"
+                f"{p['time_ms']:>11.2f}  {p['bound']}"
+            )
     lines.append(f"prefill: the slower GPU takes {fig['prefill_ratio']:.1f}x as long")
     return "\n".join(lines)
 
 
 def render_kv_capacity(fig: dict[str, Any]) -> str:
-    lines = [f"{fig['model']}: {fig['kv_bytes_per_token']:,.0f} B of KV per token "
-             f"({fig['kv_bytes_per_token'] / 1024:.0f} KiB); server {fig['server']}; "
-             f"HBM after {fig['weight_bytes'] / 1e9:.1f} GB of weights (§7 Q2), {fig['headroom_frac']:.0%} headroom",
-             f"{'tier':<6}{'raw GB':>12}{'KV GB':>12}{'tokens':>16}{'requests':>14}",
-             ]
+    lines = [
+        f"{fig['model']}: {fig['kv_bytes_per_token']:,.0f} B of KV per token "
+        f"({fig['kv_bytes_per_token'] / 1024:.0f} KiB); server {fig['server']}; "
+        f"HBM after {fig['weight_bytes'] / 1e9:.1f} GB of weights (§7 Q2), {fig['headroom_frac']:.0%} headroom",
+        f"{'tier':<6}{'raw GB':>12}{'KV GB':>12}{'tokens':>16}{'requests':>14}",
+    ]
     for tier, t in fig["tiers"].items():
-        lines.append(f"{tier:<6}{t['raw_bytes'] / 1e9:>12,.0f}{t['kv_bytes'] / 1e9:>12,.1f}{t['tokens']:>16,}"
-                     f"{t['requests']:>14,}")
+        lines.append(
+            f"{tier:<6}{t['raw_bytes'] / 1e9:>12,.0f}{t['kv_bytes'] / 1e9:>12,.1f}{t['tokens']:>16,}"
+            f"{t['requests']:>14,}"
+        )
     lines.append(f"(requests of {fig['mean_tokens_per_request']:,.0f} tokens, Kimi's mean input)")
     return "\n".join(lines)
 
 
 # ------------------------------------------------------------------------------------------ plots
 
+
 def plot_cost(fig: dict[str, Any], outdir: Path) -> list[Path]:
     plt = plotting.pyplot()
     keys = (("tflops", "TFLOPS"), ("bandwidth_gb_per_s", "GB/s"), ("capacity_gb", "GB"))
     figure, axes = plt.subplots(1, 3, figsize=(10, 3.4))
-    for ax, (key, unit) in zip(axes, keys):
+    for ax, (key, unit) in zip(axes, keys, strict=False):
         names = [fig["gpu"], fig["cpu"]]
         ax.bar(names, [fig["devices"][n]["per_1000_usd"][key] for n in names], color=["tab:green", "tab:blue"])
         ax.set_ylabel(f"{unit} per $1000")
@@ -202,7 +254,7 @@ def plot_cost(fig: dict[str, Any], outdir: Path) -> list[Path]:
 def plot_roofline(fig: dict[str, Any], outdir: Path) -> list[Path]:
     plt = plotting.pyplot()
     figure, axes = plt.subplots(1, len(fig["cases"]), figsize=(4 * len(fig["cases"]), 3.4))
-    for ax, (case, per_gpu) in zip(axes, fig["cases"].items()):
+    for ax, (case, per_gpu) in zip(axes, fig["cases"].items(), strict=False):
         names = list(per_gpu)
         xs = range(len(names))
         ax.bar([x - 0.2 for x in xs], [per_gpu[n]["compute_ms"] for n in names], 0.4, label="compute")
@@ -230,10 +282,31 @@ def plot_kv_capacity(fig: dict[str, Any], outdir: Path) -> list[Path]:
 
 
 PARTS: list[Part] = [
-    Part("cost", "What $1000 buys: GPU vs CPU server", "§1.2, §7 Q1", ("ex01",),
-         lambda impl: cost_figures(impl), render_cost, plot_cost),
-    Part("roofline", "H800 vs H20 on LLaMA-3.1-70B: prefill and decode (fixed-efficiency roofline)", "§1.2",
-         ("ex02",), lambda impl: roofline_figures(impl), render_roofline, plot_roofline),
-    Part("kv_capacity", "How much KV fits in HBM, DRAM and SSD", "§1.2, §7 Q2", ("ex02",),
-         lambda impl: kv_capacity_figures(impl), render_kv_capacity, plot_kv_capacity),
+    Part(
+        "cost",
+        "What $1000 buys: GPU vs CPU server",
+        "§1.2, §7 Q1",
+        ("ex01",),
+        lambda impl: cost_figures(impl),
+        render_cost,
+        plot_cost,
+    ),
+    Part(
+        "roofline",
+        "H800 vs H20 on LLaMA-3.1-70B: prefill and decode (fixed-efficiency roofline)",
+        "§1.2",
+        ("ex02",),
+        lambda impl: roofline_figures(impl),
+        render_roofline,
+        plot_roofline,
+    ),
+    Part(
+        "kv_capacity",
+        "How much KV fits in HBM, DRAM and SSD",
+        "§1.2, §7 Q2",
+        ("ex02",),
+        lambda impl: kv_capacity_figures(impl),
+        render_kv_capacity,
+        plot_kv_capacity,
+    ),
 ]

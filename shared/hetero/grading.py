@@ -16,14 +16,17 @@ from __future__ import annotations
 import contextlib
 import signal
 import sys
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 from hetero.checks import Case, Outcome, judge, run_call
 
 CENTS = 100
-UNPAID_NOTE = ("(Passed, but not paid yet: this function's points count once it also returns enough correct, "
-               "different answers on the hidden inputs.)")
+UNPAID_NOTE = (
+    "(Passed, but not paid yet: this function's points count once it also returns enough correct, "
+    "different answers on the hidden inputs.)"
+)
 TWO_ANSWERS = "two_answers"
 VALID_AND_INVALID = "valid_and_invalid"
 
@@ -33,8 +36,13 @@ def group_key(case: Case) -> str:
     return f"harness:{case.harness}" if case.harness else case.func
 
 
-def live_groups(rules: Mapping[str, Any], hidden: Iterable[Case], classes: Mapping[str, int],
-                passed: Mapping[str, bool], echo: Mapping[str, bool]) -> set[str]:
+def live_groups(
+    rules: Mapping[str, Any],
+    hidden: Iterable[Case],
+    classes: Mapping[str, int],
+    passed: Mapping[str, bool],
+    echo: Mapping[str, bool],
+) -> set[str]:
     """The groups whose passed hidden cases show the submission computes.
 
     rules: group -> object with `.rule` (TWO_ANSWERS | VALID_AND_INVALID), `.uses` (groups that must
@@ -76,6 +84,7 @@ def paid(cases: Iterable[Case], passed: Mapping[str, bool], live: set[str]) -> d
 
 # ---------------------------------------------------------------------------------------------
 # Scoring in a notebook kernel.
+
 
 @dataclass(frozen=True)
 class Rule:
@@ -129,6 +138,7 @@ class _CaseTimeout(Exception):
 
 def run_limited(case: Case, module: Any, timeout_s: float) -> Outcome:
     """`run_call` under a wall-clock limit (SIGALRM; main thread only, as in a notebook kernel)."""
+
     def stop(signum, frame):
         raise _CaseTimeout()
 
@@ -143,36 +153,43 @@ def run_limited(case: Case, module: Any, timeout_s: float) -> Outcome:
         signal.signal(signal.SIGALRM, previous)
 
 
-def score_cases(module: Any, entries: Sequence[Entry], rules: Mapping[str, Rule], timeout_s: float,
-                show_hidden: bool = False) -> CellScore:
+def score_cases(
+    module: Any, entries: Sequence[Entry], rules: Mapping[str, Rule], timeout_s: float, show_hidden: bool = False
+) -> CellScore:
     """Run, judge and pay `entries` on `module`; lines say what passed (hidden cases in fixed words)."""
     with contextlib.redirect_stderr(sys.stdout):  # nbgrader scores a cell that writes to stderr 0
         return _score(module, entries, rules, timeout_s, show_hidden)
 
 
-def _score(module: Any, entries: Sequence[Entry], rules: Mapping[str, Rule], timeout_s: float,
-           show_hidden: bool) -> CellScore:
+def _score(
+    module: Any, entries: Sequence[Entry], rules: Mapping[str, Rule], timeout_s: float, show_hidden: bool
+) -> CellScore:
     passed: dict[str, bool] = {}
     lines: list[str] = []
     for n, entry in enumerate(entries, start=1):
         outcome = run_limited(entry.case, module, timeout_s)
-        verdict = judge(entry.case, outcome, entry.expect if entry.hidden else None,
-                        {k: tuple(v) for k, v in entry.mistakes.items()})
+        verdict = judge(
+            entry.case,
+            outcome,
+            entry.expect if entry.hidden else None,
+            {k: tuple(v) for k, v in entry.mistakes.items()},
+        )
         passed[entry.case.id] = verdict.passed
         if entry.cents == 0:
             continue
         if not entry.hidden or show_hidden:
             lines.append(f"[{'passed' if verdict.passed else 'FAILED'}] {verdict.message}")
         else:
-            state = "passed" if verdict.passed else ("not implemented yet" if verdict.not_implemented
-                                                      else "failed")
+            state = "passed" if verdict.passed else ("not implemented yet" if verdict.not_implemented else "failed")
             lines.append(f"hidden case {n} of {len(entries)}: {state}")
     hidden_cases = [e.case for e in entries if e.hidden]
-    live = live_groups(rules, hidden_cases, {e.case.id: e.answer_class for e in entries}, passed,
-                       {e.case.id: e.echo for e in entries})
+    live = live_groups(
+        rules, hidden_cases, {e.case.id: e.answer_class for e in entries}, passed, {e.case.id: e.echo for e in entries}
+    )
     pays = paid([e.case for e in entries], passed, live)
     cents = sum(e.cents for e in entries if pays[e.case.id])
     if any(passed[e.case.id] and not pays[e.case.id] and e.cents for e in entries):
         lines.append(UNPAID_NOTE)
-    return CellScore(cents, sum(e.cents for e in entries), tuple(lines),
-                     frozenset(cid for cid, ok in pays.items() if ok))
+    return CellScore(
+        cents, sum(e.cents for e in entries), tuple(lines), frozenset(cid for cid, ok in pays.items() if ok)
+    )

@@ -17,9 +17,10 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Callable
+from typing import Any
 
 EXERCISES: dict[str, str] = {
     "ex01": "ex01_cost_per_gb",
@@ -59,7 +60,7 @@ class ExerciseError(MissingExercise):
 
 def _short(text: str, limit: int = 300) -> str:
     text = " ".join(text.split())
-    return text if len(text) <= limit else text[:limit - 3] + "..."
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def student_location(exc: BaseException, path: str | Path) -> str:
@@ -97,7 +98,8 @@ def resolve_impl_dir(impl: str | Path) -> Path:
         if found is None:
             raise FileNotFoundError(
                 f"--impl {impl!s}: no folder {impl!s}/ with exercise files in {Path.cwd().resolve()} or any "
-                f"folder above it; run from your working copy, or pass --impl PATH")
+                f"folder above it; run from your working copy, or pass --impl PATH"
+            )
         return found.resolve()
     path = Path(impl).expanduser()
     if path.is_dir():

@@ -98,6 +98,7 @@ DECODE_CONFIGS: tuple[DecodeConfig, ...] = (
     DecodeConfig("KTransformers+deferral", 1, True, True, True),
 )
 
+
 class Slides(TypedDict):
     """Measured figures quoted by the lecture (slides), reported next to the estimates."""
 
@@ -130,8 +131,10 @@ def _moe() -> catalog.MoEModel:
 # ---------------------------------------------------------------------------------------------
 # Part 1: placement by arithmetic intensity (§4.2)
 
-def placement(impl: str, assumptions: HybridAssumptions = HybridAssumptions(),
-              machine: HybridMachine = HybridMachine()) -> dict[str, Any]:
+
+def placement(
+    impl: str, assumptions: HybridAssumptions = HybridAssumptions(), machine: HybridMachine = HybridMachine()
+) -> dict[str, Any]:
     expert_params = exercise_function("ex06", "expert_params", impl)
     expert_bytes = exercise_function("ex06", "expert_bytes_per_token", impl)
     routed_tokens = exercise_function("ex07", "tokens_per_routed_expert", impl)
@@ -147,9 +150,11 @@ def placement(impl: str, assumptions: HybridAssumptions = HybridAssumptions(),
     cpu_bytes = expert_bytes(m.num_routed_experts, per_expert, m.num_moe_layers, assumptions.cpu_bits_per_param)
     gpu_bytes = other * assumptions.gpu_bits_per_param / 8
     # Attention is listed after the shared expert: on a tie it stays on the GPU longest, with its KV cache.
-    intensity = {"routed experts": routed_tokens(ORDER_BATCH, m.num_active_experts, m.num_routed_experts),
-                 "shared expert": shared_tokens(ORDER_BATCH),
-                 "attention": shared_tokens(ORDER_BATCH)}
+    intensity = {
+        "routed experts": routed_tokens(ORDER_BATCH, m.num_active_experts, m.num_routed_experts),
+        "shared expert": shared_tokens(ORDER_BATCH),
+        "attention": shared_tokens(ORDER_BATCH),
+    }
     return {
         "params_per_expert": per_expert,
         "routed_params": routed,
@@ -180,7 +185,7 @@ def render_placement(fig: dict[str, Any]) -> str:
         "",
         f"{'batch B':>8} {'tokens/param routed':>20} {'tokens/param shared':>20}",
     ]
-    lines += [f"{b:>8} {r:>20.4g} {s:>20.4g}" for b, r, s in zip(tp["batch"], tp["routed"], tp["shared"])]
+    lines += [f"{b:>8} {r:>20.4g} {s:>20.4g}" for b, r, s in zip(tp["batch"], tp["routed"], tp["shared"], strict=False)]
     lines += [
         "",
         f"offload order at B={fig['order_batch']} (first to CPU first): {' > '.join(fig['offload_order'])}",
@@ -195,8 +200,10 @@ def render_placement(fig: dict[str, Any]) -> str:
 # ---------------------------------------------------------------------------------------------
 # Part 2: the decode-time account at batch 1 (§4.3)
 
-def decode(impl: str, assumptions: HybridAssumptions = HybridAssumptions(),
-           machine: HybridMachine = HybridMachine()) -> dict[str, Any]:
+
+def decode(
+    impl: str, assumptions: HybridAssumptions = HybridAssumptions(), machine: HybridMachine = HybridMachine()
+) -> dict[str, Any]:
     expert_params = exercise_function("ex06", "expert_params", impl)
     expert_bytes = exercise_function("ex06", "expert_bytes_per_token", impl)
     bound = exercise_function("ex06", "decode_tokens_per_s_bound", impl)
@@ -232,17 +239,26 @@ def decode(impl: str, assumptions: HybridAssumptions = HybridAssumptions(),
         gpu_layer_s = (gpu_s - m.num_moe_layers * shared_s) / m.num_layers
         cpu_expert_s = cpu_s / (m.num_moe_layers * k)
         deferred = best_deferred(gpu_layer_s, cpu_expert_s, k, assumptions.min_immediate) if cfg.deferral else 0
+
         # ex08's schedule for the attention + router part; with the overlap the shared expert then runs
         # on the GPU while the CPU computes the k - d immediate experts, and delays the layer only by what
         # it exceeds them; without it, it runs before the CPU starts.
-        def moe_layer_s(d: int, overlap: bool = cfg.shared_overlap) -> float:
+        def moe_layer_s(
+            d: int,
+            overlap: bool = cfg.shared_overlap,
+            gpu_layer_s: float = gpu_layer_s,
+            cpu_expert_s: float = cpu_expert_s,
+        ) -> float:
             if not overlap:
                 return layer_time_s(gpu_layer_s + shared_s, cpu_expert_s, k, d)
             return layer_time_s(gpu_layer_s, cpu_expert_s, k, d) + max(0.0, shared_s - (k - d) * cpu_expert_s)
 
         # The last MoE layer defers nothing: no next layer exists to take its deferred experts.
-        compute_s = ((m.num_moe_layers - 1) * moe_layer_s(deferred) + moe_layer_s(0)
-                     + (m.num_layers - m.num_moe_layers) * gpu_layer_s)
+        compute_s = (
+            (m.num_moe_layers - 1) * moe_layer_s(deferred)
+            + moe_layer_s(0)
+            + (m.num_layers - m.num_moe_layers) * gpu_layer_s
+        )
         total_s = launch_s + compute_s
         configs[cfg.name] = {
             "launches": cfg.launches_per_token,
@@ -270,12 +286,15 @@ def decode(impl: str, assumptions: HybridAssumptions = HybridAssumptions(),
         "q6_bound_tokens_per_s": bound(cpu_bytes, Q6_BANDWIDTH_GB_PER_S, assumptions.cpu_memory_efficiency),
         "configs": configs,
         "speedups": {
-            "vs_llamacpp": {"estimate": speed["KTransformers"] / speed["llama.cpp-like"],
-                            "slides": SLIDES["vs_llamacpp"]},
-            "vs_fiddler": {"estimate": speed["KTransformers"] / speed["Fiddler-like"],
-                           "slides": SLIDES["vs_fiddler"]},
-            "deferral": {"estimate": speed["KTransformers+deferral"] / speed["KTransformers"],
-                         "slides": SLIDES["deferral"]},
+            "vs_llamacpp": {
+                "estimate": speed["KTransformers"] / speed["llama.cpp-like"],
+                "slides": SLIDES["vs_llamacpp"],
+            },
+            "vs_fiddler": {"estimate": speed["KTransformers"] / speed["Fiddler-like"], "slides": SLIDES["vs_fiddler"]},
+            "deferral": {
+                "estimate": speed["KTransformers+deferral"] / speed["KTransformers"],
+                "slides": SLIDES["deferral"],
+            },
         },
         "launch_share_slides": dict(SLIDES["launch_share"]),
         "machine": asdict(machine),
@@ -301,7 +320,8 @@ def render_decode(fig: dict[str, Any]) -> str:
         lines.append(
             f"{name:<24} {c['launches']:>8} {'aware' if c['numa_aware'] else 'naive':>6} "
             f"{'yes' if c['deferral'] else 'no':>5} {c['launch_ms']:>9.2f} {c['gpu_ms']:>7.2f} {c['cpu_ms']:>7.2f} "
-            f"{c['cpu_exposed_ms']:>11.2f} {c['total_ms']:>8.2f} {c['tokens_per_s']:>6.1f} {share:>8}")
+            f"{c['cpu_exposed_ms']:>11.2f} {c['total_ms']:>8.2f} {c['tokens_per_s']:>6.1f} {share:>8}"
+        )
     d = fig["configs"]["KTransformers+deferral"]
     lines += [
         "(launch %: estimate, slides' measurement in parentheses)",
@@ -313,8 +333,11 @@ def render_decode(fig: dict[str, Any]) -> str:
         "",
         f"{'speed-up':<36} {'estimate':>8} {'slides':>7}",
     ]
-    labels = {"vs_llamacpp": "KTransformers vs llama.cpp-like", "vs_fiddler": "KTransformers vs Fiddler-like",
-              "deferral": "deferral on top of KTransformers"}
+    labels = {
+        "vs_llamacpp": "KTransformers vs llama.cpp-like",
+        "vs_fiddler": "KTransformers vs Fiddler-like",
+        "deferral": "deferral on top of KTransformers",
+    }
     for key, label in labels.items():
         s = fig["speedups"][key]
         lines.append(f"{label:<36} {s['estimate']:>7.2f}x {s['slides']:>6.2f}x")
@@ -326,14 +349,17 @@ def plot_decode(fig: dict[str, Any], outdir: Path) -> list[Path]:
     plt = plotting.pyplot()
 
     names = list(fig["configs"])
-    stacks = (("launch_ms", "kernel launches"), ("gpu_ms", "GPU weight reads"),
-              ("cpu_exposed_ms", "CPU expert reads (not overlapped)"))
+    stacks = (
+        ("launch_ms", "kernel launches"),
+        ("gpu_ms", "GPU weight reads"),
+        ("cpu_exposed_ms", "CPU expert reads (not overlapped)"),
+    )
     figure, ax = plt.subplots(figsize=(8, 4.5))
     bottom = [0.0] * len(names)
     for key, label in stacks:
         values = [fig["configs"][n][key] for n in names]
         ax.bar(names, values, bottom=bottom, label=label)
-        bottom = [b + v for b, v in zip(bottom, values)]
+        bottom = [b + v for b, v in zip(bottom, values, strict=False)]
     for i, n in enumerate(names):
         ax.text(i, bottom[i], f"{fig['configs'][n]['tokens_per_s']:.1f} tok/s", ha="center", va="bottom")
     ax.set_ylim(0, 1.25 * max(bottom))  # room for the labels and the legend
@@ -348,6 +374,7 @@ def plot_decode(fig: dict[str, Any], outdir: Path) -> list[Path]:
 
 # ---------------------------------------------------------------------------------------------
 # Part 3: AMX for prefill (§4.5, §7 Q9)
+
 
 def amx(impl: str) -> dict[str, Any]:
     ops_per_instruction = exercise_function("ex09", "amx_ops_per_instruction", impl)
@@ -390,23 +417,38 @@ def amx(impl: str) -> dict[str, Any]:
 
 def render_amx(fig: dict[str, Any]) -> str:
     p = fig["prefill"]
-    return "\n".join([
-        f"AMX tile product: {fig['amx_ops_per_instruction']:,} ops per instruction, "
-        f"{fig['amx_cycles_per_instruction']} cycles",
-        f"ops per cycle per core: AMX {fig['amx_ops_per_cycle']:,.0f} vs AVX-512 {fig['avx512_ops_per_cycle']:,} "
-        f"({fig['amx_over_avx512']:.0f}x)",
-        f"peak of one socket ({fig['cores']} cores x {fig['clock_ghz']:g} GHz): {fig['peak_tops']:.0f} TOPS; "
-        f"measured {fig['measured_tops']:g} TOPS = {100 * fig['fraction_of_peak']:.0f}% of peak",
-        f"{p['num_tokens']}-token prompt, routed experts on the CPU ({p['flop']:.3g} FLOP): "
-        f"AVX-512 at {p['avx512_tflops']:g} TFLOPS {p['avx512_s']:.1f} s, "
-        f"AMX at {p['amx_tflops']:g} TFLOPS {p['amx_s']:.1f} s",
-    ])
+    return "\n".join(
+        [
+            f"AMX tile product: {fig['amx_ops_per_instruction']:,} ops per instruction, "
+            f"{fig['amx_cycles_per_instruction']} cycles",
+            f"ops per cycle per core: AMX {fig['amx_ops_per_cycle']:,.0f} vs AVX-512 {fig['avx512_ops_per_cycle']:,} "
+            f"({fig['amx_over_avx512']:.0f}x)",
+            f"peak of one socket ({fig['cores']} cores x {fig['clock_ghz']:g} GHz): {fig['peak_tops']:.0f} TOPS; "
+            f"measured {fig['measured_tops']:g} TOPS = {100 * fig['fraction_of_peak']:.0f}% of peak",
+            f"{p['num_tokens']}-token prompt, routed experts on the CPU ({p['flop']:.3g} FLOP): "
+            f"AVX-512 at {p['avx512_tflops']:g} TFLOPS {p['avx512_s']:.1f} s, "
+            f"AMX at {p['amx_tflops']:g} TFLOPS {p['amx_s']:.1f} s",
+        ]
+    )
 
 
 PARTS: list[Part] = [
-    Part("placement", "Placement by arithmetic intensity (DeepSeek-V3)", "§4.2", ("ex06", "ex07"),
-         placement, render_placement),
-    Part("decode", "Decode-time account at batch 1 (RTX 4090 + 2 x Xeon 8480+)", "§4.3", ("ex06", "ex08"),
-         decode, render_decode, plot_decode),
+    Part(
+        "placement",
+        "Placement by arithmetic intensity (DeepSeek-V3)",
+        "§4.2",
+        ("ex06", "ex07"),
+        placement,
+        render_placement,
+    ),
+    Part(
+        "decode",
+        "Decode-time account at batch 1 (RTX 4090 + 2 x Xeon 8480+)",
+        "§4.3",
+        ("ex06", "ex08"),
+        decode,
+        render_decode,
+        plot_decode,
+    ),
     Part("amx", "AMX: the CPU's prefill becomes compute-bound", "§4.5", ("ex09",), amx, render_amx),
 ]

@@ -24,18 +24,23 @@ import json
 import sys
 import time
 import traceback
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from hetero.impl import ExerciseError, MissingExercise, resolve_impl_dir
 from hetero.parts import Part
 
 EXPERIMENTS: dict[str, tuple[str, tuple[str, ...]]] = {
     "01": ("Experiment 01: what each kind of hardware is good at (§1.2)", ("hetero.exp_hardware",)),
-    "02": ("Experiment 02: Mooncake, KV cache pool, transfer engine, overload (§2.3, §2.4, §3.2)",
-           ("hetero.kvcache", "hetero.transfer", "hetero.overload")),
-    "03": ("Experiment 03: KTransformers, placement, decode, AMX, deferral (§4.2-§4.5)",
-           ("hetero.ktrans", "hetero.moe")),
+    "02": (
+        "Experiment 02: Mooncake, KV cache pool, transfer engine, overload (§2.3, §2.4, §3.2)",
+        ("hetero.kvcache", "hetero.transfer", "hetero.overload"),
+    ),
+    "03": (
+        "Experiment 03: KTransformers, placement, decode, AMX, deferral (§4.2-§4.5)",
+        ("hetero.ktrans", "hetero.moe"),
+    ),
 }
 
 
@@ -52,12 +57,15 @@ def _unavailable(part: Part, exc: Exception) -> str:
     tb = traceback.extract_tb(exc.__traceback__)
     where = f" at {Path(tb[-1].filename).name}:{tb[-1].lineno}" if tb else ""
     needs = ", ".join(part.needs)
-    return (f"{needs} gave a result this part could not use: {type(exc).__name__}{where}: {exc} "
-            f"(check the types and units {needs} returns against its docstring)")
+    return (
+        f"{needs} gave a result this part could not use: {type(exc).__name__}{where}: {exc} "
+        f"(check the types and units {needs} returns against its docstring)"
+    )
 
 
-def run_experiment(exp: str, impl: str, plots: Path | None = None,
-                   emit: Callable[[str], None] | None = None) -> dict[str, Any]:
+def run_experiment(
+    exp: str, impl: str, plots: Path | None = None, emit: Callable[[str], None] | None = None
+) -> dict[str, Any]:
     """Run every part of one experiment; returns the JSON object described in the module docstring.
 
     `emit` receives each part's text as soon as that part finishes (text mode prints it at once)."""
@@ -98,9 +106,12 @@ def run_experiment(exp: str, impl: str, plots: Path | None = None,
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m hetero.lecture", description=__doc__.split("\n")[0])
     parser.add_argument("experiment", choices=[*EXPERIMENTS, "all"])
-    parser.add_argument("--impl", default="assignments",
-                        help="where exercise functions come from: assignments (default: the assignments/ "
-                             "folder found from the current directory upward), solutions, or a folder")
+    parser.add_argument(
+        "--impl",
+        default="assignments",
+        help="where exercise functions come from: assignments (default: the assignments/ "
+        "folder found from the current directory upward), solutions, or a folder",
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object with every figure")
     parser.add_argument("--plots", type=Path, default=None, help="write PNG plots into this folder")
     args = parser.parse_args(argv)

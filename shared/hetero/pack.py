@@ -130,15 +130,23 @@ def pack(folder: Path, out: Path) -> list[FileStatus]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m hetero.pack", description=__doc__.splitlines()[0])
-    parser.add_argument("--from", dest="folder", type=Path, default=None,
-                        help="folder holding your exercise files (default: the assignments/ folder found from "
-                             "the current directory upward)")
+    parser.add_argument(
+        "--from",
+        dest="folder",
+        type=Path,
+        default=None,
+        help="folder holding your exercise files (default: the assignments/ folder found from "
+        "the current directory upward)",
+    )
     parser.add_argument("--out", type=Path, default=Path("submission.zip"), help="zip to write")
     args = parser.parse_args(argv)
     folder = args.folder if args.folder is not None else find_named_folder("assignments")
     if folder is None:
-        print(f"pack: no exercise files: no assignments/ folder with exercise files in {Path.cwd()} or above; "
-              "pass --from FOLDER", file=sys.stderr)
+        print(
+            f"pack: no exercise files: no assignments/ folder with exercise files in {Path.cwd()} or above; "
+            "pass --from FOLDER",
+            file=sys.stderr,
+        )
         return 1
     print(f"exercise files: {Path(folder).resolve()}")
     try:
@@ -152,8 +160,11 @@ def main(argv: list[str] | None = None) -> int:
     packed = sum(s.present for s in statuses)
     print(f"wrote {args.out.resolve()} ({packed} of {len(statuses)} exercise files)")
     if incomplete:
-        print(f"warning: {len(incomplete)} exercise(s) missing or not finished: {', '.join(incomplete)}. "
-              "Upload anyway for partial credit, or finish them and pack again.", file=sys.stderr)
+        print(
+            f"warning: {len(incomplete)} exercise(s) missing or not finished: {', '.join(incomplete)}. "
+            "Upload anyway for partial credit, or finish them and pack again.",
+            file=sys.stderr,
+        )
     return 0
 
 

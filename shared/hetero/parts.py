@@ -11,9 +11,10 @@ it comes from a value that exercise returned. `run` calls exercise functions onl
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -24,4 +25,4 @@ class Part:
     needs: tuple[str, ...]  # exercise ids whose functions it calls
     run: Callable[[str], dict[str, Any]]  # impl -> JSON-able figures (floats, ints, lists, dicts)
     render: Callable[[dict[str, Any]], str]  # figures -> text table(s)
-    plot: Optional[Callable[[dict[str, Any], Path], list[Path]]] = None  # figures, dir -> PNGs written
+    plot: Callable[[dict[str, Any], Path], list[Path]] | None = None  # figures, dir -> PNGs written

@@ -26,10 +26,11 @@ import linecache
 import signal
 import threading
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from hetero.checks import Case, EncodeError, Outcome, encode, invoke, judge
 from hetero.impl import EXERCISES, MissingExercise, load_exercise, student_location
@@ -57,8 +58,12 @@ def load_listing(tests_dir: Path) -> dict[str, ExerciseInfo]:
     if not listing.is_file():
         return {ex_id: ExerciseInfo(ex_id, module, 0.0, DEFAULT_CASE_TIMEOUT_S) for ex_id, module in EXERCISES.items()}
     entries = json.loads(listing.read_text(encoding="utf-8"))
-    return {e["id"]: ExerciseInfo(e["id"], e["title"], float(e["points"]),
-                                  float(e.get("case_timeout_s", DEFAULT_CASE_TIMEOUT_S))) for e in entries}
+    return {
+        e["id"]: ExerciseInfo(
+            e["id"], e["title"], float(e["points"]), float(e.get("case_timeout_s", DEFAULT_CASE_TIMEOUT_S))
+        )
+        for e in entries
+    }
 
 
 class CaseTimeout(BaseException):
@@ -89,8 +94,9 @@ def time_limit(seconds: float) -> Iterator[None]:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
         if outer_delay_s > 0:  # give the outer timer back what is left of it
-            signal.setitimer(signal.ITIMER_REAL, max(outer_delay_s - (time.monotonic() - start), 1e-3),
-                             outer_interval_s)
+            signal.setitimer(
+                signal.ITIMER_REAL, max(outer_delay_s - (time.monotonic() - start), 1e-3), outer_interval_s
+            )
 
 
 @dataclass(frozen=True)
@@ -102,7 +108,7 @@ class CaseReport:
 def _short(value: Any, limit: int = 160) -> str:
     text = repr(value)
     text = " ".join(text.split())
-    return text if len(text) <= limit else text[:limit - 3] + "..."
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _call_text(case: Case) -> str:
@@ -152,11 +158,15 @@ def run_public_case(case: Case, impl_dir: Path, limit_s: float) -> CaseReport:
     except MissingExercise as exc:  # the file is missing or does not import
         _UNLOADABLE[key] = f"{filename} could not be loaded: {exc}"
     except CaseTimeout:
-        _UNLOADABLE[key] = (f"{filename} could not be loaded: importing it did not finish within {limit_s:g} s "
-                            f"(stopped after {limit_s:g} s); look for code that runs at import")
+        _UNLOADABLE[key] = (
+            f"{filename} could not be loaded: importing it did not finish within {limit_s:g} s "
+            f"(stopped after {limit_s:g} s); look for code that runs at import"
+        )
     except SystemExit as exc:
-        _UNLOADABLE[key] = (f"{filename} could not be loaded: it calls exit ({exc.code!r}) while being "
-                            "imported; a file of functions must not exit")
+        _UNLOADABLE[key] = (
+            f"{filename} could not be loaded: it calls exit ({exc.code!r}) while being "
+            "imported; a file of functions must not exit"
+        )
     if key in _UNLOADABLE:
         return CaseReport(False, _UNLOADABLE[key])
     path = str(getattr(module, "__file__", "") or Path(impl_dir) / filename)
@@ -165,13 +175,27 @@ def run_public_case(case: Case, impl_dir: Path, limit_s: float) -> CaseReport:
         with time_limit(limit_s):
             value = invoke(case, module)
     except CaseTimeout:
-        return CaseReport(False, _block(case, f"no result: stopped after {limit_s:g} s", (
-            f"{case.func} did not return within this exercise's per-case limit of {limit_s:g} s (Gradescope "
-            "stops each case at the same limit). Look for a loop whose condition never changes, or work that "
-            "grows much faster than the input.")))
+        return CaseReport(
+            False,
+            _block(
+                case,
+                f"no result: stopped after {limit_s:g} s",
+                (
+                    f"{case.func} did not return within this exercise's per-case limit of {limit_s:g} s (Gradescope "
+                    "stops each case at the same limit). Look for a loop whose condition never changes, or work that "
+                    "grows much faster than the input."
+                ),
+            ),
+        )
     except SystemExit as exc:
-        return CaseReport(False, _block(case, f"no result: the call exited ({exc.code!r})",
-                                        "your function calls exit(); return the value instead"))
+        return CaseReport(
+            False,
+            _block(
+                case,
+                f"no result: the call exited ({exc.code!r})",
+                "your function calls exit(); return the value instead",
+            ),
+        )
     except Exception as exc:  # the student's exception is data here
         error = exc
         outcome = Outcome(None, type(exc).__name__, str(exc)[:2000])
@@ -181,8 +205,9 @@ def run_public_case(case: Case, impl_dir: Path, limit_s: float) -> CaseReport:
         except EncodeError as exc:
             outcome = Outcome(None, "EncodeError", str(exc))
     if outcome.error_type == "NotImplementedError":
-        return CaseReport(False, f"NotImplementedError: {outcome.error_message} is not implemented yet; "
-                                 f"fill it in {filename}")
+        return CaseReport(
+            False, f"NotImplementedError: {outcome.error_message} is not implemented yet; fill it in {filename}"
+        )
     verdict = judge(case, outcome)
     if verdict.passed:
         return CaseReport(True, "")
@@ -193,7 +218,7 @@ def run_public_case(case: Case, impl_dir: Path, limit_s: float) -> CaseReport:
     else:
         got = _short(value)
     prefix = f"{case.func}: {case.id}: "
-    problem = verdict.message[len(prefix):] if verdict.message.startswith(prefix) else verdict.message
+    problem = verdict.message[len(prefix) :] if verdict.message.startswith(prefix) else verdict.message
     if error is not None and not case.raises:
         problem = "your function raised an exception instead of returning a value (see the line above)"
     return CaseReport(False, _block(case, got, problem))

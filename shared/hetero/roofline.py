@@ -60,7 +60,7 @@ class PhaseTime:
 
     @property
     def bound(self) -> str:
-        """"compute" or "memory": the resource that sets `time_s`."""
+        """ "compute" or "memory": the resource that sets `time_s`."""
         return "compute" if self.compute_s >= self.memory_s else "memory"
 
 
@@ -112,16 +112,22 @@ def _timed(flops: float, bytes_moved: float, gpu_name: str, num_gpus: int, eff: 
     return PhaseTime(flops, bytes_moved, flops / flop_rate, bytes_moved / byte_rate)
 
 
-def prefill(model_name: str, gpu_name: str, num_gpus: int, tokens: int,
-            eff: Efficiency | None = None) -> PhaseTime:
+def prefill(model_name: str, gpu_name: str, num_gpus: int, tokens: int, eff: Efficiency | None = None) -> PhaseTime:
     """Roofline time of prefilling `tokens` tokens of one sequence on `num_gpus` x `gpu_name`."""
     eff = eff or Efficiency()
     flops = prefill_flops(model_name, tokens)
     return _timed(flops, _dense(model_name).weight_bytes, gpu_name, num_gpus, eff)
 
 
-def decode_step(model_name: str, gpu_name: str, num_gpus: int, batch: int, context_tokens: int,
-                kv_bytes_per_token: float, eff: Efficiency | None = None) -> PhaseTime:
+def decode_step(
+    model_name: str,
+    gpu_name: str,
+    num_gpus: int,
+    batch: int,
+    context_tokens: int,
+    kv_bytes_per_token: float,
+    eff: Efficiency | None = None,
+) -> PhaseTime:
     """Roofline time of one decode step (one token for each of `batch` sequences)."""
     eff = eff or Efficiency()
     flops = decode_step_flops(model_name, batch, context_tokens)

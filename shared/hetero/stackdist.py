@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_right, insort
-from typing import Iterator, Sequence
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 
@@ -80,8 +80,8 @@ def request_depths(requests: Sequence[TraceRequest], limit: int | None = None) -
         if len(buffered) >= fold_at:
             start = buffered[0]
             dead_flags[np.asarray(buffered, dtype=np.int64)] = 1
-            np.cumsum(dead_flags[start:], out=dead_before[start + 1:])
-            dead_before[start + 1:] += dead_before[start]
+            np.cumsum(dead_flags[start:], out=dead_before[start + 1 :])
+            dead_before[start + 1 :] += dead_before[start]
             buffered.clear()
 
 
@@ -108,7 +108,7 @@ def lru_stack_sweep(requests: Sequence[TraceRequest], capacities: Sequence[int])
     full_maxima: list[int] = []  # per request whose token hits reach input_length: m at that position
     full_excess: list[int] = []  # ... and the tokens its 512-token blocks count beyond input_length
     blocks = tokens = 0
-    for r, depths in zip(requests, request_depths(requests, limit)):
+    for r, depths in zip(requests, request_depths(requests, limit), strict=False):
         top = -1
         running: list[int] = []
         for d in depths:
@@ -134,9 +134,13 @@ def lru_stack_sweep(requests: Sequence[TraceRequest], capacities: Sequence[int])
     full_sorted = np.asarray(full_maxima, dtype=np.int64)[order]
     excess_cum = np.concatenate([[0], np.cumsum(np.asarray(full_excess, dtype=np.int64)[order])])
     excess = excess_cum[np.searchsorted(full_sorted, cap_array, side="left")]
-    token_hits = [int(BLOCK_TOKENS * h - e) for h, e in zip(token_blocks.tolist(), excess.tolist())]
+    token_hits = [int(BLOCK_TOKENS * h - e) for h, e in zip(token_blocks.tolist(), excess.tolist(), strict=False)]
     hits = [int(h) for h in block_hits.tolist()]
-    return {"block_hit_rate": [h / blocks if blocks else 0.0 for h in hits],
-            "token_hit_rate": [t / tokens if tokens else 0.0 for t in token_hits],
-            "block_hits": hits, "blocks": [blocks] * len(caps),
-            "token_hits": token_hits, "tokens": [tokens] * len(caps)}
+    return {
+        "block_hit_rate": [h / blocks if blocks else 0.0 for h in hits],
+        "token_hit_rate": [t / tokens if tokens else 0.0 for t in token_hits],
+        "block_hits": hits,
+        "blocks": [blocks] * len(caps),
+        "token_hits": token_hits,
+        "tokens": [tokens] * len(caps),
+    }

@@ -73,8 +73,9 @@ def parse_line(text: str, path: str | Path = "<string>", line: int = 1) -> Trace
         raise TraceError(path, line, "hash_ids", "must be a list of integers >= 0")
     max_blocks = -(-input_length // BLOCK_TOKENS)
     if len(ids) > max_blocks:
-        raise TraceError(path, line, "hash_ids",
-                         f"{len(ids)} blocks for input_length {input_length} (at most {max_blocks})")
+        raise TraceError(
+            path, line, "hash_ids", f"{len(ids)} blocks for input_length {input_length} (at most {max_blocks})"
+        )
     return TraceRequest(timestamp, input_length, output_length, tuple(ids))
 
 
@@ -89,9 +90,13 @@ def read_trace(path: str | Path) -> list[TraceRequest]:
                 raise TraceError(path, line_no, "<line>", "blank line")
             req = parse_line(text, path, line_no)
             if req.timestamp_ms < last_ts:
-                raise TraceError(path, line_no, "timestamp",
-                                 f"{req.timestamp_ms} ms is earlier than the previous line's {last_ts} ms "
-                                 "(traces must be in time order)")
+                raise TraceError(
+                    path,
+                    line_no,
+                    "timestamp",
+                    f"{req.timestamp_ms} ms is earlier than the previous line's {last_ts} ms "
+                    "(traces must be in time order)",
+                )
             last_ts = req.timestamp_ms
             requests.append(req)
     if not requests:
@@ -130,8 +135,9 @@ class SampleTraceConfig:
     max_input_tokens: int = 131072  # trace maximum 126,195
 
 
-def generate_sample_trace(rng: np.random.Generator,
-                          config: SampleTraceConfig = SampleTraceConfig()) -> list[TraceRequest]:
+def generate_sample_trace(
+    rng: np.random.Generator, config: SampleTraceConfig = SampleTraceConfig()
+) -> list[TraceRequest]:
     """Requests of the sample model (see the comment above), in time order."""
     c = config
     gaps_s = rng.exponential(1.0 / c.rate_per_s, size=c.num_requests)
@@ -168,9 +174,17 @@ def generate_sample_trace(rng: np.random.Generator,
 
 def format_trace(requests: list[TraceRequest]) -> str:
     """JSONL text in the public Mooncake traces' exact layout."""
-    lines = [json.dumps({"timestamp": r.timestamp_ms, "input_length": r.input_length,
-                         "output_length": r.output_length, "hash_ids": list(r.hash_ids)})
-             for r in requests]
+    lines = [
+        json.dumps(
+            {
+                "timestamp": r.timestamp_ms,
+                "input_length": r.input_length,
+                "output_length": r.output_length,
+                "hash_ids": list(r.hash_ids),
+            }
+        )
+        for r in requests
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -202,9 +216,12 @@ def trace_stats(requests: list[TraceRequest]) -> dict[str, float]:
         "requests": float(len(requests)),
         "duration_s": float(ts[-1] / 1000.0),
         "rate_per_s": len(requests) / duration_s,
-        "input_mean": float(inp.mean()), "input_median": float(np.median(inp)),
-        "input_p10": float(np.percentile(inp, 10)), "input_p90": float(np.percentile(inp, 90)),
-        "output_mean": float(out.mean()), "output_median": float(np.median(out)),
+        "input_mean": float(inp.mean()),
+        "input_median": float(np.median(inp)),
+        "input_p10": float(np.percentile(inp, 10)),
+        "input_p90": float(np.percentile(inp, 90)),
+        "output_mean": float(out.mean()),
+        "output_median": float(np.median(out)),
         "blocks_per_request": total / len(requests),
         "distinct_blocks": float(len(seen)),
         "frac_reusing_beyond_first_block": reused / len(requests),

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 from hetero import catalog, plotting, roofline
 from hetero.impl import exercise_function
@@ -39,7 +39,7 @@ class Link:
     label: str
     nic: str  # key into catalog.NICS
     num_nics: int
-    measured_gb_per_s: Optional[float]  # 1e9 B/s; None: no measurement, use the line rate
+    measured_gb_per_s: float | None  # 1e9 B/s; None: no measurement, use the line rate
     lecture_speedup: float  # the lecture's quoted speed-up over recomputing, x
     source: str
 
@@ -66,7 +66,8 @@ def transfer_figures(impl: str, setup: TransferSetup = TransferSetup()) -> dict[
     nics = {link.label: catalog.nic(link.nic) for link in setup.links}  # unknown NICs fail first
     recompute = roofline.prefill(setup.model, setup.recompute_gpu, setup.recompute_num_gpus, setup.context_tokens)
     kv_per_token = exercise_function("ex02", "kv_bytes_per_token", impl)(
-        m.num_layers, m.num_kv_heads, m.head_dim, m.kv_bytes_per_elem)
+        m.num_layers, m.num_kv_heads, m.head_dim, m.kv_bytes_per_elem
+    )
     line_rate = exercise_function("ex04", "line_rate_gb_per_s", impl)
     efficiency = exercise_function("ex04", "link_efficiency", impl)
     transfer_time = exercise_function("ex04", "transfer_time_s", impl)
@@ -79,34 +80,50 @@ def transfer_figures(impl: str, setup: TransferSetup = TransferSetup()) -> dict[
         used = line if link.measured_gb_per_s is None else link.measured_gb_per_s  # GB/s
         seconds = transfer_time(kv_bytes, used)
         links[link.label] = {
-            "num_nics": link.num_nics, "gbit_per_s_per_nic": nic.line_rate_gbit_per_s,
-            "line_rate_gb_per_s": line, "measured_gb_per_s": link.measured_gb_per_s,
+            "num_nics": link.num_nics,
+            "gbit_per_s_per_nic": nic.line_rate_gbit_per_s,
+            "line_rate_gb_per_s": line,
+            "measured_gb_per_s": link.measured_gb_per_s,
             "efficiency": None if link.measured_gb_per_s is None else efficiency(link.measured_gb_per_s, line),
-            "used_gb_per_s": used, "transfer_s": seconds, "speedup": speedup(recompute.time_s, seconds),
+            "used_gb_per_s": used,
+            "transfer_s": seconds,
+            "speedup": speedup(recompute.time_s, seconds),
             "lecture_speedup": link.lecture_speedup,
             "lecture_implied_recompute_s": link.lecture_speedup * seconds,
         }
-    return {"model": setup.model, "context_tokens": setup.context_tokens, "kv_bytes_per_token": kv_per_token,
-            "kv_bytes": kv_bytes,
-            "recompute": {"gpu": setup.recompute_gpu, "num_gpus": setup.recompute_num_gpus,
-                          "time_s": recompute.time_s, "bound": recompute.bound,
-                          "compute_efficiency": roofline.Efficiency().compute},
-            "links": links}
+    return {
+        "model": setup.model,
+        "context_tokens": setup.context_tokens,
+        "kv_bytes_per_token": kv_per_token,
+        "kv_bytes": kv_bytes,
+        "recompute": {
+            "gpu": setup.recompute_gpu,
+            "num_gpus": setup.recompute_num_gpus,
+            "time_s": recompute.time_s,
+            "bound": recompute.bound,
+            "compute_efficiency": roofline.Efficiency().compute,
+        },
+        "links": links,
+    }
 
 
 def render_transfer(fig: dict[str, Any]) -> str:
     rec = fig["recompute"]
-    lines = [f"{fig['model']}, {fig['context_tokens']:,} tokens: KV {fig['kv_bytes'] / 1e9:.1f} GB "
-             f"({fig['kv_bytes_per_token']:,.0f} B/token)",
-             f"recompute the prefill on {rec['num_gpus']} x {rec['gpu']}: {rec['time_s']:.2f} s ({rec['bound']}-bound, "
-             f"compute efficiency {rec['compute_efficiency']:.2f}); lecture: about 10 s",
-             f"{'link':<8}{'line GB/s':>10}{'used GB/s':>10}{'eff.':>7}{'transfer s':>12}{'speed-up':>10}"
-             f"{'lecture':>9}{'implied recompute s':>21}"]
+    lines = [
+        f"{fig['model']}, {fig['context_tokens']:,} tokens: KV {fig['kv_bytes'] / 1e9:.1f} GB "
+        f"({fig['kv_bytes_per_token']:,.0f} B/token)",
+        f"recompute the prefill on {rec['num_gpus']} x {rec['gpu']}: {rec['time_s']:.2f} s ({rec['bound']}-bound, "
+        f"compute efficiency {rec['compute_efficiency']:.2f}); lecture: about 10 s",
+        f"{'link':<8}{'line GB/s':>10}{'used GB/s':>10}{'eff.':>7}{'transfer s':>12}{'speed-up':>10}"
+        f"{'lecture':>9}{'implied recompute s':>21}",
+    ]
     for label, ln in fig["links"].items():
         eff = "-" if ln["efficiency"] is None else f"{ln['efficiency']:.1%}"
-        lines.append(f"{label:<8}{ln['line_rate_gb_per_s']:>10.1f}{ln['used_gb_per_s']:>10.1f}{eff:>7}"
-                     f"{ln['transfer_s']:>12.3f}{ln['speedup']:>9.1f}x{ln['lecture_speedup']:>8.0f}x"
-                     f"{ln['lecture_implied_recompute_s']:>21.2f}")
+        lines.append(
+            f"{label:<8}{ln['line_rate_gb_per_s']:>10.1f}{ln['used_gb_per_s']:>10.1f}{eff:>7}"
+            f"{ln['transfer_s']:>12.3f}{ln['speedup']:>9.1f}x{ln['lecture_speedup']:>8.0f}x"
+            f"{ln['lecture_implied_recompute_s']:>21.2f}"
+        )
     lines.append("(implied recompute = lecture speed-up x transfer time; see docs/figures_transfer.md)")
     return "\n".join(lines)
 
@@ -115,8 +132,9 @@ def plot_transfer(fig: dict[str, Any], outdir: Path) -> list[Path]:
     plt = plotting.pyplot()
     import matplotlib.ticker
 
-    labels = [f"fetch {k}" for k in fig["links"]] + [f"recompute\n{fig['recompute']['num_gpus']} x "
-                                                     f"{fig['recompute']['gpu']}"]
+    labels = [f"fetch {k}" for k in fig["links"]] + [
+        f"recompute\n{fig['recompute']['num_gpus']} x {fig['recompute']['gpu']}"
+    ]
     seconds = [ln["transfer_s"] for ln in fig["links"].values()] + [fig["recompute"]["time_s"]]
     colors = ["tab:blue"] * len(fig["links"]) + ["tab:red"]
     figure, ax = plt.subplots(figsize=(6, 3.6))
@@ -127,13 +145,22 @@ def plot_transfer(fig: dict[str, Any], outdir: Path) -> list[Path]:
     ax.yaxis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%g"))
     ax.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
     ax.set_ylabel("time (s, log scale)")
-    ax.set_title(f"{fig['context_tokens']:,}-token {fig['model']} KV ({fig['kv_bytes'] / 1e9:.1f} GB): "
-                 "fetch vs recompute", fontsize=9)
+    ax.set_title(
+        f"{fig['context_tokens']:,}-token {fig['model']} KV ({fig['kv_bytes'] / 1e9:.1f} GB): fetch vs recompute",
+        fontsize=9,
+    )
     path = plotting.save(figure, outdir, "exp02_transfer.png")
     return [path]
 
 
 PARTS: list[Part] = [
-    Part("transfer", "Transfer engine: fetch a 128K-token KV over aggregated NICs vs recompute it", "§2.4, §7 Q4",
-         ("ex02", "ex04"), lambda impl: transfer_figures(impl), render_transfer, plot_transfer),
+    Part(
+        "transfer",
+        "Transfer engine: fetch a 128K-token KV over aggregated NICs vs recompute it",
+        "§2.4, §7 Q4",
+        ("ex02", "ex04"),
+        lambda impl: transfer_figures(impl),
+        render_transfer,
+        plot_transfer,
+    ),
 ]

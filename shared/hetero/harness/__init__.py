@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import importlib
 import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any
 
 MODULES = ("kvcache", "overload", "moe")
 _NAME = re.compile(r"^(?P<module>[a-z_]+)\.(?P<function>[a-z_][a-z0-9_]*)$")
@@ -33,12 +34,15 @@ def resolve(name: str) -> Callable[..., Any]:
     """The function a case names ("kvcache.cluster"); ValueError for a name outside this package."""
     match = _NAME.match(name) if isinstance(name, str) else None
     if match is None or match["module"] not in MODULES:
-        raise ValueError(f"{name!r} is not a grading name: expected '<module>.<function>' with module one of "
-                         f"{', '.join(MODULES)}")
+        raise ValueError(
+            f"{name!r} is not a grading name: expected '<module>.<function>' with module one of {', '.join(MODULES)}"
+        )
     module = importlib.import_module(f"{__name__}.{match['module']}")
     if match["function"] not in module.__all__:
-        raise ValueError(f"{name!r}: hetero.harness.{match['module']} has no {match['function']!r}; "
-                         f"it has {', '.join(module.__all__)}")
+        raise ValueError(
+            f"{name!r}: hetero.harness.{match['module']} has no {match['function']!r}; "
+            f"it has {', '.join(module.__all__)}"
+        )
     return getattr(module, match["function"])
 
 

@@ -22,8 +22,9 @@ from hetero.moe.train import train
 __all__ = ["tiny_layer", "tied_weights", "deferral_table"]
 
 
-def tiny_layer(seed: int, part: str, tokens: int = 6, d_model: int = 8, n_experts: int = 8, top_k: int = 4,
-                   dtype: str = "float32") -> torch.Tensor | None:
+def tiny_layer(
+    seed: int, part: str, tokens: int = 6, d_model: int = 8, n_experts: int = 8, top_k: int = 4, dtype: str = "float32"
+) -> torch.Tensor | None:
     """One tensor of a random MoE layer applied to random hidden states (all from `seed`).
 
     part: "x" [T, D], "shared_out" [T, D], "expert_out" [T, K, D], "topk_weights" [T, K] (router order),
@@ -31,8 +32,16 @@ def tiny_layer(seed: int, part: str, tokens: int = 6, d_model: int = 8, n_expert
     """
     if part == "none":
         return None
-    cfg = ModelConfig(vocab_size=8, d_model=d_model, n_layers=2, n_heads=1, n_experts=n_experts, top_k=top_k,
-                      expert_hidden=d_model, shared_hidden=2 * d_model)
+    cfg = ModelConfig(
+        vocab_size=8,
+        d_model=d_model,
+        n_layers=2,
+        n_heads=1,
+        n_experts=n_experts,
+        top_k=top_k,
+        expert_hidden=d_model,
+        shared_hidden=2 * d_model,
+    )
     gen = torch.Generator().manual_seed(seed)
     float_dtype = torch_dtype(dtype)
     layer = MoEFeedForward(cfg, gen, float_dtype)
@@ -41,8 +50,13 @@ def tiny_layer(seed: int, part: str, tokens: int = 6, d_model: int = 8, n_expert
         x = torch.randn(tokens, d_model, generator=gen, dtype=float_dtype)  # [T, D]
         carry = 0.1 * torch.randn(tokens, d_model, generator=gen, dtype=float_dtype)  # [T, D]
         weights, ids = layer.route(x)
-        parts = {"x": x, "shared_out": layer.shared(x), "expert_out": layer.experts(x, ids),
-                 "topk_weights": weights, "carry": carry}
+        parts = {
+            "x": x,
+            "shared_out": layer.shared(x),
+            "expert_out": layer.experts(x, ids),
+            "topk_weights": weights,
+            "carry": carry,
+        }
     if part not in parts:
         raise KeyError(f"part must be one of {sorted(parts) + ['none']}, got {part!r}")
     return parts[part].clone()
@@ -79,8 +93,13 @@ def write_grading_checkpoints(seeds: Sequence[int] = GRADING_SEEDS) -> list[Path
         config = grading_config(seed)
         data = build_data(config.min_char_count, config.max_len)
         path = grading_checkpoint_path(seed)
-        write_checkpoint(path, config, data, train(config, data, progress=False),
-                         {"val_tokens": [list(t) for t in data.val[:GRADING_VAL_NAMES]]})
+        write_checkpoint(
+            path,
+            config,
+            data,
+            train(config, data, progress=False),
+            {"val_tokens": [list(t) for t in data.val[:GRADING_VAL_NAMES]]},
+        )
         paths.append(path)
     return paths
 
@@ -91,8 +110,10 @@ def deferral_table(module: Any, seed: int = 0, val_names: int = 200) -> dict[str
     its stored grading checkpoint, see `write_grading_checkpoints`)."""
     path = grading_checkpoint_path(seed)
     if not path.is_file():
-        raise FileNotFoundError(f"{path}: no grading checkpoint for seed {seed}; create it with "
-                                f"`python -m hetero.harness.moe --seeds {seed}`")
+        raise FileNotFoundError(
+            f"{path}: no grading checkpoint for seed {seed}; create it with "
+            f"`python -m hetero.harness.moe --seeds {seed}`"
+        )
     model, meta = load_checkpoint(path)
     stored = meta["val_tokens"]
     if not 0 < val_names <= len(stored):
@@ -102,9 +123,10 @@ def deferral_table(module: Any, seed: int = 0, val_names: int = 200) -> dict[str
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m hetero.harness.moe",
-                                     description="(Re)write the ex10 grading models under hetero/data/ "
-                                                 "(tiny float64 config).")
+    parser = argparse.ArgumentParser(
+        prog="python -m hetero.harness.moe",
+        description="(Re)write the ex10 grading models under hetero/data/ (tiny float64 config).",
+    )
     parser.add_argument("--seeds", type=int, nargs="+", default=list(GRADING_SEEDS))
     args = parser.parse_args(argv)
     for path in write_grading_checkpoints(args.seeds):

@@ -34,10 +34,18 @@ def run_scenario(module: Any, scenario: dict[str, Any], seed: int, oversubscript
     scenario; returns plain counts."""
     config = _scenario_config(scenario)
     workload = poisson_workload(config, np.random.default_rng(seed))
-    result = simulate_config(config, workload, Policy("predictive", "predictive", oversubscription),
-                             module.predicted_decode_load, module.admit_predictive)
-    return {"completed": result.completed, "rejected_at_arrival": result.rejected_at_arrival,
-            "wasted_prefills": result.wasted_prefills}
+    result = simulate_config(
+        config,
+        workload,
+        Policy("predictive", "predictive", oversubscription),
+        module.predicted_decode_load,
+        module.admit_predictive,
+    )
+    return {
+        "completed": result.completed,
+        "rejected_at_arrival": result.rejected_at_arrival,
+        "wasted_prefills": result.wasted_prefills,
+    }
 
 
 @lru_cache(maxsize=8)
