@@ -26,7 +26,7 @@ def _public_cases() -> list:
     for ex_id in EXERCISES:
         path = HERE / f"public_{ex_id}.py"
         if not path.is_file():
-            continue
+            continue  # reported by test_public_cases_are_present
         for case in load_module_from_path(path, f"_public_{ex_id}").CASES:
             params.append(pytest.param(case, id=case.id, marks=getattr(pytest.mark, ex_id)))
     return params
@@ -37,3 +37,11 @@ def test_public(case):
     report = run_public_case(case, IMPL_DIR, LISTING[case.ex_id].case_timeout_s)
     if not report.passed:
         pytest.fail(report.text, pytrace=False)
+
+
+@pytest.mark.parametrize("ex_id", [pytest.param(e, marks=getattr(pytest.mark, e)) for e in EXERCISES])
+def test_public_cases_are_present(ex_id):
+    path = HERE / f"public_{ex_id}.py"
+    if not path.is_file():
+        pytest.fail(f"{path} is missing: its public cases cannot run. Copy it back from the assignment's "
+                    "download (never edit or delete files under tests/).", pytrace=False)

@@ -322,3 +322,11 @@ def ssd(name: str) -> Ssd:
 
 def model(name: str) -> DenseModel | MoEModel:
     return _lookup(MODELS, name, UnknownModel, "model")
+
+
+def dense_model(name: str, what: str = "this figure") -> DenseModel:
+    """The dense model `name`; ValueError for a mixture of experts (`what` needs a dense KV layout and weights)."""
+    m = model(name)
+    if not isinstance(m, DenseModel):
+        raise ValueError(f"model {name!r} is a mixture of experts; {what} covers dense models only")
+    return m

@@ -210,17 +210,9 @@ def compare(expected: Any, got: Any, rel_tol: float, abs_tol: float, path: str =
 TYPE_MISTAKE = "type mistake:"  # the start of every comparison sentence about a wrong type
 
 
-def _type_mistake(
-    wanted: str, where: str, got: Any, value_right: bool, fix: str, values: bool = True
-) -> tuple[str, bool]:
-    """(sentence, value_right) for a value of the wrong type; `value_right`: same value, wrong type only.
-    With `values` False the sentence names kinds only (no expected or returned value: hidden feedback)."""
+def _type_mistake(wanted: str, where: str, got: Any, value_right: bool, fix: str) -> tuple[str, bool]:
+    """(sentence, value_right) for a value of the wrong type; `value_right`: same value, wrong type only."""
     verdict = "the value is right, only its type is wrong" if value_right else "the value differs too"
-    if not values:
-        return (
-            f"{TYPE_MISTAKE} expected {wanted.split(' (')[0]}{where}, got {_kind(got)} ({verdict}; {fix})",
-            value_right,
-        )
     return f"{TYPE_MISTAKE} expected {wanted}{where}, got {_describe(got)} ({verdict}; {fix})", value_right
 
 
@@ -245,17 +237,14 @@ def _number_fix(got: Any, target: str) -> str:
     return f"return a {target}"
 
 
-def _compare(
-    expected: Any, got: Any, rel_tol: float, abs_tol: float, path: str = "", values: bool = True
-) -> tuple[str | None, bool]:
-    """(problem or None, True when the only problem is the type of a right value). `values`: whether a
-    type-mistake sentence may show the expected and returned values."""
+def _compare(expected: Any, got: Any, rel_tol: float, abs_tol: float, path: str = "") -> tuple[str | None, bool]:
+    """(problem or None, True when the only problem is the type of a right value)."""
     where = f" at {path}" if path else ""
     if isinstance(expected, bool):
         if type(got) is not bool:
             number = _as_number(got)
             return _type_mistake(
-                "a bool", where, got, number is not None and number == expected, "return True or False", values
+                "a bool", where, got, number is not None and number == expected, "return True or False"
             )
         return (None if got == expected else f"expected {expected}{where}, got {got}"), False
     if isinstance(expected, int):
@@ -267,14 +256,13 @@ def _compare(
                 got,
                 number is not None and number == expected,
                 _number_fix(got, "int"),
-                values,
             )
         return (None if got == expected else f"expected {expected}{where}, got {got}"), False
     if isinstance(expected, float):
         if type(got) not in (float, int):
             number = _as_number(got)
             right = number is not None and math.isclose(number, expected, rel_tol=max(rel_tol, 1e-6), abs_tol=abs_tol)
-            return _type_mistake(f"a Python float ({expected!r})", where, got, right, _number_fix(got, "float"), values)
+            return _type_mistake(f"a Python float ({expected!r})", where, got, right, _number_fix(got, "float"))
         if math.isnan(expected):
             return (None if math.isnan(got) else f"expected nan{where}, got {_fmt(got)}"), False
         if not math.isfinite(got):
@@ -285,7 +273,7 @@ def _compare(
         return f"expected {shown_e}{where}, got {shown_g}", False
     if isinstance(expected, str):
         if type(got) is not str:
-            return _type_mistake(f"a str ({expected!r})", where, got, False, "return a str", values)
+            return _type_mistake(f"a str ({expected!r})", where, got, False, "return a str")
         return (None if got == expected else f"expected {expected!r}{where}, got {got!r}"), False
     if expected is None:
         return (None if got is None else f"expected None{where}, got {_describe(got)}"), False
@@ -297,21 +285,21 @@ def _compare(
                 and len(got) == len(expected)
                 and _compare(expected, type(expected)(got), rel_tol, abs_tol, path)[0] is None
             )
-            return _type_mistake(f"a {kind}", where, got, right, f"return a {kind}, e.g. {kind}(...)", values)
+            return _type_mistake(f"a {kind}", where, got, right, f"return a {kind}, e.g. {kind}(...)")
         if len(got) != len(expected):
             return f"expected {len(expected)} items{where}, got {len(got)}", False
         for i, (e, g) in enumerate(zip(expected, got, strict=False)):
-            problem = _compare(e, g, rel_tol, abs_tol, f"{path}[{i}]", values)
+            problem = _compare(e, g, rel_tol, abs_tol, f"{path}[{i}]")
             if problem[0]:
                 return problem
         return None, False
     if isinstance(expected, dict):
         if type(got) is not dict:
-            return _type_mistake("a dict", where, got, False, "return a dict", values)
+            return _type_mistake("a dict", where, got, False, "return a dict")
         if set(got) != set(expected):
             return f"expected keys {sorted(expected)}{where}, got {sorted(got)}", False
         for k in expected:
-            problem = _compare(expected[k], got[k], rel_tol, abs_tol, f"{path}[{k!r}]", values)
+            problem = _compare(expected[k], got[k], rel_tol, abs_tol, f"{path}[{k!r}]")
             if problem[0]:
                 return problem
         return None, False
@@ -359,15 +347,6 @@ def _fmt_pair(expected: float, got: float) -> tuple[str, str]:
     if _fmt(expected) == _fmt(got):
         return repr(expected), repr(got)
     return _fmt(expected), _fmt(got)
-
-
-def _kind(got: Any) -> str:
-    """What `got` is, without its value."""
-    if isinstance(got, NumpyScalar):
-        return f"numpy.{got.dtype}"
-    if isinstance(got, Array):
-        return f"a 0-d {got.tag}" if got.value.shape == () else f"a {got.tag}"
-    return f"a {type(got).__name__}" if got is not None else "None"
 
 
 def _describe(got: Any) -> str:

@@ -78,14 +78,6 @@ def cost_figures(impl: str, gpu: str = LECTURE_GPU, cpu: str = LECTURE_CPU) -> d
     return {"gpu": gpu, "cpu": cpu, "devices": devices, "ratios": ratios}
 
 
-def _dense(name: str) -> catalog.DenseModel:
-    """The dense model `name`: these figures need its KV layout and weights, which a MoE entry lacks."""
-    m = catalog.model(name)
-    if not isinstance(m, catalog.DenseModel):
-        raise ValueError(f"model {name!r} is a mixture of experts; these figures cover dense models only")
-    return m
-
-
 def _phase(p: roofline.PhaseTime) -> dict[str, Any]:
     return {
         "flops": p.flops,
@@ -101,7 +93,7 @@ def roofline_figures(
     impl: str, model: str = ROOFLINE_MODEL, gpus: tuple[str, ...] = ROOFLINE_GPUS, num_gpus: int = ROOFLINE_NUM_GPUS
 ) -> dict[str, Any]:
     """Prefill and decode-step times of `model` on `num_gpus` x each of `gpus` (KV bytes from ex02)."""
-    m = _dense(model)
+    m = catalog.dense_model(model, "these figures")
     for name in gpus:
         catalog.gpu(name)  # unknown names fail here, before any exercise runs
     kv_per_token = exercise_function("ex02", "kv_bytes_per_token", impl)(
@@ -134,7 +126,7 @@ def roofline_figures(
 
 def kv_capacity_figures(impl: str, model: str = KV_MODEL, server: str = KV_SERVER) -> dict[str, Any]:
     """Tokens and requests of KV that fit in a server's HBM, DRAM and SSD tiers (ex02)."""
-    m = _dense(model)
+    m = catalog.dense_model(model, "these figures")
     node = catalog.server(server)
     acc, drive = catalog.gpu(node.gpu), catalog.ssd(node.ssd)
     kv_bytes_per_token = exercise_function("ex02", "kv_bytes_per_token", impl)

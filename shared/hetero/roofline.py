@@ -64,13 +64,6 @@ class PhaseTime:
         return "compute" if self.compute_s >= self.memory_s else "memory"
 
 
-def _dense(model_name: str) -> catalog.DenseModel:
-    m = catalog.model(model_name)
-    if not isinstance(m, catalog.DenseModel):
-        raise ValueError(f"model {model_name!r} is a mixture of experts; this roofline covers dense models only")
-    return m
-
-
 def _check_positive_int(name: str, value: int) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ValueError(f"{name} must be an int >= 1, got {value!r}")
@@ -79,7 +72,7 @@ def _check_positive_int(name: str, value: int) -> None:
 def prefill_flops(model_name: str, tokens: int) -> float:
     """FLOP of a causal prefill of `tokens` tokens (module docstring: weights + 2 n^2 d per layer)."""
     _check_positive_int("tokens", tokens)
-    m = _dense(model_name)
+    m = catalog.dense_model(model_name, "this roofline")
     weights = 2.0 * m.num_params * tokens
     attention = m.num_layers * 2.0 * tokens * tokens * m.attn_dim
     return weights + attention
@@ -89,7 +82,7 @@ def decode_step_flops(model_name: str, batch: int, context_tokens: int) -> float
     """FLOP of one decode step: `batch` sequences, one new token each, each over `context_tokens`."""
     _check_positive_int("batch", batch)
     _check_positive_int("context_tokens", context_tokens)
-    m = _dense(model_name)
+    m = catalog.dense_model(model_name, "this roofline")
     per_token = 2.0 * m.num_params + m.num_layers * 4.0 * context_tokens * m.attn_dim
     return batch * per_token
 
@@ -100,7 +93,7 @@ def decode_step_bytes(model_name: str, batch: int, context_tokens: int, kv_bytes
     _check_positive_int("context_tokens", context_tokens)
     if not kv_bytes_per_token > 0:
         raise ValueError(f"kv_bytes_per_token must be > 0, got {kv_bytes_per_token}")
-    m = _dense(model_name)
+    m = catalog.dense_model(model_name, "this roofline")
     return m.weight_bytes + batch * context_tokens * kv_bytes_per_token
 
 
@@ -116,7 +109,7 @@ def prefill(model_name: str, gpu_name: str, num_gpus: int, tokens: int, eff: Eff
     """Roofline time of prefilling `tokens` tokens of one sequence on `num_gpus` x `gpu_name`."""
     eff = eff or Efficiency()
     flops = prefill_flops(model_name, tokens)
-    return _timed(flops, _dense(model_name).weight_bytes, gpu_name, num_gpus, eff)
+    return _timed(flops, catalog.dense_model(model_name, "this roofline").weight_bytes, gpu_name, num_gpus, eff)
 
 
 def decode_step(

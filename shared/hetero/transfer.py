@@ -62,7 +62,9 @@ class TransferSetup:
 
 def transfer_figures(impl: str, setup: TransferSetup = TransferSetup()) -> dict[str, Any]:
     """KV size, recompute time and, per link, transfer time and speed-up (ex02, ex04)."""
-    m = roofline._dense(setup.model)  # the recompute roofline's model: dense, with a KV layout
+    m = catalog.dense_model(
+        setup.model, "the recompute roofline"
+    )  # the recompute roofline's model: dense, with a KV layout
     nics = {link.label: catalog.nic(link.nic) for link in setup.links}  # unknown NICs fail first
     recompute = roofline.prefill(setup.model, setup.recompute_gpu, setup.recompute_num_gpus, setup.context_tokens)
     kv_per_token = exercise_function("ex02", "kv_bytes_per_token", impl)(

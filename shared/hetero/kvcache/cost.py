@@ -15,9 +15,7 @@ def attention_equal_tokens(model_name: str = "LLaMA-3-70B") -> float:
     Per token at position p: weights 2 x params FLOPs, attention 4 x layers x attn_dim x p FLOPs
     (QK^T and AV). LLaMA-3-70B: 2 x 70.6e9 / (4 x 80 x 8192) = 53,800 tokens. Dense models only.
     """
-    m = catalog.model(model_name)
-    if not isinstance(m, catalog.DenseModel):
-        raise ValueError(f"model_name {model_name!r} is a mixture of experts; the cost model covers dense models only")
+    m = catalog.dense_model(model_name, "the cost model")
     return 2.0 * m.num_params / (4.0 * m.num_layers * m.attn_dim)
 
 

@@ -46,9 +46,7 @@ class TraceCostModel:
     decode_requests_per_instance: int | None = None
 
     def prefill_s(self, input_tokens: np.ndarray) -> np.ndarray:
-        m = catalog.model(self.model)
-        if not isinstance(m, catalog.DenseModel):
-            raise ValueError(f"model {self.model!r} is a mixture of experts; the prefill cost covers dense models only")
+        m = catalog.dense_model(self.model, "the prefill cost")
         g = catalog.gpu(self.gpu)
         n = input_tokens.astype(np.float64)
         flops = 2.0 * m.num_params * n + 2.0 * m.num_layers * m.attn_dim * n * n
