@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from autograder import bundle
-from autograder.cases import hidden_cases
+from autograder.cases import hidden_cases, public_cases
 from autograder.manifest import EXERCISES, ROOT
 from autograder.wrong_fixtures import for_exercise, source
 
@@ -236,8 +236,12 @@ def test_unfilled_copy_fails_every_public_test_with_not_implemented(student_copy
 def test_one_exercise_is_selected_from_the_root_as_the_handout_says(student_copy):
     result = _run([_vpy(student_copy), "-m", "pytest", "assignments", "-m", "ex01", "-p", "no:cacheprovider"],
                   student_copy)
-    counts = re.search(r"(\d+) failed, (\d+) deselected", result.stdout)
-    assert counts and int(counts.group(1)) > 0, f"`pytest assignments -m ex01` selected nothing:\n{result.stdout[-2000:]}"
+    counts = re.search(r"(\d+) failed, (\d+) passed, (\d+) deselected", result.stdout)
+    assert counts, f"`pytest assignments -m ex01` selected nothing:\n{result.stdout[-2000:]}"
+    failed, passed, _ = map(int, counts.groups())
+    assert failed == len(public_cases("ex01")) and passed == 1, (
+        f"expected every ex01 public case to fail on the stub and its presence check to pass, got {failed} "
+        f"failed, {passed} passed:\n{result.stdout[-2000:]}")
 
 
 @pytest.mark.slow
