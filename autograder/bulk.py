@@ -69,7 +69,7 @@ from autograder.gradebook import Gradebook, Record, exercise_scores, test_exerci
 from autograder.gradescope.fallback import failure_results, readable_results
 from autograder.manifest import BY_ID, EXERCISES, ROOT
 from autograder.safetext import clean_data, clean_text
-from autograder.sandbox import remove_tree
+from autograder.sandbox import proc_status, remove_tree
 
 DEFAULT_TIMEOUT_S = sum(e.timeout_s for e in EXERCISES) + 120.0  # every exercise at its limit, plus start-up
 IGNORED_NAMES = ("__pycache__", "__MACOSX", ".DS_Store")
@@ -427,18 +427,10 @@ def _zip_is_readable(path: Path) -> bool:
 def _process_table() -> dict[int, int]:
     """{pid: parent pid} of every process visible in /proc (empty where there is no /proc)."""
     table: dict[int, int] = {}
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return table
-    for entry in entries:
-        if not entry.isdigit():
-            continue
+    for pid, fields in proc_status():
         try:
-            with open(f"/proc/{entry}/stat", "rb") as fh:
-                fields = fh.read().rsplit(b")", 1)[1].split()
-            table[int(entry)] = int(fields[1])
-        except (OSError, IndexError, ValueError):
+            table[pid] = int(fields["PPid"])
+        except (KeyError, ValueError):
             continue
     return table
 

@@ -87,7 +87,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -220,20 +220,29 @@ def _isolation_notes(mode: dict, uid: int | None) -> list[str]:
     return notes
 
 
-def _process_table() -> list[tuple[int, set[int], str, int]]:
-    """(pid, {real, effective, saved, fs uid}, state letter, threads) for every process in /proc."""
-    table = []
-    for entry in os.listdir("/proc"):
+def proc_status() -> Iterator[tuple[int, dict[str, str]]]:
+    """(pid, the fields of /proc/PID/status) of every process still there; nothing where there is no /proc."""
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return
+    for entry in entries:
         if not entry.isdigit():
             continue
         try:
             text = Path(f"/proc/{entry}/status").read_text()
         except OSError:
             continue
-        fields = dict(line.split(":", 1) for line in text.splitlines() if ":" in line)
+        yield int(entry), dict(line.split(":", 1) for line in text.splitlines() if ":" in line)
+
+
+def _process_table() -> list[tuple[int, set[int], str, int]]:
+    """(pid, {real, effective, saved, fs uid}, state letter, threads) for every process in /proc."""
+    table = []
+    for pid, fields in proc_status():
         try:
             uids = {int(u) for u in fields["Uid"].split()}
-            table.append((int(entry), uids, fields["State"].split()[0], int(fields.get("Threads", "1"))))
+            table.append((pid, uids, fields["State"].split()[0], int(fields.get("Threads", "1"))))
         except (KeyError, ValueError, IndexError):
             continue
     return table
@@ -318,21 +327,14 @@ def become_subreaper() -> None:
 def _reap_orphans(uid: int) -> None:
     """Reap the zombies of `uid` whose parent is this process (orphans adopted as subreaper)."""
     me = str(os.getpid())
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            text = Path(f"/proc/{entry}/status").read_text()
-        except OSError:
-            continue
-        fields = dict(line.split(":", 1) for line in text.splitlines() if ":" in line)
+    for pid, fields in proc_status():
         if (
             fields.get("PPid", "").strip() == me
             and str(uid) in fields.get("Uid", "").split()
             and fields.get("State", "").strip().startswith("Z")
         ):
             try:
-                os.waitpid(int(entry), os.WNOHANG)
+                os.waitpid(pid, os.WNOHANG)
             except ChildProcessError:
                 pass
 

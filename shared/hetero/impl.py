@@ -14,6 +14,7 @@ the student's own files, and each prints the absolute folder it uses.
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import importlib.util
 import sys
@@ -88,6 +89,16 @@ def find_named_folder(name: str, start: Path | None = None) -> Path | None:
         if candidate.is_dir() and any((candidate / f"{module}.py").is_file() for module in EXERCISES.values()):
             return candidate
     return None
+
+
+def add_impl_argument(parser: argparse.ArgumentParser, what: str = "exercise functions") -> None:
+    """The drivers' one `--impl` option: where `what` comes from (resolved by `resolve_impl_dir`)."""
+    parser.add_argument(
+        "--impl",
+        default="assignments",
+        help=f"where to load {what} from: assignments (default: the assignments/ folder found from the "
+        "current directory upward), solutions, or a folder",
+    )
 
 
 def resolve_impl_dir(impl: str | Path) -> Path:

@@ -28,7 +28,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from hetero.impl import ExerciseError, MissingExercise, resolve_impl_dir
+from hetero.impl import ExerciseError, MissingExercise, add_impl_argument, resolve_impl_dir
 from hetero.parts import Part
 
 EXPERIMENTS: dict[str, tuple[str, tuple[str, ...]]] = {
@@ -106,12 +106,7 @@ def run_experiment(
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m hetero.lecture", description=__doc__.split("\n")[0])
     parser.add_argument("experiment", choices=[*EXPERIMENTS, "all"])
-    parser.add_argument(
-        "--impl",
-        default="assignments",
-        help="where exercise functions come from: assignments (default: the assignments/ "
-        "folder found from the current directory upward), solutions, or a folder",
-    )
+    add_impl_argument(parser)
     parser.add_argument("--json", action="store_true", help="print one JSON object with every figure")
     parser.add_argument("--plots", type=Path, default=None, help="write PNG plots into this folder")
     args = parser.parse_args(argv)

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from hetero.impl import load_exercise, resolve_impl_dir
+from hetero.impl import add_impl_argument, load_exercise, resolve_impl_dir
 from hetero.moe.checkpoint import ensure_checkpoint, load_checkpoint
 from hetero.moe.config import DEFAULT_CONFIG
 from hetero.moe.experiment import deferral_figures, render_deferral
@@ -46,12 +46,7 @@ def main(argv: list[str] | None = None) -> int:
     for p in (p_train, p_eval):
         p.add_argument("--seeds", type=int, nargs="+", default=[DEFAULT_CONFIG.seed], help="training seeds")
         p.add_argument("--quiet", action="store_true", help="no progress bar")
-    p_eval.add_argument(
-        "--impl",
-        default="assignments",
-        help="assignments (default: the assignments/ folder found from the current directory "
-        "upward) | solutions | PATH",
-    )
+    add_impl_argument(p_eval, "ex10")
     p_eval.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args(argv)
     configs = [dataclasses.replace(DEFAULT_CONFIG, seed=s) for s in args.seeds]

@@ -15,7 +15,7 @@ import math
 import sys
 from pathlib import Path
 
-from hetero.impl import MissingExercise, exercise_function, resolve_impl_dir
+from hetero.impl import MissingExercise, add_impl_argument, exercise_function, resolve_impl_dir
 from hetero.overload.config import POLICIES, Policy
 from hetero.overload.experiment import LAG_SWEEP_SEEDS, SEEDS, exercise_functions, experiment, lag_sweep
 from hetero.overload.report import plot, plot_lag, render, render_lag, render_trace
@@ -33,12 +33,7 @@ def _cli_policies(choice: str, oversubscription: float) -> list[Policy]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m hetero.overload", description=__doc__.split("\n")[0])
-    parser.add_argument(
-        "--impl",
-        default="assignments",
-        help="where ex05 comes from: assignments (default: the assignments/ folder found from the "
-        "current directory upward), solutions, or a folder",
-    )
+    add_impl_argument(parser, "ex05")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--plots", type=Path, default=None, help="simulation mode: write PNGs into this folder")
     parser.add_argument(
