@@ -15,10 +15,7 @@ The instructor and Gradescope sets are also what `autograder.locks` compiles int
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass
-
-from autograder.manifest import ROOT
 
 GRADESCOPE_IMAGE = "Gradescope base image Ubuntu 22.04 (python3 3.10, x86_64)"
 LINUX_X86_64 = ("manylinux_2_35_x86_64", "manylinux_2_28_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64")
@@ -42,17 +39,6 @@ TARGETS: tuple[Target, ...] = (
 )
 
 
-def _project_arrays() -> dict[str, list[str]]:
-    """{"dependencies": [...], "<extra>": [...]} from pyproject.toml (the package's one list of pins)."""
-    if sys.version_info >= (3, 11):
-        import tomllib  # novermin (guarded: Python 3.11+)
-    else:
-        import tomli as tomllib
-
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
-    return {"dependencies": list(project["dependencies"]), **project["optional-dependencies"]}
-
-
 def requirements(audience: str) -> list[str]:
     """The requirement lines an audience installs, torch included."""
     if audience == "gradescope":
@@ -65,6 +51,8 @@ def requirements(audience: str) -> list[str]:
 
         return student_requirements()
     if audience == "instructor":
-        arrays = _project_arrays()
+        from autograder.build import project_arrays
+
+        arrays = project_arrays()
         return arrays["dependencies"] + arrays["test"] + arrays["grading"]
     raise ValueError(f"unknown audience {audience!r}")

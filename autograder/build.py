@@ -196,16 +196,21 @@ def _norm(dist: str) -> str:
     return re.sub(r"[-_.]+", "-", dist).lower()
 
 
-def pyproject_pins(pyproject: Path = ROOT / "pyproject.toml") -> dict[str, list[str]]:
-    """{normalized distribution: [requirement strings]} from [project] and its optional dependencies."""
+def project_arrays(pyproject: Path = ROOT / "pyproject.toml") -> dict[str, list[str]]:
+    """{"dependencies": [...], "<extra>": [...]} from pyproject.toml (the package's one list of pins)."""
     if sys.version_info >= (3, 11):
         import tomllib  # novermin (guarded: Python 3.11+)
     else:
         import tomli as tomllib
 
     project = tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"]
+    return {"dependencies": list(project["dependencies"]), **project["optional-dependencies"]}
+
+
+def pyproject_pins(pyproject: Path = ROOT / "pyproject.toml") -> dict[str, list[str]]:
+    """{normalized distribution: [requirement strings]} from [project] and its optional dependencies."""
     pins: dict[str, list[str]] = {}
-    for req in [*project["dependencies"], *(r for extra in project["optional-dependencies"].values() for r in extra)]:
+    for req in (r for array in project_arrays(pyproject).values() for r in array):
         name = re.match(r"[A-Za-z0-9][A-Za-z0-9._-]*", req)
         if name:
             pins.setdefault(_norm(name.group(0)), []).append(req)
