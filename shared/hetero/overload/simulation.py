@@ -96,9 +96,10 @@ def simulate(
     threshold = decode.max_batch
     step_of = decode.step_table()  # step_of[b]: seconds per decode step with b requests decoding
     # Python floats once: indexing numpy arrays per event costs more than the event's own arithmetic.
-    arrival: list[float] = workload.arrival_s.tolist()
-    prefill: list[float] = workload.prefill_s.astype(np.float64).tolist()
-    tokens: list[float] = workload.decode_tokens.astype(np.float64).tolist()
+    arrival, prefill, tokens = (
+        np.asarray(x, dtype=np.float64).tolist()
+        for x in (workload.arrival_s, workload.prefill_s, workload.decode_tokens)
+    )
     n = len(arrival)
     push, pop, replace_top = heapq.heappush, heapq.heappop, heapq.heapreplace
     free_at = [0.0] * prefill_instances  # min-heap: when each prefill instance finishes its admitted queue
