@@ -736,3 +736,18 @@ def test_grade_all_children_see_neither_the_batch_outputs_nor_other_submissions(
     assert "SECRET-ALICE" not in zed and "SQLite" not in zed and "READ-OK" not in zed, \
         "a child read another student's submission or the batch's outputs"
     assert json.loads((out / "alice" / "results.json").read_text())["score"] == BY_ID["ex02"].points
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="prctl(PR_SET_NAME) and /proc are Linux only")
+def test_a_process_name_that_spoofs_a_parent_line_stays_in_the_tree():
+    """A student's process may rename itself (prctl PR_SET_NAME, 15 bytes) to look like a `PPid:` line of
+    /proc/PID/status; the kernel escapes the newline, so grade-all still finds it under its real parent."""
+    code = ("import ctypes, sys, time; ctypes.CDLL(None).prctl(15, b'x\\nPPid:\\t1\\n', 0, 0, 0); "
+            "print('renamed', flush=True); time.sleep(30)")
+    child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout is not None and child.stdout.readline().strip() == "renamed"
+        assert child.pid in bulk.descendants(os.getpid()), "the renamed child must stay below its real parent"
+    finally:
+        child.kill()
+        child.wait()
