@@ -55,7 +55,7 @@ def assemble(dest: Path, n: int) -> list[str]:
             with_fixture(arg, folder)  # type: ignore[arg-type]
         else:
             copy_exercises(ROOT / "solutions", folder)
-            for e in EXERCISES[-int(arg):]:  # type: ignore[call-overload]
+            for e in EXERCISES[-int(arg) :]:  # type: ignore[call-overload]
                 shutil.copyfile(ROOT / "assignments" / e.filename, folder / e.filename)
         names.append(name)
     return names
@@ -119,12 +119,18 @@ def assemble_hostile(dest: Path) -> dict[str, str]:
     folder("surrogate", {"ex02_kv_capacity.py": attack.read_bytes()})
     folder("notebook_bad_tags", {})
     (dest / "notebook_bad_tags" / "ex02_kv_capacity.py").unlink()
-    shutil.copyfile(fixtures / "batch_notebook_bad_tags" / "ex02_kv_capacity.ipynb",
-                    dest / "notebook_bad_tags" / "ex02_kv_capacity.ipynb")
-    return {"key": "answer key", "zip_bomb": f"ex01: a {BOMB_BYTES // 2**20} MiB member + {BOMB_COPIES} copies of 3 MiB",
-            "zip_damaged": "ex02 encrypted (ex03/ex04 damaged, not graded here)",
-            "deep_tree": f"ex02 below {intake.MAX_DEPTH} levels", "surrogate": "ex02 raises lone surrogates",
-            "notebook_bad_tags": 'ex02 notebook with "tags": 5'}
+    shutil.copyfile(
+        fixtures / "batch_notebook_bad_tags" / "ex02_kv_capacity.ipynb",
+        dest / "notebook_bad_tags" / "ex02_kv_capacity.ipynb",
+    )
+    return {
+        "key": "answer key",
+        "zip_bomb": f"ex01: a {BOMB_BYTES // 2**20} MiB member + {BOMB_COPIES} copies of 3 MiB",
+        "zip_damaged": "ex02 encrypted (ex03/ex04 damaged, not graded here)",
+        "deep_tree": f"ex02 below {intake.MAX_DEPTH} levels",
+        "surrogate": "ex02 raises lone surrogates",
+        "notebook_bad_tags": 'ex02 notebook with "tags": 5',
+    }
 
 
 def hostile(workers: int) -> int:
@@ -134,20 +140,25 @@ def hostile(workers: int) -> int:
         try:
             peak, took = peak_staging_bytes(subs / "zip_bomb.zip")
             bomb_size = (subs / "zip_bomb.zip").stat().st_size
-            report = bulk.grade_all(subs, Path(tmp) / "graded", workers=workers, progress=False,
-                                    exercises=HOSTILE_EXERCISES)
+            report = bulk.grade_all(
+                subs, Path(tmp) / "graded", workers=workers, progress=False, exercises=HOSTILE_EXERCISES
+            )
         finally:
             remove_deep(subs / "deep_tree")
-    print(f"hostile submissions ({', '.join(HOSTILE_EXERCISES)} graded, {workers} workers, "
-          f"load average {os.getloadavg()[0]:.2f}):")
+    print(
+        f"hostile submissions ({', '.join(HOSTILE_EXERCISES)} graded, {workers} workers, "
+        f"load average {os.getloadavg()[0]:.2f}):"
+    )
     print(f"  {'submission':<20}{'seconds':>9}{'score':>8}  what")
     for rec in report.records:
         print(f"  {rec.student:<20}{rec.duration_s:>9.1f}{rec.score:>8.1f}  {kinds.get(rec.student, '')}")
     print(f"  grader failures: {len(report.failed)}")
     expanded_mib = BOMB_BYTES / 2**20 + 3 * BOMB_COPIES
-    print(f"zip bomb: {bomb_size / 1e3:.0f} KB zip expanding to {expanded_mib:.0f} MiB; "
-          f"peak staging disk use {peak / 2**20:.2f} MiB (cap per file {intake.MAX_FILE_BYTES / 2**20:.0f} MiB, "
-          f"per submission {intake.MAX_EXTRACT_BYTES / 2**20:.0f} MiB); locate took {took:.2f} s")
+    print(
+        f"zip bomb: {bomb_size / 1e3:.0f} KB zip expanding to {expanded_mib:.0f} MiB; "
+        f"peak staging disk use {peak / 2**20:.2f} MiB (cap per file {intake.MAX_FILE_BYTES / 2**20:.0f} MiB, "
+        f"per submission {intake.MAX_EXTRACT_BYTES / 2**20:.0f} MiB); locate took {took:.2f} s"
+    )
     return 0
 
 
@@ -175,8 +186,10 @@ def main(argv: list[str]) -> int:
     print(f"bulk grading: {len(report.graded)} submissions, {workers} workers, {cores} cores")
     print(f"  batch wall time            {report.wall_s:8.1f} s")
     print(f"  throughput                 {per_min:8.1f} submissions/min  (target >= {TARGET_PER_MIN:.0f})")
-    print(f"  per-submission wall time   mean {statistics.fmean(durations):.1f} s, "
-          f"median {statistics.median(durations):.1f} s, p90 {p90:.1f} s, max {durations[-1]:.1f} s")
+    print(
+        f"  per-submission wall time   mean {statistics.fmean(durations):.1f} s, "
+        f"median {statistics.median(durations):.1f} s, p90 {p90:.1f} s, max {durations[-1]:.1f} s"
+    )
     print(f"  CPU per submission         {cpu_per_sub:8.1f} s  (grader + sandbox children)")
     print(f"  CPU-bound ceiling          {cores * 60.0 / cpu_per_sub:8.1f} submissions/min on {cores} idle cores")
     print(f"  machine load average       {os.getloadavg()[0]:8.2f}  (other processes compete for the cores)")

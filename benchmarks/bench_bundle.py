@@ -38,8 +38,11 @@ def _timed(label: str, cmd: list[str], cwd: Path, expect_rc: int, rows: list[tup
     counts = re.findall(r"^=* ?(\d+ (?:passed|failed)[^=]*?) ?=*$", result.stdout, flags=re.M)
     rows.append((label, seconds, f"exit {result.returncode}" + (f"; {counts[-1]}" if counts else "")))
     if result.returncode != expect_rc:
-        print(f"{label}: expected exit {expect_rc}, got {result.returncode}\n{result.stdout[-2000:]}\n"
-              f"{result.stderr[-2000:]}", file=sys.stderr)
+        print(
+            f"{label}: expected exit {expect_rc}, got {result.returncode}\n{result.stdout[-2000:]}\n"
+            f"{result.stderr[-2000:]}",
+            file=sys.stderr,
+        )
         return False
     return True
 
@@ -53,14 +56,25 @@ def main() -> int:
         rows.append(("build + audit the copy", time.perf_counter() - start, f"{len(members)} files"))
         python3 = shutil.which("python3", path=_clean_env()["PATH"]) or "python3"
         vpy = str(out / ".venv" / "bin" / "python")
-        ok = (_timed("make setup (fresh .venv, pip install)", ["make", "setup", f"PYTHON={python3}"], out, 0, rows)
-              and _timed("public tests on the stubs", [vpy, "-m", "pytest", "assignments", "-q", "-p",
-                                                      "no:cacheprovider"], out, 1, rows))
+        ok = _timed(
+            "make setup (fresh .venv, pip install)", ["make", "setup", f"PYTHON={python3}"], out, 0, rows
+        ) and _timed(
+            "public tests on the stubs",
+            [vpy, "-m", "pytest", "assignments", "-q", "-p", "no:cacheprovider"],
+            out,
+            1,
+            rows,
+        )
         if ok:
             for ex in EXERCISES:
                 shutil.copyfile(ROOT / "solutions" / ex.filename, out / "assignments" / ex.filename)
-            ok = _timed("public tests on the answer key", [vpy, "-m", "pytest", "assignments", "-q", "-p",
-                                                          "no:cacheprovider"], out, 0, rows)
+            ok = _timed(
+                "public tests on the answer key",
+                [vpy, "-m", "pytest", "assignments", "-q", "-p", "no:cacheprovider"],
+                out,
+                0,
+                rows,
+            )
     print(f"{'step':<42}{'wall s':>9}  result")
     for label, seconds, note in rows:
         print(f"{label:<42}{seconds:>9.1f}  {note[:90]}")

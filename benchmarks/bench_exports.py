@@ -36,8 +36,13 @@ def time_native(notebooks: dict[str, Path], work: Path) -> float:
     for ex_id, path in notebooks.items():
         shutil.copyfile(path, folder / f"{BY_ID[ex_id].module}.ipynb")
     start = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "autograder", "grade", str(folder), "--out", str(work / "native.json")],
-                   check=True, capture_output=True, timeout=1800, cwd=ROOT)
+    subprocess.run(
+        [sys.executable, "-m", "autograder", "grade", str(folder), "--out", str(work / "native.json")],
+        check=True,
+        capture_output=True,
+        timeout=1800,
+        cwd=ROOT,
+    )
     return time.perf_counter() - start
 
 
@@ -47,12 +52,18 @@ def bench(ex_ids: list[str], work: Path) -> dict[str, float]:
     masters = work / "otter-masters"
     export_otter.export(masters, ex_ids, run_tests=False)
     start = time.perf_counter()
-    built = {e: export_otter.assign(masters / BY_ID[e].module / f"{BY_ID[e].module}.ipynb", work / "otter-dist" / e)
-             for e in ex_ids}
+    built = {
+        e: export_otter.assign(masters / BY_ID[e].module / f"{BY_ID[e].module}.ipynb", work / "otter-dist" / e)
+        for e in ex_ids
+    }
     timings["otter assign (set-up)"] = time.perf_counter() - start
-    otter_subs = {e: nb.write_notebook(nb.fill_exercise_cell(json.loads(built[e][1].read_text(encoding="utf-8")),
-                                                              BY_ID[e], _solution(e)),
-                                       work / "otter-sub" / f"{BY_ID[e].module}.ipynb") for e in ex_ids}
+    otter_subs = {
+        e: nb.write_notebook(
+            nb.fill_exercise_cell(json.loads(built[e][1].read_text(encoding="utf-8")), BY_ID[e], _solution(e)),
+            work / "otter-sub" / f"{BY_ID[e].module}.ipynb",
+        )
+        for e in ex_ids
+    }
     start = time.perf_counter()
     for e in ex_ids:
         export_otter.run(built[e][0], otter_subs[e], work / "otter-out" / e, timeout_s=60 + 3 * BY_ID[e].timeout_s)
@@ -67,8 +78,10 @@ def bench(ex_ids: list[str], work: Path) -> dict[str, float]:
     for e in ex_ids:
         module = BY_ID[e].module
         release = json.loads((course / "release" / "a2" / f"{module}.ipynb").read_text(encoding="utf-8"))
-        nbg_subs[e] = nb.write_notebook(nb.fill_exercise_cell(release, BY_ID[e], _solution(e)),
-                                        course / "submitted" / "solutions" / "a2" / f"{module}.ipynb")
+        nbg_subs[e] = nb.write_notebook(
+            nb.fill_exercise_cell(release, BY_ID[e], _solution(e)),
+            course / "submitted" / "solutions" / "a2" / f"{module}.ipynb",
+        )
     start = time.perf_counter()
     export_nbgrader.run_nbgrader(course, ["autograde", "a2", "--create"], timeout_s=1800)
     timings["nbgrader autograde"] = time.perf_counter() - start

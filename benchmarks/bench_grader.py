@@ -20,9 +20,14 @@ TARGET_TOTAL_S = 20.0
 
 
 def ready() -> list[str]:
-    return [ex.id for ex in EXERCISES
-            if (ROOT / "solutions" / ex.filename).is_file() and public_cases_in(ROOT / "solutions", ex.id).is_file()
-            and ex.hidden_cases_path.is_file() and (ROOT / "autograder" / "expected" / f"{ex.id}.json").is_file()]
+    return [
+        ex.id
+        for ex in EXERCISES
+        if (ROOT / "solutions" / ex.filename).is_file()
+        and public_cases_in(ROOT / "solutions", ex.id).is_file()
+        and ex.hidden_cases_path.is_file()
+        and (ROOT / "autograder" / "expected" / f"{ex.id}.json").is_file()
+    ]
 
 
 def main() -> int:
@@ -36,7 +41,9 @@ def main() -> int:
         for ex in EXERCISES:
             if ex.id in ids:
                 shutil.copyfile(ROOT / "solutions" / ex.filename, submission / ex.filename)
-        print(f"grading {len(ids)} exercises as {'root (sandbox uid, namespaces)' if sandbox.is_root() else 'this user'}")
+        print(
+            f"grading {len(ids)} exercises as {'root (sandbox uid, namespaces)' if sandbox.is_root() else 'this user'}"
+        )
         print(f"{'exercise':<10}{'cases':>7}{'score':>10}{'max':>7}{'wall s':>9}")
         total_start = time.monotonic()
         rows = []
@@ -52,9 +59,11 @@ def main() -> int:
         data = grader.grade_submission(submission, exercises=ids)
         together = time.monotonic() - start
     print(f"sum of per-exercise runs: {per_exercise_total:.2f} s")
-    print(f"one run over all {len(ids)}: {together:.2f} s, score {data['score']:g} / "
-          f"{sum(t['max_score'] for t in data['tests']):g} (target <= {TARGET_TOTAL_S:g} s: "
-          f"{'met' if together <= TARGET_TOTAL_S else 'NOT met'})")
+    print(
+        f"one run over all {len(ids)}: {together:.2f} s, score {data['score']:g} / "
+        f"{sum(t['max_score'] for t in data['tests']):g} (target <= {TARGET_TOTAL_S:g} s: "
+        f"{'met' if together <= TARGET_TOTAL_S else 'NOT met'})"
+    )
     return 0
 
 

@@ -17,8 +17,10 @@ import math
 import sys
 import time
 from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
-from typing import Callable, Sequence, TypeVar
+from typing import TypeVar
 
 import numpy as np
 
@@ -82,22 +84,25 @@ def main() -> None:
     workload = generate_workload(np.random.default_rng(WORKLOAD_SEED))
     cfg = traces.SampleTraceConfig(num_requests=50_000)
     synthetic = [r.hash_ids for r in traces.generate_sample_trace(np.random.default_rng(1), cfg)]
-    inputs = (("document workload (20,000 requests)", list(workload.request_blocks), 4800),
-              ("synthetic chat trace (50,000 requests)", synthetic, 20000))
+    inputs = (
+        ("document workload (20,000 requests)", list(workload.request_blocks), 4800),
+        ("synthetic chat trace (50,000 requests)", synthetic, 20000),
+    )
     print(f"{'input':40s} {'lookups':>10s} {'cache':>14s} {'M lookups/s':>12s} {'vs plain LRU':>13s} {'hit rate':>9s}")
     for label, requests, capacity in inputs:
         lookups = sum(map(len, requests))
-        plain, plain_hits = _best_rate(lambda: PlainLRU(capacity), requests)
+        plain, plain_hits = _best_rate(partial(PlainLRU, capacity), requests)
         rows = [("plain OrderedDict", plain, plain_hits)]
         for policy in POLICIES:
-            rate, hits = _best_rate(lambda: make_cache(policy, capacity), requests)
+            rate, hits = _best_rate(partial(make_cache, policy, capacity), requests)
             rows.append((f"kvcache {policy.upper()}", rate, hits))
         lru_hits = rows[1][2]
         if lru_hits != plain_hits:
             raise SystemExit(f"{label}: kvcache LRU hit {lru_hits} blocks, plain LRU {plain_hits}: they must agree")
         for name, rate, hits in rows:
-            print(f"{label:40s} {lookups:10,d} {name:>14s} {rate / 1e6:12.2f} {rate / plain:12.2f}x "
-                  f"{hits / lookups:9.1%}")
+            print(
+                f"{label:40s} {lookups:10,d} {name:>14s} {rate / 1e6:12.2f} {rate / plain:12.2f}x {hits / lookups:9.1%}"
+            )
     # The LRU capacity sweep of `python -m hetero.kvcache TRACE`: 5 capacities in one pass (LRU stack
     # depths) against one replay per capacity; both must give the same hit counts.
     path = Path(sys.argv[1]) if len(sys.argv) > 1 else traces.SAMPLE_TRACE
@@ -105,13 +110,17 @@ def main() -> None:
     capacities = (1000, 5000, 10000, 20000, 50000)
     one_pass_s, sweep = _best_time(lambda: stackdist.lru_stack_sweep(trace, capacities))
     replay_s, rows = _best_time(lambda: [replay_trace(trace, c, "lru") for c in capacities])
-    for j, (capacity, row) in enumerate(zip(capacities, rows)):
+    for j, (capacity, row) in enumerate(zip(capacities, rows, strict=True)):
         if (sweep["block_hits"][j], sweep["token_hits"][j]) != (row["block_hits"], row["token_hits"]):
-            raise SystemExit(f"capacity {capacity}: one pass hit {sweep['block_hits'][j]} blocks / "
-                             f"{sweep['token_hits'][j]} tokens, replay {row['block_hits']} / {row['token_hits']}")
+            raise SystemExit(
+                f"capacity {capacity}: one pass hit {sweep['block_hits'][j]} blocks / "
+                f"{sweep['token_hits'][j]} tokens, replay {row['block_hits']} / {row['token_hits']}"
+            )
     lookups = sum(len(r.hash_ids) for r in trace)
-    print(f"\nLRU capacity sweep on {path.name} ({len(trace):,} requests, {lookups:,} lookups), "
-          f"capacities {capacities} blocks (best of 3):")
+    print(
+        f"\nLRU capacity sweep on {path.name} ({len(trace):,} requests, {lookups:,} lookups), "
+        f"capacities {capacities} blocks (best of 3):"
+    )
     print(f"{'one pass (stack depths)':>26s} {'one replay per capacity':>24s} {'ratio':>7s}")
     print(f"{one_pass_s:24.3f} s {replay_s:22.3f} s {replay_s / one_pass_s:6.2f}x")
     print("block hit rates " + ", ".join(f"{x:.1%}" for x in sweep["block_hit_rate"]))

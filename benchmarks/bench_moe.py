@@ -23,7 +23,7 @@ import contextlib
 import dataclasses
 import os
 import time
-from typing import Iterator, Sequence
+from collections.abc import Iterator, Sequence
 
 import torch
 
@@ -33,10 +33,13 @@ from hetero import moe
 def forward_flops_per_name(cfg: moe.ModelConfig, n_tokens: int) -> float:
     """Useful forward FLOPs of one name of n_tokens input positions (2 FLOPs per multiply-add)."""
     d = cfg.d_model
-    per_token_layer = (2 * d * 3 * d + 2 * d * d  # qkv and output projection
-                       + 2 * d * cfg.n_experts  # router
-                       + cfg.top_k * 2 * (2 * d * cfg.expert_hidden)  # 4 routed experts, two matmuls each
-                       + 2 * (2 * d * cfg.shared_hidden))  # shared expert
+    per_token_layer = (
+        2 * d * 3 * d
+        + 2 * d * d  # qkv and output projection
+        + 2 * d * cfg.n_experts  # router
+        + cfg.top_k * 2 * (2 * d * cfg.expert_hidden)  # 4 routed experts, two matmuls each
+        + 2 * (2 * d * cfg.shared_hidden)
+    )  # shared expert
     attention = 2 * 2 * d * n_tokens * (n_tokens + 1) / 2  # QK^T and AV over the causal prefix
     head = 2 * d * cfg.vocab_size
     return cfg.n_layers * (n_tokens * per_token_layer + attention) + n_tokens * head
@@ -61,15 +64,16 @@ def dispatch(fn) -> Iterator[None]:
         moe.MoEFeedForward.experts = original
 
 
-def plain_evaluate(model: moe.CityMoE, seqs: Sequence[Sequence[int]], fns: moe.Ex10Functions,
-                   batch_size: int = 256) -> dict:
+def plain_evaluate(
+    model: moe.CityMoE, seqs: Sequence[Sequence[int]], fns: moe.Ex10Functions, batch_size: int = 256
+) -> dict:
     """Losses of every mode computed the plain way: padded batches of length-sorted names, each mode a
     separate forward from the embedding (no sharing), one thread."""
     ordered = sorted(seqs, key=len)
     totals = {m: 0.0 for m in moe.MODES_EVALUATED}
     with moe.torch_settings(1, deterministic=False), torch.inference_mode():
         for start in range(0, len(ordered), batch_size):
-            batch = moe.pad_batch(ordered[start:start + batch_size])  # [B, L]
+            batch = moe.pad_batch(ordered[start : start + batch_size])  # [B, L]
             for m in moe.MODES_EVALUATED:
                 mode, k = moe.parse_mode(m)
                 loss, n = moe.masked_loss(model(batch, moe.mode_update(fns, model.cfg.n_layers, mode, k)), batch)
@@ -97,10 +101,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     config = dataclasses.replace(moe.DEFAULT_CONFIG, steps=args.steps)
     data = moe.build_data(config.min_char_count, config.max_len)
     flops_per_token = train_flops_per_token(config, data)
-    print(f"city MoE benchmark: {config.n_layers} layers, d_model {config.d_model}, {config.n_experts} experts "
-          f"top-{config.top_k} + shared, {config.steps} steps of {config.batch_size} names, "
-          f"{config.threads} thread(s); load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; "
-          f"{flops_per_token / 1e3:.0f} kFLOP per trained token")
+    print(
+        f"city MoE benchmark: {config.n_layers} layers, d_model {config.d_model}, {config.n_experts} experts "
+        f"top-{config.top_k} + shared, {config.steps} steps of {config.batch_size} names, "
+        f"{config.threads} thread(s); load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; "
+        f"{flops_per_token / 1e3:.0f} kFLOP per trained token"
+    )
 
     print("training (same config, same data):")
     fast = moe.train(config, data, progress=False)
@@ -108,35 +114,49 @@ def main(argv: Sequence[str] | None = None) -> int:
     with dispatch(loop_experts):
         slow = moe.train(config, data, progress=False)
     report("loop over 16 experts (baseline)", slow.train_seconds, slow.tokens, flops_per_token * slow.tokens)
-    print(f"  speed-up of the vectorised dispatch: {slow.train_seconds / fast.train_seconds:.2f}x; final train "
-          f"loss {fast.final_loss_nats:.4f} vs {slow.final_loss_nats:.4f} nats/char")
-    print(f"  target <= 20 s: {'met' if fast.train_seconds <= 20 else 'NOT met'}; load average now "
-          f"{os.getloadavg()[0]:.1f}")
+    print(
+        f"  speed-up of the vectorised dispatch: {slow.train_seconds / fast.train_seconds:.2f}x; final train "
+        f"loss {fast.final_loss_nats:.4f} vs {slow.final_loss_nats:.4f} nats/char"
+    )
+    print(
+        f"  target <= 20 s: {'met' if fast.train_seconds <= 20 else 'NOT met'}; load average now "
+        f"{os.getloadavg()[0]:.1f}"
+    )
 
     path = moe.ensure_checkpoint(config, progress=False)
     cached = moe.load_checkpoint(path)[1]
     same = moe.state_digest(fast.model.state_dict()) == cached["state_sha256"]
-    print(f"checkpoint {path.name}: {path.stat().st_size / 1e6:.2f} MB on disk; this run's weights "
-          f"{'are bit-identical to' if same else 'DIFFER from'} the cached checkpoint")
+    print(
+        f"checkpoint {path.name}: {path.stat().st_size / 1e6:.2f} MB on disk; this run's weights "
+        f"{'are bit-identical to' if same else 'DIFFER from'} the cached checkpoint"
+    )
 
     fns = moe.Ex10Functions.from_impl("solutions")
     model = moe.load_model(path)
     n_tokens = sum(len(s) - 1 for s in data.val)
-    print(f"evaluation of {len(moe.MODES_EVALUATED)} modes on {len(data.val)} validation names "
-          f"({n_tokens} predicted tokens each):")
-    runs = [("plain: padded batches, mode by mode", lambda: plain_evaluate(model, data.val, fns)),
-            ("prefix trie, shared layers, 1 thread", lambda: moe.evaluate(model, data.val, fns, threads=1)),
-            ("prefix trie, shared layers, 2 threads", lambda: moe.evaluate(model, data.val, fns, threads=2))]
+    print(
+        f"evaluation of {len(moe.MODES_EVALUATED)} modes on {len(data.val)} validation names "
+        f"({n_tokens} predicted tokens each):"
+    )
+    runs = [
+        ("plain: padded batches, mode by mode", lambda: plain_evaluate(model, data.val, fns)),
+        ("prefix trie, shared layers, 1 thread", lambda: moe.evaluate(model, data.val, fns, threads=1)),
+        ("prefix trie, shared layers, 2 threads", lambda: moe.evaluate(model, data.val, fns, threads=2)),
+    ]
     results = {}
     for label, fn in runs:
         wall, cpu = time.perf_counter(), time.process_time()
         results[label] = fn()
         wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-        print(f"  {label:<38} {wall:6.2f} s wall {cpu:6.2f} s CPU   target <= 3 s: "
-              f"{'met' if wall <= 3 else 'NOT met'}; load average {os.getloadavg()[0]:.1f}")
+        print(
+            f"  {label:<38} {wall:6.2f} s wall {cpu:6.2f} s CPU   target <= 3 s: "
+            f"{'met' if wall <= 3 else 'NOT met'}; load average {os.getloadavg()[0]:.1f}"
+        )
     plain, trie = results[runs[0][0]]["loss_nats"], results[runs[1][0]]["loss_nats"]
-    print(f"  full loss {trie['full']:.4f} nats/char; largest |trie - plain| over the modes "
-          f"{max(abs(trie[m] - plain[m]) for m in plain):.2e} nats/char")
+    print(
+        f"  full loss {trie['full']:.4f} nats/char; largest |trie - plain| over the modes "
+        f"{max(abs(trie[m] - plain[m]) for m in plain):.2e} nats/char"
+    )
     return 0
 
 

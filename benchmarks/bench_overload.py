@@ -27,7 +27,9 @@ from hetero.impl import load_exercise
 from hetero.traces import read_trace
 
 
-def naive_simulate(w: ov.Workload, config: ov.OverloadConfig, policy: ov.Policy, predict, admit) -> tuple[int, int, int]:
+def naive_simulate(
+    w: ov.Workload, config: ov.OverloadConfig, policy: ov.Policy, predict, admit
+) -> tuple[int, int, int]:
     """The same model as ov.simulate without heaps: O(events) scans per step."""
     d = config.decode
     threshold = d.max_batch
@@ -97,8 +99,17 @@ def write_trace(path: Path, rng: np.random.Generator, n: int = 12_000, hour_ms: 
     with path.open("w", encoding="utf-8") as fh:
         for t, i, o in zip(ts, inputs, outputs, strict=True):
             blocks = -(-int(i) // 512)
-            fh.write(json.dumps({"timestamp": int(t), "input_length": int(i), "output_length": int(o),
-                                 "hash_ids": list(range(blocks))}) + "\n")
+            fh.write(
+                json.dumps(
+                    {
+                        "timestamp": int(t),
+                        "input_length": int(i),
+                        "output_length": int(o),
+                        "hash_ids": list(range(blocks)),
+                    }
+                )
+                + "\n"
+            )
 
 
 def predictor_alone_s(requests, policy: ov.Policy, predict, admit) -> tuple[float, int, int]:
@@ -120,11 +131,15 @@ def predictor_alone_s(requests, policy: ov.Policy, predict, admit) -> tuple[floa
 def main() -> None:
     key = load_exercise("ex05", "solutions")
     predict, admit = key.predicted_decode_load, key.admit_predictive
-    for label, config in (("lecture configuration (10-20 s prefills)", ov.DEFAULT),
-                          ("short-prefill configuration (2-6 s prefills)", ov.SHORT_PREFILL)):
+    for label, config in (
+        ("lecture configuration (10-20 s prefills)", ov.DEFAULT),
+        ("short-prefill configuration (2-6 s prefills)", ov.SHORT_PREFILL),
+    ):
         w = ov.poisson_workload(config, np.random.default_rng(0))
         print(f"1) {label}, one simulated hour ({w.arrival_s.size} arrivals), seed 0")
-        print(f"   {'policy':<16} {'heap DES s':>10} {'sim s / wall s':>15} {'naive s':>9} {'naive / heap':>13} {'same counts':>12}")
+        print(
+            f"   {'policy':<16} {'heap DES s':>10} {'sim s / wall s':>15} {'naive s':>9} {'naive / heap':>13} {'same counts':>12}"
+        )
         for policy in ov.POLICIES:
             start = time.perf_counter()
             r = ov.simulate_config(config, w, policy, predict, admit)
@@ -133,8 +148,10 @@ def main() -> None:
             naive = naive_simulate(w, config, policy, predict, admit)
             slow = time.perf_counter() - start
             same = naive == (r.completed, r.rejected_at_arrival, r.wasted_prefills)
-            print(f"   {policy.name:<16} {fast:>10.3f} {config.duration_s / fast:>15.0f} {slow:>9.3f} {slow / fast:>13.1f} "
-                  f"{str(same):>12}")
+            print(
+                f"   {policy.name:<16} {fast:>10.3f} {config.duration_s / fast:>15.0f} {slow:>9.3f} {slow / fast:>13.1f} "
+                f"{str(same):>12}"
+            )
     with tempfile.TemporaryDirectory() as tmp:
         if len(sys.argv) > 1:
             path = Path(sys.argv[1])
@@ -144,8 +161,10 @@ def main() -> None:
         start = time.perf_counter()
         requests = read_trace(path)
         read_s = time.perf_counter() - start
-        print(f"\n2) trace replay: {len(requests)} requests from {path.name}, read in {read_s:.3f} s; 8 + 8 "
-              "instances, 2x, every policy")
+        print(
+            f"\n2) trace replay: {len(requests)} requests from {path.name}, read in {read_s:.3f} s; 8 + 8 "
+            "instances, 2x, every policy"
+        )
         total = predict_total = 0.0
         walls: dict[str, float] = {}
         for policy in ov.POLICIES:
@@ -160,11 +179,15 @@ def main() -> None:
                 alone, calls, entries = predictor_alone_s(requests, policy, predict, admit)
                 predict_total += alone
                 note = f"; the predictor alone {alone:.3f} s ({calls} calls, {entries / calls:.0f} list entries each)"
-            print(f"   {policy.name:<16} wall {wall:.3f} s  completed {c['completed']}, rejected at arrival "
-                  f"{c['rejected_at_arrival']}, wasted {c['wasted_prefills']}{note}")
+            print(
+                f"   {policy.name:<16} wall {wall:.3f} s  completed {c['completed']}, rejected at arrival "
+                f"{c['rejected_at_arrival']}, wasted {c['wasted_prefills']}{note}"
+            )
         cli = sum(walls[p.name] for p in ov.POLICIES[:4])  # baseline, early, predictive, x1.1 (the CLI's default)
-        print(f"   all {len(ov.POLICIES)} policies: {total:.3f} s (target <= 1 s), of which the answer key's "
-              f"predicted_decode_load alone {predict_total:.3f} s; the CLI's --policy all (4 of them): {cli:.3f} s")
+        print(
+            f"   all {len(ov.POLICIES)} policies: {total:.3f} s (target <= 1 s), of which the answer key's "
+            f"predicted_decode_load alone {predict_total:.3f} s; the CLI's --policy all (4 of them): {cli:.3f} s"
+        )
 
 
 if __name__ == "__main__":
