@@ -42,8 +42,9 @@ CAPACITY_FRACTIONS = (0.05, 0.1, 0.2, 0.4, 0.8)  # of the trace's distinct block
 
 def _import_simulator() -> Any:
     if not (TARGET / "kvcache_sim").is_dir():
-        subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(TARGET), PIN],
-                       check=True)
+        subprocess.run(
+            [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(TARGET), PIN], check=True
+        )
     sys.path.insert(0, str(TARGET))
     import kvcache_sim.cpp_backend as cpp
     import kvcache_sim.plan as plan
@@ -80,8 +81,10 @@ def main() -> None:
     distinct = len({b for r in requests for b in r.hash_ids})
     capacities = [max(1, int(f * distinct)) for f in CAPACITY_FRACTIONS]
     lookups = sum(len(r.hash_ids) for r in requests)
-    print(f"{path.name}: {len(requests):,} requests, {lookups:,} block lookups, {distinct:,} distinct blocks; "
-          f"LRU at {capacities} blocks")
+    print(
+        f"{path.name}: {len(requests):,} requests, {lookups:,} block lookups, {distinct:,} distinct blocks; "
+        f"LRU at {capacities} blocks"
+    )
     print(f"parsing: hetero {ours_parse_s:.3f} s, kvcache-simulator {theirs_parse_s:.3f} s (not in the ratios)")
 
     ours_s, sweep = _best(lambda: stackdist.lru_stack_sweep(requests, capacities))
@@ -93,8 +96,9 @@ def main() -> None:
 
     py_s, py_rows = _best(python_backend)
     if shutil.which("c++"):
-        cpp_s, cpp_out = _best(lambda: cpp.run_cpp_sweep(trace, capacities=capacities, policies=["lru"],
-                                                         warmup_requests=warmup))
+        cpp_s, cpp_out = _best(
+            lambda: cpp.run_cpp_sweep(trace, capacities=capacities, policies=["lru"], warmup_requests=warmup)
+        )
         cpp_rows = [cpp_out.results[("lru", c)] for c in capacities]
     else:
         cpp_s, cpp_rows = math.nan, [None] * len(capacities)
@@ -107,8 +111,10 @@ def main() -> None:
     print(f"\n{'capacity (blocks)':>18s} {'hetero LRU':>11s} {'sim Python LRU':>15s} {'sim C++ LRU':>12s}")
     for j, c in enumerate(capacities):
         print(f"{c:18,d} {sweep['token_hit_rate'][j]:11.1%} {_rate(py_rows[j]):>15s} {_rate(cpp_rows[j]):>12s}")
-    print("(token hit rates; hetero: all requests, block LRU; kvcache-simulator: last 50% of requests, trie LRU;\n"
-          " 'underfilled': the cache never filled before the measured half, which kvcache-simulator reports as 0)")
+    print(
+        "(token hit rates; hetero: all requests, block LRU; kvcache-simulator: last 50% of requests, trie LRU;\n"
+        " 'underfilled': the cache never filled before the measured half, which kvcache-simulator reports as 0)"
+    )
 
 
 if __name__ == "__main__":
