@@ -1,4 +1,5 @@
-"""The discrete-event simulation (a heap of `(time_s, seq, event)`) of a prefill pool and a decode pool.
+"""The discrete-event simulation of a prefill pool and a decode pool (events in time order, ties in the
+order they were scheduled).
 
 * prefill pool: `prefill_instances` instances, each prefilling one request at a time in FIFO order.
   The prefill time of a request is known when it arrives (it follows from the prompt length), so the
@@ -101,6 +102,7 @@ def simulate(
         for x in (workload.arrival_s, workload.prefill_s, workload.decode_tokens)
     )
     n = len(arrival)
+    inf = math.inf
     push, pop, replace_top = heapq.heappush, heapq.heappop, heapq.heapreplace
     free_at = [0.0] * prefill_instances  # min-heap: when each prefill instance finishes its admitted queue
     in_prefill: dict[int, float] = {}  # admitted request -> its prefill end time
@@ -109,27 +111,49 @@ def simulate(
     # emitted per stream; a request that joined at clock v with k tokens to go leaves when it reaches v + k.
     clock_tokens, clock_t = 0.0, 0.0
     finish: list[tuple[float, int]] = []  # min-heap of (clock value at which the request finishes, request)
-    decode_version = 0  # the one valid pending _DECODE_DONE event carries the current version
     samples = int(math.ceil(workload.duration_s / sample_dt_s))
     prefill_load = np.zeros(samples, dtype=np.int64)
     decode_load = np.zeros(samples, dtype=np.int64)
     next_sample, next_sample_s = 0, 0.0  # the next sample's index and instant
     completed = rejected = rejected_decode = wasted = entered = 0
     wasted_s = lag_sum = max_tbt = 0.0
-    events: list[tuple[float, int, int, int]] = []  # (time_s, seq, kind, request or version)
+    # Three event sources, each (time_s, seq); the earliest goes first, and equal times by seq (the
+    # order in which they were scheduled). Arrivals come in trace order, so only the next one is held;
+    # prefill ends wait in a heap; the decode pool has one next completion, rescheduled (so the one
+    # before is dropped) whenever its batch, and so its step time, changes.
     seq = 0
-    if n:
-        push(events, (arrival[0], seq, _ARRIVAL, 0))
+    arrival_at, arrival_seq, next_arrival = (arrival[0] if n else inf), 0, 0
+    prefill_ends: list[tuple[float, int, int]] = []  # min-heap of (time_s, seq, request)
+    decode_at, decode_seq = inf, 0
     kind_early, kind_pred = policy.kind == "early", policy.kind == "predictive"
     stale = report_interval_s > 0
     next_report_s = 0.0
     seen_decoding = 0  # decode occupancy in the last report
     seen_starts: list[float] = []  # decode start times in the last report (predictive only)
     done_since_report: list[float] = []  # prefill ends after the last report (known to the Conductor)
-    while events:
-        t, _, kind, i = pop(events)
-        if kind == _DECODE_DONE and i != decode_version:
-            continue  # superseded: the batch (and so the step time) changed since it was scheduled
+    while True:
+        prefill_at = prefill_ends[0][0] if prefill_ends else inf
+        if arrival_at < prefill_at or (arrival_at == prefill_at < inf and arrival_seq < prefill_ends[0][1]):
+            first_arrival = arrival_at < decode_at or (arrival_at == decode_at and arrival_seq < decode_seq)
+            kind = _ARRIVAL if first_arrival else _DECODE_DONE
+        elif prefill_at < decode_at or (prefill_at == decode_at < inf and prefill_ends[0][1] < decode_seq):
+            kind = _PREFILL_DONE
+        elif decode_at < inf:
+            kind = _DECODE_DONE
+        else:
+            break  # no arrival, prefill or decode left
+        if kind == _ARRIVAL:
+            t, i = arrival_at, next_arrival
+            next_arrival += 1
+            if next_arrival < n:
+                seq += 1
+                arrival_at, arrival_seq = arrival[next_arrival], seq
+            else:
+                arrival_at = inf
+        elif kind == _PREFILL_DONE:
+            t, _, i = pop(prefill_ends)
+        else:
+            t, decode_at = decode_at, inf
         if stale and t >= next_report_s:
             # Reports at k * interval. The state is constant between events, so the last report instant
             # at or before t saw the state as it is now, before this event.
@@ -144,9 +168,6 @@ def simulate(
             next_sample += 1
             next_sample_s = next_sample * sample_dt_s
         if kind == _ARRIVAL:
-            if i + 1 < n:
-                seq += 1
-                push(events, (arrival[i + 1], seq, _ARRIVAL, i + 1))
             free = free_at[0]  # the instance that frees up first (builtin max() is slower here)
             done = (t if t >= free else free) + prefill[i]
             if done - t > ttft_slo_s:
@@ -169,7 +190,7 @@ def simulate(
             replace_top(free_at, done)
             in_prefill[i] = done
             seq += 1
-            push(events, (done, seq, _PREFILL_DONE, i))
+            push(prefill_ends, (done, seq, i))
             continue
         # Prefill done or decode done: bring the decode clock to t at the step time of the batch so far.
         if decoding:
@@ -196,10 +217,9 @@ def simulate(
             step = step_of[len(decoding)]
             if step > max_tbt:
                 max_tbt = step
-            decode_version += 1
             seq += 1
             ahead = finish[0][0] - clock_tokens  # tokens until the next request finishes
-            push(events, (t + (ahead if ahead > 0.0 else 0.0) * step, seq, _DECODE_DONE, decode_version))
+            decode_at, decode_seq = t + (ahead if ahead > 0.0 else 0.0) * step, seq
     # Samples after the last event stay 0: every admitted request has drained by then.
     return SimResult(
         n,
