@@ -4,7 +4,7 @@ A discrete-event simulation of a prefill pool and a decode pool, with the lectur
 (baseline, early rejection, prediction-based rejection with exercise ex05's functions). One file per job,
 in the order they build on each other:
 
-    decode.py       the decode pool's TBT model (`DecodeModel`, roofline step times, one TBT-SLO threshold)
+    decode.py       the decode pool's TBT model (`DecodeModel`, roofline step times, one threshold)
     config.py       the lecture's cluster and workload (`OverloadConfig`, `DEFAULT`, `SHORT_PREFILL`) and
                     the admission policies (`Policy`, `POLICIES`)
     workload.py     the requests to replay (`Workload`, `poisson_workload`)
@@ -18,7 +18,9 @@ in the order they build on each other:
 Default configuration (fixed from the lecture's words before it was run; reasons beside each field;
 docs/figures_overload.md): both pools serve about 2 req/s, requests arrive as a Poisson process at
 2.6 req/s for one hour, output lengths are exponential, and prefills are long (10-20 s, "十几秒"), so
-a request reaches decode 10-30 s after it arrives (queueing within the 30 s TTFT SLO + prefill).
+a request reaches decode 10-30 s after it arrives (queueing within the 30 s TTFT SLO + prefill). The
+requests are long-context ones: the decode pool holds, for each, the KV of the prompt (185,388 tokens)
+that a 15 s prefill on 8 x H800 implies, so 9 fit on its 8 x H20.
 `SHORT_PREFILL` is the same cluster with 2-6 s prefills; the lag sweep (`lag_sweep`, experiment part
 "overload_lag") varies the prefill time at constant capacity and shows where "look at the decode load
 now" stops predicting it.
@@ -33,6 +35,7 @@ from hetero.overload.config import (
     SHORT_PREFILL,
     TOY_DECODE,
     TOY_MEAN_OUTPUT_TOKENS,
+    TOY_PROMPT_TOKENS,
     OverloadConfig,
     Policy,
 )
@@ -57,6 +60,7 @@ __all__ = [
     "SHORT_PREFILL",
     "TOY_DECODE",
     "TOY_MEAN_OUTPUT_TOKENS",
+    "TOY_PROMPT_TOKENS",
     "WARMUP_S",
     "DecodeModel",
     "OverloadConfig",

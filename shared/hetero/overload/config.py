@@ -7,15 +7,35 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from hetero.overload.decode import PAPER_TTFT_SLO_S, DecodeModel, roofline_decode_model
+from hetero import catalog, roofline
+from hetero.overload.decode import KV_BYTES_PER_TOKEN, PAPER_TTFT_SLO_S, DecodeModel, roofline_decode_model
 
-# The toy's decode pool: one decode instance of 8 x H20 (lecture §1.2: H20 decodes, H800 prefills)
-# serving LLaMA-3.1-70B, each request over a context of 8,590 tokens (the lecture's Kimi mean input).
-# KV capacity: (8 x 96 GB x 0.9 - 141 GB of weights) / (8,590 x 320 KiB) = 195 requests. TBT SLO: the
-# paper's rule, 5 x the 5.62 ms single-request step = 28.1 ms, reached at a batch of 122 (compute-bound).
-TOY_DECODE = roofline_decode_model("LLaMA-3.1-70B", "H20", 8, 8590, None, kv_capacity_requests=195)
-# Output lengths (tokens) of the toy: the mean that makes the decode pool serve 2 req/s at its threshold,
-# max_batch / (2 req/s x step at max_batch) = 2,171 tokens (about 61 s of decoding at the SLO).
+# The toy's requests are long-context ones (lecture §3.2: "long-context prefill takes 十几秒", ten-plus
+# seconds): the prompt is the one whose prefill on one prefill instance of 8 x H800 (lecture §1.2: H800
+# prefills) takes the toy's mean prefill time, 15 s, by the lecture's roofline: 185,388 tokens (10 s:
+# 143,948; 20 s: 220,642). Its KV is what the decode pool holds for each request.
+TOY_MODEL = "LLaMA-3.1-70B"
+TOY_PREFILL_MEAN_S = 15.0
+TOY_PROMPT_TOKENS = roofline.prefill_tokens(TOY_MODEL, "H800", 8, TOY_PREFILL_MEAN_S)
+
+
+def _kv_capacity_requests(gpu: str, num_gpus: int, context_tokens: int) -> int:
+    """Requests whose KV fits in one instance's HBM after the weights and the headroom (lecture §7 Q2)."""
+    hbm = num_gpus * catalog.gpu(gpu).mem_capacity_gb * 1e9 * (1 - catalog.ASSUMPTIONS["hbm_headroom_frac"])
+    free = hbm - catalog.dense_model(TOY_MODEL, "the toy's decode pool").weight_bytes
+    return int(free // (context_tokens * KV_BYTES_PER_TOKEN))
+
+
+# The toy's decode pool: one decode instance of 8 x H20 (lecture §1.2: H20 decodes) serving LLaMA-3.1-70B,
+# each request over the toy's prompt (its output, about 0.1 % of it, is left out). KV capacity:
+# (8 x 96 GB x 0.9 - 141.1 GB of weights) / (185,388 x 320 KiB) = 9 requests. TBT SLO: the paper's rule, 5 x the 7.88 ms single-request step = 39.4 ms; the
+# step of 9 requests is 26.8 ms (memory-bound), so the KV memory, not the SLO, sets the threshold: 9.
+TOY_DECODE = roofline_decode_model(
+    TOY_MODEL, "H20", 8, TOY_PROMPT_TOKENS, None, _kv_capacity_requests("H20", 8, TOY_PROMPT_TOKENS)
+)
+# Output lengths (tokens) of the toy: the mean that makes the decode pool serve 2 req/s at its threshold
+# (lecture §3.2: each pool handles about 2 req/s), max_batch / (2 req/s x step at max_batch) = 167 tokens
+# (4.5 s of decoding); the lecture's Kimi mean output is 182 tokens (§2.2).
 TOY_DECODE_CAPACITY_PER_S = 2.0
 TOY_MEAN_OUTPUT_TOKENS = float(
     round(TOY_DECODE.max_batch / (TOY_DECODE_CAPACITY_PER_S * TOY_DECODE.step_s(TOY_DECODE.max_batch)))
@@ -29,7 +49,7 @@ class OverloadConfig:
     arrival_rate_per_s: float = 2.6  # lecture §3.2: 2.6 req/s against ~2 req/s of capacity (30% overload)
     duration_s: float = 3600.0  # lecture §3.2: one hour of arrivals; admitted work then drains
     prefill_instances: int = 30  # 30 instances / 15 s mean prefill = 2 req/s of prefill capacity
-    prefill_mean_s: float = 15.0  # lecture §3.2: long-context prefill takes "十几秒" (ten-plus seconds)
+    prefill_mean_s: float = TOY_PREFILL_MEAN_S  # lecture §3.2: long-context prefill takes "十几秒" (ten-plus seconds)
     prefill_spread: float = 1 / 3  # prefill time ~ Uniform(mean x (1 - spread), mean x (1 + spread)): 10-20 s
     ttft_slo_s: float = PAPER_TTFT_SLO_S  # the TTFT cap of the paper's real-trace runs
     decode: DecodeModel = TOY_DECODE  # TBT model and threshold (2 req/s at the threshold with the outputs below)
@@ -71,7 +91,7 @@ class OverloadConfig:
 
     @property
     def decode_mean_s(self) -> float:
-        """The system-level prediction's t_d: the mean output length at the TBT SLO's step time."""
+        """The system-level prediction's t_d: the mean output length at the threshold's step time."""
         return self.decode_mean_tokens * self.decode.step_s(self.decode.max_batch)
 
     @property
@@ -80,7 +100,7 @@ class OverloadConfig:
 
     @property
     def decode_capacity_per_s(self) -> float:
-        """Requests per second the decode pool finishes when it runs at its TBT-SLO threshold."""
+        """Requests per second the decode pool finishes when it runs at its threshold (TBT SLO or KV memory)."""
         return self.decode.max_batch / self.decode_mean_s
 
 

@@ -76,7 +76,7 @@ class DecodeModel:
 
     @property
     def max_batch(self) -> int:
-        """The TBT-SLO threshold of the whole pool (requests): the arrival checks and decode entry use it."""
+        """The threshold of the whole pool (requests; TBT SLO or KV memory): the arrival checks and decode entry use it."""
         return self.max_batch_per_instance * self.instances
 
     def step_table(self) -> list[float]:

@@ -119,6 +119,8 @@ def experiment(
             "prefill_instances": config.prefill_instances,
             "decode_max_batch": config.decode.max_batch,
             "tbt_slo_s": config.decode.tbt_slo_s,
+            "decode_step_at_max_batch_s": config.decode.step_s(config.decode.max_batch),
+            "decode_kv_capacity_requests": config.decode.kv_capacity_requests * config.decode.instances,
             "decode_mean_s": config.decode_mean_s,
             "prefill_capacity_per_s": config.prefill_capacity_per_s,
             "decode_capacity_per_s": config.decode_capacity_per_s,

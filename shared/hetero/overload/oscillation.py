@@ -24,7 +24,7 @@ def _pearson(x: np.ndarray, y: np.ndarray) -> float:
 def oscillation(result: SimResult, config: OverloadConfig, corr: Callable, period: Callable) -> dict[str, float]:
     """Measures of the two load series after the warm-up; each pool's load normalised to its capacity
     (prefill: requests queued or prefilling per instance, 1.0 = every instance busy; decode: fraction
-    of the TBT-SLO threshold). `corr` and `period` are ex05's functions."""
+    of the threshold). `corr` and `period` are ex05's functions."""
     skip = int(WARMUP_S / result.dt_s)
     p = result.prefill_load[skip:].astype(np.float64) / config.prefill_instances  # (samples,) per instance
     d = result.decode_load[skip:].astype(np.float64) / config.decode.max_batch  # (samples,) fraction of the threshold
@@ -53,7 +53,7 @@ def oscillation(result: SimResult, config: OverloadConfig, corr: Callable, perio
         "decode_swing": float(np.percentile(d, 95) - np.percentile(d, 5)),
         # Fraction of the time no request is queued or prefilling (the whole prefill pool idle).
         "prefill_empty": float(np.mean(result.prefill_load[skip:] == 0)),
-        # Fraction of the time the decode pool is at its TBT-SLO threshold (every arrival then fails the
+        # Fraction of the time the decode pool is at its threshold (every arrival then fails the
         # early check; every prefill that ends then is wasted).
         "decode_at_threshold": float(np.mean(result.decode_load[skip:] >= config.decode.max_batch)),
     }

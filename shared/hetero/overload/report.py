@@ -21,9 +21,10 @@ def _config_line(cfg: dict[str, Any], fig: dict[str, Any]) -> str:
     hi = cfg["prefill_mean_s"] * (1 + cfg["prefill_spread"])
     return (
         f"{cfg['prefill_instances']} prefill instances x {lo:g}-{hi:g} s prefills "
-        f"({fig['prefill_capacity_per_s']:.2f} req/s), TTFT SLO {cfg['ttft_slo_s']:g} s; decode: TBT SLO "
-        f"{1e3 * fig['tbt_slo_s']:.1f} ms reached at {fig['decode_max_batch']} requests, mean decode "
-        f"{fig['decode_mean_s']:.1f} s at that batch ({fig['decode_capacity_per_s']:.2f} req/s); "
+        f"({fig['prefill_capacity_per_s']:.2f} req/s), TTFT SLO {cfg['ttft_slo_s']:g} s; decode: threshold "
+        f"{fig['decode_max_batch']} requests (KV room for {fig['decode_kv_capacity_requests']}; step "
+        f"{1e3 * fig['decode_step_at_max_batch_s']:.1f} ms within the TBT SLO {1e3 * fig['tbt_slo_s']:.1f} ms), "
+        f"mean decode {fig['decode_mean_s']:.1f} s at that batch ({fig['decode_capacity_per_s']:.2f} req/s); "
         f"arrivals {cfg['arrival_rate_per_s']:g} req/s for {cfg['duration_s']:g} s"
     )
 
@@ -96,7 +97,7 @@ def render(figures: dict[str, Any]) -> str:
 def render_lag(figures: dict[str, Any]) -> str:
     lines = [
         f"Admission-to-decode lag vs what early and prediction-based rejection achieve ({len(figures['seeds'])} "
-        f"seeds; mean decode time at the TBT threshold {figures['decode_mean_s']:.0f} s; changes against the "
+        f"seeds; mean decode time at the threshold {figures['decode_mean_s']:.1f} s; changes against the "
         "baseline, paired by seed)",
         f"{'prefill s':>9} {'P':>3} {'TTFT s':>6} {'lag s':>6} {'early Δwasted %':>16} {'early Δcompl. %':>16} "
         f"{'pred. Δwasted %':>16} {'pred. Δcompl. %':>16} {'wasted b/e/p':>16}",
@@ -133,7 +134,7 @@ def plot(figures: dict[str, Any], outdir: Path) -> list[Path]:
         ax.plot(
             t,
             np.asarray(s["decode"]) / fig_data["decode_max_batch"],
-            label="decode pool (fraction of the TBT-SLO batch)",
+            label="decode pool (fraction of the threshold batch)",
             lw=1,
         )
         ax.axhline(1.0, color="grey", lw=0.6, ls=":")
@@ -180,8 +181,8 @@ def plot_lag(figures: dict[str, Any], outdir: Path) -> list[Path]:
         ax.grid(alpha=0.3)
     fig.suptitle(
         f"Early vs prediction-based rejection as the admission-to-decode lag grows (mean decode "
-        f"{figures['decode_mean_s']:.0f} s "
-        f"at the TBT threshold; {len(figures['seeds'])} seeds, ± std)",
+        f"{figures['decode_mean_s']:.1f} s "
+        f"at the threshold; {len(figures['seeds'])} seeds, ± std)",
         fontsize=10,
     )
     path = plotting.save(fig, outdir, "overload_lag_sweep.png", dpi=110)

@@ -8,19 +8,20 @@ order they were scheduled).
   prefill) exceeds `ttft_slo_s` ("the prefill pool admits by its own load");
 * decode pool: continuous batching with a TBT model (`DecodeModel`). Every decode step emits one token
   for each decoding request and takes `step_s(batch)`. A request that finishes prefill while the decode
-  pool already holds `max_batch` requests would push the TBT over the SLO, so the decode pool rejects
-  it there: its prefill was wasted. No request ever decodes over the SLO. Each request's output length
+  pool already holds `max_batch` requests (the most whose step stays within the TBT SLO and whose KV
+  fits in memory, whichever binds first) would break one of the two, so the decode pool rejects it
+  there: its prefill was wasted. No request ever decodes over the SLO. Each request's output length
   (tokens) is not known in advance; all decoding requests advance one token per step, so a request's
   decode time depends on the batch it shares (tracked exactly with one "tokens emitted per stream"
   clock).
 
 Admission policies (checked at arrival, in addition to the TTFT check every policy makes):
 * baseline:   nothing more; the decode pool is checked only at decode entry;
-* early:      reject when the decode pool is at its TBT-SLO threshold *now*;
+* early:      reject when the decode pool is at its threshold *now*;
 * predictive: reject unless `admit_predictive(predicted_load, max_batch, oversubscription)` where
   `predicted_load = predicted_decode_load(prefill_end, decoding_since, admitted_prefill_ends,
   decode_mean_s)`: the system-level prediction of Mooncake §7 (every decode is assumed to take the same
-  time t_d, here the mean output length at the TBT SLO's step time). Both functions are exercise
+  time t_d, here the mean output length at the threshold's step time). Both functions are exercise
   ex05's, passed in by the caller. Oversubscription multiplies the threshold.
 The arrival checks and decode entry use the same threshold, `DecodeModel.max_batch`.
 """
@@ -86,7 +87,7 @@ def simulate(
 ) -> SimResult:
     """Replay `workload` under `policy`. `predict`/`admit` (ex05) are needed by the predictive policy.
 
-    The one threshold `decode.max_batch` (the TBT SLO) is used by the arrival checks (early: reject
+    The one threshold `decode.max_batch` (TBT SLO or KV memory) is used by the arrival checks (early: reject
     while the decode load is at it; predictive: passed to `admit` as its slot count) and at decode
     entry. `decode_mean_s` is the predictive policy's t_d. `report_interval_s` > 0: the arrival checks
     see the decode pool as reported at the last multiple of the interval (OverloadConfig); 0: as it is."""
@@ -202,7 +203,7 @@ def simulate(
                 done_since_report.append(t)
             entered += 1
             lag_sum += t - arrival[i]
-            if len(decoding) < threshold:  # one more request keeps the step within the TBT SLO
+            if len(decoding) < threshold:  # one more request keeps the step within the TBT SLO and its KV in memory
                 decoding[i] = t
                 push(finish, (clock_tokens + tokens[i], i))
             else:
