@@ -1,8 +1,7 @@
 """Fixed-efficiency roofline for a dense transformer served with tensor parallelism (lecture §1.2, §2.4).
 
-Used by experiment 01 (H800 vs H20: prefill of 8K tokens, decode steps at batch 1 and 64), by
-experiment 02's transfer part (the cost of recomputing a 128K-token prefill instead of fetching its KV)
-and by its overload toy (the prompt length that a ten-plus-second prefill implies, `prefill_tokens`).
+Used by experiment 01 (H800 vs H20: prefill of 8K tokens, decode steps at batch 1 and 64) and by
+experiment 02's transfer part (the cost of recomputing a 128K-token prefill instead of fetching its KV).
 
 The model, one rule per quantity, the same for every figure:
 - FLOPs of a forward pass = 2 x params x tokens (one multiply-add per weight per token)
@@ -27,7 +26,6 @@ contain that exercise's answer.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 from hetero import catalog
@@ -112,29 +110,6 @@ def prefill(model_name: str, gpu_name: str, num_gpus: int, tokens: int, eff: Eff
     eff = eff or Efficiency()
     flops = prefill_flops(model_name, tokens)
     return _timed(flops, catalog.dense_model(model_name, "this roofline").weight_bytes, gpu_name, num_gpus, eff)
-
-
-def prefill_tokens(
-    model_name: str, gpu_name: str, num_gpus: int, prefill_s: float, eff: Efficiency | None = None
-) -> int:
-    """The longest prompt (tokens) whose roofline prefill on `num_gpus` x `gpu_name` takes at most `prefill_s`
-    seconds: the inverse of `prefill`. The compute time a n + b n^2 is solved for n, then the whole count
-    is checked against `prefill` itself (whose time is the larger of compute and memory)."""
-    if isinstance(prefill_s, bool) or not (isinstance(prefill_s, (int, float)) and math.isfinite(prefill_s)):
-        raise ValueError(f"prefill_s must be a finite number of seconds, got {prefill_s!r}")
-    eff = eff or Efficiency()
-    if prefill(model_name, gpu_name, num_gpus, 1, eff).time_s > prefill_s:
-        raise ValueError(f"prefill_s = {prefill_s} s is shorter than the prefill of a single token")
-    m = catalog.dense_model(model_name, "this roofline")
-    g = catalog.gpu(gpu_name)
-    budget = prefill_s * num_gpus * g.peak_tflops * 1e12 * eff.compute  # FLOP
-    a, b = 2.0 * m.num_params, 2.0 * m.num_layers * m.attn_dim  # FLOP = a n + b n^2
-    n = max(1, int((-a + math.sqrt(a * a + 4.0 * b * budget)) / (2.0 * b)))
-    while prefill(model_name, gpu_name, num_gpus, n + 1, eff).time_s <= prefill_s:
-        n += 1
-    while n > 1 and prefill(model_name, gpu_name, num_gpus, n, eff).time_s > prefill_s:
-        n -= 1
-    return n
 
 
 def decode_step(

@@ -19,8 +19,8 @@ Default configuration (fixed from the lecture's words before it was run; reasons
 docs/figures_overload.md): both pools serve about 2 req/s, requests arrive as a Poisson process at
 2.6 req/s for one hour, output lengths are exponential, and prefills are long (10-20 s, "十几秒"), so
 a request reaches decode 10-30 s after it arrives (queueing within the 30 s TTFT SLO + prefill). The
-requests are long-context ones: the decode pool holds, for each, the KV of the prompt (185,388 tokens)
-that a 15 s prefill on 8 x H800 implies, so 9 fit on its 8 x H20.
+requests are long-context ones: the decode pool holds, for each, the KV of a prompt at the model's
+128K-token window, so 13 fit on its one instance of 8 x H20.
 `SHORT_PREFILL` is the same cluster with 2-6 s prefills; the lag sweep (`lag_sweep`, experiment part
 "overload_lag") varies the prefill time at constant capacity and shows where "look at the decode load
 now" stops predicting it.
@@ -33,9 +33,9 @@ from hetero.overload.config import (
     POLICIES,
     SCENARIOS,
     SHORT_PREFILL,
+    TOY_CONTEXT_TOKENS,
     TOY_DECODE,
     TOY_MEAN_OUTPUT_TOKENS,
-    TOY_PROMPT_TOKENS,
     OverloadConfig,
     Policy,
 )
@@ -58,9 +58,9 @@ __all__ = [
     "POLICIES",
     "SCENARIOS",
     "SHORT_PREFILL",
+    "TOY_CONTEXT_TOKENS",
     "TOY_DECODE",
     "TOY_MEAN_OUTPUT_TOKENS",
-    "TOY_PROMPT_TOKENS",
     "WARMUP_S",
     "DecodeModel",
     "OverloadConfig",

@@ -7,35 +7,26 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from hetero import catalog, roofline
-from hetero.overload.decode import KV_BYTES_PER_TOKEN, PAPER_TTFT_SLO_S, DecodeModel, roofline_decode_model
+from hetero.overload.decode import PAPER_TTFT_SLO_S, DecodeModel, roofline_decode_model
 
 # The toy's requests are long-context ones (lecture §3.2: "long-context prefill takes 十几秒", ten-plus
-# seconds): the prompt is the one whose prefill on one prefill instance of 8 x H800 (lecture §1.2: H800
-# prefills) takes the toy's mean prefill time, 15 s, by the lecture's roofline: 185,388 tokens (10 s:
-# 143,948; 20 s: 220,642). Its KV is what the decode pool holds for each request.
+# seconds): prompts at LLaMA-3.1-70B's context window, 131,072 tokens (128K), the longest it takes. The
+# lecture puts a 128K-token prefill at about 10 s (§2.4); this package's roofline gives 8.64 s for it on
+# one prefill instance of 8 x H800 (as for the lecture's 128K recompute: 8.33 s where the lecture says
+# about 10 s; README). Each decoding request holds that context's KV.
 TOY_MODEL = "LLaMA-3.1-70B"
-TOY_PREFILL_MEAN_S = 15.0
-TOY_PROMPT_TOKENS = roofline.prefill_tokens(TOY_MODEL, "H800", 8, TOY_PREFILL_MEAN_S)
-
-
-def _kv_capacity_requests(gpu: str, num_gpus: int, context_tokens: int) -> int:
-    """Requests whose KV fits in one instance's HBM after the weights and the headroom (lecture §7 Q2)."""
-    hbm = num_gpus * catalog.gpu(gpu).mem_capacity_gb * 1e9 * (1 - catalog.ASSUMPTIONS["hbm_headroom_frac"])
-    free = hbm - catalog.dense_model(TOY_MODEL, "the toy's decode pool").weight_bytes
-    return int(free // (context_tokens * KV_BYTES_PER_TOKEN))
-
-
-# The toy's decode pool: one decode instance of 8 x H20 (lecture §1.2: H20 decodes) serving LLaMA-3.1-70B,
-# each request over the toy's prompt (its output, about 0.1 % of it, is left out). KV capacity:
-# (8 x 96 GB x 0.9 - 141.1 GB of weights) / (185,388 x 320 KiB) = 9 requests. TBT SLO: the paper's rule, 5 x the 7.88 ms single-request step = 39.4 ms; the
-# step of 9 requests is 26.8 ms (memory-bound), so the KV memory, not the SLO, sets the threshold: 9.
-TOY_DECODE = roofline_decode_model(
-    TOY_MODEL, "H20", 8, TOY_PROMPT_TOKENS, None, _kv_capacity_requests("H20", 8, TOY_PROMPT_TOKENS)
-)
+TOY_CONTEXT_TOKENS = 131_072
+# The toy's decode pool: one decode instance of 8 x H20 (lecture §1.2: H20 decodes), the smallest pool.
+# KV capacity, in the order of the lecture's §7 Q2 answer (weights first, then 10 % headroom):
+# (8 x 96 GB - 141.1 GB) x 0.9 / (131,072 x 320 KiB = 42.95 GB) = 13.1 -> 13 requests. TBT SLO: the
+# paper's rule, 5 x the 7.19 ms single-request step = 35.9 ms; the step of 13 requests is 27.3 ms
+# (memory-bound), so the KV memory, not the SLO, sets the threshold: 13.
+TOY_KV_CAPACITY_REQUESTS = 13
+TOY_DECODE = roofline_decode_model(TOY_MODEL, "H20", 8, TOY_CONTEXT_TOKENS, None, TOY_KV_CAPACITY_REQUESTS)
 # Output lengths (tokens) of the toy: the mean that makes the decode pool serve 2 req/s at its threshold
-# (lecture §3.2: each pool handles about 2 req/s), max_batch / (2 req/s x step at max_batch) = 167 tokens
-# (4.5 s of decoding); the lecture's Kimi mean output is 182 tokens (§2.2).
+# (lecture §3.2: each pool handles about 2 req/s), max_batch / (2 req/s x step at max_batch) = 238 tokens
+# (6.5 s of decoding). The lecture's Kimi mean output is 182 tokens (§2.2): with it this one instance
+# would serve 2.6 req/s; k instances at 2 req/s would need k x 238 tokens.
 TOY_DECODE_CAPACITY_PER_S = 2.0
 TOY_MEAN_OUTPUT_TOKENS = float(
     round(TOY_DECODE.max_batch / (TOY_DECODE_CAPACITY_PER_S * TOY_DECODE.step_s(TOY_DECODE.max_batch)))
@@ -49,7 +40,7 @@ class OverloadConfig:
     arrival_rate_per_s: float = 2.6  # lecture §3.2: 2.6 req/s against ~2 req/s of capacity (30% overload)
     duration_s: float = 3600.0  # lecture §3.2: one hour of arrivals; admitted work then drains
     prefill_instances: int = 30  # 30 instances / 15 s mean prefill = 2 req/s of prefill capacity
-    prefill_mean_s: float = TOY_PREFILL_MEAN_S  # lecture §3.2: long-context prefill takes "十几秒" (ten-plus seconds)
+    prefill_mean_s: float = 15.0  # lecture §3.2: long-context prefill takes "十几秒" (ten-plus seconds)
     prefill_spread: float = 1 / 3  # prefill time ~ Uniform(mean x (1 - spread), mean x (1 + spread)): 10-20 s
     ttft_slo_s: float = PAPER_TTFT_SLO_S  # the TTFT cap of the paper's real-trace runs
     decode: DecodeModel = TOY_DECODE  # TBT model and threshold (2 req/s at the threshold with the outputs below)
