@@ -310,9 +310,27 @@ def test_experiment_confirms_one_eighth_and_the_trade_off(figures, tmp_path):
     assert len(paths) == 2 and all(path.stat().st_size > 10_000 for path in paths), "two non-empty PNGs expected"
 
 
+def test_block_popularity_counts_requests_per_block():
+    # Block 1 is used by all three requests (twice by the first: it counts once), block 2 by two, blocks
+    # 3 and 4 by one each: 2 of 4 distinct blocks are used by one request only.
+    requests = _requests([1, 2, 1], [1, 3], [1, 2, 4])
+    got = kvcache.block_popularity(requests, top=3)
+    assert got["distinct_blocks"] == 4 and got["used_by_one_request"] == 2, got
+    assert got["used_by_one_request_share"] == 0.5 and got["top_request_counts"] == [3, 2, 1], got
+    assert got["blocks_used_by_more_than"] == {"100": 0, "1000": 0, "10000": 0}, got
+    many = _requests(*([7] for _ in range(101)))
+    assert kvcache.block_popularity(many)["blocks_used_by_more_than"]["100"] == 1, "101 requests use block 7"
+    empty = kvcache.block_popularity([])
+    assert empty["distinct_blocks"] == 0 and empty["used_by_one_request_share"] == 0.0
+
+
 def test_cli_json_and_errors(tmp_path, capsys):
+    assert kvcache.main([str(SAMPLE_TRACE), "--capacities", "500,2000"]) == 0
+    text = capsys.readouterr().out
+    assert "distinct blocks:" in text and "used by one request only" in text, text
     assert kvcache.main([str(SAMPLE_TRACE), "--capacities", "500,2000", "--policy", "lfu", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
+    assert out["popularity"]["distinct_blocks"] == 27_624, "the sample trace has 27,624 distinct blocks"
     assert out["capacities_blocks"] == [500, 2000] and len(out["lfu"]["token_hit_rate"]) == 2
     assert 0.0 < out["infinite"]["block_hit_rate"] < 1.0
     bad = tmp_path / "bad.jsonl"

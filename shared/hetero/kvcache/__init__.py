@@ -3,7 +3,8 @@ experiment of script 02 part 1, hot blocks in the pool, and trace replay.
 
 One job per module, in the order they build on each other:
   caches      LRU, LFU and infinite prefix caches (`make_cache`), Mooncake's prefix-reuse semantics
-  replay      a trace through one cache per capacity; the hit-rate-vs-capacity sweep and its table
+  replay      a trace through one cache per capacity; the hit-rate-vs-capacity sweep and its table;
+              how unevenly its blocks are used
   workload    the document workload of experiment 02 part 1 (Zipf popularity, Poisson arrivals)
   cost        prefill FLOPs of a prompt with a reused prefix
   cluster     local caches or one global pool under four dispatches (`simulate_cluster`)
@@ -19,7 +20,7 @@ from hetero.kvcache.cli import main
 from hetero.kvcache.cluster import DISPATCHES, simulate_cluster
 from hetero.kvcache.experiment import PARTS, plot, render, render_hot_blocks, run
 from hetero.kvcache.hotblocks import HOT_BLOCK_CONFIGS, HotBlockConfig, simulate_hot_blocks
-from hetero.kvcache.replay import capacity_sweep, replay_trace
+from hetero.kvcache.replay import block_popularity, capacity_sweep, replay_trace
 from hetero.kvcache.workload import Workload, WorkloadConfig, generate_workload
 
 __all__ = [
@@ -31,6 +32,7 @@ __all__ = [
     "LRUCache",
     "Workload",
     "WorkloadConfig",
+    "block_popularity",
     "capacity_sweep",
     "generate_workload",
     "main",

@@ -1,5 +1,6 @@
 """The trace replay CLI: `python -m hetero.kvcache TRACE.jsonl --capacities 1000,5000,10000,20000,50000
-[--policy lru|lfu] [--json]` prints block and token hit rates per capacity and with an infinite cache.
+[--policy lru|lfu] [--json]` prints how unevenly the trace's blocks are used, and block and token hit
+rates per capacity and with an infinite cache.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import sys
 from pathlib import Path
 
 from hetero.kvcache.caches import POLICIES
-from hetero.kvcache.replay import capacity_sweep, render_sweep
+from hetero.kvcache.replay import block_popularity, capacity_sweep, render_popularity, render_sweep
 from hetero.traces import TraceError, read_trace
 
 
@@ -46,11 +47,13 @@ def main(argv: list[str] | None = None) -> int:
     sweep = {
         "trace": str(args.trace),
         "requests": len(requests),
+        "popularity": block_popularity(requests),
         **capacity_sweep(requests, args.capacities, (args.policy,)),
     }
     if args.json:
         print(json.dumps(sweep, indent=2))
     else:
         print(f"{args.trace}: {len(requests):,} requests, policy {args.policy.upper()}")
+        print(render_popularity(sweep["popularity"]))
         print(render_sweep(sweep))
     return 0

@@ -1,5 +1,5 @@
 """Trace replay (lecture §2.3, real traces): a Mooncake trace through one prefix cache per capacity, the
-hit-rate-vs-capacity sweep, and its table.
+hit-rate-vs-capacity sweep and its table, and how unevenly the trace's blocks are used (§2.2).
 
 LRU at several capacities comes from one pass over the trace by LRU stack depths (`hetero.stackdist`),
 with the same numbers as one replay per capacity; LFU, which is no stack algorithm, is replayed per
@@ -8,6 +8,7 @@ capacity.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
@@ -62,6 +63,36 @@ def capacity_sweep(
     inf = replay_trace(requests, None)
     result["infinite"] = {"block_hit_rate": inf["block_hit_rate"], "token_hit_rate": inf["token_hit_rate"]}
     return result
+
+
+POPULARITY_THRESHOLDS = (100, 1_000, 10_000)  # "a few blocks are accessed over 10,000 times" (lecture §2.2)
+
+
+def block_popularity(requests: Sequence[TraceRequest], top: int = 5) -> dict[str, Any]:
+    """How many requests use each distinct block (a block named twice by one request counts once).
+
+    Returns distinct_blocks, reused_by_none (blocks used by one request only: their count and share),
+    blocks_used_by_more_than (one count per POPULARITY_THRESHOLDS entry) and the `top` largest counts.
+    """
+    uses = Counter(b for r in requests for b in set(r.hash_ids))
+    distinct = len(uses)
+    once = sum(1 for n in uses.values() if n == 1)
+    return {
+        "distinct_blocks": distinct,
+        "used_by_one_request": once,
+        "used_by_one_request_share": once / distinct if distinct else 0.0,
+        "blocks_used_by_more_than": {str(k): sum(1 for n in uses.values() if n > k) for k in POPULARITY_THRESHOLDS},
+        "top_request_counts": sorted(uses.values(), reverse=True)[:top],
+    }
+
+
+def render_popularity(popularity: dict[str, Any]) -> str:
+    more = ", ".join(f"{v:,} by more than {int(k):,}" for k, v in popularity["blocks_used_by_more_than"].items())
+    top = ", ".join(f"{n:,}" for n in popularity["top_request_counts"])
+    return (
+        f"{popularity['distinct_blocks']:,} distinct blocks: {popularity['used_by_one_request_share']:.1%} used by "
+        f"one request only; {more} requests; the most used: {top} requests"
+    )
 
 
 def render_sweep(sweep: dict[str, Any]) -> str:
