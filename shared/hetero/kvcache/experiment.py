@@ -189,10 +189,11 @@ def plot_hot_blocks(figures: dict[str, Any], outdir: Path) -> list[Path]:
 
     rows = figures["rows"]
     names = [textwrap.fill(r["name"].replace(",", ""), 14) for r in rows]
-    fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
+    fig, axes = plt.subplots(1, 4, figsize=(16, 3.8))
     for ax, (keys, label) in zip(
         axes,
         (
+            (("transfer_wait_mean", "transfer_wait_p99"), "fetch wait (prefill-block-times)"),
             (("ttft_mean", "ttft_p99"), "TTFT (prefill-block-times)"),
             (("remote_blocks_per_request",), "remote blocks fetched per request"),
             (("busiest_sender_share",), "busiest sender's share of traffic"),
@@ -205,7 +206,7 @@ def plot_hot_blocks(figures: dict[str, Any], outdir: Path) -> list[Path]:
                 np.arange(len(rows)) + j * width,
                 [r[key] for r in rows],
                 width=width,
-                label=key.replace("ttft_", "TTFT "),
+                label=key.replace("ttft_", "TTFT ").replace("transfer_wait_", "fetch wait "),
             )
         ax.set_xticks(np.arange(len(rows)) + 0.4 - width / 2)
         ax.set_xticklabels(names, fontsize=7)
