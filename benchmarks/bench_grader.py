@@ -13,21 +13,15 @@ import tempfile
 import time
 from pathlib import Path
 
-from autograder import grader, sandbox
-from autograder.manifest import EXERCISES, ROOT, public_cases_in
+from autograder import expected, grader, sandbox
+from autograder.manifest import EXERCISES, ROOT
 
 TARGET_TOTAL_S = 20.0
 
 
 def ready() -> list[str]:
-    return [
-        ex.id
-        for ex in EXERCISES
-        if (ROOT / "solutions" / ex.filename).is_file()
-        and public_cases_in(ROOT / "solutions", ex.id).is_file()
-        and ex.hidden_cases_path.is_file()
-        and (ROOT / "autograder" / "expected" / f"{ex.id}.json").is_file()
-    ]
+    """Exercises with a solution, public and hidden cases (expected.available_exercises) and stored values."""
+    return [ex_id for ex_id in expected.available_exercises() if (expected.EXPECTED_DIR / f"{ex_id}.json").is_file()]
 
 
 def main() -> int:
