@@ -71,8 +71,9 @@ POPULARITY_THRESHOLDS = (100, 1_000, 10_000)  # "a few blocks are accessed over 
 def block_popularity(requests: Sequence[TraceRequest], top: int = 5) -> dict[str, Any]:
     """How many requests use each distinct block (a block named twice by one request counts once).
 
-    Returns distinct_blocks, reused_by_none (blocks used by one request only: their count and share),
-    blocks_used_by_more_than (one count per POPULARITY_THRESHOLDS entry) and the `top` largest counts.
+    Returns distinct_blocks, used_by_one_request and used_by_one_request_share (the blocks never reused
+    by another request: their count and share), blocks_used_by_more_than (a count per
+    POPULARITY_THRESHOLDS entry, keyed by its string) and top_request_counts (the `top` largest counts).
     """
     uses = Counter(b for r in requests for b in set(r.hash_ids))
     distinct = len(uses)
