@@ -42,23 +42,28 @@ def predicted_decode_load(enter_decode_s: float, decoding_since_s: list[float],
     `decoding_since_s` entry later than `enter_decode_s` (it cannot be decoding already).
     """
     # BEGIN SOLUTION
-    if not math.isfinite(mean_decode_s) or mean_decode_s <= 0:
+    isfinite = math.isfinite  # one lookup: the simulator calls this for every arriving request
+    if not isfinite(mean_decode_s) or mean_decode_s <= 0:
         raise ValueError(f"mean_decode_s must be a finite number > 0, got {mean_decode_s}")
-    if not math.isfinite(enter_decode_s):
+    if not isfinite(enter_decode_s):
         raise ValueError(f"enter_decode_s must be finite, got {enter_decode_s}")
     still_decoding = 0
     for start in decoding_since_s:
-        if not math.isfinite(start):
+        if not isfinite(start):
             raise ValueError(f"decoding_since_s must hold finite times, got {start}")
         if start > enter_decode_s:
             raise ValueError(f"decoding_since_s: a request decoding now cannot start after "
                              f"enter_decode_s ({start} > {enter_decode_s})")
         if start + mean_decode_s > enter_decode_s:  # predicted end still ahead: decoding then
             still_decoding += 1
+    # The prefill list is the long one (queued requests). A non-finite time makes its sum non-finite, so
+    # one sum checks it; only then is it searched, as finite times whose sum overflows are valid.
+    if not isfinite(sum(prefill_done_s)):
+        for done in prefill_done_s:
+            if not isfinite(done):
+                raise ValueError(f"prefill_done_s must hold finite times, got {done}")
     joined = 0
     for done in prefill_done_s:
-        if not math.isfinite(done):
-            raise ValueError(f"prefill_done_s must hold finite times, got {done}")
         if done <= enter_decode_s < done + mean_decode_s:  # joined by then, not yet left
             joined += 1
     return still_decoding + joined

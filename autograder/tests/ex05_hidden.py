@@ -114,6 +114,16 @@ CASES += [
         hint="non-finite times are invalid: ValueError naming prefill_done_s",
     ),
     Case(
+        "ex05.predicted_decode_load.huge_finite_times",
+        "predicted_decode_load",
+        (1e308, [1e308], [1e308, 1e308, -1e308], 1e308),
+        tol_note=INT,
+        unit="requests",
+        hint="times near the float maximum are finite, so valid: a sum of them may overflow to inf, so check "
+        "each time with math.isfinite rather than their sum",
+        points=1.0,
+    ),
+    Case(
         "ex05.predicted_decode_load.negative_mean",
         "predicted_decode_load",
         (10.0, [1.0], [2.0], -3.0),
