@@ -25,7 +25,8 @@ from hetero.traces import TraceError, read_trace
 CLI_POLICIES = ("all", "baseline", "early", "predictive", "oversubscribed")
 
 
-def _cli_policies(choice: str, oversubscription: float) -> list[Policy]:
+def cli_policies(choice: str, oversubscription: float) -> list[Policy]:
+    """The policies `--policy choice` runs; "all" is baseline, early, predictive and predictive x`oversubscription`."""
     over = Policy(f"predictive x{oversubscription:g}", "predictive", oversubscription)
     table = {"baseline": [POLICIES[0]], "early": [POLICIES[1]], "predictive": [POLICIES[2]], "oversubscribed": [over]}
     return [*POLICIES[:3], over] if choice == "all" else table[choice]
@@ -111,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--trace: {exc}")
     if not requests:
         parser.error(f"--trace: {args.trace} holds no requests")
-    policies = _cli_policies(args.policy, args.oversubscription)
+    policies = cli_policies(args.policy, args.oversubscription)
     needs_ex05 = any(p.kind == "predictive" for p in policies)
     if needs_ex05:
         print(f"exercise files: {resolve_impl_dir(args.impl)}", file=sys.stderr)
