@@ -38,9 +38,13 @@ def _line(**changes):
     (_line(timestamp=1.5), "timestamp"),
     (_line(hash_ids="0,1,2"), "hash_ids"),
     (_line(hash_ids=[0, -1]), "hash_ids"),
+    (_line(hash_ids=[0, True]), "hash_ids"),  # JSON true is a bool, not a block id
+    (_line(hash_ids=[0, 1.0]), "hash_ids"),
+    (_line(hash_ids=[0, [1]]), "hash_ids"),
     (_line(hash_ids=[0, 1, 2, 3]), "hash_ids"),  # 4 blocks for 1,100 tokens: at most 3
 ], ids=["non_json", "not_object", "missing_input", "missing_hash_ids", "negative_output", "zero_input",
-        "float_timestamp", "hash_ids_string", "negative_hash_id", "too_many_blocks"])
+        "float_timestamp", "hash_ids_string", "negative_hash_id", "bool_hash_id", "float_hash_id",
+        "nested_hash_id", "too_many_blocks"])
 def test_bad_line_names_file_line_and_field(tmp_path, bad_line, field):
     path = _write(tmp_path, [_line(), _line(timestamp=5), bad_line])
     with pytest.raises(TraceError) as info:
