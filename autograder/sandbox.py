@@ -585,7 +585,8 @@ class _Run:
     """State of one child: the record parser and the case-by-case sending of call specs.
 
     `first` is the index of the first case this child is sent (a restarted child skips the cases its
-    predecessors ran); `on_hidden` is called just before the first hidden case is queued; the cases
+    predecessors ran); `on_hidden` is called before every hidden case is queued or skipped (it must act
+    only the first time: the output printed up to then is the public output); the cases
     of `skipped_funcs` (functions already stopped at the per-case limit) are not sent at all.
     """
 
@@ -621,6 +622,8 @@ class _Run:
 
     def send_next(self) -> None:
         while self.sent < len(self.specs) and self.specs[self.sent]["func"] in self.skipped_funcs:
+            if self.sent >= self.hidden_from:  # skipping a hidden case also ends the public output
+                self.on_hidden()
             case_id = self.specs[self.sent]["id"]
             self.report.refused[case_id] = (
                 f"not run: {self.specs[self.sent]['func']} already ran longer than "
@@ -629,7 +632,7 @@ class _Run:
             self.sent += 1
             self.next_seq = self.sent
         if self.sent < len(self.specs):
-            if self.sent == self.hidden_from:
+            if self.sent >= self.hidden_from:  # on_hidden acts once: the first hidden case sent or skipped
                 self.on_hidden()
             self.queue({"seq": self.sent, "case": self.specs[self.sent]})
             self.sent += 1

@@ -446,6 +446,30 @@ def test_output_is_a_pipe_and_public_output_is_only_the_public_cases():
     assert report.output_bytes >= len(report.output_all.encode()) - 100
 
 
+def test_a_skipped_first_hidden_case_still_ends_the_public_output(tmp_path):
+    """loop_skips_hidden_start: the function of the first hidden case loops on its first public case, so
+    the fresh process skips its later cases, the first hidden one too; the others print numbered lines.
+    The output shown to the student must end where the hidden cases start, skipped or not."""
+    path = tmp_path / EX02.filename
+    path.write_text((SOLUTIONS / EX02.filename).read_text() + "\n\n"
+                    + (ADVERSARIAL / "loop_skips_hidden_start" / "leak_suffix.py").read_text())
+    cases, _, hidden_from = specs_for("ex02")
+    looped = "kv_bytes_per_token"
+    assert cases[0].func == looped and cases[hidden_from].func == looped, (
+        "the attack needs ex02's first public and first hidden case to call kv_bytes_per_token: "
+        f"{cases[0].func}, {cases[hidden_from].func}")
+    report = run_fixture("loop_skips_hidden_start", path=path)
+    n_public = sum(1 for c in cases[:hidden_from] if c.func != looped)
+    shown = [line.split()[0] for line in report.output_public.splitlines() if line.startswith("CALL-")]
+    assert shown == [f"CALL-{i}" for i in range(1, n_public + 1)], (
+        f"the public output must hold the {n_public} public calls of the other functions and nothing "
+        f"later (a hidden case's arguments would reach the student): {shown}")
+    later = [line for line in report.output_all.splitlines() if line.startswith(f"CALL-{n_public + 1} ")]
+    assert later, "the hidden cases of the other functions must still run (and print, unseen)"
+    assert report.stopped_cases == (cases[0].id,), report.stopped_cases
+    assert not sandbox_survivors()
+
+
 def test_result_channel_junk_stops_the_child_and_costs_little_grader_cpu():
     _, specs, hidden_from = specs_for("ex02")  # drawing the hidden cases costs CPU too: not counted
     before = resource.getrusage(resource.RUSAGE_SELF)
