@@ -26,8 +26,10 @@ Limits and isolation of the child
   counts the rest, and stops the child past `output_bytes`. Output printed before the first hidden
   case was sent is the "public output"; the rest may contain hidden inputs. RLIMIT_FSIZE caps every
   file the child writes at `output_bytes` (SIGXFSZ).
-- result channel: a pipe parsed in linear time; at most `result_bytes` in all and `junk_lines`
-  lines that are not valid records, then the child is stopped.
+- result channel: a pipe parsed in linear time; at most `result_bytes` for all the children of an
+  exercise (a restarted child gets no fresh allowance) and `junk_lines` lines that are not valid
+  records, then the child is stopped; a record longer than `record_bytes` is dropped unread and its
+  case refused.
 - processes: everything the student's code starts lives in the child's PID namespace and dies with
   its init, which dies with the launcher's process group: double forks, `setsid`, relays. As root,
   every process of the child's uid is then killed as well (kill(-1) from that uid until none is
@@ -124,7 +126,11 @@ class Limits:
     shown_output_chars: int = 4000  # how much of the public output feedback shows
     max_processes: int = 64  # RLIMIT_NPROC for the sandbox uid (threads count too)
     open_files: int = 1024  # RLIMIT_NOFILE
-    result_bytes: int = 64 * 2**20  # total size of result records before the child is stopped
+    result_bytes: int = 64 * 2**20  # result records of the exercise's children in all, then the child is stopped
+    # One record at most: the answer key's largest is ~5 KB (messages are cut at 2,000 characters); a
+    # longer one is refused unread, as its case's result, so no record can make the grader decode
+    # (and keep) millions of JSON values.
+    record_bytes: int = 64 * 2**10
     junk_lines: int = 1000  # lines on the result channel that are not valid records, then it is stopped
 
 
@@ -142,6 +148,7 @@ class ChildReport:
     wall_s: float = 0.0
     cpu_s: float = 0.0
     bad_records: int = 0  # lines on the result channel without a valid MAC or shape
+    result_bytes: int = 0  # bytes read from the result channels of all the exercise's children
     output_public: str = ""  # output printed before the first hidden case was sent (bounded)
     output_all: str = ""  # the whole output (bounded)
     output_bytes: int = 0  # how many bytes were printed in all
@@ -641,6 +648,19 @@ class _Run:
             self.queue({"end": True})
             self.ended_input = True
 
+    def refuse_oversized(self, limit_bytes: int) -> None:
+        """A record longer than `limit_bytes` was dropped unread: it counts as the waiting case's result."""
+        waiting = self.outstanding()
+        if waiting is None:
+            self.report.bad_records += 1
+            return
+        self.report.refused[self.specs[waiting]["id"]] = (
+            f"its result record was larger than {limit_bytes // 2**10} KiB (no answer here is that large), "
+            "so it was not read"
+        )
+        self.next_seq = waiting + 1
+        self.send_next()
+
     def record(self, line: bytes | bytearray) -> None:
         mac, _, payload = line.partition(b" ")
         if len(mac) != 64:  # cheap refusal of junk before any HMAC is computed
@@ -866,7 +886,8 @@ class _Child:
         selector.register(result_r, selectors.EVENT_READ)
         selector.register(out_r, selectors.EVENT_READ)
         buffer = bytearray()
-        received = 0
+        record_limit = limits.record_bytes + 65  # the MAC (64 hex digits) and its space
+        skipping = False  # inside a record longer than record_limit: dropped up to its newline
         setup_seen = False
         stdin_open = True
         exit_deadline: float | None = None
@@ -912,16 +933,31 @@ class _Child:
                         eof = True
                         selector.unregister(result_r)
                         continue
-                    received += len(chunk)
-                    if received > limits.result_bytes:
+                    report.result_bytes += len(chunk)
+                    if report.result_bytes > limits.result_bytes:
                         self._stop("result_size", f"the results were larger than {limits.result_bytes // 2**20} MiB")
                         return None
+                    if skipping:
+                        end = chunk.find(b"\n")
+                        if end < 0:
+                            continue
+                        chunk, skipping = chunk[end + 1 :], False
+                        run.refuse_oversized(limits.record_bytes)
                     buffer += chunk
                     if b"\n" not in chunk:
+                        if len(buffer) > record_limit:
+                            buffer.clear()
+                            skipping = True
                         continue
                     lines = buffer.split(b"\n")
                     buffer = bytearray(lines.pop())
+                    if len(buffer) > record_limit:
+                        buffer.clear()
+                        skipping = True
                     for line in lines:
+                        if len(line) > record_limit:
+                            run.refuse_oversized(limits.record_bytes)
+                            continue
                         if not setup_seen:
                             self.notes += _setup_notes(line)
                             setup_seen = True

@@ -483,6 +483,32 @@ def test_result_channel_junk_stops_the_child_and_costs_little_grader_cpu():
     assert spent < 1.0, f"the grader spent {spent:.2f} s of CPU on a junk-flooded result channel"
 
 
+def test_forged_huge_records_are_refused_unread_and_cost_little_grader_memory():
+    """forged_huge_records: a correctly signed 4 MiB record of empty lists per case. Decoded, each would
+    be ~1.4 million Python objects (~90 MB), kept for the whole exercise; the sandbox drops every record
+    longer than `record_bytes` unread and refuses its case, and counts the result bytes of the exercise,
+    not of one child."""
+    import tracemalloc
+
+    _, specs, hidden_from = specs_for("ex02")
+    limits = grader.limits_for(EX02)
+    tracemalloc.start()
+    try:
+        report = sandbox.run_exercise(ADVERSARIAL / "forged_huge_records" / EX02.filename, EX02.module, specs,
+                                      hidden_from, limits)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert "FORGE-SENT" in report.output_all, f"the attack did not reach the channel: {report.output_all[:500]}"
+    assert not report.outcomes, f"no forged record may be accepted: {sorted(report.outcomes)[:5]}"
+    # each case is refused: as too large, or (when the harness's own record follows) for two records
+    assert set(report.refused) == {s["id"] for s in specs[: len(report.refused)]} and report.refused, report.refused
+    assert report.result_bytes > 4 * 2**20, report.result_bytes
+    # the raw bytes of one record (4 MiB) pass through the buffer; decoding one would take ~90 MB
+    assert peak < 40 * 2**20, f"the grader's Python allocations peaked at {peak / 2**20:.0f} MiB on forged records"
+    assert not sandbox_survivors()
+
+
 # ---------------------------------------------------------------------------------------------
 # 5. A looping function costs only its own cases
 
