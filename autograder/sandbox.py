@@ -67,7 +67,8 @@ so it can do anything the harness can: write to the result fd, find the MAC key 
   public cases run.
 - what is NOT prevented: a student who recovers the key can make their cases' records say whatever
   they like (no more than returning it); their code sees each hidden case's inputs when it is called
-  with them; timing and pass/fail bits leak one bit per hidden case. Without root there is no uid
+  with them, and can steer which fixed phrase each visible hidden entry gets (a few bits per hidden
+  case and submission; docs/gradescope.md) and its timing. Without root there is no uid
   change: where the user namespace works the view still hides the files above, where it does not
   (mode "none") student code can read anything the instructor can; use root (or Gradescope) for
   untrusted submissions.
