@@ -88,8 +88,9 @@ def test_attack_scores_what_it_deserves(attack, tmp_path, monkeypatch):
         assert "KEYRING-OK" not in detail and "KEYRING-OK" not in data["output"], \
             f"the student's code could store or read a key in a kernel keyring: {detail[-1500:]}"
         if jail.probe_keyring_filter().startswith("keyrings: denied"):
-            assert "KEYRING-DENIED session EPERM" in data["output"], \
-                f"with a seccomp filter here, add_key must fail with EPERM in the sandbox: {data['output'][-1500:]}"
+            for call in ("session", "user", "user-session", "get-persistent(-3)", "get-persistent(-2)", "request_key"):
+                assert f"KEYRING-DENIED {call} EPERM" in data["output"], \
+                    f"with a seccomp filter here, {call} must fail with EPERM in the sandbox: {data['output'][-1500:]}"
             environment = [t["output"] for t in data["tests"] if t["name"] == "grading environment (staff only)"]
             assert any("keyrings: denied (seccomp filter" in e for e in environment), \
                 f"the staff-only entry must say the keyrings were filtered: {environment}"
