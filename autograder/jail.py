@@ -15,8 +15,12 @@ library (it runs before any student code, with the grader's privileges) and does
    (or is killed with the launcher's process group), the kernel kills every process left in the
    namespace: double forks, `setsid`, relays that re-fork every few milliseconds. No loop, no race.
 3. the harness: resource limits, then (as root) the sandbox uid without groups, PR_SET_NO_NEW_PRIVS,
+   a seccomp filter (`keyring_filter`: add_key, request_key, keyctl and foreign ABIs fail with EPERM,
+   since keyrings are not namespaced and a uid's persistent keyring outlives the child),
    PR_SET_PDEATHSIG, RLIMIT_AS last, and exec of the interpreter on child.py. exec drops the
-   capabilities a user namespace gave init, so student code cannot undo the mounts.
+   capabilities a user namespace gave init, so student code cannot undo the mounts. The harness tells
+   its parent how the filter went (a note for the SETUP line: "keyrings: not isolated (...)" where
+   there is no filter for this architecture or the kernel refused it; grading goes on).
 
 With mode "none" (no namespace works here) the launcher skips the namespaces, the view and init: it
 starts the harness itself and exits like it; the grader ends leftovers by uid (`sandbox.kill_uid`)
@@ -30,6 +34,7 @@ process, with "root" first only when the grader is root).
 from __future__ import annotations
 
 import ctypes
+import errno
 import json
 import os
 import resource
@@ -63,11 +68,23 @@ ST_TO_MS = {
 }
 PR_SET_PDEATHSIG = 1
 PR_SET_NO_NEW_PRIVS = 38
+PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
 NAMESPACES = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC
 MODES = {"root": NAMESPACES, "user": CLONE_NEWUSER | NAMESPACES}
 PRIVATE_TMPFS = "mode=1777,size=64m,nr_inodes=16384"  # the child's own /tmp, /var/tmp, /dev/shm
 HIDING_TMPFS = "mode=0755,size=1m,nr_inodes=1024"  # an empty folder over something hidden
 WORK_TMPFS = "size=64m,nr_inodes=16384"  # the child's work folder: nothing of it reaches the disk
+
+# The seccomp filter: classic BPF over struct seccomp_data {int nr; u32 arch; u64 ip; u64 args[6]}
+BPF_LD_W_ABS, BPF_JEQ_K, BPF_JGE_K, BPF_RET_K = 0x20, 0x15, 0x35, 0x06  # BPF_LD|BPF_W|BPF_ABS, BPF_JMP|...
+SECCOMP_DATA_NR, SECCOMP_DATA_ARCH = 0, 4  # offsets in struct seccomp_data
+SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO = 0x7FFF0000, 0x00050000
+X32_SYSCALL_BIT = 0x40000000
+# os.uname().machine: (AUDIT_ARCH_*, the numbers of add_key, request_key, keyctl, whether x32 numbers exist)
+SECCOMP_ARCHES = {
+    "x86_64": (0xC000003E, (248, 249, 250), True),
+    "aarch64": (0xC00000B7, (217, 218, 219), False),
+}
 
 _libc = ctypes.CDLL(None, use_errno=True)
 
@@ -94,6 +111,87 @@ def prctl(option: int, value: int) -> None:
         ),
         f"prctl {option}",
     )
+
+
+class _SockFilter(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint16), ("jt", ctypes.c_uint8), ("jf", ctypes.c_uint8), ("k", ctypes.c_uint32)]
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(_SockFilter))]
+
+
+def keyring_filter(machine: str | None = None) -> list[tuple[int, int, int, int]] | None:
+    """The seccomp program (code, jt, jf, k) for `machine` (default: this one's), None where unknown.
+
+    A foreign ABI (i386 `int 0x80` on x86_64), an x32 number, add_key, request_key and keyctl return
+    EPERM; everything else is allowed. Jumps go to the last instruction, the denial.
+    """
+    if machine is None:
+        machine = os.uname().machine
+    if machine not in SECCOMP_ARCHES:
+        return None
+    arch, keyring_nrs, x32 = SECCOMP_ARCHES[machine]
+    tests = [(BPF_JGE_K, X32_SYSCALL_BIT)] if x32 else []
+    tests += [(BPF_JEQ_K, nr) for nr in keyring_nrs]
+    deny = 3 + len(tests) + 1  # ld arch, jeq arch, ld nr, the tests, ret allow, then ret deny
+    program = [
+        (BPF_LD_W_ABS, 0, 0, SECCOMP_DATA_ARCH),
+        (BPF_JEQ_K, 0, deny - 2, arch),
+        (BPF_LD_W_ABS, 0, 0, SECCOMP_DATA_NR),
+    ]
+    for code, k in tests:
+        program.append((code, deny - (len(program) + 1), 0, k))
+    program += [(BPF_RET_K, 0, 0, SECCOMP_RET_ALLOW), (BPF_RET_K, 0, 0, SECCOMP_RET_ERRNO | errno.EPERM)]
+    return program
+
+
+def install_filter(program: list[tuple[int, int, int, int]]) -> None:
+    """Install a seccomp program on this process (needs PR_SET_NO_NEW_PRIVS or CAP_SYS_ADMIN); for good."""
+    filters = (_SockFilter * len(program))(*(_SockFilter(*insn) for insn in program))
+    fprog = _SockFprog(len(program), filters)
+    _check(
+        _libc.prctl(
+            ctypes.c_int(PR_SET_SECCOMP),
+            ctypes.c_ulong(SECCOMP_MODE_FILTER),
+            ctypes.cast(ctypes.pointer(fprog), ctypes.c_void_p),
+            ctypes.c_ulong(0),
+            ctypes.c_ulong(0),
+        ),
+        "prctl PR_SET_SECCOMP",
+    )
+
+
+def install_keyring_filter() -> str:
+    """Install `keyring_filter` on this process; the isolation note saying whether it is there."""
+    machine = os.uname().machine
+    program = keyring_filter(machine)
+    if program is None:
+        return f"keyrings: not isolated (no seccomp filter for the {machine} architecture)"
+    try:
+        install_filter(program)
+    except OSError as exc:
+        return f"keyrings: not isolated (the seccomp filter was refused: {exc})"
+    return "keyrings: denied (seccomp filter on add_key, request_key, keyctl)"
+
+
+def probe_keyring_filter() -> str:
+    """The note `install_keyring_filter` gives here, from a forked process (this one stays unfiltered)."""
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read_fd)
+        try:
+            prctl(PR_SET_NO_NEW_PRIVS, 1)
+            os.write(write_fd, install_keyring_filter().encode("utf-8", "replace"))
+        except BaseException as exc:
+            os.write(write_fd, f"keyrings: not isolated ({exc})".encode("utf-8", "replace"))
+        os._exit(0)
+    os.close(write_fd)
+    with os.fdopen(read_fd, "rb") as handle:
+        note = handle.read().decode("utf-8", "replace")
+    _wait_for(pid)
+    return note
 
 
 def _map_user(uid: int, gid: int) -> None:
@@ -185,7 +283,8 @@ def _set_limits(limits: dict) -> None:
 
 
 def _harness(setup: dict, exec_fd: int) -> None:
-    """Limits, identity, exec of the harness; why it failed goes to `exec_fd` (closed by a good exec)."""
+    """Limits, identity, filter, exec of the harness. On `exec_fd` (closed by a good exec), one JSON line
+    each: {"note": the filter's note}, then {"failure": why it did not start} if it did not."""
     try:
         _set_limits(setup["limits"])
         if setup["uid"] is not None:
@@ -193,38 +292,55 @@ def _harness(setup: dict, exec_fd: int) -> None:
             os.setgid(setup["gid"])
             os.setuid(setup["uid"])
         prctl(PR_SET_NO_NEW_PRIVS, 1)
+        _send(exec_fd, {"note": install_keyring_filter()})
         prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
         resource.setrlimit(resource.RLIMIT_AS, (setup["limits"]["memory_bytes"],) * 2)
         os.chdir(setup["cwd"])
         os.execve(setup["argv"][0], setup["argv"], dict(os.environ))
     except BaseException as exc:
-        os.write(exec_fd, f"the harness could not start: {exc}".encode("utf-8", "replace"))
+        _send(exec_fd, {"failure": f"the harness could not start: {exc}"})
     os._exit(126)
 
 
+def _send(fd: int, message: dict) -> None:
+    os.write(fd, json.dumps(message).encode("utf-8", "replace") + b"\n")
+
+
 def _start_harness(setup: dict, notes: list[str]) -> int:
-    """Fork and exec the harness, then write the SETUP line (ok only if exec succeeded); its pid.
+    """Fork and exec the harness, then write the SETUP line (ok only if exec succeeded, with the
+    harness's notes after `notes`); its pid.
 
     The grader sends the harness its first message only after this line, so student code never runs
     before it and nothing the student writes can pass for it.
     """
-    exec_r, exec_w = os.pipe()  # close-on-exec: end-of-file without data means the exec succeeded
+    exec_r, exec_w = os.pipe()  # close-on-exec: end-of-file means the exec succeeded or failed
     harness = os.fork()
     if harness == 0:
         os.close(exec_r)
         _harness(setup, exec_w)
     os.close(exec_w)
-    failure = b""
+    data = b""
     while True:
         chunk = os.read(exec_r, 4096)
         if not chunk:
             break
-        failure += chunk
+        data += chunk
     os.close(exec_r)
-    if failure:
-        _setup_line(setup["result_fd"], False, notes + [failure.decode("utf-8", "replace")])
+    told, failed = [], False
+    for line in data.decode("utf-8", "replace").splitlines():
+        try:
+            message = json.loads(line)
+        except ValueError:
+            message = None
+        if isinstance(message, dict) and isinstance(message.get("note"), str):
+            told.append(message["note"])
+        else:
+            told.append(message["failure"] if isinstance(message, dict) and "failure" in message else line)
+            failed = True
+    if failed:
+        _setup_line(setup["result_fd"], False, notes + told)
         os._exit(125)
-    _setup_line(setup["result_fd"], True, notes)
+    _setup_line(setup["result_fd"], True, notes + told)
     return harness
 
 

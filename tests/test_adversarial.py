@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder import grader, results as res, sandbox
+from autograder import grader, jail, results as res, sandbox
 from autograder.manifest import BY_ID, ROOT
 from hetero.impl import load_module_from_path as load_file_module
 
@@ -84,6 +84,16 @@ def test_attack_scores_what_it_deserves(attack, tmp_path, monkeypatch):
             f"the student's code could read protected files: {detail[-1500:]}"
         if sandbox.is_root():
             assert "READ-DENIED" in data["output"]
+    if attack == "keyring":
+        assert "KEYRING-OK" not in detail and "KEYRING-OK" not in data["output"], \
+            f"the student's code could store or read a key in a kernel keyring: {detail[-1500:]}"
+        if jail.probe_keyring_filter().startswith("keyrings: denied"):
+            for call in ("session", "user", "user-session", "get-persistent(-3)", "get-persistent(-2)", "request_key"):
+                assert f"KEYRING-DENIED {call} EPERM" in data["output"], \
+                    f"with a seccomp filter here, {call} must fail with EPERM in the sandbox: {data['output'][-1500:]}"
+            environment = [t["output"] for t in data["tests"] if t["name"] == "grading environment (staff only)"]
+            assert any("keyrings: denied (seccomp filter" in e for e in environment), \
+                f"the staff-only entry must say the keyrings were filtered: {environment}"
     first = [t for t in data["tests"] if t["name"].startswith(f"{ATTACKED} ")][0]["output"]
     if attack == "syntax_error":
         assert "SyntaxError" in first and "line" in first, f"the syntax error must be shown: {first}"
