@@ -50,6 +50,10 @@ Limits and isolation of the child
   of the instructor's checkout is changed.
 - network: the child's network namespace has only a loopback device that is down. Where no
   namespace works, the report, the grader's note and the log say "network: not isolated" and why.
+- kernel keyrings (not namespaced: a key stored under a sandbox uid outlives the child and is there for
+  the next run with that uid): a seccomp filter installed by the harness makes add_key, request_key
+  and keyctl fail with EPERM; where it cannot be installed the report and the results' staff entry say
+  "keyrings: not isolated" and why.
 
 Threat model (what the result channel does and does not guarantee)
 The student's code runs inside the child, in the same process as the harness (`autograder.child`),
