@@ -1,7 +1,7 @@
 """Assemble, validate and write Gradescope's results.json from graded exercises.
 
-Format: Gradescope's autograder specification (top-level score, execution_time, output,
-output_format, visibility, stdout_visibility, tests[]), checked against
+Format: Gradescope's autograder specification (top-level score, output, output_format, visibility,
+stdout_visibility, tests[]), checked against
 `autograder/schema/gradescope_results.schema.json`. Points are exact hundredths
 (`autograder.scoring`): each test's score, and the total, is a two-decimal number and the exercise
 totals add up to exactly 100.
@@ -15,7 +15,9 @@ pair of entries. Only when the manifest opts in (`hidden_detail_visibility`) is 
 entry with the hidden inputs, expected values and results; on Gradescope a results.json is handed to
 later runs of the same student's submissions, so that entry exposes the hidden cases to any later
 submission once its visibility level is reached. A staff-only entry records how each exercise's
-child was isolated. When the grader itself fails, a visible "autograder failed" entry with a generic
+child was isolated and how long grading took: the optional top-level `execution_time` is not written,
+since the student's code steers it (a red-team submission slept a hidden input's value in 10 ms
+steps and read it back to the millisecond). When the grader itself fails, a visible "autograder failed" entry with a generic
 message and a hidden entry with the traceback take the place of the tests it could not produce (as
 otter-grader does).
 """
@@ -190,13 +192,15 @@ def summary_line(result: ExerciseResult) -> str:
     return line + (f"\n     {result.note}" if result.note else "")
 
 
-def environment_test(results: Sequence[ExerciseResult], number: str) -> dict[str, Any]:
-    """A staff-only entry saying how each exercise's child was isolated ("network: not isolated ..." included)."""
+def environment_test(results: Sequence[ExerciseResult], number: str, execution_time: float) -> dict[str, Any]:
+    """A staff-only entry: how each exercise's child was isolated ("network: not isolated ..." included),
+    and the grading time (kept from the student: their code steers it)."""
     lines = [
         f"{r.exercise.id}: " + ("; ".join(r.isolation) if r.isolation else "not run")
         for r in results
         if r.failure is None
     ]
+    lines.append(f"grading took {execution_time:.1f} s")
     return {
         "name": "grading environment (staff only)",
         "number": number,
@@ -213,7 +217,7 @@ def assemble(results: Sequence[ExerciseResult], execution_time: float, notes: Se
     tests: list[dict[str, Any]] = []
     for index, result in enumerate(results, start=1):
         tests.extend(exercise_tests(result, index))
-    tests.append(environment_test(results, f"{len(results) + 1}.1"))
+    tests.append(environment_test(results, f"{len(results) + 1}.1", execution_time))
     total_cents = sum(r.cents for r in results if r.failure is None)
     max_cents = sum(scoring.to_cents(r.exercise.points) for r in results)
     score = scoring.cents_to_points(total_cents)
@@ -227,7 +231,6 @@ def assemble(results: Sequence[ExerciseResult], execution_time: float, notes: Se
         lines += ["", f"{r.exercise.id}: what your code printed before the hidden cases:", clip(r.output, 2000)]
     return {
         "score": score,
-        "execution_time": round(execution_time, 3),
         "output": clip("\n".join(lines), 4 * OUTPUT_CHARS),
         "output_format": "text",
         "visibility": "visible",
@@ -237,10 +240,10 @@ def assemble(results: Sequence[ExerciseResult], execution_time: float, notes: Se
 
 
 def grader_failure(trace: str, max_score: float, execution_time: float = 0.0) -> dict[str, Any]:
-    """Results for a run the grader could not complete at all."""
+    """Results for a run the grader could not complete at all (the time goes into the staff-only traceback)."""
+    trace = f"{trace}\ngrading took {execution_time:.1f} s"
     return {
         "score": 0.0,
-        "execution_time": round(execution_time, 3),
         "output": GENERIC_FAILURE.format(what="this submission"),
         "output_format": "text",
         "visibility": "visible",
