@@ -7,8 +7,11 @@ entries and depth; a damaged zip member or notebook costs only its exercise). A 
 for its exercise; the others are graded normally. A notebook `exNN_<name>.ipynb` stands in for a
 missing `.py` through `autograder.notebooks.extract_code`.
 
-This process never imports student code: each exercise's public and hidden cases run in one child
-process (`autograder.sandbox.run_exercise`), which sends back encoded outcomes; they are judged here
+This process never imports student code: the cases run in child processes
+(`autograder.sandbox.run_exercise`) in two phases: first the public cases of every exercise, then the
+hidden cases of every exercise in fresh children (`run_public`, `run_hidden`), so nothing shown from
+a public phase (printed output, returned values, messages) can depend on any hidden input, through
+the children or through state the machine shares. The children send back encoded outcomes, judged here
 with `hetero.checks.judge` against the public cases' literal values and the stored answer-key values
 (`autograder/expected/exNN.json`). results.json (`autograder.results`) is always written and valid:
 when student code crashes, hangs, exits, forks or floods its output, and when the grader fails.
@@ -20,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import builtins
+import dataclasses
 import shutil
 import tempfile
 import time
@@ -251,7 +255,8 @@ def _judge(case: Case, outcome: Outcome, expect: Any, mistakes: Any) -> Verdict:
         return Verdict(False, f"{case.func}: {case.id}: the returned value could not be read ({type(exc).__name__}).")
 
 
-def grade_exercise(ex: Exercise, found: Found | None, root: Path = ROOT, time_scale: float = 1.0) -> res.ExerciseResult:
+def _cases(ex: Exercise, root: Path) -> tuple[list[Case], list[Case], dict[str, Any]]:
+    """The exercise's public and hidden cases and its stored data, checked for consistency."""
     public = public_cases(ex.id, root)
     data = stored(ex.id, root)
     hidden = hidden_cases(ex.id, root)
@@ -261,12 +266,96 @@ def grade_exercise(ex: Exercise, found: Found | None, root: Path = ROOT, time_sc
         raise ConfigError(f"{ex.id}: no stored expected value for {missing} (run `python -m autograder expected`)")
     if not public or not hidden:
         raise ConfigError(f"{ex.id}: needs public and hidden cases, has {len(public)} and {len(hidden)}")
+    return public, hidden, data
+
+
+def run_public(
+    ex: Exercise, found: Found | None, root: Path = ROOT, time_scale: float = 1.0
+) -> sandbox.ChildReport | None:
+    """Phase 1 of an exercise: its public cases alone, in children that are sent no hidden input, so all
+    they print, return and raise may be shown. None when there is no file to run."""
+    public, _, _ = _cases(ex, root)
+    if found is None or found.path is None:
+        return None
+    specs = [call_spec(c) for c in public]
+    return sandbox.run_exercise(found.path, ex.module, specs, len(specs), limits_for(ex, time_scale))
+
+
+def run_hidden(
+    ex: Exercise, found: Found, public_report: sandbox.ChildReport, root: Path = ROOT, time_scale: float = 1.0
+) -> sandbox.ChildReport:
+    """Phase 2: the hidden cases, in fresh children, with the time and CPU the public phase left, skipping
+    the functions it stopped at the per-case limit; merged with the public phase's report."""
+    public, hidden, _ = _cases(ex, root)
+    assert found.path is not None
+    limits = limits_for(ex, time_scale)
+    left_s, cpu_left_s = limits.timeout_s - public_report.wall_s, limits.cpu_s - public_report.cpu_s
+    report = sandbox.ChildReport()
+    if public_report.imported is not True:
+        pass  # the import error (or the stop during import) is the public phase's, and it is shown
+    elif left_s <= 0 or cpu_left_s <= 0:
+        report.refused = {c.id: "not run: the exercise's time limit was spent on its public cases" for c in hidden}
+    else:
+        stopped = {c.func for c in public if c.id in public_report.stopped_cases}
+        report = sandbox.run_exercise(
+            found.path,
+            ex.module,
+            [call_spec(c) for c in hidden],
+            0,
+            dataclasses.replace(limits, timeout_s=left_s, cpu_s=cpu_left_s),
+            frozenset(stopped),
+        )
+        if report.imported is not True:  # its error may depend on hidden inputs of earlier exercises
+            report.refused = {
+                c.id: "your file did not import again for the hidden cases (that error is not shown)"
+                for c in hidden
+                if c.id not in report.refused
+            }
+    return _merged(public_report, report)
+
+
+def _merged(first: sandbox.ChildReport, second: sandbox.ChildReport) -> sandbox.ChildReport:
+    """One report of both phases: the public phase's import, output and stop (if it stopped) come first."""
+    stop = first if first.ended != "finished" else second
+    return sandbox.ChildReport(
+        imported=first.imported,
+        import_error=first.import_error,
+        outcomes={**first.outcomes, **second.outcomes},
+        refused={**first.refused, **second.refused},
+        ended=stop.ended,
+        detail=stop.detail,
+        returncode=stop.returncode,
+        wall_s=first.wall_s + second.wall_s,
+        cpu_s=first.cpu_s + second.cpu_s,
+        bad_records=first.bad_records + second.bad_records,
+        result_bytes=first.result_bytes + second.result_bytes,
+        output_public=first.output_public,
+        output_all=first.output_all + second.output_all,
+        output_bytes=first.output_bytes + second.output_bytes,
+        survivors_killed=first.survivors_killed + second.survivors_killed,
+        stopped_cases=first.stopped_cases + second.stopped_cases,
+        isolation=first.isolation or second.isolation,
+    )
+
+
+def grade_exercise(
+    ex: Exercise,
+    found: Found | None,
+    root: Path = ROOT,
+    time_scale: float = 1.0,
+    public_report: sandbox.ChildReport | None = None,
+) -> res.ExerciseResult:
+    """Grade one exercise. `public_report`: its public phase (`run_public`), run now if not given."""
+    public, hidden, data = _cases(ex, root)
+    entries = data["cases"]
     cents = scoring.case_cents(ex.points, ex.public_share, public, hidden)
     rules = {k: scoring.rule_from_data(v) for k, v in data["rules"].items()}
     report = None
     if found is not None and found.path is not None:
-        specs = [call_spec(c) for c in public + hidden]
-        report = sandbox.run_exercise(found.path, ex.module, specs, len(public), limits_for(ex, time_scale))
+        if public_report is None:
+            public_report = run_public(ex, found, root, time_scale)
+        assert public_report is not None
+        report = run_hidden(ex, found, public_report, root, time_scale)
     outcomes = report.outcomes if report is not None else {}
     judged: dict[str, tuple[Verdict, Outcome | None, str]] = {}
     hidden_ids = {c.id for c in hidden}
@@ -399,10 +488,23 @@ def grade_submission(
         staging = Path(tempfile.mkdtemp(prefix="a2submission-"))
         try:
             found, notes = locate(Path(submission), selected, staging)
-            graded = []
+            # Every exercise's public phase before any hidden case: what a public phase prints, returns
+            # or raises is shown, and state the machine shares (the page cache of the venv's files, for
+            # one) could carry a hidden input from an earlier exercise's children into a later one's.
+            phase1: dict[str, sandbox.ChildReport | None | str] = {}
             for ex in selected:
                 try:
-                    graded.append(grade_exercise(ex, found.get(ex.id), root, time_scale))
+                    phase1[ex.id] = run_public(ex, found.get(ex.id), root, time_scale)
+                except Exception:
+                    phase1[ex.id] = traceback.format_exc()
+            graded = []
+            for ex in selected:
+                first = phase1[ex.id]
+                if isinstance(first, str):
+                    graded.append(res.ExerciseResult(ex, failure=first))
+                    continue
+                try:
+                    graded.append(grade_exercise(ex, found.get(ex.id), root, time_scale, first))
                 except Exception:
                     graded.append(res.ExerciseResult(ex, failure=traceback.format_exc()))
         finally:

@@ -103,7 +103,7 @@ from hetero.checks import Outcome
 CHILD_SOURCE = Path(__file__).with_name("child.py")
 JAIL_SOURCE = Path(__file__).with_name("jail.py")
 PACKAGE_ROOT = Path(__file__).resolve().parents[1]
-SANDBOX_UIDS = range(64000, 64500)  # one uid per child; none of them has a login
+SANDBOX_UIDS = range(64000, 66000)  # one uid per child (two or more per exercise); none of them has a login
 # One lock folder for every grader on the machine, whatever its TMPDIR (grade-all gives each grader a
 # TMPDIR of its own; locks kept there would let two graders hold the same uid at once).
 UID_LOCK_DIR = Path(os.environ.get("A2_UID_LOCK_DIR", "/tmp")) / "a2grader-uids"
@@ -718,9 +718,16 @@ class _Run:
 
 
 def run_exercise(
-    student_file: Path, module_name: str, specs: list[dict], hidden_from: int, limits: Limits
+    student_file: Path,
+    module_name: str,
+    specs: list[dict],
+    hidden_from: int,
+    limits: Limits,
+    skip_funcs: frozenset[str] = frozenset(),
 ) -> ChildReport:
-    """Run `specs` (call specs, public first; hidden from index `hidden_from`) on `student_file`."""
+    """Run `specs` (call specs, public first; hidden from index `hidden_from`) on `student_file`.
+
+    skip_funcs: functions whose cases are not sent (stopped at the per-case limit in an earlier run)."""
     report = ChildReport()
     mode = isolation_mode()
     output = _Output(limits.kept_output_bytes)
@@ -732,7 +739,10 @@ def run_exercise(
         child = _Child(student_file, module_name, specs, hidden_from, limits, report, output, mode)
         notes = notes or child.notes
         first_stopped = child.run(
-            first, deadline, limits.cpu_s - report.cpu_s, frozenset(s["func"] for s in specs if s["id"] in stopped)
+            first,
+            deadline,
+            limits.cpu_s - report.cpu_s,
+            skip_funcs | frozenset(s["func"] for s in specs if s["id"] in stopped),
         )
         if first_stopped is None:
             break

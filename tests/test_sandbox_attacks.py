@@ -470,6 +470,40 @@ def test_a_skipped_first_hidden_case_still_ends_the_public_output(tmp_path):
     assert not sandbox_survivors()
 
 
+def test_page_cache_relay_carries_no_hidden_input_into_visible_text(tmp_path, monkeypatch):
+    """page_cache_relay: ex01 spells each call's first argument in the page cache of two venv files,
+    ex02 reads it at import and prints it. Every public phase runs before any hidden case, so the
+    visible text can hold ex01's public arguments only; the hidden detail shows the channel works."""
+    import dataclasses
+
+    folder = tmp_path / "submission"
+    folder.mkdir()
+    relay = ADVERSARIAL / "page_cache_relay"
+    channel = (relay / "channel.py").read_text()
+    for ex, part in ((EX01, "sender.py"), (EX02, "receiver.py")):
+        (folder / ex.filename).write_text((SOLUTIONS / ex.filename).read_text() + "\n\n" + channel + "\n\n"
+                                          + (relay / part).read_text())
+    monkeypatch.setitem(grader.BY_ID, "ex02", dataclasses.replace(EX02, hidden_detail_visibility="after_due_date"))
+    data = grader.grade_submission(folder, tmp_path / "results.json", exercises=["ex01", "ex02"])
+    res.validate(data)
+    assert not autograder_failures(data), data["output"]
+    for ex in (EX01, EX02):
+        assert abs(exercise_score(data, ex.id)[0] - ex.points) < SCORE_TOL, (ex.id, data["output"])
+    public_args = {float(c.args[0]) for c in public_cases("ex01")}
+
+    def relayed(text: str) -> list[float]:
+        return [float(line.split(": ", 1)[1]) for line in text.splitlines() if line.startswith("RELAYED call ")]
+
+    visible = data["output"] + "\n".join(t["output"] for t in data["tests"] if t["visibility"] == "visible")
+    detail = "\n".join(t["output"] for t in data["tests"] if t["visibility"] == "after_due_date")
+    if not [v for v in relayed(visible + "\n" + detail) if v not in public_args]:
+        pytest.skip("the page-cache channel carries nothing on this machine (no RWF_NOWAIT, or the cache "
+                    f"was disturbed): {detail[-300:]}")
+    leaked = [v for v in relayed(visible) if v not in public_args]
+    assert not leaked, f"hidden arguments of ex01 reached the visible text through the page cache: {leaked[:5]}"
+    assert not sandbox_survivors()
+
+
 def test_result_channel_junk_stops_the_child_and_costs_little_grader_cpu():
     _, specs, hidden_from = specs_for("ex02")  # drawing the hidden cases costs CPU too: not counted
     before = resource.getrusage(resource.RUSAGE_SELF)
