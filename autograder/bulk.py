@@ -15,16 +15,29 @@ damaged members skipped).
 An entry that cannot be graded as a student is refused with a sentence saying why (printed, in the
 report and in DIR/refused.txt), never stopping the batch: a name that collides with grade-all's own
 outputs (`gradebook.sqlite.zip`, ...), two entries for one student (`alice/` and `alice.zip`), the
-output folder itself. Students whose output folders would differ only in case (`Alice/`, `alice/`)
-are both graded, each into a folder named with a hash of the student. Each submission is graded by
-the single-submission grader in its own subprocess (`python -m autograder grade SUB --out
-DIR/<student>/results.json [--exercises ...]`), several at once, so that a crash, a hang or a
-runaway submission only ever affects that student: when the grader exits or reaches the per-
-submission time limit, the grader and every process it started that is still its descendant or in
-its process group are stopped (SIGSTOP, so none can fork) and killed, while the grader is kept
-unreaped so that its pid and group cannot be reused meanwhile; the student gets a results.json
-saying what happened; the batch goes on. (A process that left both the tree and the group is the
-sandbox's to end: its children die with the grader, see `autograder.sandbox`.)
+output folder itself.
+
+Output folders: every student's folder under DIR differs from every other student's and from every
+entry the batch writes into DIR, whatever the students are called. Names are compared ignoring case
+and Unicode normalisation: two names collide when any of their lower-cased, upper-cased or
+case-folded NFC, NFD or NFKC forms agree. A name colliding with a fixed output (the gradebook and its
+journals, refused.txt, _gradescope_export) is refused, as above. Otherwise a student's folder is
+their name made safe (`folder_name`) when that collides with no other student's name and not with
+this run's --csv file (or the folder holding it) when that lies in DIR. Every other student (both
+`Alice/` and `alice/`; `grades.csv/` with `--csv DIR/grades.csv`) gets `<name>-<first 8 hex of
+sha256(student)>`, or, when that too collides with an output or a folder already given (a student
+literally named `alice-2bd806c9`), `<name>-<16 hex>-<n>` for the first n = 1, 2, ... that collides
+with none; these students are served in sorted order, each checked against every name given before.
+The gradebook is keyed by student, not by folder.
+
+Each submission is graded by the single-submission grader in its own subprocess (`python -m
+autograder grade SUB --out DIR/<student>/results.json [--exercises ...]`), several at once, so that a
+crash, a hang or a runaway submission only ever affects that student: when the grader exits or
+reaches the per-submission time limit, the grader and every process it started that is still its
+descendant or in its process group are stopped (SIGSTOP, so none can fork) and killed, while the
+grader is kept unreaped so that its pid and group cannot be reused meanwhile; the student gets a
+results.json saying what happened; the batch goes on. (A process that left both the tree and the
+group is the sandbox's to end: its children die with the grader, see `autograder.sandbox`.)
 Each grader runs with a TMPDIR of its own, removed once it has ended (killed or not), and on Linux
 dies with the batch process (PR_SET_PDEATHSIG), so a killed batch leaves no grader running; the
 TMPDIRs a killed batch left behind are removed by the next batch.
@@ -36,8 +49,10 @@ results also go into the SQLite gradebook (DIR/gradebook.sqlite, with the histor
 version), which makes the run resumable: each grading is committed as soon as it ends, so a rerun
 after any failure, even a crash of the batch itself, grades only what is left; a submission whose
 content hash is unchanged since it was last graded successfully is skipped unless --force (one
-whose grader failed is graded again). At the end, a summary table (per-exercise mean and
-distribution) is printed and, with --csv, the gradebook rows of this batch are exported.
+whose grader failed is graded again). A failure to record a grading or to write a student's files
+is recorded for that student as grade-all's own failure (0 points, said as such) and the batch goes
+on. At the end, a summary table (per-exercise mean and distribution) is printed and, with --csv, the
+gradebook rows of this batch are exported.
 """
 
 from __future__ import annotations
@@ -54,6 +69,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import unicodedata
 import zipfile
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -147,6 +163,61 @@ def folder_name(student: str) -> str:
     return name
 
 
+def _name_keys(*names: str) -> set[str]:
+    """The forms under which a file system may compare these names: lower-cased, upper-cased and
+    case-folded, each after NFC, NFD and NFKC normalisation. Two names collide when they share a form."""
+    keys = set()
+    for name in names:
+        for form in ("NFC", "NFD", "NFKC"):
+            normal = unicodedata.normalize(form, name)
+            keys |= {normal.lower(), normal.upper(), normal.casefold()}
+    return keys
+
+
+def _hashed_folder(base: str, student: str, attempt: int) -> str:
+    """Candidate `attempt` for a student whose own folder name is taken: `<base>-<8 hex>` first (sha256
+    of the student), then `<base>-<16 hex>-<attempt>`; `base` is cut to keep FOLDER_NAME_CHARS."""
+    digest = hashlib.sha256(student.encode("utf-8", "surrogatepass")).hexdigest()
+    suffix = f"-{digest[:8]}" if attempt == 0 else f"-{digest[:16]}-{attempt}"
+    return base[: FOLDER_NAME_CHARS - len(suffix)] + suffix
+
+
+def assign_folders(subs: Sequence[Submission], taken: set[str]) -> list[Submission]:
+    """`subs` with output folders that differ from each other and from the names whose forms are in
+    `taken` (see `_name_keys`), whatever the students are called; sorted by student.
+
+    A student keeps their own folder name when its forms are shared with no other student's and are
+    not in `taken`. Every other student (e.g. both `Alice` and `alice`) gets the first candidate of
+    `_hashed_folder` whose forms are still free, checked against every name given so far, in the order
+    of the students; the candidates after the first end in their attempt number, so all differ and the
+    finitely many names in use can only block finitely many of them.
+    """
+    owners: dict[str, set[str]] = {}
+    for sub in subs:
+        for key in _name_keys(sub.out_folder):
+            owners.setdefault(key, set()).add(sub.student)
+    taken = set(taken)
+    plain = {
+        sub.student
+        for sub in subs
+        if not any(key in taken or len(owners[key]) > 1 for key in _name_keys(sub.out_folder))
+    }
+    for sub in subs:
+        if sub.student in plain:
+            taken |= _name_keys(sub.out_folder)
+    assigned = []
+    for sub in sorted(subs, key=lambda s: s.student):
+        if sub.student in plain:
+            assigned.append(sub)
+            continue
+        attempt = 0
+        while _name_keys(folder := _hashed_folder(sub.out_folder, sub.student, attempt)) & taken:
+            attempt += 1
+        taken |= _name_keys(folder)
+        assigned.append(Submission(sub.student, sub.path, folder, sub.name, sub.email))
+    return assigned
+
+
 def _within(path: Path, folder: Path) -> bool:
     try:
         path.resolve().relative_to(folder.resolve())
@@ -168,11 +239,14 @@ def _entries(folder: Path) -> list[tuple[str, Path]]:
     return found
 
 
-def discover(folder: Path, out: Path | None = None) -> tuple[list[Submission], list[Refused]]:
+def discover(
+    folder: Path, out: Path | None = None, outputs: Sequence[str] = ()
+) -> tuple[list[Submission], list[Refused]]:
     """The submissions under `folder` (layouts in the module docstring) and the entries refused.
 
     `out` is the batch's output folder (a Gradescope export zip is unpacked into it, and it is
-    refused as a submission when it lies inside `folder`).
+    refused as a submission when it lies inside `folder`); `outputs` are the names of further entries
+    the batch writes directly under `out` (the --csv export): no student's folder takes one of them.
     """
     if folder.is_file() and zipfile.is_zipfile(folder):
         if out is None:
@@ -201,8 +275,8 @@ def discover(folder: Path, out: Path | None = None) -> tuple[list[Submission], l
     by_student: dict[str, list[Submission]] = {}
     for sub in candidates:
         by_student.setdefault(sub.student, []).append(sub)
-    reserved = {n.lower() for n in RESERVED_NAMES}
-    by_folder: dict[str, list[Submission]] = {}
+    reserved = _name_keys(*RESERVED_NAMES)
+    sole: list[Submission] = []
     for _student, group in sorted(by_student.items()):
         shown = ", ".join(clean_text(s.path.name) for s in group)
         if len(group) > 1:
@@ -213,7 +287,7 @@ def discover(folder: Path, out: Path | None = None) -> tuple[list[Submission], l
                 )
                 for s in group
             ]
-        elif group[0].out_folder.lower() in reserved:
+        elif _name_keys(group[0].out_folder) & reserved:
             refused.append(
                 Refused(
                     clean_text(group[0].path.name),
@@ -222,15 +296,8 @@ def discover(folder: Path, out: Path | None = None) -> tuple[list[Submission], l
                 )
             )
         else:
-            by_folder.setdefault(group[0].out_folder.lower(), []).append(group[0])
-    subs = []
-    for group in by_folder.values():
-        if len(group) == 1:
-            subs.append(group[0])
-            continue
-        for sub in group:  # e.g. "Alice" and "alice": distinct students, distinct output folders
-            digest = hashlib.sha256(sub.student.encode("utf-8")).hexdigest()[:8]
-            subs.append(Submission(sub.student, sub.path, f"{sub.out_folder}-{digest}", sub.name, sub.email))
+            sole.append(group[0])
+    subs = assign_folders(sole, reserved | _name_keys(*outputs))
     return sorted(subs, key=lambda s: s.student), refused
 
 
@@ -744,18 +811,48 @@ def _failure(student: str, reason: str) -> Graded:
 
 
 def _record(book: Gradebook, sub: Submission, digest: str, result: Graded, out: Path) -> Graded:
-    """Store one grading and write its files; a failure here costs only this student."""
+    """Store one grading and write its files; a failure here costs only this student, and is recorded
+    for them as the batch's own failure (not the submission's)."""
     try:
         book.record(sub.student, str(sub.path), digest, result.results, result.duration_s, result.grader_failed)
         if sub.name or sub.email:
             book.set_identity(sub.student, sub.name, sub.email)
         write_outputs(out / sub.out_folder, sub.name or sub.student, result.results)
         return result
-    except Exception as exc:  # e.g. a results file the feedback writer cannot read: record the failure
-        failed = _failure(sub.student, f"the batch could not record this grading ({type(exc).__name__})")
+    except Exception as exc:  # e.g. a results file the feedback writer cannot read, a folder it cannot write
+        failed = _failure(
+            sub.student,
+            "grade-all itself failed, not the submission: it could not record this grading or write its "
+            f"output files ({type(exc).__name__})",
+        )
+        print(
+            f"grade-all: recording {clean_text(sub.student)} into {clean_text(out / sub.out_folder)} failed: "
+            f"{type(exc).__name__}: {clean_text(exc)}; recorded as the batch's own failure",
+            file=sys.stderr,
+        )
+    try:
         book.record(sub.student, str(sub.path), digest, failed.results, result.duration_s, True)
+    except Exception as exc:
+        print(f"grade-all: {clean_text(sub.student)} was not recorded ({type(exc).__name__})", file=sys.stderr)
+    try:
         write_outputs(out / sub.out_folder, sub.student, failed.results)
-        return failed
+    except Exception:  # said above and in the gradebook; the other students go on
+        pass
+    return failed
+
+
+def _names_under(out: Path, paths: Sequence[Path]) -> list[str]:
+    """For each of `paths` that lies inside `out`, the name of its entry directly under `out`."""
+    top = Path(os.path.abspath(out))
+    names = []
+    for path in paths:
+        child = Path(os.path.abspath(path))
+        for parent in child.parents:
+            if parent == top or (parent.exists() and top.exists() and os.path.samefile(parent, top)):
+                names.append(clean_text(child.name))
+                break
+            child = parent
+    return names
 
 
 def grade_all(
@@ -767,15 +864,18 @@ def grade_all(
     progress: bool = True,
     python: str = sys.executable,
     exercises: Sequence[str] | None = None,
+    also_writes: Sequence[Path] = (),
 ) -> BatchReport:
     """Grade every submission under `submissions` into `out` (see the module docstring).
 
     `python` is the interpreter that runs `-m autograder grade` (the current one by default);
-    `exercises` limits grading to these exercise ids (default: all).
+    `exercises` limits grading to these exercise ids (default: all); `also_writes` are further files
+    the caller writes after the batch (the --csv export): where one lies in `out`, no student's folder
+    takes its name.
     """
     out.mkdir(parents=True, exist_ok=True)
     sweep_stale_scratch()
-    subs, refused = discover(submissions, out)
+    subs, refused = discover(submissions, out, _names_under(out, also_writes))
     for item in refused:
         print(f"grade-all: refused {item.entry}: {item.reason}", file=sys.stderr)
     refused_path = out / REFUSED_NAME
@@ -794,10 +894,13 @@ def grade_all(
             if not force and book.known_hash(sub.student) == digest and book.status(sub.student) == "graded":
                 skipped.append(sub.student)
                 stored = book.results(sub.student)
-                if stored is not None:
-                    write_outputs(out / sub.out_folder, sub.name or sub.student, stored)
-            else:
-                todo.append((sub, digest))
+                try:
+                    if stored is not None:
+                        write_outputs(out / sub.out_folder, sub.name or sub.student, stored)
+                    continue
+                except Exception:  # its files cannot be rewritten: graded again, and any failure recorded
+                    skipped.pop()
+            todo.append((sub, digest))
         n_workers = max(1, workers or os.cpu_count() or 1)
         with (
             ThreadPoolExecutor(max_workers=n_workers) as pool,
@@ -860,6 +963,9 @@ def main(argv: list[str]) -> int:
     ):
         print(f"grade-all: --csv {args.csv} would overwrite grade-all's own output", file=sys.stderr)
         return 2
+    if args.csv is not None and args.csv.is_dir():
+        print(f"grade-all: --csv {args.csv} is a folder, not a file to write", file=sys.stderr)
+        return 2
     try:
         report = grade_all(
             args.submissions,
@@ -870,6 +976,7 @@ def main(argv: list[str]) -> int:
             not args.no_progress,
             args.python,
             args.exercises,
+            [args.csv] if args.csv is not None else [],
         )
     except (OSError, ValueError, zipfile.BadZipFile) as exc:
         print(f"grade-all: {clean_text(exc)}", file=sys.stderr)
@@ -883,7 +990,11 @@ def main(argv: list[str]) -> int:
     for item in report.refused:
         print(f"refused {item.entry}: {item.reason}")
     if args.csv:
-        with Gradebook(args.out / GRADEBOOK_NAME) as book:
-            rows = book.export_csv(args.csv, [r.student for r in report.records])
+        try:
+            with Gradebook(args.out / GRADEBOOK_NAME) as book:
+                rows = book.export_csv(args.csv, [r.student for r in report.records])
+        except OSError as exc:  # the gradebook holds every grading: export it again with another --csv
+            print(f"grade-all: the CSV {args.csv} could not be written: {clean_text(exc)}", file=sys.stderr)
+            return 1
         print(f"wrote {args.csv} ({rows} rows)")
     return 0

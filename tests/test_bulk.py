@@ -10,6 +10,7 @@ the scores against `grade_submission` in this process.
 from __future__ import annotations
 
 import csv
+import hashlib
 import json
 import os
 import shutil
@@ -236,3 +237,133 @@ def test_real_batch_matches_single_grader(tmp_path):
     assert (out / "damaged" / "results.json").is_file()
     again = bulk.grade_all(subs, out, progress=False)
     assert again.graded == [] and len(again.skipped) == 4, "an unchanged batch must be skipped entirely"
+
+
+# ---------------------------------------------------------------------------------------------
+# Names chosen by students never mix up two students' outputs, nor stop the batch (red team, round 2).
+
+EX01_KEY = ROOT / "solutions" / "ex01_cost_per_gb.py"
+
+
+def _ex01_submission(subs: Path, name: str, right: bool) -> None:
+    """A one-exercise submission: the ex01 answer key (6/6), or an empty ex01 file (0/6)."""
+    folder = subs / name
+    folder.mkdir(parents=True)
+    if right:
+        shutil.copyfile(EX01_KEY, folder / EX01_KEY.name)
+    else:
+        (folder / EX01_KEY.name).write_text("")
+
+
+def _run_grade_all(subs: Path, out: Path, csv_path: Path) -> int:
+    argv = [str(subs), "--out", str(out), "--csv", str(csv_path), "--workers", "1", "--exercises", "ex01",
+            "--no-progress"]
+    try:
+        return bulk.main(argv)
+    except Exception as exc:  # the batch must end with its report, whatever the students' names
+        pytest.fail(f"grade-all must finish with exit code 0 for {sorted(p.name for p in subs.iterdir())}, "
+                    f"it raised {type(exc).__name__}: {exc}")
+
+
+def _check_every_student_has_own_outputs(subs: Path, out: Path, csv_path: Path, expected: dict[str, float]) -> None:
+    """Each student's own folder holds their own score, distinct from every other folder ignoring case;
+    the gradebook and the CSV list every student with that same score."""
+    folders: dict[str, list[str]] = {}  # student -> the folders whose feedback is addressed to them
+    for folder in sorted(p for p in out.iterdir() if p.is_dir()):
+        header = (folder / "feedback.md").read_text(encoding="utf-8").splitlines()[0]
+        student = header.removeprefix("# Feedback for ").removesuffix(" (student copy)")
+        folders.setdefault(student, []).append(folder.name)
+    assert sorted(folders) == sorted(expected) and all(len(f) == 1 for f in folders.values()), (
+        f"expected one output folder for each of {sorted(expected)}, found {folders}")
+    lowered = [f[0].casefold() for f in folders.values()]
+    assert len(set(lowered)) == len(lowered), f"expected one output folder per student, even ignoring case: {folders}"
+    with Gradebook(out / "gradebook.sqlite") as book:
+        recorded = {r.student: (r.score, r.status) for r in book.records()}
+    rows = {row["student"]: row for row in csv.DictReader(csv_path.open(encoding="utf-8"))}
+    for student, score in expected.items():
+        folder = out / folders[student][0]
+        results = json.loads((folder / "results.json").read_text(encoding="utf-8"))
+        assert results["score"] == pytest.approx(score, abs=SCORE_TOL), (
+            f"expected {folder.name}/results.json to hold {student}'s score {score}, it says {results['score']}")
+        assert student in recorded, f"expected {student} in the gradebook, it holds {sorted(recorded)}"
+        assert recorded[student] == (pytest.approx(score, abs=SCORE_TOL), "graded"), (
+            f"expected the gradebook to say {student} {score} graded, it says {recorded[student]}")
+        assert student in rows, f"expected {student} in {csv_path.name}, it lists {sorted(rows)}"
+        assert float(rows[student]["score"]) == pytest.approx(score, abs=SCORE_TOL), (
+            f"expected {csv_path.name} to give {student} {score}, it gives {rows[student]['score']}")
+
+
+@pytest.mark.slow
+def test_a_name_equal_to_a_hashed_folder_never_shares_it(tmp_path):
+    """Alice and alice get hashed folders; a third student literally named like alice's hashed folder
+    must neither overwrite alice's outputs nor be overwritten."""
+    subs = tmp_path / "subs"
+    lookalike = "alice-" + hashlib.sha256(b"alice").hexdigest()[:8]
+    _ex01_submission(subs, "Alice", right=True)
+    _ex01_submission(subs, "alice", right=True)
+    _ex01_submission(subs, lookalike, right=False)
+    out, csv_path = tmp_path / "graded", tmp_path / "grades.csv"
+    code = _run_grade_all(subs, out, csv_path)
+    assert code == 0, f"expected exit code 0, got {code}"
+    _check_every_student_has_own_outputs(subs, out, csv_path, {"Alice": 6.0, "alice": 6.0, lookalike: 0.0})
+
+
+@pytest.mark.slow
+def test_a_student_named_like_the_csv_inside_out_is_graded_and_the_batch_goes_on(tmp_path):
+    """--csv OUT/grades.csv and a student folder grades.csv: the student gets a folder of its own, the
+    CSV is written, and the student after it (zed) is recorded, on the first run and on a rerun."""
+    subs = tmp_path / "subs"
+    _ex01_submission(subs, "bob", right=True)
+    _ex01_submission(subs, "grades.csv", right=True)
+    _ex01_submission(subs, "zed", right=False)
+    out = tmp_path / "graded"
+    csv_path = out / "grades.csv"
+    expected = {"bob": 6.0, "grades.csv": 6.0, "zed": 0.0}
+    for run in ("first run", "rerun with the CSV in place"):
+        code = _run_grade_all(subs, out, csv_path)
+        assert code == 0, f"{run}: expected exit code 0, got {code}"
+        assert csv_path.is_file(), f"{run}: expected the CSV at {csv_path}, not a student's folder"
+        _check_every_student_has_own_outputs(subs, out, csv_path, expected)
+
+
+def test_an_error_writing_one_students_files_is_recorded_for_that_student_only(tmp_path, fake_python, monkeypatch):
+    subs = tmp_path / "subs"
+    for name in ("bob", "carol", "zed"):
+        _folder(subs, name, 6)
+    real_write = bulk.write_outputs
+
+    def write_outputs(student_dir: Path, student: str, results: dict) -> None:
+        if student_dir.name == "carol":
+            raise FileExistsError(17, "File exists", str(student_dir))
+        real_write(student_dir, student, results)
+
+    monkeypatch.setattr(bulk, "write_outputs", write_outputs)
+    try:
+        report = bulk.grade_all(subs, tmp_path / "graded", workers=1, progress=False, python=fake_python)
+    except Exception as exc:
+        pytest.fail(f"expected the batch to go on past carol's unwritable folder, it raised {exc!r}")
+    status = {r.student: (r.score, r.status) for r in report.records}
+    assert status == {"bob": (6.0, "graded"), "carol": (0.0, "grader_failed"), "zed": (6.0, "graded")}, (
+        f"expected carol recorded as a failure and bob and zed graded, got {status}")
+    with Gradebook(tmp_path / "graded" / "gradebook.sqlite") as book:
+        said = json.dumps(book.results("carol"))
+    assert "grade-all itself failed, not the submission" in said and "FileExistsError" in said, (
+        f"expected carol's results to say the failure is grade-all's own, got {said}")
+
+
+def test_folders_stay_distinct_whatever_names_are_chosen(tmp_path):
+    """Names built to hit each candidate folder of the others (every attempt, any case, ß/SS) and the CSV."""
+    digest = hashlib.sha256(b"alice").hexdigest()
+    names = ["alice", "Alice", "ALICE", f"alice-{digest[:8]}", f"ALICE-{digest[:8].upper()}",
+             f"alice-{digest[:16]}-1", f"alice-{digest[:16]}-2", "straße", "STRASSE", "strasse",
+             "grades.csv", "GRADES.CSV-" + hashlib.sha256(b"grades.csv").hexdigest()[:8]]
+    subs = tmp_path / "subs"
+    for name in names:
+        _folder(subs, name, 1)
+    found, refused = bulk.discover(subs, outputs=["grades.csv"])
+    assert not refused and sorted(s.student for s in found) == sorted(names), (found, refused)
+    taken = bulk._name_keys(*bulk.RESERVED_NAMES, "grades.csv")
+    for sub in found:
+        keys = bulk._name_keys(sub.out_folder)
+        assert not keys & taken, f"expected {sub.student}'s folder {sub.out_folder!r} to collide with nothing else"
+        taken |= keys
