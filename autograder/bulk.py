@@ -48,8 +48,10 @@ including hidden details). Every text written is made encodable first (`autograd
 results also go into the SQLite gradebook (DIR/gradebook.sqlite, with the history of every graded
 version), which makes the run resumable: each grading is committed as soon as it ends, so a rerun
 after any failure, even a crash of the batch itself, grades only what is left; a submission whose
-content hash is unchanged since it was last graded successfully is skipped unless --force (one
-whose grader failed is graded again). A failure to record a grading or to write a student's files
+content hash is unchanged since it was last graded successfully, by a grader with the same inputs
+(`grader_fingerprint`: its code, the cases, the stored expected values, the `hetero` library), is
+skipped unless --force (one whose grader failed is graded again; a changed hidden case or expected
+value regrades everyone). A failure to record a grading or to write a student's files
 is recorded for that student as grade-all's own failure (0 points, said as such) and the batch goes
 on. At the end, a summary table (per-exercise mean and distribution) is printed and, with --csv, the
 gradebook rows of this batch are exported.
@@ -458,6 +460,23 @@ def _file_digest(path: Path) -> bytes:
     return digest.digest()
 
 
+GRADER_INPUTS = ("autograder", "shared/hetero", "solutions/tests")  # what decides a grade, under ROOT
+NOT_GRADER_INPUTS = ("autograder/fixtures",)  # test material only
+
+
+def grader_fingerprint(root: Path = ROOT) -> str:
+    """sha256 over the files that decide a grade (GRADER_INPUTS, without caches and fixtures): a stored
+    grading made with other inputs is stale."""
+    digest = hashlib.sha256()
+    for top in GRADER_INPUTS:
+        for path in sorted((root / top).rglob("*")):
+            rel = path.relative_to(root).as_posix()
+            if not path.is_file() or "__pycache__" in path.parts or rel.startswith(NOT_GRADER_INPUTS):
+                continue
+            digest.update(rel.encode("utf-8") + b"\0" + hashlib.sha256(path.read_bytes()).digest())
+    return digest.hexdigest()
+
+
 def content_hash(path: Path) -> str:
     """sha256 over a submission's content: a zip's bytes, or a folder's (relative path, file bytes) pairs.
 
@@ -810,11 +829,13 @@ def _failure(student: str, reason: str) -> Graded:
     return Graded(student, failure_results(reason), 0.0, True)
 
 
-def _record(book: Gradebook, sub: Submission, digest: str, result: Graded, out: Path) -> Graded:
+def _record(book: Gradebook, sub: Submission, digest: str, result: Graded, out: Path, fingerprint: str) -> Graded:
     """Store one grading and write its files; a failure here costs only this student, and is recorded
     for them as the batch's own failure (not the submission's)."""
     try:
-        book.record(sub.student, str(sub.path), digest, result.results, result.duration_s, result.grader_failed)
+        book.record(
+            sub.student, str(sub.path), digest, result.results, result.duration_s, result.grader_failed, fingerprint
+        )
         if sub.name or sub.email:
             book.set_identity(sub.student, sub.name, sub.email)
         write_outputs(out / sub.out_folder, sub.name or sub.student, result.results)
@@ -887,11 +908,17 @@ def grade_all(
     graded: list[str] = []
     skipped: list[str] = []
     failed: list[str] = []
+    fingerprint = grader_fingerprint()
     with Gradebook(out / GRADEBOOK_NAME) as book:
         todo: list[tuple[Submission, str]] = []
         for sub in subs:
             digest = content_hash(sub.path)
-            if not force and book.known_hash(sub.student) == digest and book.status(sub.student) == "graded":
+            if (
+                not force
+                and book.known_hash(sub.student) == digest
+                and book.status(sub.student) == "graded"
+                and book.fingerprint(sub.student) == fingerprint
+            ):
                 skipped.append(sub.student)
                 stored = book.results(sub.student)
                 try:
@@ -916,7 +943,7 @@ def grade_all(
                     result = future.result()
                 except Exception as exc:  # the submission could not even be handed to the grader
                     result = _failure(sub.student, f"could not start grading ({type(exc).__name__}: {clean_text(exc)})")
-                result = _record(book, sub, digest, result, out)
+                result = _record(book, sub, digest, result, out, fingerprint)
                 graded.append(sub.student)
                 if result.grader_failed:
                     failed.append(sub.student)

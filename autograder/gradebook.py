@@ -59,6 +59,10 @@ CREATE TABLE IF NOT EXISTS identities (
     name    TEXT NOT NULL,
     email   TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS graded_with (
+    student     TEXT PRIMARY KEY,
+    fingerprint TEXT NOT NULL        -- the grader's inputs its latest grading used (bulk.grader_fingerprint)
+);
 CREATE TABLE IF NOT EXISTS exercise_scores (
     student   TEXT NOT NULL REFERENCES submissions(student) ON DELETE CASCADE,
     exercise  TEXT NOT NULL,
@@ -155,6 +159,13 @@ class Gradebook:
         ).fetchone()
         return row[0] if row else None
 
+    def fingerprint(self, student: str) -> str | None:
+        """The grader fingerprint of the student's latest grading (None: none recorded)."""
+        row = self._db.execute(
+            "SELECT fingerprint FROM graded_with WHERE student = ?", (clean_text(student),)
+        ).fetchone()
+        return row[0] if row else None
+
     def status(self, student: str) -> str | None:
         row = self._db.execute("SELECT status FROM submissions WHERE student = ?", (clean_text(student),)).fetchone()
         return row[0] if row else None
@@ -167,8 +178,10 @@ class Gradebook:
         results: dict[str, Any],
         duration_s: float,
         grader_failed: bool,
+        fingerprint: str = "",
     ) -> Record:
-        """Store a grading as the student's latest and append it to the history."""
+        """Store a grading as the student's latest and append it to the history; `fingerprint`: the
+        grader's inputs it was graded with (a later change of them makes it stale)."""
         student, source, results = clean_text(student), clean_text(source), clean_data(results)
         score, max_score = total_score(results)
         per_ex = exercise_scores(results)
@@ -187,6 +200,7 @@ class Gradebook:
                 "INSERT INTO exercise_scores VALUES (?, ?, ?, ?)",
                 [(student, ex, s, m) for ex, (s, m) in per_ex.items()],
             )
+            self._db.execute("INSERT OR REPLACE INTO graded_with VALUES (?, ?)", (student, fingerprint))
         return Record(
             student,
             source,

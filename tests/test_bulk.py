@@ -142,6 +142,43 @@ def test_resume_skips_unchanged_and_force_regrades(tmp_path, fake_python):
         assert db.execute("SELECT COUNT(*) FROM exercise_scores").fetchone()[0] == 2 * len(EXERCISES)
 
 
+def test_a_changed_grader_regrades_unchanged_submissions(tmp_path, fake_python, monkeypatch):
+    """A new hidden case, expected value or grader fix changes `grader_fingerprint`: every stored grading
+    is stale, and an unchanged submission is graded again instead of keeping its old score."""
+    subs = tmp_path / "subs"
+    _folder(subs, "alice", 6)
+    out = tmp_path / "graded"
+    first = bulk.grade_all(subs, out, workers=1, progress=False, python=fake_python)
+    assert first.graded == ["alice"], first
+    again = bulk.grade_all(subs, out, workers=1, progress=False, python=fake_python)
+    assert again.skipped == ["alice"] and again.graded == [], f"same grader, same files: skipped; got {again}"
+    monkeypatch.setattr(bulk, "grader_fingerprint", lambda root=bulk.ROOT: "another grader")
+    changed = bulk.grade_all(subs, out, workers=1, progress=False, python=fake_python)
+    assert changed.graded == ["alice"] and changed.skipped == [], (
+        f"a grading made by a grader with other inputs must be redone; got {changed}")
+    assert _calls(out).count("alice") == 2, _calls(out)
+
+
+def test_grader_fingerprint_follows_the_grading_inputs(tmp_path):
+    """The fingerprint changes with a hidden case, an expected value or the hetero library, not with a
+    fixture or a cache file."""
+    for top in ("autograder/tests", "autograder/expected", "autograder/fixtures", "shared/hetero", "solutions/tests"):
+        (tmp_path / top).mkdir(parents=True)
+    (tmp_path / "autograder/tests/ex01_hidden.py").write_text("CASES = []\n")
+    (tmp_path / "autograder/expected/ex01.json").write_text("{}\n")
+    base = bulk.grader_fingerprint(tmp_path)
+    assert bulk.grader_fingerprint(tmp_path) == base, "the fingerprint must be deterministic"
+    (tmp_path / "autograder/fixtures/x.py").write_text("x = 1\n")
+    (tmp_path / "shared/hetero/__pycache__").mkdir()
+    (tmp_path / "shared/hetero/__pycache__/m.pyc").write_bytes(b"\0")
+    assert bulk.grader_fingerprint(tmp_path) == base, "fixtures and caches do not decide a grade"
+    for path in ("autograder/expected/ex01.json", "autograder/tests/ex01_hidden.py", "solutions/tests/public_ex01.py",
+                 "shared/hetero/roofline.py"):
+        before = bulk.grader_fingerprint(tmp_path)
+        (tmp_path / path).write_text("changed = True\n")
+        assert bulk.grader_fingerprint(tmp_path) != before, f"changing {path} must change the fingerprint"
+
+
 def test_content_hash_tracks_content_not_noise(tmp_path):
     a = _folder(tmp_path, "a", 3)
     h = bulk.content_hash(a)
