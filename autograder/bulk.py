@@ -460,7 +460,8 @@ def _file_digest(path: Path) -> bytes:
     return digest.digest()
 
 
-GRADER_INPUTS = ("autograder", "shared/hetero", "solutions/tests")  # what decides a grade, under ROOT
+# what decides a grade, under ROOT (assignments/tests: the public cases where solutions/ is absent)
+GRADER_INPUTS = ("autograder", "shared/hetero", "solutions/tests", "assignments/tests")
 NOT_GRADER_INPUTS = ("autograder/fixtures",)  # test material only
 
 
@@ -908,7 +909,8 @@ def grade_all(
     graded: list[str] = []
     skipped: list[str] = []
     failed: list[str] = []
-    fingerprint = grader_fingerprint()
+    # the exercises graded are part of it: a full run after an --exercises run grades everything again
+    fingerprint = grader_fingerprint() + ("" if exercises is None else ":" + ",".join(sorted(exercises)))
     with Gradebook(out / GRADEBOOK_NAME) as book:
         todo: list[tuple[Submission, str]] = []
         for sub in subs:

@@ -302,7 +302,12 @@ def run_hidden(
             ex.module,
             [call_spec(c) for c in hidden],
             0,
-            dataclasses.replace(limits, timeout_s=left_s, cpu_s=cpu_left_s),
+            dataclasses.replace(
+                limits,
+                timeout_s=left_s,
+                cpu_s=cpu_left_s,
+                result_bytes=max(0, limits.result_bytes - public_report.result_bytes),  # one allowance per exercise
+            ),
             frozenset(stopped),
         )
         if report.imported is not True:  # its error may depend on hidden inputs of earlier exercises

@@ -86,6 +86,7 @@ import hmac
 import json
 import logging
 import os
+import pwd
 import secrets
 import selectors
 import shutil
@@ -103,7 +104,9 @@ from hetero.checks import Outcome
 CHILD_SOURCE = Path(__file__).with_name("child.py")
 JAIL_SOURCE = Path(__file__).with_name("jail.py")
 PACKAGE_ROOT = Path(__file__).resolve().parents[1]
-SANDBOX_UIDS = range(64000, 66000)  # one uid per child (two or more per exercise); none of them has a login
+# One uid per child (two or more per exercise). Below 65000: Debian reserves 65000-65533, and 65534 is
+# `nobody`, whose processes kill_uid would end; a uid with an account on this machine is skipped too.
+SANDBOX_UIDS = range(63000, 65000)
 # One lock folder for every grader on the machine, whatever its TMPDIR (grade-all gives each grader a
 # TMPDIR of its own; locks kept there would let two graders hold the same uid at once).
 UID_LOCK_DIR = Path(os.environ.get("A2_UID_LOCK_DIR", "/tmp")) / "a2grader-uids"
@@ -503,6 +506,11 @@ class SandboxUser:
                 return 0.0
 
         for uid in sorted((u for u in SANDBOX_UIDS if u not in _USED_UIDS), key=lambda u: (released_at(u), u)):
+            try:
+                pwd.getpwuid(uid)
+                continue  # an account of this machine: never run student code as it, never kill its processes
+            except KeyError:
+                pass
             lock = UID_LOCK_DIR / f"{uid}.lock"
             fd = os.open(lock, os.O_CREAT | os.O_RDWR, 0o600)
             try:

@@ -599,6 +599,35 @@ def test_one_looping_function_in_results_json(tmp_path):
     assert not sandbox_survivors()
 
 
+def test_no_sandbox_uid_is_nobody_or_reserved():
+    """65534 is `nobody`: kill_uid would end its processes on the host, and student code would run as it."""
+    assert 65534 not in sandbox.SANDBOX_UIDS and max(sandbox.SANDBOX_UIDS) < 65000, sandbox.SANDBOX_UIDS
+
+
+@needs_root
+def test_a_uid_with_an_account_is_never_handed_out(monkeypatch):
+    import pwd
+
+    taken = pwd.getpwnam("nobody").pw_uid if any(p.pw_name == "nobody" for p in pwd.getpwall()) else 0
+    free = next(u for u in range(63000, 65000) if u not in sandbox._USED_UIDS and not _has_account(u))
+    monkeypatch.setattr(sandbox, "SANDBOX_UIDS", [taken, free])
+    user = sandbox.SandboxUser()
+    try:
+        assert user.uid == free, f"the account uid {taken} was handed out to a sandbox child"
+    finally:
+        user.release()
+
+
+def _has_account(uid: int) -> bool:
+    import pwd
+
+    try:
+        pwd.getpwuid(uid)
+        return True
+    except KeyError:
+        return False
+
+
 @needs_root
 def test_graders_with_different_tmpdirs_never_hold_the_same_uid(tmp_path):
     """grade-all gives each grader its own TMPDIR: the uid locks must still be shared by all graders."""
