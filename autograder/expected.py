@@ -17,7 +17,10 @@ answer key with one declared mistake, keyed by its name with its `mistake` sente
 that differs from the answer key, so feedback can name the mistake. Grading reads only these files:
 it never imports `solutions/`.
 
-`--check` recomputes everything and fails when a stored file is stale. The build fails loudly when
+`--check` recomputes everything and fails when a stored file is stale: any difference but the last bits
+of a float (`drift`), which differ between CPUs' vector kernels (numpy's power on AVX-512 and AVX2, torch's
+float32 matrix products: 1 ulp in ex01's generated inputs, 2.4e-7 absolute in ex10's float32 tensors).
+`python -m autograder expected` itself writes what this machine computes. The build fails loudly when
 the answer key contradicts a public case, raises where it should return (or the reverse), or when a
 wrong fixture passes every case (it would test nothing).
 """
@@ -25,17 +28,23 @@ wrong fixture passes every case (it would test nothing).
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
+import contextlib
 import json
+import math
+import multiprocessing
 import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from autograder import scoring
 from autograder.cases import case_from_data, case_to_data, hidden_cases_from_source, public_cases
 from autograder.manifest import BY_ID, EXERCISES, ROOT, public_cases_in
 from autograder.wrong_fixtures import for_exercise, materialise
-from hetero.checks import NO_EXPECT, Case, judge, run_call
+from hetero.checks import NO_EXPECT, Case, decode, judge, run_call
 from hetero.impl import load_module_from_path
 
 EXPECTED_DIR = ROOT / "autograder" / "expected"
@@ -137,27 +146,95 @@ def available_exercises() -> list[str]:
     ]
 
 
+_SPAWN = multiprocessing.get_context("spawn")  # no fork of a parent that may hold torch's threads
+
+
+# Drift tolerances, far below every case's own (hetero.checks): float64 rel 1e-9, float32 arrays rel 1e-5
+# Measured between two x86_64 CPUs: float32 tensors 2.4e-7 absolute on values near 2.6 (a few ulps); ex10's
+# float64 deferral deltas (differences of two float32-derived losses) 1.3e-12 relative.
+F64_RTOL, F64_ATOL = 1e-9, 1e-12
+F32_RTOL, F32_ATOL = 1e-5, 1e-6
+
+
+def drift(stored: Any, computed: Any, path: str = "") -> list[str]:
+    """Where two stored-value trees differ beyond floating-point noise (exact for everything but floats)."""
+    if (
+        isinstance(stored, bool)
+        or isinstance(computed, bool)
+        or not (isinstance(stored, (int, float)) and isinstance(computed, (int, float)))
+    ):
+        pass
+    elif isinstance(stored, float) or isinstance(computed, float):
+        a, b = float(stored), float(computed)
+        same = (math.isnan(a) and math.isnan(b)) or a == b or math.isclose(a, b, rel_tol=F64_RTOL, abs_tol=F64_ATOL)
+        return [] if same else [f"{path}: {stored!r} stored, {computed!r} now"]
+    if isinstance(stored, dict) and isinstance(computed, dict):
+        if "b64" in stored and "b64" in computed and stored.get("dtype") == computed.get("dtype"):
+            return _array_drift(stored, computed, path)
+        if list(stored) != list(computed):
+            return [f"{path}: keys {sorted(set(stored) ^ set(computed)) or 'in another order'}"]
+        return [d for k in stored for d in drift(stored[k], computed[k], f"{path}.{k}")]
+    if isinstance(stored, list) and isinstance(computed, list):
+        if len(stored) != len(computed):
+            return [f"{path}: {len(stored)} items stored, {len(computed)} now"]
+        return [d for i, (x, y) in enumerate(zip(stored, computed, strict=True)) for d in drift(x, y, f"{path}[{i}]")]
+    return (
+        []
+        if stored == computed and type(stored) is type(computed)
+        else [f"{path}: {stored!r} stored, {computed!r} now"]
+    )
+
+
+def _array_drift(stored: dict[str, Any], computed: dict[str, Any], path: str) -> list[str]:
+    a, b = decode(stored).value, decode(computed).value
+    meta = {k: v for k, v in stored.items() if k != "b64"} != {k: v for k, v in computed.items() if k != "b64"}
+    if meta or a.shape != b.shape:
+        return [f"{path}: array {stored.get('shape')} {stored.get('dtype')} stored, {computed.get('shape')} now"]
+    if a.dtype.kind != "f":
+        return [] if np.array_equal(a, b) else [f"{path}: array values differ"]
+    rtol, atol = (F32_RTOL, F32_ATOL) if a.dtype.itemsize <= 4 else (F64_RTOL, F64_ATOL)
+    ok = np.allclose(a.astype(np.float64), b.astype(np.float64), rtol=rtol, atol=atol, equal_nan=True)
+    return [] if ok else [f"{path}: array values differ beyond rel {rtol}"]
+
+
+def _rendered(ex_id: str) -> tuple[str, str]:
+    """(the stored file's text for `ex_id`, "") or ("", why the answer key and the cases disagree)."""
+    try:
+        return render(compute(ex_id)), ""
+    except AnswerKeyError as exc:
+        return "", str(exc)
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m autograder expected", description=__doc__.split("\n")[0])
     parser.add_argument("exercises", nargs="*", help="exercise ids (default: every exercise with cases)")
     parser.add_argument("--check", action="store_true", help="fail if a stored file is stale")
+    parser.add_argument("--jobs", type=int, default=1, help="exercises computed at once, each in its own process")
     args = parser.parse_args(argv)
+    if args.jobs < 1:
+        parser.error(f"--jobs must be >= 1, got {args.jobs}")
     ids = args.exercises or available_exercises()
     stale = []
-    for ex_id in ids:
-        try:
-            text = render(compute(ex_id))
-        except AnswerKeyError as exc:
-            print(f"expected values for {ex_id}: {exc}", file=sys.stderr)
-            return 1
-        path = EXPECTED_DIR / f"{ex_id}.json"
-        if args.check:
-            if not path.is_file() or path.read_text(encoding="utf-8") != text:
-                stale.append(str(path.relative_to(ROOT)))
-            continue
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-        print(f"wrote {path.relative_to(ROOT)}")
+    with (
+        concurrent.futures.ProcessPoolExecutor(args.jobs, mp_context=_SPAWN)
+        if args.jobs > 1
+        else contextlib.nullcontext() as pool
+    ):
+        computed = pool.map(_rendered, ids) if pool else map(_rendered, ids)
+        for ex_id, (text, error) in zip(ids, computed, strict=True):
+            if error:
+                print(f"expected values for {ex_id}: {error}", file=sys.stderr)
+                return 1
+            path = EXPECTED_DIR / f"{ex_id}.json"
+            if args.check:
+                old = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+                problems = ["missing"] if old is None else drift(old, json.loads(text), ex_id)
+                if problems:
+                    stale.append(f"{path.relative_to(ROOT)} ({'; '.join(problems[:3])})")
+                continue
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+            print(f"wrote {path.relative_to(ROOT)}")
     if stale:
         print("stale expected values (run `python -m autograder expected`): " + ", ".join(stale), file=sys.stderr)
         return 1

@@ -3,15 +3,36 @@
 import re
 import subprocess
 import sys
+
+import numpy as np
+import pytest
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def test_expected_values_are_fresh():
-    result = subprocess.run([sys.executable, "-m", "autograder", "expected", "--check"],
+from autograder.expected import available_exercises  # noqa: E402
+
+
+@pytest.mark.parametrize("ex_id", available_exercises())  # one test per exercise: xdist spreads them
+def test_expected_values_are_fresh(ex_id):
+    result = subprocess.run([sys.executable, "-m", "autograder", "expected", "--check", ex_id],
                             capture_output=True, text=True, cwd=ROOT, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
+
+
+def test_drift_ignores_float_noise_and_nothing_else():
+    from autograder.expected import drift
+    from hetero.checks import encode
+
+    stored = {"a": 1.0, "b": [1, "x", True], "t": encode(np.array([2.651827, 0.5], dtype=np.float32))}
+    noisy = {"a": 1.0 + 2e-16, "b": [1, "x", True], "t": encode(np.array([2.6518273, 0.5], dtype=np.float32))}
+    assert drift(stored, noisy) == [], "last-bit float differences between CPUs are not drift"
+    for changed in ({**stored, "a": 1.0001}, {**stored, "b": [1, "y", True]}, {**stored, "b": [1, "x", 1]},
+                    {"b": stored["b"], "a": 1.0, "t": stored["t"]},
+                    {**stored, "t": encode(np.array([2.66, 0.5], dtype=np.float32))},
+                    {**stored, "t": encode(np.array([2.651827, 0.5, 1.0], dtype=np.float32))}):
+        assert drift(stored, changed), f"a real change must be drift: {changed}"
 
 
 def test_every_exercise_has_stored_values():
