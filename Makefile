@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 LOCK := locks/instructor.txt
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: setup lock demo test test-fast mutation bench release pack autograder student-bundle grade-all clean
+.PHONY: setup lock demo test test-fast check proofs mutation bench release pack autograder student-bundle grade-all clean
 
 $(STAMP): pyproject.toml $(LOCK)
 	test -x $(VPY) || $(PYTHON) -m venv $(VENV)
@@ -41,12 +41,29 @@ SUBMISSIONS ?= submissions
 grade-all: setup
 	$(VPY) -m autograder grade-all $(SUBMISSIONS) --csv out/grades.csv
 
+# Tests run in parallel, one pytest-xdist worker per core; a proof's tests stay on one worker (loadgroup).
+# A slow proof (tests/proofs.py) whose committed record matches its inputs is checked, not re-run.
+XDIST := -n auto --dist loadgroup
 test: setup
-	$(VPY) -m pytest
+	$(VPY) -m pytest $(XDIST)
 
-# Everything not marked slow (no real tool runs, no fresh venvs): a few minutes on 2 cores.
+# Everything not marked slow (no real tool runs, no fresh venvs, no whole-key gradings).
 test-fast: setup
-	$(VPY) -m pytest -m "not slow"
+	$(VPY) -m pytest $(XDIST) -m "not slow"
+
+# The inner loop: lint, format, types (mypy's cache in .cache/mypy), release and expected-value drift,
+# manifest consistency.
+check: setup
+	$(VPY) -m ruff check --no-fix shared/hetero autograder benchmarks tests/proofs.py tests/graded.py tests/conftest.py
+	$(VPY) -m ruff format --check shared/hetero autograder benchmarks
+	$(VPY) -m mypy --cache-dir .cache/mypy
+	$(VPY) -m autograder release --check
+	$(VPY) -m autograder expected --check --jobs 2
+	$(VPY) -m pytest -q -p no:cacheprovider tests/test_manifest.py tests/test_proofs.py
+
+# Every slow proof in full, whatever its record says; rewrites tests/proofs/*.json (commit them).
+proofs: setup
+	A2_PROOFS=rerun $(VPY) -m pytest $(XDIST) -m proof
 
 mutation: setup
 	$(VPY) -m autograder.mutation --report out/mutation.md

@@ -199,6 +199,7 @@ def _vpy(copy: Path) -> str:
 
 
 @pytest.mark.slow
+@pytest.mark.proof("student_copy")
 def test_copy_imports_its_own_hetero(student_copy):
     result = _run([_vpy(student_copy), "-c", "import hetero, autograder"], student_copy)
     assert "No module named 'autograder'" in result.stderr, "the copy's venv must not see the grader package"
@@ -208,6 +209,7 @@ def test_copy_imports_its_own_hetero(student_copy):
 
 
 @pytest.mark.slow
+@pytest.mark.proof("student_copy")
 def test_unfilled_copy_fails_every_public_test_with_not_implemented(student_copy):
     result = _run([_vpy(student_copy), "-m", "pytest", "assignments", "-p", "no:cacheprovider"], student_copy)
     out = result.stdout
@@ -233,6 +235,7 @@ def test_unfilled_copy_fails_every_public_test_with_not_implemented(student_copy
 
 
 @pytest.mark.slow
+@pytest.mark.proof("student_copy")
 def test_one_exercise_is_selected_from_the_root_as_the_handout_says(student_copy):
     result = _run([_vpy(student_copy), "-m", "pytest", "assignments", "-m", "ex01", "-p", "no:cacheprovider"],
                   student_copy)
@@ -245,6 +248,7 @@ def test_one_exercise_is_selected_from_the_root_as_the_handout_says(student_copy
 
 
 @pytest.mark.slow
+@pytest.mark.proof("student_copy")
 def test_demo_on_stubs_names_the_missing_exercises(student_copy):
     result = _run(["make", "demo"], student_copy)
     assert result.returncode == 0, result.stderr[-3000:]
@@ -262,6 +266,7 @@ def filled_copy(student_copy) -> Path:
 
 
 @pytest.mark.slow
+@pytest.mark.proof("student_copy")
 def test_filled_copy_passes_every_public_test(filled_copy):
     result = _run([_vpy(filled_copy), "-m", "pytest", "assignments", "-p", "no:cacheprovider"], filled_copy)
     assert result.returncode == 0, result.stdout[-3000:]
@@ -286,6 +291,7 @@ def _close(a, b, path: str = "") -> list[str]:
 
 
 @pytest.mark.slow
+@pytest.mark.proof("student_copy")
 def test_filled_copy_drivers_give_the_repositorys_figures(filled_copy):
     copy_run = _run([_vpy(filled_copy), "-m", "hetero.lecture", "all", "--impl", "assignments", "--json"],
                     filled_copy, timeout_s=1800)
@@ -305,6 +311,7 @@ def test_filled_copy_drivers_give_the_repositorys_figures(filled_copy):
 
 
 @pytest.mark.slow
+@pytest.mark.proof("student_copy")
 def test_filled_copy_packs_the_files_the_tests_read(filled_copy, tmp_path):
     result = _run([_vpy(filled_copy), "-m", "hetero.pack", "--out", str(tmp_path / "s.zip")],
                   filled_copy / "assignments" / "tests")  # from below assignments/: found upward
@@ -345,6 +352,7 @@ def installed_root(tmp_path_factory) -> Path:
 
 
 @pytest.mark.slow
+@pytest.mark.proof("package_install")
 def test_non_editable_install_carries_every_file(installed_root):
     installed = {p.relative_to(installed_root).as_posix() for pkg in ("hetero", "autograder")
                  for p in (installed_root / pkg).rglob("*") if p.is_file() and "__pycache__" not in p.parts}
@@ -353,6 +361,7 @@ def test_non_editable_install_carries_every_file(installed_root):
 
 
 @pytest.mark.slow
+@pytest.mark.proof("package_install")
 def test_installed_package_runs_a_driver_on_a_folder(installed_root, tmp_path):
     python = installed_root.parents[2] / "bin" / "python"  # <venv>/lib/pythonX.Y/site-packages
     for ex in EXERCISES:
@@ -365,6 +374,7 @@ def test_installed_package_runs_a_driver_on_a_folder(installed_root, tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.proof("package_install")
 def test_built_wheel_carries_every_file(tmp_path):
     source = tmp_path / "src"
     shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(".venv", ".git", ".cache", "__pycache__", "out", "dist",

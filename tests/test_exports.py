@@ -305,6 +305,7 @@ def _compare(tool: str, tool_points: dict[str, dict[str, float]], native: dict[s
 
 
 @pytest.mark.slow
+@pytest.mark.proof("real_exports")
 def test_nbgrader_autograde_matches_native_grader(tmp_path):
     course = tmp_path / "course"
     export_nbgrader.export(course)
@@ -340,6 +341,7 @@ def test_nbgrader_autograde_matches_native_grader(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.proof("real_exports")
 def test_otter_run_matches_native_grader(tmp_path):
     masters = tmp_path / "masters"
     export_otter.export(masters, run_tests=False)  # the solution is graded below anyway

@@ -61,6 +61,7 @@ def test_make_setup_installs_the_instructor_lock():
 
 
 @pytest.mark.slow
+@pytest.mark.proof("resolvers")
 def test_locks_are_up_to_date():
     run = subprocess.run([sys.executable, "-m", "autograder", "lock", "--check"], cwd=ROOT,
                          capture_output=True, text=True, timeout=900)
@@ -77,6 +78,7 @@ def _for_python(text: str, python: str) -> list[str]:
 
 
 @pytest.mark.slow
+@pytest.mark.proof("resolvers")
 @pytest.mark.parametrize("lock", locks.LOCKS, ids=IDS)
 def test_lock_resolves_to_itself(lock, tmp_path):
     pins = [p for p in _for_python(lock.path.read_text(encoding="utf-8"), lock.python) if not p.startswith("torch==")]

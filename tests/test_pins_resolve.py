@@ -62,6 +62,7 @@ def test_every_audience_gets_torch_and_numpy():
 
 
 @pytest.mark.slow
+@pytest.mark.proof("resolvers")
 @pytest.mark.parametrize("target", audiences.TARGETS, ids=[f"{t.audience}-py{t.python}" for t in audiences.TARGETS])
 def test_requirements_resolve_for_target(target, tmp_path):
     lines = for_python(audiences.requirements(target.audience), target.python)

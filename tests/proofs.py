@@ -1,0 +1,234 @@
+"""Slow proofs and their committed records: a proof re-runs only when its inputs change.
+
+A proof is a set of slow tests that exercise a route through real tools (a fresh Gradescope venv made
+by setup.sh on Python 3.10, the student copy set up from nothing, nbgrader and Otter for real, pip's
+resolver against the package index). Its result depends on a known set of files, listed here in
+PROOFS; the tests carry `@pytest.mark.proof("<name>")`.
+
+Each proof keeps a record, `tests/proofs/<name>.json` (committed): what ran, on which Python, the
+sha256 of every input file, each test's outcome and duration, and what the tests printed (their
+measured figures). At collection:
+- record present and its digest equal to the inputs' digest now: the proof's tests are deselected and
+  the record is checked instead (`tests/test_proofs.py`; the terminal summary lists what was checked);
+- record missing, or an input changed (the summary names the files): the proof's tests run in full,
+  and when every one of them passes the record is rewritten, for you to commit;
+- `A2_PROOFS=rerun` (what `make proofs` sets) runs every proof whatever its record says.
+
+A record is written only when all the proof's tests ran in this session and passed: a `-k` or `-m`
+selection that runs part of a proof, a skip, or a failure leaves the old record (and so the proof
+stays due). The digest covers file contents and paths, the Python (major.minor) that runs pytest, and
+each proof's own extra keys (such as the Python 3.10 interpreter used).
+"""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+import json
+import os
+import platform
+import sys
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+RECORDS = ROOT / "tests" / "proofs"
+RERUN_ENV = "A2_PROOFS"  # "rerun": every proof runs, whatever its record says
+
+
+def _python310_version() -> str:
+    """major.minor.micro of the Python 3.10 the Gradescope-layout proof uses, or "none"."""
+    for exe in sorted(Path("/root/.pyenv/versions").glob("3.10*/bin/python3.10")):
+        return exe.parent.parent.name
+    return "none"
+
+
+@dataclass(frozen=True)
+class Proof:
+    name: str
+    what: str  # one sentence: what the proof shows
+    inputs: tuple[str, ...]  # glob patterns relative to the repository root
+    extra: Callable[[], dict[str, str]] = field(default=lambda: {})
+
+
+# The Gradescope zip's install route: what setup.sh installs and how, and the files that pick them.
+_GRADESCOPE_INSTALL = (
+    "autograder/gradescope/*",
+    "autograder/build.py",
+    "autograder/audiences.py",
+    "autograder/locks.py",
+    "locks/gradescope.txt",
+    "locks/excludes.txt",
+    "pyproject.toml",
+    "tests/test_build.py",
+    "tests/proofs.py",
+)
+
+PROOFS = {
+    p.name: p
+    for p in (
+        Proof(
+            "gradescope_layout",
+            "setup.sh builds a fresh venv (this Python, and Python 3.10 from the image's own wheels) and "
+            "run_autograder grades the key 100, the stubs 0, two do-nothing submissions 0 and a wrong fixture "
+            "as the in-repo grader does",
+            _GRADESCOPE_INSTALL,
+            lambda: {"python3.10": _python310_version()},
+        ),
+        Proof(
+            "student_copy",
+            "the student's copy, from nothing: `make setup` in a fresh venv, its public tests fail on the stubs "
+            "with NotImplementedError and pass on the key, `make demo` names the missing exercises, the "
+            "drivers give the repository's figures, the packing tool packs the ten files",
+            (
+                "autograder/bundle.py",
+                "autograder/student_bundle/*",
+                "autograder/audiences.py",
+                "autograder/release.py",
+                "autograder/manifest.py",
+                "shared/hetero/**/*",
+                "solutions/**/*",
+                "pyproject.toml",
+                "tests/test_bundle.py",
+                "tests/proofs.py",
+            ),
+        ),
+        Proof(
+            "package_install",
+            "a non-editable `pip install .` and a built wheel carry every file of hetero and autograder, and "
+            "the installed package runs a driver",
+            ("pyproject.toml", "autograder/**/*", "shared/hetero/**/*", "tests/test_bundle.py", "tests/proofs.py"),
+        ),
+        Proof(
+            "real_exports",
+            "nbgrader (generate_assignment, autograde, generate_feedback) and Otter (assign, run) grade the key, "
+            "the release, do-nothing and wrong submissions to the native grader's points",
+            (
+                "autograder/export_nbgrader.py",
+                "autograder/export_otter.py",
+                "autograder/notebooks.py",
+                "autograder/manifest.py",
+                "locks/instructor.txt",
+                "pyproject.toml",
+                "tests/test_exports.py",
+                "tests/proofs.py",
+            ),
+        ),
+        Proof(
+            "resolvers",
+            "pip's resolver installs every audience's pins on its Python (3.10-3.13), uv recompiles the locks "
+            "unchanged, and each lock resolves to itself",
+            (
+                "pyproject.toml",
+                "locks/*",
+                "autograder/audiences.py",
+                "autograder/locks.py",
+                "tests/test_pins_resolve.py",
+                "tests/test_locks.py",
+                "tests/proofs.py",
+            ),
+        ),
+    )
+}
+
+
+def _files(patterns: Iterable[str]) -> list[Path]:
+    found: set[Path] = set()
+    for pattern in patterns:
+        for path in ROOT.glob(pattern):
+            rel = path.relative_to(ROOT).parts
+            if path.is_file() and "__pycache__" not in rel and not path.name.endswith(".pyc"):
+                found.add(path)
+    return sorted(found)
+
+
+def input_files(proof: Proof) -> dict[str, str]:
+    """{relative path: sha256 of its bytes} for every input file of `proof`."""
+    return {p.relative_to(ROOT).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest() for p in _files(proof.inputs)}
+
+
+def environment(proof: Proof) -> dict[str, str]:
+    return {"python": f"{sys.version_info.major}.{sys.version_info.minor}", **proof.extra()}
+
+
+def digest(files: dict[str, str], env: dict[str, str]) -> str:
+    return hashlib.sha256(json.dumps({"files": files, "environment": env}, sort_keys=True).encode()).hexdigest()
+
+
+def record_path(name: str) -> Path:
+    return RECORDS / f"{name}.json"
+
+
+def _shown(path: Path) -> str:
+    return path.relative_to(ROOT).as_posix() if path.is_relative_to(ROOT) else str(path)
+
+
+def read_record(name: str) -> dict | None:
+    try:
+        return json.loads(record_path(name).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+@dataclass
+class Status:
+    """Where one proof stands at collection time."""
+
+    proof: Proof
+    files: dict[str, str]
+    env: dict[str, str]
+    digest: str
+    record: dict | None
+    reason: str  # "" when the record holds; else why the proof runs
+
+    @property
+    def holds(self) -> bool:
+        return not self.reason
+
+
+def status(proof: Proof, rerun: bool | None = None) -> Status:
+    files, env = input_files(proof), environment(proof)
+    now = digest(files, env)
+    record = read_record(proof.name)
+    rerun = os.environ.get(RERUN_ENV) == "rerun" if rerun is None else rerun
+    if rerun:
+        reason = f"{RERUN_ENV}=rerun"
+    elif record is None:
+        reason = f"no record ({_shown(record_path(proof.name))})"
+    elif record.get("inputs_sha256") != now:
+        old = record.get("input_files", {})
+        changed = sorted(f for f in set(old) | set(files) if old.get(f) != files.get(f))
+        env_changed = sorted(k for k in set(env) | set(record.get("environment", {}))
+                             if env.get(k) != record.get("environment", {}).get(k))
+        parts = []
+        if changed:
+            parts.append("inputs changed: " + ", ".join(changed[:8]) + (f" (+{len(changed) - 8})" if len(changed) > 8 else ""))
+        if env_changed:
+            parts.append("environment changed: " + ", ".join(f"{k} {record.get('environment', {}).get(k)} -> {env.get(k)}"
+                                                             for k in env_changed))
+        reason = "; ".join(parts) or "digest differs"
+    else:
+        reason = ""
+    return Status(proof, files, env, now, record, reason)
+
+
+def write_record(st: Status, tests: dict[str, dict], output: list[str]) -> Path:
+    """The record of a proof that has just run in full and passed."""
+    data = {
+        "proof": st.proof.name,
+        "what": st.proof.what,
+        "proven_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "ran_on": {"python": platform.python_version(), "platform": platform.platform(), "machine": platform.machine(),
+                   "cpus": os.cpu_count()},
+        "environment": st.env,
+        "inputs_sha256": st.digest,
+        "input_files": st.files,
+        "tests": dict(sorted(tests.items())),
+        "tests_s": round(sum(t["duration_s"] for t in tests.values()), 1),  # summed over its tests
+        "output": output,
+    }
+    RECORDS.mkdir(parents=True, exist_ok=True)
+    path = record_path(st.proof.name)
+    path.write_text(json.dumps(data, indent=1, sort_keys=False) + "\n", encoding="utf-8")
+    return path
