@@ -27,6 +27,31 @@ def wrong_dir(tmp_path_factory) -> Path:
     return folder
 
 
+def _exercise_folder(folder: Path, source: Path) -> Path:
+    from autograder.manifest import EXERCISES
+
+    folder.mkdir(parents=True)
+    for ex in EXERCISES:
+        shutil.copyfile(source / ex.filename, folder / ex.filename)
+    return folder
+
+
+@pytest.fixture(scope="session")
+def key_submission(tmp_path_factory) -> Path:
+    """A submission folder holding the answer key's ten files (solutions/exNN_*.py) and nothing else."""
+    from autograder.manifest import ROOT
+
+    return _exercise_folder(tmp_path_factory.mktemp("key") / "key", ROOT / "solutions")
+
+
+@pytest.fixture(scope="session")
+def stubs_submission(tmp_path_factory) -> Path:
+    """A submission folder holding the ten unfilled stubs of the release (assignments/exNN_*.py)."""
+    from autograder.manifest import ROOT
+
+    return _exercise_folder(tmp_path_factory.mktemp("stubs") / "stubs", ROOT / "assignments")
+
+
 @pytest.fixture(scope="session")
 def graded():
     """`graded(folder, exercises=None)`: the results.json dict of grading `folder` with the real grader,

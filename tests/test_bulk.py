@@ -250,8 +250,7 @@ def _copy_exercises(src: Path, dest: Path) -> Path:
 
 
 @pytest.mark.slow
-def test_real_batch_matches_single_grader(tmp_path):
-    from autograder.grader import grade_submission
+def test_real_batch_matches_single_grader(tmp_path, graded):
     from autograder.wrong_fixtures import FIXTURES, materialise
 
     subs = tmp_path / "subs"
@@ -266,7 +265,7 @@ def test_real_batch_matches_single_grader(tmp_path):
     scores = {r.student: r for r in report.records}
     assert scores["key"].score == pytest.approx(100, abs=SCORE_TOL), "the answer key must score 100"
     assert scores["stubs"].score == pytest.approx(0, abs=SCORE_TOL), "the unfilled stubs must score 0"
-    direct = grade_submission(wrong)
+    direct = graded(wrong)
     assert scores["wrong"].score == pytest.approx(float(direct["score"]), abs=SCORE_TOL), (
         f"bulk and single grading disagree on {fixture.name}")
     assert scores["wrong"].score < 100 - SCORE_TOL, f"{fixture.name} must lose points"

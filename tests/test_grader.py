@@ -90,12 +90,12 @@ def sandbox_survivors() -> list[int]:
 
 # ---------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("ex_id", [pytest.param(e, marks=() if e == "ex01" else pytest.mark.slow)
-                                   for e in WITH_SOLUTION])
-def test_answer_key_scores_full_marks(ex_id, tmp_path):
-    root = root_for(tmp_path, [ex_id])
-    data = grader.grade_submission(submission_with(tmp_path, [ex_id]), tmp_path / "results.json",
-                                   exercises=[ex_id], root=root)
+@pytest.mark.slow  # the whole key graded once for the session (test-fast grades ex01 in the tests below)
+@pytest.mark.parametrize("ex_id", WITH_SOLUTION)
+def test_answer_key_scores_full_marks(ex_id, tmp_path, graded, key_submission):
+    """Each exercise of the whole answer key graded once (the graded corpus), read per exercise."""
+    data = graded(key_submission)
+    res.write(data, tmp_path / "results.json")
     score, max_score = exercise_score(data, ex_id)
     assert not autograder_failures(data), data["tests"][-1]["output"]
     assert abs(max_score - BY_ID[ex_id].points) < SCORE_TOL, \

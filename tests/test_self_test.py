@@ -32,12 +32,10 @@ def copy_files(folder: Path, files: list[Path]) -> Path:
 
 
 @pytest.mark.slow
-def test_answer_key_scores_100_and_unfilled_release_scores_0(tmp_path):
-    key = copy_files(tmp_path / "key", [ROOT / "solutions" / e.filename for e in EXERCISES])
-    data = grader.grade_submission(key)
+def test_answer_key_scores_100_and_unfilled_release_scores_0(graded, key_submission, stubs_submission):
+    data = graded(key_submission)
     assert abs(data["score"] - 100) < SCORE_TOL, data["output"][-3000:]
-    stubs = copy_files(tmp_path / "stubs", [ROOT / "assignments" / e.filename for e in EXERCISES])
-    data = grader.grade_submission(stubs)
+    data = graded(stubs_submission)
     assert data["score"] == 0, data["output"][-3000:]
     assert not [t for t in data["tests"] if t["name"].startswith("autograder failed")]
 
