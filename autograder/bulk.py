@@ -370,6 +370,8 @@ def unpack_export(archive: Path, dest: Path) -> Path:
     Links, absolute or `..` paths, hidden entries, files larger than intake.MAX_FILE_BYTES (zips:
     intake.MAX_SUBMISSION_BYTES), entries deeper than intake.MAX_DEPTH + 2 and damaged members are
     skipped (counted on stderr); bytes are counted while reading, at most EXPORT_MAX_BYTES in all.
+    Folder entries (names ending in "/", one per folder in a `zip -r` archive) are passed over
+    silently: the folders are made for the files inside them.
     """
     if dest.exists():
         shutil.rmtree(dest)
@@ -381,11 +383,12 @@ def unpack_export(archive: Path, dest: Path) -> Path:
         if len(members) > EXPORT_MAX_MEMBERS:
             raise ValueError(f"{archive} holds {len(members)} entries, more than {EXPORT_MAX_MEMBERS}")
         for info in members:
+            if info.filename.replace("\\", "/").endswith("/"):
+                continue  # a folder entry (what `zip -r` writes for each folder): its files are members too
             name = PurePosixPath(info.filename.replace("\\", "/"))
             parts = name.parts
             if (
-                info.is_dir()
-                or not parts
+                not parts
                 or name.is_absolute()
                 or ".." in parts
                 or any(p.startswith(".") or p in IGNORED_NAMES for p in parts)

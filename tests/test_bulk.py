@@ -18,6 +18,7 @@ import sqlite3
 import sys
 import textwrap
 import time
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -237,6 +238,25 @@ def test_cli_writes_csv_and_prints_summary(tmp_path, fake_python, capsys):
     out = capsys.readouterr().out
     assert "ex10" in out and "total" in out and "wrote" in out
     assert (tmp_path / "g.csv").read_text().count("\n") == 2
+
+
+def test_folder_entries_of_a_zip_are_accepted_silently(tmp_path, capsys):
+    """`zip -r export.zip export/` stores an entry per folder (`export/`, `export/alice/` ...): they are
+    not "entries not unpacked"; a hidden file still is."""
+    archive = tmp_path / "export.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        for folder in ("export/", "export/alice/", "export/alice/work/", "export/bob/"):
+            zf.writestr(folder, "")
+        zf.writestr("export/alice/work/f.py", "x = 1\n")
+        zf.writestr("export/bob/f.py", "x = 2\n")
+    dest = bulk.unpack_export(archive, tmp_path / "unpacked")
+    assert (dest / "export" / "alice" / "work" / "f.py").read_text() == "x = 1\n"
+    assert (dest / "export" / "bob" / "f.py").is_file()
+    assert "not unpacked" not in capsys.readouterr().err, "folder entries are not skipped members"
+    with zipfile.ZipFile(archive, "a") as zf:
+        zf.writestr("export/bob/.secret", "hidden")
+    bulk.unpack_export(archive, tmp_path / "again")
+    assert "1 entries of export.zip were not unpacked" in capsys.readouterr().err
 
 
 # ---------------------------------------------------------------------------------------------
