@@ -246,6 +246,8 @@ def export(
         raise ExportError(f"OUT_DIR {out_dir} has no {GRADEBOOK_NAME}: run grade-all with --out {out_dir} first")
     if dest.is_dir():
         raise ExportError(f"--out {dest} is a folder, not a file to write")
+    if dest.resolve() == book_path.resolve():
+        raise ExportError(f"--out {dest} is the gradebook itself: give another file name")
     mapping = read_map(map_path) if map_path is not None else None
     if fmt == "canvas":
         parse_assignment(assignment)  # a bad --assignment fails before anything is written

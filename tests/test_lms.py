@@ -195,6 +195,8 @@ def test_bad_input_is_refused_with_the_argument_named(tmp_path, graded, capsys):
         lms.read_map(twice)
     with pytest.raises(lms.ExportError, match="--map .*no such file"):
         lms.read_map(tmp_path / "missing.csv")
+    with pytest.raises(lms.ExportError, match="--out .* is the gradebook itself"):
+        lms.export(graded, "canvas", graded / "gradebook.sqlite")
     assert not dest.exists(), "nothing is written on bad input"
 
 
