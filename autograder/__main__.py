@@ -9,7 +9,11 @@ COMMANDS = {
     "release": ("autograder.release", "turn solutions/ into the student release assignments/ (--check: drift check)"),
     "expected": ("autograder.expected", "compute hidden-case expected values from solutions/ (--check: freshness)"),
     "grade": ("autograder.grader", "grade one submission (folder or zip) into results.json"),
-    "grade-all": ("autograder.bulk", "grade a folder of submissions in parallel into a gradebook + CSV"),
+    "grade-all": (
+        "autograder.bulk",
+        "grade a folder of submissions in parallel into a gradebook + CSV (--dry-run: diff)",
+    ),
+    "export-lms": ("autograder.lms", "export the gradebook's latest grades as a Canvas or Gradescope CSV"),
     "build": ("autograder.build", "build the Gradescope autograder zip"),
     "lock": ("autograder.locks", "regenerate the lock files locks/*.txt with uv (--check: freshness)"),
     "pack": ("autograder.pack", "zip a student's exercise files for upload (the same tool as python -m hetero.pack)"),

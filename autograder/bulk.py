@@ -55,6 +55,9 @@ value regrades everyone). A failure to record a grading or to write a student's 
 is recorded for that student as grade-all's own failure (0 points, said as such) and the batch goes
 on. At the end, a summary table (per-exercise mean and distribution) is printed and, with --csv, the
 gradebook rows of this batch are exported.
+
+`--dry-run` grades into a temporary folder instead and prints whose grade would change, and which
+tests moved, against DIR's gradebook, writing nothing under DIR (`autograder.regrade`).
 """
 
 from __future__ import annotations
@@ -74,7 +77,7 @@ import time
 import unicodedata
 import zipfile
 from collections.abc import Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -242,13 +245,14 @@ def _entries(folder: Path) -> list[tuple[str, Path]]:
 
 
 def discover(
-    folder: Path, out: Path | None = None, outputs: Sequence[str] = ()
+    folder: Path, out: Path | None = None, outputs: Sequence[str] = (), not_submissions: Sequence[Path] = ()
 ) -> tuple[list[Submission], list[Refused]]:
     """The submissions under `folder` (layouts in the module docstring) and the entries refused.
 
     `out` is the batch's output folder (a Gradescope export zip is unpacked into it, and it is
     refused as a submission when it lies inside `folder`); `outputs` are the names of further entries
-    the batch writes directly under `out` (the --csv export): no student's folder takes one of them.
+    the batch writes directly under `out` (the --csv export): no student's folder takes one of them;
+    `not_submissions` are further output folders refused like `out` (a dry run's real --out).
     """
     if folder.is_file() and zipfile.is_zipfile(folder):
         if out is None:
@@ -264,8 +268,9 @@ def discover(
     entries = _entries(export_root if export_root is not None else folder)
     candidates: list[Submission] = []
     refused: list[Refused] = []
+    outs = [p for p in (out, *not_submissions) if p is not None]
     for student, path in entries:
-        if out is not None and (_within(out, path) or path.resolve() == out.resolve()):
+        if any(_within(o, path) or path.resolve() == o.resolve() for o in outs):
             refused.append(Refused(clean_text(path.name), "this is grade-all's own output folder, not a submission"))
             continue
         record = metadata.get(clean_text(path.name)) or metadata.get(clean_text(path.stem))
@@ -370,6 +375,8 @@ def unpack_export(archive: Path, dest: Path) -> Path:
     Links, absolute or `..` paths, hidden entries, files larger than intake.MAX_FILE_BYTES (zips:
     intake.MAX_SUBMISSION_BYTES), entries deeper than intake.MAX_DEPTH + 2 and damaged members are
     skipped (counted on stderr); bytes are counted while reading, at most EXPORT_MAX_BYTES in all.
+    Folder entries (names ending in "/", one per folder in a `zip -r` archive) are passed over
+    silently: the folders are made for the files inside them.
     """
     if dest.exists():
         shutil.rmtree(dest)
@@ -381,11 +388,12 @@ def unpack_export(archive: Path, dest: Path) -> Path:
         if len(members) > EXPORT_MAX_MEMBERS:
             raise ValueError(f"{archive} holds {len(members)} entries, more than {EXPORT_MAX_MEMBERS}")
         for info in members:
+            if info.filename.replace("\\", "/").endswith("/"):
+                continue  # a folder entry (what `zip -r` writes for each folder): its files are members too
             name = PurePosixPath(info.filename.replace("\\", "/"))
             parts = name.parts
             if (
-                info.is_dir()
-                or not parts
+                not parts
                 or name.is_absolute()
                 or ".." in parts
                 or any(p.startswith(".") or p in IGNORED_NAMES for p in parts)
@@ -635,8 +643,12 @@ def grade_one(
     timeout_s: float,
     python: str = sys.executable,
     exercises: Sequence[str] | None = None,
+    also_hide: Sequence[Path] = (),
 ) -> Graded:
     """Run the grader CLI on one submission; never raises for anything the submission does.
+
+    `also_hide`: further folders the sandboxed children must not see (besides `student_dir`'s parent, the
+    batch's outputs, and the folder of the submissions).
 
     The grader's temporary files (its copy of the submission's files, the sandbox folders) go to a
     folder of their own (TMPDIR), removed when the grader has ended, also after it was killed. On
@@ -658,7 +670,7 @@ def grade_one(
         # the sandboxed children see neither the batch's outputs (results, feedback, gradebook) nor the
         # other students' submissions (autograder.sandbox hides the folders in A2_SANDBOX_HIDE)
         hide = [os.environ.get("A2_SANDBOX_HIDE", "")] + [
-            str(p) for p in (student_dir.parent, sub.path.parent) if _hideable(p)
+            str(p) for p in (student_dir.parent, sub.path.parent, *also_hide) if _hideable(p)
         ]
         env = dict(os.environ, TMPDIR=str(scratch), A2_SANDBOX_HIDE=os.pathsep.join(h for h in hide if h))
         with log_path.open("wb") as log:
@@ -887,17 +899,20 @@ def grade_all(
     python: str = sys.executable,
     exercises: Sequence[str] | None = None,
     also_writes: Sequence[Path] = (),
+    not_submissions: Sequence[Path] = (),
 ) -> BatchReport:
     """Grade every submission under `submissions` into `out` (see the module docstring).
 
     `python` is the interpreter that runs `-m autograder grade` (the current one by default);
     `exercises` limits grading to these exercise ids (default: all); `also_writes` are further files
     the caller writes after the batch (the --csv export): where one lies in `out`, no student's folder
-    takes its name.
+    takes its name; `not_submissions`: further output folders that are never graded as students and
+    that the sandboxed children do not see (the real --out of a dry run, which grades into a temporary
+    folder).
     """
     out.mkdir(parents=True, exist_ok=True)
     sweep_stale_scratch()
-    subs, refused = discover(submissions, out, _names_under(out, also_writes))
+    subs, refused = discover(submissions, out, _names_under(out, also_writes), not_submissions)
     for item in refused:
         print(f"grade-all: refused {item.entry}: {item.reason}", file=sys.stderr)
     refused_path = out / REFUSED_NAME
@@ -935,10 +950,10 @@ def grade_all(
             ThreadPoolExecutor(max_workers=n_workers) as pool,
             tqdm(total=len(todo), desc="grading", unit="submission", file=sys.stderr, disable=not progress) as bar,
         ):
-            futures = {
-                pool.submit(grade_one, sub, out / sub.out_folder, timeout_s, python, exercises): (sub, digest)
-                for sub, digest in todo
-            }
+            futures: dict[Future[Graded], tuple[Submission, str]] = {}
+            for sub, digest in todo:
+                job = pool.submit(grade_one, sub, out / sub.out_folder, timeout_s, python, exercises, not_submissions)
+                futures[job] = (sub, digest)
             for future in as_completed(futures):
                 sub, digest = futures[future]
                 try:
@@ -953,6 +968,32 @@ def grade_all(
         wanted = {s.student for s in subs}
         records = [r for r in book.records() if r.student in wanted]
     return BatchReport(sorted(graded), skipped, sorted(failed), records, time.perf_counter() - start, refused)
+
+
+def _dry_run(args: argparse.Namespace) -> int:
+    """--dry-run: grade into a temporary folder, print what would change against --out (see autograder.regrade)."""
+    from autograder import regrade
+
+    if args.csv is not None:
+        print(
+            "grade-all: --dry-run writes nothing: leave out --csv (it regrades everyone, as --force)", file=sys.stderr
+        )
+        return 2
+    try:
+        diffs, graded = regrade.dry_run(
+            args.submissions,
+            args.out,
+            args.workers,
+            args.timeout,
+            not args.no_progress,
+            args.python,
+            args.exercises,
+        )
+    except (OSError, ValueError, zipfile.BadZipFile) as exc:
+        print(f"grade-all: {clean_text(exc)}", file=sys.stderr)
+        return 2
+    regrade.print_dry_run(diffs, graded, args.out)
+    return 0
 
 
 def main(argv: list[str]) -> int:
@@ -980,6 +1021,12 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--exercises", nargs="+", choices=list(BY_ID), help="grade only these exercises")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="grade into a temporary folder and print whose grade would change (and which tests); "
+        "writes nothing under --out",
+    )
+    parser.add_argument(
         "--python", default=sys.executable, help="interpreter that runs `-m autograder grade` (default: this one)"
     )
     args = parser.parse_args(argv)
@@ -995,6 +1042,8 @@ def main(argv: list[str]) -> int:
     if args.csv is not None and args.csv.is_dir():
         print(f"grade-all: --csv {args.csv} is a folder, not a file to write", file=sys.stderr)
         return 2
+    if args.dry_run:
+        return _dry_run(args)
     try:
         report = grade_all(
             args.submissions,

@@ -20,6 +20,13 @@ Each notebook holds, with nbgrader cell metadata (schema_version 3):
   nbgrader takes as partial credit; its test output goes to stdout (nbgrader scores a cell that writes
   to stderr 0).
 
+Points are exact hundredths where they are written: each grade cell's `points` is its cases' centipoints
+/ 100 rounded to 2 decimals, and each cell's score is `CellScore.points` (rounded the same way). nbgrader
+itself adds these floats in SQL, so its totals carry float noise (`100.00000000000001` for the answer
+key); `autograded_points` rounds what it reads, and the written nbgrader_config.py makes `nbgrader export`
+use `autograder.nbgrader_export.RoundedCsvExportPlugin`, whose grades.csv scores are rounded to
+hundredths (`round_grades_csv`).
+
 The grading kernel needs the `hetero` package (this repository's `pip install -e .`) and the kernel
 named `python3`; nbgrader must find `alembic` on PATH (the venv's bin/).
 """
@@ -27,6 +34,8 @@ named `python3`; nbgrader must find `alembic` on PATH (the venv's bin/).
 from __future__ import annotations
 
 import argparse
+import csv
+import io
 import os
 import subprocess
 import sys
@@ -41,6 +50,8 @@ COURSE_ID = "llmsys-a2-hetero"
 BEGIN_HIDDEN = "### BEGIN HIDDEN TESTS"
 END_HIDDEN = "### END HIDDEN TESTS"
 CODE_STUB = "# TODO: implement this function (see its docstring)\nraise NotImplementedError()"
+SCORE_COLUMNS = ("raw_score", "late_submission_penalty", "score", "max_score")  # of nbgrader export's grades.csv
+POINTS_DECIMALS = 2
 
 
 def nbgrader_meta(
@@ -92,7 +103,7 @@ def source_notebook(src: nb.ExerciseSources) -> dict[str, Any]:
     ]
     for keys in nb.cell_groups(src):
         grade_id = nb.cell_id_for(f"{ex.id}-{keys[0]}")
-        points = sum(cents[c.id] for key in keys for c in sum(nb.group_cases(src, key)[:2], [])) / 100
+        points = round(sum(cents[c.id] for key in keys for c in sum(nb.group_cases(src, key)[:2], [])) / 100, 2)
         cells.append(
             nb.code_cell(
                 nb.group_cell_code(src, keys, BEGIN_HIDDEN, END_HIDDEN),
@@ -116,12 +127,23 @@ def config_text(exercises: list[Exercise], feedback_shows_hidden: bool = False) 
             "c.GenerateFeedback.preprocessors = [GetGrades, ClearHiddenTests, CSSHTMLHeaderPreprocessor]",
         ]
     )
+    export_plugin = [
+        "# `nbgrader export` writes scores rounded to hundredths (nbgrader's float sums show 100.00000000000001);",
+        "# without the autograder package installed, nbgrader's own exporter is used.",
+        "try:",
+        "    from autograder.nbgrader_export import RoundedCsvExportPlugin",
+        "",
+        "    c.ExportApp.plugin_class = RoundedCsvExportPlugin",
+        "except ImportError:",
+        "    pass",
+    ]
     return "\n".join(
         [
             '"""nbgrader configuration of the A2 course (written by `python -m autograder export-nbgrader`)."""',
             "",
             *feedback,
             "c = get_config()  # noqa: F821 (provided by nbgrader when it reads this file)",
+            *export_plugin,
             f"c.CourseDirectory.course_id = {COURSE_ID!r}",
             "# Each case stops after its exercise's case_timeout_s (inside the cell); a whole cell may run for as",
             "# long as the slowest exercise's whole time limit in the native grader.",
@@ -189,9 +211,30 @@ def autograded_points(course: Path, assignment: str = DEFAULT_ASSIGNMENT) -> dic
             except MissingEntry:
                 continue
             points[student.id] = {
-                by_module[n.name]: float(n.score) for n in submission.notebooks if n.name in by_module
+                by_module[n.name]: round(float(n.score), POINTS_DECIMALS)
+                for n in submission.notebooks
+                if n.name in by_module
             }
     return points
+
+
+def round_grades_csv(text: str) -> str:
+    """nbgrader export's grades.csv with its score columns (SCORE_COLUMNS) rounded to hundredths:
+    `100.00000000000001` -> `100.0`. Other cells, and cells that are not numbers, are kept as they are."""
+    rows = list(csv.reader(io.StringIO(text)))
+    if not rows:
+        return text
+    columns = [i for i, name in enumerate(rows[0]) if name in SCORE_COLUMNS]
+    for row in rows[1:]:
+        for i in columns:
+            if i < len(row):
+                try:
+                    row[i] = str(round(float(row[i]), POINTS_DECIMALS) + 0.0)
+                except ValueError:
+                    pass
+    out = io.StringIO()
+    csv.writer(out, lineterminator="\n").writerows(rows)
+    return out.getvalue()
 
 
 def main(argv: list[str]) -> int:

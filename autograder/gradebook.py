@@ -137,8 +137,13 @@ def total_score(results: dict[str, Any]) -> tuple[float, float]:
 class Gradebook:
     """SQLite-backed store of graded submissions (a context manager; commits on each record)."""
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, read_only: bool = False):
+        """Open (and create) the gradebook at `path`; `read_only`: open an existing file without ever
+        writing to it (exports, dry runs; a missing file raises sqlite3.OperationalError)."""
         self.path = Path(path)
+        if read_only:
+            self._db = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True)
+            return
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._db = sqlite3.connect(str(self.path))
         self._db.execute("PRAGMA foreign_keys = ON")
@@ -236,6 +241,17 @@ class Gradebook:
             (clean_text(student),),
         ).fetchall()
         return [Version(*row) for row in rows]
+
+    def version_results(self, student: str, index: int = -1) -> dict[str, Any] | None:
+        """The results.json of one graded version of a student: `index` into `history` (oldest first;
+        -1 the latest, -2 the one before it); None when there is no such version."""
+        rows = self._db.execute(
+            "SELECT results_json FROM history WHERE student = ? ORDER BY id", (clean_text(student),)
+        ).fetchall()
+        try:
+            return json.loads(rows[index][0])
+        except IndexError:
+            return None
 
     def records(self) -> Iterator[Record]:
         rows = self._db.execute(

@@ -18,11 +18,12 @@ import sqlite3
 import sys
 import textwrap
 import time
+import zipfile
 from pathlib import Path
 
 import pytest
 
-from autograder import bulk
+from autograder import bulk, regrade
 from autograder.gradebook import Gradebook, exercise_scores
 from autograder.manifest import EXERCISES, ROOT
 
@@ -237,6 +238,79 @@ def test_cli_writes_csv_and_prints_summary(tmp_path, fake_python, capsys):
     out = capsys.readouterr().out
     assert "ex10" in out and "total" in out and "wrote" in out
     assert (tmp_path / "g.csv").read_text().count("\n") == 2
+
+
+def test_folder_entries_of_a_zip_are_accepted_silently(tmp_path, capsys):
+    """`zip -r export.zip export/` stores an entry per folder (`export/`, `export/alice/` ...): they are
+    not "entries not unpacked"; a hidden file still is."""
+    archive = tmp_path / "export.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        for folder in ("export/", "export/alice/", "export/alice/work/", "export/bob/"):
+            zf.writestr(folder, "")
+        zf.writestr("export/alice/work/f.py", "x = 1\n")
+        zf.writestr("export/bob/f.py", "x = 2\n")
+    dest = bulk.unpack_export(archive, tmp_path / "unpacked")
+    assert (dest / "export" / "alice" / "work" / "f.py").read_text() == "x = 1\n"
+    assert (dest / "export" / "bob" / "f.py").is_file()
+    assert "not unpacked" not in capsys.readouterr().err, "folder entries are not skipped members"
+    with zipfile.ZipFile(archive, "a") as zf:
+        zf.writestr("export/bob/.secret", "hidden")
+    bulk.unpack_export(archive, tmp_path / "again")
+    assert "1 entries of export.zip were not unpacked" in capsys.readouterr().err
+
+
+def test_moved_tests_compares_two_results_in_hundredths():
+    old = {"tests": [{"name": "ex01 a", "score": 1.0}, {"name": "ex01 b", "score": 0.1 + 0.2},
+                     {"name": "dup", "score": 1.0}, {"name": "dup", "score": 2.0}, {"name": "gone", "score": 3.0}]}
+    new = {"tests": [{"name": "ex01 a", "score": 0.5}, {"name": "ex01 b", "score": 0.3},
+                     {"name": "dup", "score": 1.0}, {"name": "dup", "score": 2.5}, {"name": "added", "score": 0.0}]}
+    moved = regrade.moved_tests(old, new)
+    assert moved == [
+        regrade.MovedTest("ex01 a", 1.0, 0.5),
+        regrade.MovedTest("dup #2", 2.0, 2.5),
+        regrade.MovedTest("added", None, 0.0),
+        regrade.MovedTest("gone", 3.0, None),
+    ], moved
+    assert regrade.moved_tests(old, old) == [], "a grading equal to itself moves nothing"
+    only = regrade.only_exercises({"score": 9.0, "tests": [{"name": "ex01 a", "score": 1.0},
+                                                            {"name": "ex02 c", "score": 2.0}]}, ["ex02"])
+    assert only == {"score": 2.0, "tests": [{"name": "ex02 c", "score": 2.0}]}
+    lines = regrade.format_diff(regrade.StudentDiff("amy", 7.0, 6.5, moved[:1], "graded", "graded"))
+    assert lines == ["amy: 7.00 -> 6.50", "  ex01 a: 1.00 -> 0.50"], lines
+
+
+def test_dry_run_prints_what_a_regrade_would_change_and_writes_nothing(tmp_path, fake_python, capsys):
+    subs = tmp_path / "subs"
+    _folder(subs, "alice", 6)
+    _folder(subs, "bob", 2)
+    out = subs / "graded"  # inside SUBMISSIONS: refused as a student by the real run and by the dry run
+    first = bulk.grade_all(subs, out, workers=2, progress=False, python=fake_python)
+    assert first.graded == ["alice", "bob"], first
+    grader = Path(fake_python)  # the grader changes: bob's ex01 test now earns one point more
+    hidden_log = tmp_path / "hidden.txt"  # and it notes what the sandbox would hide from the submission
+    grader.write_text(grader.read_text().replace(
+        "n_files = len(os.listdir(sub)) if os.path.isdir(sub) else 0\n",
+        "n_files = len(os.listdir(sub)) if os.path.isdir(sub) else 0\nn_files += name == 'bob'\n"
+        f"open({str(hidden_log)!r}, 'a').write(os.environ['A2_SANDBOX_HIDE'] + '\\n')\n"))
+    _folder(subs, "carol", 1)  # new since the stored grading
+    watched = [out / "gradebook.sqlite", out / "bob" / "results.json", out / "bob" / "feedback.md", out / "calls.txt"]
+    before = [(p.read_bytes(), p.stat().st_mtime_ns) for p in watched]
+    capsys.readouterr()
+    code = bulk.main([str(subs), "--out", str(out), "--dry-run", "--workers", "2", "--no-progress",
+                      "--python", fake_python])
+    printed = capsys.readouterr().out
+    assert code == 0, printed
+    assert "bob: 2.00 -> 3.00\n  ex01 public: ex01.f.case: 2.00 -> 3.00\n" in printed, printed
+    assert "carol: not graded before -> 1.00" in printed and "alice" not in printed, printed
+    assert "refused graded" in printed, "the real --out inside SUBMISSIONS is not a student"
+    assert "dry run: 1 of 3 students would change, 1 graded for the first time" in printed, printed
+    assert [(p.read_bytes(), p.stat().st_mtime_ns) for p in watched] == before, "the dry run wrote into --out"
+    assert not (out / "carol").exists()
+    hidden = hidden_log.read_text().splitlines()
+    assert len(hidden) == 3 and all(str(out) in h.split(os.pathsep) for h in hidden), "the real --out is hidden"
+    with Gradebook(out / "gradebook.sqlite") as book:
+        assert book.version_results("bob")["score"] == 2.0 and book.version_results("bob", -2) is None
+    assert bulk.main([str(subs), "--out", str(out), "--dry-run", "--csv", str(tmp_path / "g.csv")]) == 2
 
 
 # ---------------------------------------------------------------------------------------------

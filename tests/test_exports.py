@@ -15,7 +15,6 @@ import contextlib
 import io
 import json
 import math
-import os
 import shutil
 import subprocess
 import sys
@@ -29,10 +28,10 @@ import pytest
 from autograder import export_nbgrader, export_otter
 from autograder import notebooks as nb
 from autograder.fixtures import nothing
-from hetero.impl import load_module_from_path as load_file_module
 from autograder.manifest import BY_ID, ROOT
 from autograder.wrong_fixtures import for_exercise, materialise, source
 from hetero.checks import judge, run_call
+from hetero.impl import load_module_from_path as load_file_module
 
 GRADABLE = list(BY_ID)
 
@@ -177,6 +176,91 @@ def test_export_refuses_unknown_exercises(tmp_path, capsys):
         with pytest.raises(SystemExit) as exc:
             export.main([str(tmp_path), "--exercises", "ex99"])
         assert exc.value.code == 2 and "unknown exercise ids: ex99" in capsys.readouterr().err
+
+
+NBGRADER_CSV = (
+    "assignment,duedate,timestamp,student_id,last_name,first_name,email,raw_score,late_submission_penalty,score,"
+    "max_score\n"
+    "a2,,2026-11-30 10:00:00,key,Key,Answer,,100.00000000000001,0.0,100.00000000000001,100.00000000000001\n"
+    "a2,,,ghost,,,,0.0,0.0,0.0,100.00000000000001\n"
+)
+
+
+def test_grade_cell_points_are_written_in_exact_hundredths():
+    """Each grade cell's points is the nearest float to a hundredth; only nbgrader's own float sum of
+    them (SQL, over the whole assignment) shows 100.00000000000001, which the export rounds."""
+    cells = []
+    for ex_id in GRADABLE:
+        note = export_nbgrader.source_notebook(nb.load_sources(ex_id))
+        cells += [c["metadata"]["nbgrader"]["points"] for c in _nbgrader_cells(note) if c["metadata"]["nbgrader"]["grade"]]
+    assert all(p == round(p, 2) for p in cells) and round(sum(cells), 2) == sum(BY_ID[e].points for e in GRADABLE)
+    noisy = 0.0
+    for p in cells:  # what nbgrader's SUM over every grade cell of the assignment computes
+        noisy += p
+    rounded = export_nbgrader.round_grades_csv(NBGRADER_CSV.replace("100.00000000000001", repr(noisy)))
+    assert "100.0000" not in rounded and rounded.splitlines()[1].endswith(",100.0,0.0,100.0,100.0"), rounded
+
+
+def test_round_grades_csv_rounds_only_the_score_columns():
+    rows = export_nbgrader.round_grades_csv(NBGRADER_CSV).splitlines()
+    assert rows[0] == NBGRADER_CSV.splitlines()[0], "header kept"
+    assert rows[1] == "a2,,2026-11-30 10:00:00,key,Key,Answer,,100.0,0.0,100.0,100.0", rows[1]
+    assert rows[2] == "a2,,,ghost,,,,0.0,0.0,0.0,100.0", rows[2]
+    odd = "student_id,score,note\n007,2.675000001,=1+1\nx,n/a,\n"
+    assert export_nbgrader.round_grades_csv(odd) == "student_id,score,note\n007,2.68,=1+1\nx,n/a,\n"
+    assert export_nbgrader.round_grades_csv("") == ""
+
+
+def test_nbgrader_config_uses_the_rounding_exporter(tmp_path, monkeypatch):
+    """The written nbgrader_config.py selects RoundedCsvExportPlugin; the plugin writes nbgrader's CSV
+    with rounded scores (a stand-in gradebook: no nbgrader run)."""
+    from types import SimpleNamespace
+
+    from traitlets.config import Config
+
+    from autograder.nbgrader_export import RoundedCsvExportPlugin
+
+    config = Config()
+    exec(export_nbgrader.config_text([BY_ID["ex01"]]), {"c": config, "get_config": lambda: config})  # as traitlets does
+    assert config.ExportApp.plugin_class is RoundedCsvExportPlugin
+    noisy = 100.00000000000001  # what nbgrader's SUM over the answer key's grade cells gives
+    assert noisy != 100
+    gradebook = SimpleNamespace(
+        assignments=[SimpleNamespace(name="a2", duedate=None, max_score=noisy)],
+        students=[SimpleNamespace(id="key", first_name="Answer", last_name="Key", email=None)],
+        find_submission=lambda a, s: SimpleNamespace(score=noisy, late_submission_penalty=0.0, timestamp="t"),
+    )
+    monkeypatch.chdir(tmp_path)
+    RoundedCsvExportPlugin().export(gradebook)
+    lines = (tmp_path / "grades.csv").read_text().splitlines()
+    assert lines[1] == "a2,,t,key,Key,Answer,,100.0,0.0,100.0,100.0", lines
+
+
+def test_autograded_points_are_rounded(tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    import nbgrader.api
+
+    notebooks = [SimpleNamespace(name=BY_ID["ex01"].module, score=0.7 + 4.4 + 0.9)]  # 6.000000000000001
+
+    class FakeGradebook:
+        students = [SimpleNamespace(id="key")]
+
+        def __init__(self, url: str):
+            assert url.endswith("gradebook.db")
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return None
+
+        def find_submission(self, assignment, student):
+            return SimpleNamespace(notebooks=notebooks)
+
+    assert notebooks[0].score != 6.0
+    monkeypatch.setattr(nbgrader.api, "Gradebook", FakeGradebook)
+    assert export_nbgrader.autograded_points(tmp_path) == {"key": {"ex01": 6.0}}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -336,7 +420,7 @@ def test_nbgrader_autograde_matches_native_grader(tmp_path):
     print(f"\nnbgrader autograde: {changed} 'checksum changed' warnings (one per grade cell holding hidden tests)")
     with ThreadPoolExecutor(max_workers=2) as pool:
         native = dict(zip(submitted, pool.map(lambda k: _native_points(submitted[k], tmp_path / "native" / k),
-                                              submitted)))
+                                              submitted), strict=True))
     _compare("nbgrader", tool, native, kinds)
 
 
@@ -349,7 +433,7 @@ def test_otter_run_matches_native_grader(tmp_path):
     with ThreadPoolExecutor(max_workers=2) as pool:
         built = dict(zip(GRADABLE, pool.map(
             lambda e: export_otter.assign(masters / BY_ID[e].module / f"{BY_ID[e].module}.ipynb",
-                                          tmp_path / "dist" / e), GRADABLE)))
+                                          tmp_path / "dist" / e), GRADABLE), strict=True))
     jobs = []
     for kind, exercises in kinds.items():
         for ex_id, code in exercises.items():
@@ -368,8 +452,8 @@ def test_otter_run_matches_native_grader(tmp_path):
         scores = list(pool.map(grade, jobs))
         submitted = {kind: {e: p for k, e, p in jobs if k == kind} for kind in kinds}
         native = dict(zip(submitted, pool.map(lambda k: _native_points(submitted[k], tmp_path / "native" / k),
-                                              submitted)))
+                                              submitted), strict=True))
     tool: dict[str, dict[str, float]] = {kind: {} for kind in kinds}
-    for (kind, ex_id, _), score in zip(jobs, scores):
+    for (kind, ex_id, _), score in zip(jobs, scores, strict=True):
         tool[kind][ex_id] = score
     _compare("otter", tool, native, kinds)
