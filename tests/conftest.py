@@ -162,8 +162,10 @@ def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
     for name, st in sorted(state["status"].items()):
         if st.holds:
             rec = st.record or {}
-            tr.write_line(f"{name}: record holds (inputs unchanged since {rec.get('proven_at')}, Python "
-                          f"{rec.get('ran_on', {}).get('python')}, {rec.get('tests_s')} s of tests): not re-run")
+            tr.write_line(
+                f"{name}: record holds (inputs unchanged since {rec.get('proven_at')}, Python "
+                f"{rec.get('ran_on', {}).get('python')}, {rec.get('tests_s')} s of tests): not re-run"
+            )
         elif name in state["tests"]:
             tr.write_line(f"{name}: ran ({st.reason})")
         else:

@@ -199,14 +199,21 @@ def status(proof: Proof, rerun: bool | None = None) -> Status:
     elif record.get("inputs_sha256") != now:
         old = record.get("input_files", {})
         changed = sorted(f for f in set(old) | set(files) if old.get(f) != files.get(f))
-        env_changed = sorted(k for k in set(env) | set(record.get("environment", {}))
-                             if env.get(k) != record.get("environment", {}).get(k))
+        env_changed = sorted(
+            k
+            for k in set(env) | set(record.get("environment", {}))
+            if env.get(k) != record.get("environment", {}).get(k)
+        )
         parts = []
         if changed:
-            parts.append("inputs changed: " + ", ".join(changed[:8]) + (f" (+{len(changed) - 8})" if len(changed) > 8 else ""))
+            parts.append(
+                "inputs changed: " + ", ".join(changed[:8]) + (f" (+{len(changed) - 8})" if len(changed) > 8 else "")
+            )
         if env_changed:
-            parts.append("environment changed: " + ", ".join(f"{k} {record.get('environment', {}).get(k)} -> {env.get(k)}"
-                                                             for k in env_changed))
+            parts.append(
+                "environment changed: "
+                + ", ".join(f"{k} {record.get('environment', {}).get(k)} -> {env.get(k)}" for k in env_changed)
+            )
         reason = "; ".join(parts) or "digest differs"
     else:
         reason = ""
@@ -219,8 +226,12 @@ def write_record(st: Status, tests: dict[str, dict], output: list[str]) -> Path:
         "proof": st.proof.name,
         "what": st.proof.what,
         "proven_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "ran_on": {"python": platform.python_version(), "platform": platform.platform(), "machine": platform.machine(),
-                   "cpus": os.cpu_count()},
+        "ran_on": {
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+            "machine": platform.machine(),
+            "cpus": os.cpu_count(),
+        },
         "environment": st.env,
         "inputs_sha256": st.digest,
         "input_files": st.files,
