@@ -43,18 +43,19 @@ dies with the batch process (PR_SET_PDEATHSIG), so a killed batch leaves no grad
 TMPDIRs a killed batch left behind are removed by the next batch.
 
 Per student, DIR/<student>/ receives results.json (Gradescope format), grader.log, feedback.md (what
-the student may see now: tests whose visibility is "visible") and feedback_instructor.md (every test,
-including hidden details). Every text written is made encodable first (`autograder.safetext`). All
-results also go into the SQLite gradebook (DIR/gradebook.sqlite, with the history of every graded
-version), which makes the run resumable: each grading is committed as soon as it ends, so a rerun
-after any failure, even a crash of the batch itself, grades only what is left; a submission whose
-content hash is unchanged since it was last graded successfully, by a grader with the same inputs
-(`grader_fingerprint`: its code, the cases, the stored expected values, the `hetero` library), is
-skipped unless --force (one whose grader failed is graded again; a changed hidden case or expected
-value regrades everyone). A failure to record a grading or to write a student's files
-is recorded for that student as grade-all's own failure (0 points, said as such) and the batch goes
-on. At the end, a summary table (per-exercise mean and distribution) is printed and, with --csv, the
-gradebook rows of this batch are exported.
+the student may see now: tests whose visibility is "visible") and feedback_instructor.md (every
+test, including hidden details). Every text written is made encodable first, and student text is
+inert where it is shown: escaped or fenced in the feedback's Markdown, its control characters
+escaped in what is printed (`autograder.safetext`). All results also go into the SQLite gradebook
+(DIR/gradebook.sqlite, with the history of every graded version), which makes the run resumable:
+each grading is committed as soon as it ends, so a rerun after any failure, even a crash of the
+batch itself, grades only what is left; a submission whose content hash is unchanged since it was
+last graded successfully, by a grader with the same inputs (`grader_fingerprint`: its code, the
+cases, the stored expected values, the `hetero` library), is skipped unless --force (one whose
+grader failed is graded again; a changed hidden case or expected value regrades everyone). A failure
+to record a grading or to write a student's files is recorded for that student as grade-all's own
+failure (0 points, said as such) and the batch goes on. At the end, a summary table (per-exercise
+mean and distribution) is printed and, with --csv, the gradebook rows of this batch are exported.
 
 `--dry-run` grades into a temporary folder instead and prints whose grade would change, and which
 tests moved, against DIR's gradebook, writing nothing under DIR (`autograder.regrade`).
@@ -89,7 +90,7 @@ from autograder import results as res
 from autograder.gradebook import Gradebook, Record, exercise_scores, test_exercise
 from autograder.gradescope.fallback import failure_results, readable_results
 from autograder.manifest import BY_ID, EXERCISES, ROOT
-from autograder.safetext import clean_data, clean_text
+from autograder.safetext import clean_data, clean_text, markdown_fence, markdown_inline, terminal_text
 from autograder.sandbox import proc_status, remove_tree
 
 DEFAULT_TIMEOUT_S = sum(e.timeout_s for e in EXERCISES) + 120.0  # every exercise at its limit, plus start-up
@@ -345,7 +346,7 @@ def read_metadata(path: Path) -> dict[str, tuple[str, str, str]]:
         data = yaml.load(path.read_text(encoding="utf-8", errors="replace"), Loader=Loader)
     except Exception as exc:  # PyYAML missing, or a malformed file: grade by folder name
         print(
-            f"grade-all: {clean_text(path)} could not be read ({type(exc).__name__}); students are named "
+            f"grade-all: {terminal_text(path)} could not be read ({type(exc).__name__}); students are named "
             "by their submission folders",
             file=sys.stderr,
         )
@@ -420,7 +421,7 @@ def unpack_export(archive: Path, dest: Path) -> Path:
                 skipped += 1
     if skipped:
         print(
-            f"grade-all: {skipped} entries of {clean_text(archive.name)} were not unpacked (links, hidden, "
+            f"grade-all: {skipped} entries of {terminal_text(archive.name)} were not unpacked (links, hidden, "
             f"damaged, encrypted or larger than {intake.MAX_FILE_BYTES // 2**20} MiB)",
             file=sys.stderr,
         )
@@ -716,6 +717,10 @@ def _visibility(test: dict[str, Any], results: dict[str, Any]) -> str:
 def feedback_markdown(student: str, results: dict[str, Any], instructor: bool) -> str:
     """Readable feedback: per-exercise score, then each failed test's message.
 
+    Student-influenced text is inert Markdown (`autograder.safetext`): the student's name and the test
+    names are escaped inline, the summary and every test's output are shown verbatim in code fences
+    they cannot close, and control characters are escaped (the file is safe to print on a terminal).
+
     The student copy shows only tests whose visibility is "visible" (what Gradescope shows before
     the due date); the instructor copy shows every test and marks its visibility.
     """
@@ -726,7 +731,7 @@ def feedback_markdown(student: str, results: dict[str, Any], instructor: bool) -
     score = sum(float(t.get("score") or 0.0) for t in tests)
     max_score = sum(float(t.get("max_score") or 0.0) for t in tests)
     title = "instructor copy" if instructor else "student copy"
-    lines = [f"# Feedback for {student} ({title})", ""]
+    lines = [f"# Feedback for {markdown_inline(student)} ({title})", ""]
     if instructor and results.get("score") is not None:
         lines.append(f"**Total: {float(results['score']):.2f} / {max_score:.2f}**")
     else:
@@ -736,7 +741,7 @@ def feedback_markdown(student: str, results: dict[str, Any], instructor: bool) -
             f"\n{hidden_count} further test entries are not visible to students yet (shown after the due date, or to staff only)."
         )
     if results.get("output"):
-        lines += ["", str(results["output"])]
+        lines += ["", markdown_fence(results["output"])]
     lines += ["", "| exercise | score | max |", "|---|---:|---:|"]
     by_ex: dict[str, list[dict[str, Any]]] = {}
     other: list[dict[str, Any]] = []
@@ -753,13 +758,15 @@ def feedback_markdown(student: str, results: dict[str, Any], instructor: bool) -
             continue
         lines += ["", f"## {label}", ""]
         for test in failed:
-            vis = f" _[{_visibility(test, results)}]_" if instructor else ""
-            output = str(test.get("output") or "").strip().replace("\n", "\n  ")
+            vis = f" _[{markdown_inline(_visibility(test, results))}]_" if instructor else ""
+            output = str(test.get("output") or "").strip()
             lines.append(
-                f"- **{test.get('name', '?')}** ({float(test.get('score') or 0):.2f} / "
-                f"{float(test.get('max_score') or 0):.2f}){vis}: {output}"
+                f"- **{markdown_inline(test.get('name', '?'))}** ({float(test.get('score') or 0):.2f} / "
+                f"{float(test.get('max_score') or 0):.2f}){vis}" + (":" if output else "")
             )
-    return "\n".join(lines) + "\n"
+            if output:  # a top-level fence: no list-item rule (a line indented too little) can end it early
+                lines += ["", markdown_fence(output), ""]
+    return terminal_text("\n".join(lines) + "\n", lines=True)
 
 
 def _failed(test: dict[str, Any]) -> bool:
@@ -817,7 +824,7 @@ def summary_table(records: list[Record], exercises: Sequence[str] | None = None)
             f"{name:<10}{top:>6.1f}{statistics.fmean(scores):>8.2f}{statistics.median(scores):>8.2f}"
             f"{min(scores):>7.2f}{max(scores):>7.2f}   {_distribution(fractions)}"
         )
-    failed = [r.student for r in records if r.status == "grader_failed"]
+    failed = [terminal_text(r.student) for r in records if r.status == "grader_failed"]
     lines.append(
         f"{len(records)} submissions; grader failed on {len(failed)}" + (f": {', '.join(failed)}" if failed else "")
     )
@@ -860,14 +867,14 @@ def _record(book: Gradebook, sub: Submission, digest: str, result: Graded, out: 
             f"output files ({type(exc).__name__})",
         )
         print(
-            f"grade-all: recording {clean_text(sub.student)} into {clean_text(out / sub.out_folder)} failed: "
-            f"{type(exc).__name__}: {clean_text(exc)}; recorded as the batch's own failure",
+            f"grade-all: recording {terminal_text(sub.student)} into {terminal_text(out / sub.out_folder)} failed: "
+            f"{type(exc).__name__}: {terminal_text(exc)}; recorded as the batch's own failure",
             file=sys.stderr,
         )
     try:
         book.record(sub.student, str(sub.path), digest, failed.results, result.duration_s, True)
     except Exception as exc:
-        print(f"grade-all: {clean_text(sub.student)} was not recorded ({type(exc).__name__})", file=sys.stderr)
+        print(f"grade-all: {terminal_text(sub.student)} was not recorded ({type(exc).__name__})", file=sys.stderr)
     try:
         write_outputs(out / sub.out_folder, sub.student, failed.results)
     except Exception:  # said above and in the gradebook; the other students go on
@@ -914,10 +921,11 @@ def grade_all(
     sweep_stale_scratch()
     subs, refused = discover(submissions, out, _names_under(out, also_writes), not_submissions)
     for item in refused:
-        print(f"grade-all: refused {item.entry}: {item.reason}", file=sys.stderr)
+        print(f"grade-all: refused {terminal_text(item.entry)}: {terminal_text(item.reason)}", file=sys.stderr)
     refused_path = out / REFUSED_NAME
     if refused:
-        refused_path.write_text("".join(f"{r.entry}\t{r.reason}\n" for r in refused), encoding="utf-8")
+        listed = "".join(f"{terminal_text(r.entry)}\t{terminal_text(r.reason)}\n" for r in refused)
+        refused_path.write_text(listed, encoding="utf-8")
     else:
         refused_path.unlink(missing_ok=True)
     start = time.perf_counter()
@@ -1057,7 +1065,7 @@ def main(argv: list[str]) -> int:
             [args.csv] if args.csv is not None else [],
         )
     except (OSError, ValueError, zipfile.BadZipFile) as exc:
-        print(f"grade-all: {clean_text(exc)}", file=sys.stderr)
+        print(f"grade-all: {terminal_text(exc)}", file=sys.stderr)
         return 2
     print(summary_table(report.records, args.exercises))
     print(
@@ -1066,13 +1074,13 @@ def main(argv: list[str]) -> int:
         f"gradebook {args.out / GRADEBOOK_NAME}"
     )
     for item in report.refused:
-        print(f"refused {item.entry}: {item.reason}")
+        print(f"refused {terminal_text(item.entry)}: {terminal_text(item.reason)}")
     if args.csv:
         try:
             with Gradebook(args.out / GRADEBOOK_NAME) as book:
                 rows = book.export_csv(args.csv, [r.student for r in report.records])
         except OSError as exc:  # the gradebook holds every grading: export it again with another --csv
-            print(f"grade-all: the CSV {args.csv} could not be written: {clean_text(exc)}", file=sys.stderr)
+            print(f"grade-all: the CSV {args.csv} could not be written: {terminal_text(exc)}", file=sys.stderr)
             return 1
         print(f"wrote {args.csv} ({rows} rows)")
     return 0

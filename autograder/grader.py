@@ -532,6 +532,6 @@ def main(argv: Sequence[str]) -> int:
     parser.add_argument("--time-scale", type=float, default=1.0, help="multiply the manifest's time limits")
     args = parser.parse_args(list(argv))
     data = grade_submission(args.submission, args.out, exercises=args.exercises, time_scale=args.time_scale)
-    print(safetext.clean_text(data["output"]))
+    print(safetext.terminal_text(data["output"], lines=True))
     print(f"\nwrote {args.out}")
     return 0

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from autograder.gradebook import Gradebook, test_exercise, total_score
-from autograder.safetext import clean_text
+from autograder.safetext import clean_text, terminal_text
 
 CENTS_PER_POINT = 100  # scores are compared in hundredths of a point
 
@@ -94,8 +94,8 @@ def format_diff(diff: StudentDiff) -> list[str]:
         if diff.old_status and diff.new_status and diff.old_status != diff.new_status
         else ""
     )
-    lines = [f"{clean_text(diff.student)}: {old} -> {_points(diff.new_score)}{status}"]
-    lines += [f"  {t.name}: {_points(t.old_points)} -> {_points(t.new_points)}" for t in diff.moved]
+    lines = [f"{terminal_text(diff.student)}: {old} -> {_points(diff.new_score)}{status}"]
+    lines += [f"  {terminal_text(t.name)}: {_points(t.old_points)} -> {_points(t.new_points)}" for t in diff.moved]
     return lines
 
 
@@ -164,7 +164,7 @@ def dry_run(
             not_submissions=[out],
         )
         for item in report.refused:
-            print(f"refused {item.entry}: {item.reason}")
+            print(f"refused {terminal_text(item.entry)}: {terminal_text(item.reason)}")
         students = [r.student for r in report.records]
         diffs = compare(out / bulk.GRADEBOOK_NAME, tmp_out / bulk.GRADEBOOK_NAME, students, exercises)
     return diffs, len(students)

@@ -3,7 +3,8 @@
 Run by run_autograder with the grader's exit status and log. If the grader wrote a readable
 results file, it is left as it is; otherwise it is replaced by a zero score with one visible
 failed test telling the student that the autograder (not their code) failed, plus a hidden test
-holding the end of the grader's log for the course staff. Standard library only: it must work even
+holding the end of the grader's log for the course staff; every output is plain text for Gradescope
+(`output_format` "text": the log may hold what the student's code printed, never rendered as HTML). Standard library only: it must work even
 when the virtual environment is broken.
 """
 
@@ -49,6 +50,7 @@ def failure_results(reason: str, log_tail: str = "", max_score: float = 100.0) -
             "max_score": float(max_score),
             "status": "failed",
             "visibility": "visible",
+            "output_format": "text",
             "output": (
                 f"The autograder could not grade this submission: {reason}. "
                 "This is not a verdict on your code: please resubmit once, and if the problem "
@@ -64,12 +66,14 @@ def failure_results(reason: str, log_tail: str = "", max_score: float = 100.0) -
                 "max_score": 0.0,
                 "status": "failed",
                 "visibility": "hidden",
+                "output_format": "text",
                 "output": log_tail[-LOG_TAIL_CHARS:],
             }
         )
     return {
         "score": 0.0,
         "output": f"Grading failed: {reason}.",
+        "output_format": "text",
         "visibility": "visible",
         "stdout_visibility": "hidden",
         "tests": tests,
