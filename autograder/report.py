@@ -111,12 +111,8 @@ def known_mistakes(message: str, layout: Layout) -> list[str]:
     """The known-mistake sentences a feedback line ends with (the grader's, the last one on the line)."""
     at = message.rfind(KNOWN)
     tail = message[at + len(KNOWN) :] if at >= 0 else ""
-    if tail.startswith(": "):
-        parts = [tail[2:]]
-    elif tail.startswith(", one of: "):
-        parts = tail[len(", one of: ") :].split(" | ")
-    else:
-        return []
+    one, several = tail.startswith(": "), tail.startswith(", one of: ")
+    parts = [tail[2:]] if one else tail[len(", one of: ") :].split(" | ") if several else []
     return parts if all(p in layout.mistakes for p in parts) else []
 
 
@@ -187,20 +183,11 @@ def score_stats(data: ClassData) -> list[dict[str, Any]]:
             for r in data.records
         ]
         scores = [s for s, _ in pairs]
-        top = max((m for _, m in pairs), default=0.0)
-        rows.append(
-            {
-                "exercise": ex,
-                "max_score": top,
-                "scores": scores,
-                "mean": statistics.fmean(scores) if scores else 0.0,
-                "median": statistics.median(scores) if scores else 0.0,
-                "min": min(scores, default=0.0),
-                "max": max(scores, default=0.0),
-                "zero": sum(s <= 1e-9 for s in scores),
-                "full": sum(s >= m - 1e-9 and m > 0 for s, m in pairs),
-            }
-        )
+        mean, median = (statistics.fmean(scores), statistics.median(scores)) if scores else (0.0, 0.0)
+        row = {"exercise": ex, "max_score": max((m for _, m in pairs), default=0.0), "scores": scores}
+        row.update(mean=mean, median=median, min=min(scores, default=0.0), max=max(scores, default=0.0))
+        row.update(zero=sum(s <= 1e-9 for s in scores), full=sum(s >= m - 1e-9 and m > 0 for s, m in pairs))
+        rows.append(row)
     return rows
 
 
@@ -272,14 +259,6 @@ def esc(text: Any) -> str:
     return html.escape(clean_text(text), quote=True)
 
 
-def _png(figure: Any, plt: Any) -> str:
-    buffer = io.BytesIO()
-    figure.tight_layout()
-    figure.savefig(buffer, format="png", dpi=80)
-    plt.close(figure)
-    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
-
-
 def histograms(stats: list[dict[str, Any]]) -> str:
     """One histogram per exercise and one of the totals, as a PNG data URI."""
     from hetero.plotting import pyplot
@@ -288,33 +267,31 @@ def histograms(stats: list[dict[str, Any]]) -> str:
     cols = min(4, len(stats))
     rows = math.ceil(len(stats) / cols)
     figure, axes = plt.subplots(rows, cols, figsize=(3.2 * cols, 2.3 * rows), squeeze=False)
-    for ax, row in zip(axes.flat, [stats[-1], *stats[:-1]]):
+    for ax, row in zip(axes.flat, [stats[-1], *stats[:-1]], strict=False):
         top = row["max_score"] or 1.0
         ax.hist(row["scores"], bins=10, range=(0, top), color="#3b6ea5", edgecolor="white")
         ax.axvline(row["mean"], color="#c0392b", linewidth=1.2, label="mean")
         ax.set_title(f"{row['exercise']} (out of {num(top)})", fontsize=10)
-        ax.set_xlabel("score", fontsize=8)
-        ax.set_ylabel("students", fontsize=8)
+        ax.set(xlabel="score", ylabel="students")
         ax.tick_params(labelsize=7)
         ax.yaxis.get_major_locator().set_params(integer=True)
     for ax in list(axes.flat)[len(stats) :]:
         ax.set_visible(False)
-    return _png(figure, plt)
+    buffer = io.BytesIO()
+    figure.tight_layout()
+    figure.savefig(buffer, format="png", dpi=96)
+    plt.close(figure)
+    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
-CSS = """
-body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1200px; color: #222; padding: 0 1em; }
-h1 { font-size: 1.6em; } h2 { border-bottom: 2px solid #3b6ea5; padding-bottom: .2em; margin-top: 2em; }
-table { border-collapse: collapse; margin: .6em 0 1.2em; font-size: .92em; }
+CSS = """body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1200px; color: #222; padding: 0 1em; }
+h2 { border-bottom: 2px solid #3b6ea5; padding-bottom: .2em; margin-top: 2em; } img { max-width: 100%; }
+table { border-collapse: collapse; margin: .6em 0 1.2em; font-size: .92em; } th { background: #eef2f7; }
 th, td { border: 1px solid #ccc; padding: .25em .6em; text-align: left; vertical-align: top; }
-th { background: #eef2f7; } td.n { text-align: right; font-variant-numeric: tabular-nums; }
-.bar { display: inline-block; height: .8em; background: #3b6ea5; vertical-align: middle; }
-.barbox { display: inline-block; width: 100px; background: #e4e4e4; margin-right: .4em; }
-.low { color: #b03a2e; font-weight: 600; } .note { color: #555; font-size: .9em; }
-.hint { background: #fff8e1; border-left: 4px solid #f0b429; padding: .5em 1em; }
-details { margin: .3em 0 1em; } summary { cursor: pointer; color: #3b6ea5; }
-img { max-width: 100%; }
-"""
+td.n { text-align: right; font-variant-numeric: tabular-nums; } .low { color: #b03a2e; font-weight: 600; }
+.bar { display: inline-block; height: .8em; background: #3b6ea5; vertical-align: middle; } .note { color: #555; }
+.barbox { display: inline-block; width: 100px; background: #e4e4e4; margin-right: .4em; text-align: left; }
+.hint { background: #fff8e1; border-left: 4px solid #f0b429; padding: .5em 1em; } summary { color: #3b6ea5; }"""
 
 
 def _rate(passed: int, total: int) -> str:
@@ -326,20 +303,140 @@ def _rate(passed: int, total: int) -> str:
     )
 
 
+def _by_test(units: list[Unit]) -> dict[tuple[str, str, str], list[str]]:
+    """Cases grouped by their test, each named without its `exNN.function.` prefix."""
+    found: dict[tuple[str, str, str], list[str]] = {}
+    for ex, label, side, case in units:
+        prefix = f"{ex}.{label}."
+        found.setdefault((ex, label, side), []).append(case[len(prefix) :] if case.startswith(prefix) else case)
+    return found
+
+
 def _who(data: ClassData, student: str) -> str:
     name = data.names.get(student, "")
     return esc(student) + (f' <span class="note">({esc(name)})</span>' if name and name != student else "")
 
 
-def render(data: ClassData, out_dir: Path, share: float = RARE_SHARE, root: Path = ROOT) -> str:
-    known = layouts(root)
-    n = len(data.records)
+def _scores(data: ClassData, n: int) -> list[str]:
     stats = score_stats(data)
+    p = ['<h2 id="scores">1. Scores per exercise</h2>']
+    if n:
+        p.append(f'<img id="histograms" alt="histograms of the scores" src="{histograms(stats)}">')
+        p.append('<p class="note">Students per score band; the red line is the mean.</p>')
+    p.append(
+        '<table id="score-table"><tr><th>exercise</th><th>out of</th><th>mean</th><th>median</th><th>min</th>'
+        "<th>max</th><th>at 0</th><th>full marks</th></tr>"
+    )
+    for row in stats:
+        names = ("max_score", "mean", "median", "min", "max")
+        attrs = " ".join(f'data-{k.replace("_", "-")}="{num(row[k])}"' for k in names)
+        cells = "".join(f'<td class="n">{num(row[k])}</td>' for k in [*names, "zero", "full"])
+        p.append(
+            f'<tr class="score-row" data-exercise="{row["exercise"]}" {attrs} data-zero="{row["zero"]}" '
+            f'data-full="{row["full"]}"><td>{row["exercise"]}</td>{cells}</tr>'
+        )
+    return [*p, "</table>"]
+
+
+def _rates(data: ClassData) -> list[str]:
+    tests, cases = pass_rates(data)
+    p = [
+        '<h2 id="cases">2. Pass rates per function and case</h2><p class="note">Share of the students whose '
+        "latest grading has the test or case. Cases are named by id and function only (inputs and expected "
+        "values stay in autograder/expected); a hidden case is identified by its position in the feedback.</p>"
+    ]
+    for ex in data.exercises:
+        funcs = [k for k in tests if k[0] == ex]
+        units = [u for u in cases if u[0] == ex]
+        if not funcs:
+            continue
+        p.append(
+            f'<h3>{ex} {esc(BY_ID[ex].title)}</h3><table class="function-table" data-exercise="{ex}">'
+            "<tr><th>function</th><th>test</th><th>students with all its points</th></tr>"
+        )
+        p += [
+            f'<tr class="function-rate" data-exercise="{ex}" data-function="{esc(label)}" data-side="{side}" '
+            f'data-passed="{tests[(ex, label, side)][0]}" data-total="{tests[(ex, label, side)][1]}">'
+            f"<td>{esc(label)}</td><td>{side} cases</td>{_rate(*tests[(ex, label, side)])}</tr>"
+            for ex, label, side in funcs
+        ]
+        p.append(
+            f"</table><details><summary>{ex}: pass rate per case ({len(units)} cases)</summary>"
+            '<table class="case-table"><tr><th>case</th><th>function</th><th>test</th><th>pass rate</th></tr>'
+        )
+        p += [
+            f'<tr class="case-rate" data-case="{esc(u[3])}" data-function="{esc(u[1])}" data-side="{u[2]}" '
+            f'data-passed="{cases[u][0]}" data-total="{cases[u][1]}"><td>{esc(u[3])}</td><td>{esc(u[1])}</td>'
+            f"<td>{u[2]} cases</td>{_rate(*cases[u])}</tr>"
+            for u in units
+        ]
+        p.append("</table></details>")
+    return p
+
+
+def _mistakes(data: ClassData, n: int, known: dict[str, Layout]) -> list[str]:
+    ranked = mistake_ranking(data, known)
+    p = [
+        '<h2 id="mistakes">3. Known mistakes, by how many students made them</h2><p class="note">A student '
+        'counts once per mistake when a failed test\'s feedback names it.</p><ol id="mistake-list">'
+    ]
+    for ex, name, desc, count in ranked:
+        pct = round(100 * count / n) if n else 0
+        p.append(
+            f'<li class="mistake" data-exercise="{ex}" data-fixture="{esc(name)}" data-students="{count}" '
+            f'data-percent="{pct}"><b>{ex}</b>: {esc(desc)} — <b>{pct}% of the class</b> ({count} of {n}) '
+            f'<span class="note">{esc(name)}</span></li>'
+        )
+    return [*p, "</ol>" + ("" if ranked else '<p class="note">No failed test names a known mistake.</p>')]
+
+
+def _changes(data: ClassData) -> list[str]:
+    changed = changes(data)
+    p = [
+        '<h2 id="changes">4. Submissions that changed between versions</h2><table id="change-table">'
+        "<tr><th>student</th><th>versions</th><th>what changed</th><th>score, oldest → latest</th></tr>"
+    ]
+    p += [
+        f'<tr class="change" data-student="{esc(student)}" data-versions="{len(versions)}" '
+        f'data-old="{num(versions[-2].score)}" data-new="{num(versions[-1].score)}"><td>{_who(data, student)}</td>'
+        f'<td class="n">{len(versions)}</td><td>{what}</td><td>{" → ".join(num(v.score) for v in versions)}</td></tr>'
+        for student, versions, what in changed
+    ]
+    return [*p, "</table>" + ("" if changed else '<p class="note">No student has two differing versions.</p>')]
+
+
+def _rare(data: ClassData, n: int, share: float) -> list[str]:
+    limit, groups = rare_groups(data, share)
+    p = [
+        f'<h2 id="rare">5. Identical rare failures</h2><p class="hint">A hint for the instructor, not a verdict: '
+        f"these students fail exactly the same rare cases (each failed by at most {limit} of the {n} students; "
+        "failures without a result are left out). Shared mistakes happen; look at the code before concluding "
+        "anything.</p>"
+    ]
+    for students, units, same in groups:
+        tests = "".join(
+            f"<li>{ex} {esc(label)} ({side}, {len(ids)}): {esc(', '.join(ids))}</li>"
+            for (ex, label, side), ids in _by_test(units).items()
+        )
+        p.append(
+            f'<div class="rare-group" data-students="{esc(" ".join(students))}" data-cases="{len(units)}" '
+            f'data-same-feedback="{str(same).lower()}"><p><b>{len(students)} students</b>: '
+            f"{', '.join(_who(data, s) for s in students)}; {len(units)} rare failed case(s), "
+            f"{'identical feedback on each' if same else 'feedback differs'}:</p><ul>{tests}</ul></div>"
+        )
+    if not groups:
+        p.append('<p class="note" id="no-rare-groups">No two students share the same rare failures.</p>')
+    return p
+
+
+def render(data: ClassData, out_dir: Path, share: float = RARE_SHARE, root: Path = ROOT) -> str:
+    """The whole page (see the module docstring)."""
+    n = len(data.records)
     failed = [r.student for r in data.records if r.status != "graded"]
-    p: list[str] = [
+    p = [
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">',
         f"<title>A2 class report: {esc(out_dir.name)}</title><style>{CSS}</style></head><body>",
-        f"<h1>A2 class report</h1><p class=\"note\">Gradebook {esc(out_dir / GRADEBOOK_NAME)}, "
+        f'<h1>A2 class report</h1><p class="note">Gradebook {esc(out_dir / GRADEBOOK_NAME)}, '
         f'{time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}: <span id="class-size" data-students="{n}">'
         f"{n} students</span>, each at their latest grading; exercises {esc(', '.join(data.exercises))}.</p>",
     ]
@@ -348,106 +445,8 @@ def render(data: ClassData, out_dir: Path, share: float = RARE_SHARE, root: Path
             f'<p class="low" id="grader-failed" data-count="{len(failed)}">The grader failed on {len(failed)} '
             f"latest submission(s), counted with 0 points: {', '.join(_who(data, s) for s in failed)}.</p>"
         )
-    p.append('<h2 id="scores">1. Scores per exercise</h2>')
-    if n:
-        p.append(f'<img id="histograms" alt="histogram of the scores per exercise" src="{histograms(stats)}">')
-    p.append(
-        '<table id="score-table"><tr><th>exercise</th><th>out of</th><th>mean</th><th>median</th><th>min</th>'
-        "<th>max</th><th>at 0</th><th>full marks</th></tr>"
-    )
-    for row in stats:
-        keys = ("max_score", "mean", "median", "min", "max")
-        attrs = " ".join(f'data-{k.replace("_", "-")}="{num(row[k])}"' for k in keys)
-        cells = "".join(f'<td class="n">{num(row[k])}</td>' for k in keys)
-        p.append(
-            f'<tr class="score-row" data-exercise="{row["exercise"]}" {attrs} data-zero="{row["zero"]}" '
-            f'data-full="{row["full"]}"><td>{row["exercise"]}</td>{cells}<td class="n">{row["zero"]}</td>'
-            f'<td class="n">{row["full"]}</td></tr>'
-        )
-    p.append("</table>")
-
-    tests, cases = pass_rates(data)
-    p.append(
-        '<h2 id="cases">2. Pass rates per function and case</h2><p class="note">Share of the students whose '
-        "latest grading has the test or case. Cases are named by id and function only (inputs and expected "
-        "values stay in autograder/expected); a hidden case is identified by its position in the feedback.</p>"
-    )
-    for ex in data.exercises:
-        keys = [k for k in tests if k[0] == ex]
-        if not keys:
-            continue
-        p.append(
-            f'<h3>{ex} {esc(BY_ID[ex].title)}</h3><table class="function-table" data-exercise="{ex}">'
-            "<tr><th>function</th><th>cases</th><th>students with all its points</th></tr>"
-        )
-        for key in keys:
-            ok, total = tests[key]
-            p.append(
-                f'<tr class="function-rate" data-exercise="{ex}" data-function="{esc(key[1])}" data-side="{key[2]}" '
-                f'data-passed="{ok}" data-total="{total}"><td>{esc(key[1])}</td><td>{key[2]}</td>{_rate(ok, total)}</tr>'
-            )
-        units = [u for u in cases if u[0] == ex]
-        p.append(
-            f"</table><details><summary>{ex}: pass rate per case ({len(units)} cases)</summary>"
-            '<table class="case-table"><tr><th>case</th><th>function</th><th>cases</th><th>pass rate</th></tr>'
-        )
-        for unit in units:
-            ok, total = cases[unit]
-            p.append(
-                f'<tr class="case-rate" data-case="{esc(unit[3])}" data-function="{esc(unit[1])}" '
-                f'data-side="{unit[2]}" data-passed="{ok}" data-total="{total}"><td>{esc(unit[3])}</td>'
-                f"<td>{esc(unit[1])}</td><td>{unit[2]}</td>{_rate(ok, total)}</tr>"
-            )
-        p.append("</table></details>")
-
-    ranked = mistake_ranking(data, known)
-    p.append(
-        '<h2 id="mistakes">3. Known mistakes, by how many students made them</h2><p class="note">A student '
-        "counts once per mistake when a failed test's feedback names it.</p><ol id=\"mistake-list\">"
-    )
-    for ex, name, desc, count in ranked:
-        pct = round(100 * count / n) if n else 0
-        p.append(
-            f'<li class="mistake" data-exercise="{ex}" data-fixture="{esc(name)}" data-students="{count}" '
-            f'data-percent="{pct}"><b>{ex}</b>: {esc(desc)} — <b>{pct}% of the class</b> ({count} of {n}) '
-            f'<span class="note">{esc(name)}</span></li>'
-        )
-    p.append("</ol>" + ("" if ranked else '<p class="note">No failed test names a known mistake.</p>'))
-
-    changed = changes(data)
-    p.append(
-        '<h2 id="changes">4. Submissions that changed between versions</h2><table id="change-table">'
-        "<tr><th>student</th><th>versions</th><th>what changed</th><th>score, oldest → latest</th></tr>"
-    )
-    for student, versions, what in changed:
-        trail = " → ".join(num(v.score) for v in versions)
-        p.append(
-            f'<tr class="change" data-student="{esc(student)}" data-versions="{len(versions)}" '
-            f'data-old="{num(versions[-2].score)}" data-new="{num(versions[-1].score)}"><td>{_who(data, student)}</td>'
-            f'<td class="n">{len(versions)}</td><td>{what}</td><td>{trail}</td></tr>'
-        )
-    p.append("</table>" + ("" if changed else '<p class="note">No student has two differing versions.</p>'))
-
-    limit, groups = rare_groups(data, share)
-    p.append(
-        f'<h2 id="rare">5. Identical rare failures</h2><p class="hint">A hint for the instructor, not a verdict: '
-        f"these students fail exactly the same rare cases (each failed by at most {limit} of the {n} students; "
-        "failures without a result are left out). Shared mistakes happen; look at the code before concluding "
-        "anything.</p>"
-    )
-    for students, units, same in groups:
-        p.append(
-            f'<div class="rare-group" data-students="{esc(" ".join(students))}" data-cases="{len(units)}" '
-            f'data-same-feedback="{str(same).lower()}"><p><b>{len(students)} students</b>: '
-            f"{', '.join(_who(data, s) for s in students)}; {len(units)} rare failed case(s), "
-            f"{'identical feedback on each' if same else 'feedback differs'}:</p><ul>"
-            + "".join(f"<li>{u[0]} {esc(u[1])} ({u[2]}): {esc(u[3])}</li>" for u in units)
-            + "</ul></div>"
-        )
-    if not groups:
-        p.append('<p class="note" id="no-rare-groups">No two students share the same rare failures.</p>')
-    p.append("</body></html>\n")
-    return "\n".join(p)
+    p += _scores(data, n) + _rates(data) + _mistakes(data, n, layouts(root)) + _changes(data) + _rare(data, n, share)
+    return "\n".join([*p, "</body></html>\n"])
 
 
 def write_report(out_dir: Path, dest: Path, share: float = RARE_SHARE, root: Path = ROOT) -> ClassData:
