@@ -14,6 +14,10 @@ COMMANDS = {
         "grade a folder of submissions in parallel into a gradebook + CSV (--dry-run: diff)",
     ),
     "export-lms": ("autograder.lms", "export the gradebook's latest grades as a Canvas or Gradescope CSV"),
+    "report": (
+        "autograder.report",
+        "one self-contained HTML page on the class: score spread, pass rates, known mistakes, changes",
+    ),
     "build": ("autograder.build", "build the Gradescope autograder zip"),
     "lock": ("autograder.locks", "regenerate the lock files locks/*.txt with uv (--check: freshness)"),
     "pack": ("autograder.pack", "zip a student's exercise files for upload (the same tool as python -m hetero.pack)"),

@@ -129,6 +129,13 @@ PROOFS = {
                 "tests/proofs.py",
             ),
         ),
+        Proof(
+            "report_browser",
+            "the class report of a class graded for real (key, wrong fixtures, stubs, an HTML-tag name), rendered "
+            "by headless Chromium, shows the gradebook's ex04 figures, the known mistakes and hidden case ids, "
+            "escapes the name, and draws its plots (screenshot)",
+            ("autograder/report.py", "tests/test_report.py", "tests/proofs.py"),
+        ),
     )
 }
 
