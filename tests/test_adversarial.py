@@ -84,6 +84,11 @@ def test_attack_scores_what_it_deserves(attack, tmp_path, monkeypatch):
             f"the student's code could read protected files: {detail[-1500:]}"
         if sandbox.is_root():
             assert "READ-DENIED" in data["output"]
+    if attack == "other_checkout_key":
+        assert "KEY-NOT-FOUND" in detail, f"the attack should have searched the file system: {detail[-1500:]}"
+        for marker in ("KEY-FOUND", "HIDDEN-LEAK"):
+            assert marker not in detail and marker not in data["output"], \
+                f"the child saw another checkout of the repository: {detail[-1500:]}"
     if attack == "keyring":
         assert "KEYRING-OK" not in detail and "KEYRING-OK" not in data["output"], \
             f"the student's code could store or read a key in a kernel keyring: {detail[-1500:]}"

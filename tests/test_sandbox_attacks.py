@@ -12,6 +12,7 @@ where they are missing the tests check instead that the grader says so.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import resource
@@ -333,6 +334,58 @@ def test_child_reads_no_gradescope_file_no_hidden_folder_no_other_staging(tmp_pa
     finally:
         shutil.rmtree(outside, ignore_errors=True)
         shutil.rmtree(other, ignore_errors=True)
+    assert not sandbox_survivors()
+
+
+def _other_clone_parent() -> Path:
+    """Where a world-readable copy of the repository goes: outside the checkout and outside /tmp and
+    /var/tmp (which every child has of its own anyway), so only the allow-list root keeps it away."""
+    for folder in ("/srv", "/opt", "/mnt"):
+        if os.path.isdir(folder) and os.access(folder, os.W_OK) and os.stat(folder).st_mode & 0o005 == 0o005:
+            return Path(folder)
+    return Path(tempfile.gettempdir())
+
+
+def test_another_checkout_on_the_machine_gives_the_child_nothing(tmp_path, monkeypatch):
+    """The red team's attack (other_checkout_key): another clone of this repository, world-readable as
+    a default clone is, outside the checkout. The attack, graded as ex01 and ex02, walks the file system
+    for it, and would import its answer key and print its hidden cases: it must score 0, print nothing
+    of the copy, and the copy must not exist in the child's file system."""
+    from autograder.cases import hidden_cases
+
+    clone = Path(tempfile.mkdtemp(prefix="a2-other-clone-", dir=_other_clone_parent()))
+    try:
+        shutil.copytree(SOLUTIONS, clone / "solutions")
+        shutil.copytree(ROOT / "autograder" / "expected", clone / "autograder" / "expected")
+        for path in (clone, *clone.rglob("*")):
+            path.chmod(0o755 if path.is_dir() else 0o644)  # what a default clone (umask 022) looks like
+        attack = ADVERSARIAL / "other_checkout_key" / EX02.filename
+        monkeypatch.setenv("A2_TEST_OTHER_CLONE", str(clone))
+        control = subprocess.run([sys.executable, "-c", f"import runpy; runpy.run_path({str(attack)!r}, "
+                                  "run_name='ex01_cost_per_gb')"], capture_output=True, text=True, timeout=120,
+                                 cwd="/")
+        assert f"KEY-FOUND {clone}" in control.stdout and "OTHER-CLONE-VISIBLE" in control.stdout, \
+            f"outside the sandbox the attack finds the copy: {control.stdout[-2000:]}{control.stderr[-2000:]}"
+        folder = tmp_path / "submission"
+        folder.mkdir()
+        for ex in (EX01, EX02):
+            shutil.copyfile(attack, folder / ex.filename)
+            monkeypatch.setitem(grader.BY_ID, ex.id, dataclasses.replace(ex, hidden_detail_visibility="after_due_date"))
+        data = grader.grade_submission(folder, tmp_path / "results.json", exercises=["ex01", "ex02"])
+        res.validate(data)
+        assert not autograder_failures(data), data["output"]
+        text = json.dumps(data)
+        assert "KEY-NOT-FOUND" in text, f"the attack should have run and searched: {data['output'][-2000:]}"
+        for marker in ("KEY-FOUND", "HIDDEN-LEAK", "OTHER-CLONE-VISIBLE", str(clone)):
+            assert marker not in text, f"the child saw the other checkout ({marker}): " \
+                                       f"{text[max(0, text.find(marker) - 300):text.find(marker) + 300]}"
+        assert text.count("OTHER-CLONE-ABSENT") >= 2, "the copy must not exist in the child's file system"
+        leaked = [c.id for ex in ("ex01", "ex02") for c in hidden_cases(ex) if c.id in text]
+        assert not leaked, f"hidden case ids reached the results: {leaked[:5]}"
+        for ex in (EX01, EX02):
+            assert exercise_score(data, ex.id)[0] == 0, (ex.id, data["output"][-2000:])
+    finally:
+        shutil.rmtree(clone, ignore_errors=True)
     assert not sandbox_survivors()
 
 
