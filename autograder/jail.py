@@ -12,13 +12,13 @@ Two ways, as `sandbox.isolation_mode` found here:
   own copies of its exercise file, child.py and this file under /sandbox/code), with a fresh /proc
   and a minimal /dev; it dies with the grader (--die-with-parent). This file then runs as PID 1 of
   the new PID namespace (--as-pid-1), the namespace's init, with the capabilities bwrap leaves root
-  inside: it mounts the size-capped tmpfs the setup lists (/tmp, /var/tmp, /dev/shm and the work
-  folder /sandbox/work, owned by the child's uid: bubblewrap 0.6, Ubuntu 22.04's, has no --size, so
-  the sizes are set here, the same way on every version), takes the loopback device down, starts the
-  harness, writes the line `SETUP {json}` on the result fd once the harness's exec succeeded, and reaps
+  inside: it caps the size of the tmpfs bwrap made (/tmp, /var/tmp, /dev/shm and the work folder
+  /sandbox/work) by remounting them (bubblewrap 0.6, Ubuntu 22.04's, has no --size, so the sizes are
+  set here, the same way on every version), hands the work folder to the child's uid, takes the
+  loopback device down, starts the harness, writes the line `SETUP {json}` on the result fd once the harness's exec succeeded, and reaps
   every orphan until the harness exits. It then writes the harness's raw wait status (4 bytes) on the
   status fd and exits; the kernel kills every process left in the namespace (double forks, `setsid`,
-  relays that re-fork every few milliseconds). Without root, bwrap makes those tmpfs itself (--size
+  relays that re-fork every few milliseconds). Without root, bwrap sizes those tmpfs itself (--size,
   from bubblewrap 0.8 on) and this init needs no capability.
 - "none" (no bubblewrap, or it fails here): the grader runs `python -I -S -B jail.py SETUP` on the
   host: this launcher starts the harness itself, writes SETUP and the status the same way; the grader
@@ -33,7 +33,7 @@ how the filter went (a note for the SETUP line: "keyrings: not isolated (...)" w
 for this architecture or the kernel refused it; grading goes on).
 
 `jail.py --probe SETUP` (run inside bwrap by `sandbox.isolation_mode`, once per grader process) does
-what init does before the harness (the mounts, the loopback) and prints "ok".
+what init does before the harness (the size caps, the work folder, the loopback) and prints "ok".
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ import resource
 import signal
 import sys
 
-MS_NOSUID, MS_NODEV = 2, 4
+MS_NOSUID, MS_NODEV, MS_REMOUNT = 2, 4, 32
 PR_SET_PDEATHSIG = 1
 PR_SET_NO_NEW_PRIVS = 38
 PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
@@ -167,9 +167,9 @@ def probe_keyring_filter() -> str:
     return note
 
 
-def mount_tmpfs(path: str, data: str) -> None:
-    """A tmpfs on `path` (nosuid, nodev) with the options `data` (size, inodes, mode, owner)."""
-    mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, data)
+def resize_tmpfs(path: str, data: str) -> None:
+    """Remount the tmpfs on `path` (nosuid, nodev, as bwrap made it) with the options `data` (size, inodes)."""
+    mount("none", path, None, MS_REMOUNT | MS_NOSUID | MS_NODEV, data)
 
 
 def loopback_down() -> None:
@@ -185,14 +185,16 @@ def loopback_down() -> None:
 
 
 def prepare(setup: dict) -> list[str]:
-    """Inside the new namespaces, before the harness: the tmpfs of `setup["mounts"]` ({"path", "data"}),
-    the folders of `setup["folders"]` ({"path", "uid", "gid"}, mode 0700) and, if `setup["loopback_down"]`,
-    the loopback device down. Returns notes (what could not be done and is not fatal)."""
-    for item in setup.get("mounts", []):
-        mount_tmpfs(item["path"], item["data"])
-    for item in setup.get("folders", []):
-        os.mkdir(item["path"], 0o700)
+    """Inside the new namespaces, before the harness: the size caps of `setup["resize"]` ({"path",
+    "data"}: tmpfs bwrap made), the folders of `setup["owned"]` ({"path", "uid", "gid"}) made if need be
+    and handed to that owner, mode 0700, and, if `setup["loopback_down"]`, the loopback device down.
+    Returns notes (what could not be done and is not fatal)."""
+    for item in setup.get("resize", []):
+        resize_tmpfs(item["path"], item["data"])
+    for item in setup.get("owned", []):
+        os.makedirs(item["path"], 0o700, exist_ok=True)
         os.chown(item["path"], item["uid"], item["gid"])
+        os.chmod(item["path"], 0o700)
     notes = []
     if setup.get("loopback_down"):
         try:

@@ -115,6 +115,9 @@ from hetero.checks import Outcome
 CHILD_SOURCE = Path(__file__).with_name("child.py")
 JAIL_SOURCE = Path(__file__).with_name("jail.py")
 PACKAGE_ROOT = Path(__file__).resolve().parents[1]
+# The grader's own package (hidden cases in tests/, expected values in expected/). After a non-editable
+# `pip install .` it lies inside the venv, which the child's root binds: then an empty tmpfs covers it.
+AUTOGRADER_DIR = Path(__file__).resolve().parent
 # One uid per child (two or more per exercise). Below 65000: Debian reserves 65000-65533, and 65534 is
 # `nobody`, whose processes kill_uid would end; a uid with an account on this machine is skipped too.
 SANDBOX_UIDS = range(63000, 65000)
@@ -473,41 +476,46 @@ def _folders_to(dest: str) -> list[str]:
 
 def bwrap_args(mode: dict, code: Path) -> list[str]:
     """bubblewrap's arguments for one child (before `--` and the command): namespaces, the allow-list
-    root read-only, `code` (the host folder with the child's copies) at SANDBOX_CODE, /proc, /dev, and
-    the mount points of the private tmpfs (made by jail.py as root; by bwrap, sized from 0.8 on, without)."""
+    root read-only (with the grader's own package covered where the venv holds it), /proc, /dev, the
+    private tmpfs (size-capped by bwrap's --size without root, from 0.8 on; by jail.py's remount as
+    root), and `code` (the host folder with the child's copies) at SANDBOX_CODE. The tmpfs come before
+    the binds: a venv or a checkout under /tmp stays reachable."""
     args = ["--die-with-parent", "--new-session", "--as-pid-1"]
     if mode["user"]:
         args += ["--unshare-all", "--cap-drop", "ALL"]  # a user namespace (the grader is not root); no capability in it
-    else:  # as root: no user namespace, so jail.py keeps the capabilities to mount and to change uid
+    else:  # as root: no user namespace, so jail.py keeps the capabilities to resize the tmpfs and to change uid
         args += ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try"]
-    args += _system_args()
+    args += _system_args() + ["--proc", "/proc", "--dev", "/dev"]
+    size = ["--size", str(TMPFS_BYTES)] if mode["user"] and mode["sized"] else []
+    for folder in PRIVATE_FOLDERS:
+        args += ["--perms", "1777", *size, "--tmpfs", folder]
+    args += [*_folders_to(SANDBOX_WORK), "--perms", "0700", *size, "--tmpfs", SANDBOX_WORK]
+    args += ["--perms", "0700", "--dir", SANDBOX_WORK + "/tmp"]
     binds = allow_list()
     for source, dest in binds:
         args += [*_folders_to(dest), "--ro-bind", source, dest]
-    args += [*_folders_to(SANDBOX_CODE), "--ro-bind", str(code), SANDBOX_CODE, "--proc", "/proc", "--dev", "/dev"]
-    if mode["user"]:
-        size = ["--size", str(TMPFS_BYTES)] if mode["sized"] else []
-        for folder in PRIVATE_FOLDERS:
-            args += ["--perms", "1777", *size, "--tmpfs", folder]
-        args += ["--perms", "0700", *size, "--tmpfs", SANDBOX_WORK, "--perms", "0700", "--dir", SANDBOX_WORK + "/tmp"]
-    else:
-        for folder in (*PRIVATE_FOLDERS, SANDBOX_WORK):
-            args += ["--dir", folder]
+    for source, dest in binds:  # the grader's package installed in the venv: not for the child
+        if _inside(str(AUTOGRADER_DIR), source):
+            covered = dest + str(AUTOGRADER_DIR)[len(source) :]
+            args += ["--tmpfs", covered, "--remount-ro", covered]
+    args += [*_folders_to(SANDBOX_CODE), "--ro-bind", str(code), SANDBOX_CODE]
     return args + ["--remount-ro", "/", "--chdir", "/"]
 
 
 def _namespace_setup(mode: dict, owner: tuple[int, int]) -> dict:
-    """What jail.py does inside the namespaces before the harness (`jail.prepare`): as root, the
-    size-capped tmpfs (the work folder owned by `owner`) and the loopback device down; nothing without
-    root (bwrap made the tmpfs, and the loopback stays up in a network namespace of its own)."""
+    """What jail.py does inside the namespaces before the harness (`jail.prepare`): as root, the size
+    caps of the private tmpfs (a remount), the work folder handed to `owner`, and the loopback device
+    down; nothing without root (bwrap sized the tmpfs where it can, and the loopback stays up in a
+    network namespace of its own)."""
     if mode["user"]:
-        return {"mounts": [], "folders": [], "loopback_down": False}
-    limits = f"size={TMPFS_BYTES},nr_inodes={TMPFS_INODES}"
+        return {"resize": [], "owned": [], "loopback_down": False}
     uid, gid = owner
     return {
-        "mounts": [{"path": p, "data": f"mode=1777,{limits}"} for p in PRIVATE_FOLDERS]
-        + [{"path": SANDBOX_WORK, "data": f"mode=0700,uid={uid},gid={gid},{limits}"}],
-        "folders": [{"path": SANDBOX_WORK + "/tmp", "uid": uid, "gid": gid}],
+        "resize": [
+            {"path": p, "data": f"size={TMPFS_BYTES},nr_inodes={TMPFS_INODES}"}
+            for p in (*PRIVATE_FOLDERS, SANDBOX_WORK)
+        ],
+        "owned": [{"path": p, "uid": uid, "gid": gid} for p in (SANDBOX_WORK, SANDBOX_WORK + "/tmp")],
         "loopback_down": True,
     }
 

@@ -505,6 +505,32 @@ def test_child_root_holds_only_the_allow_list(tmp_path, monkeypatch):
 
 
 @needs_namespaces
+def test_venv_under_tmp_stays_reachable_and_the_installed_grader_is_covered(tmp_path, monkeypatch):
+    """A venv under /tmp (a Gradescope-shaped root in a test, say) is bound on top of the child's private
+    /tmp; after a non-editable `pip install .` the grader's package (hidden cases, expected values) lies
+    inside that venv: the child finds that folder empty."""
+    venv = tmp_path / "venv"
+    package = venv / "lib" / "site-packages" / "autograder"
+    (package / "expected").mkdir(parents=True)
+    (package / "expected" / "ex01.json").write_text('{"SECRET-EXPECTED": 1}')
+    (venv / "lib" / "site-packages" / "other.py").write_text("VISIBLE = 1\n")
+    for path in (venv, *venv.rglob("*")):
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    real = sandbox.allow_list()
+    monkeypatch.setattr(sandbox, "allow_list", lambda: [*real, (str(venv), str(venv))])
+    monkeypatch.setattr(sandbox, "AUTOGRADER_DIR", package)
+    probe = tmp_path / EX01.filename
+    probe.write_text("import os\n"
+                     f"site = {str(venv / 'lib' / 'site-packages')!r}\n"
+                     "print('SITE', sorted(os.listdir(site)))\n"
+                     "print('PACKAGE', sorted(os.listdir(os.path.join(site, 'autograder'))))\n"
+                     "print('OTHER', open(os.path.join(site, 'other.py')).read().strip())\n")
+    out = sandbox.run_exercise(probe, EX01.module, [], 0, sandbox.Limits(20, 20, 1024)).output_all
+    assert "SITE ['autograder', 'other.py']" in out and "OTHER VISIBLE = 1" in out, out
+    assert "PACKAGE []" in out and "SECRET" not in out, f"the installed grader's package must be empty: {out}"
+
+
+@needs_namespaces
 def test_answer_key_scores_full_marks_in_the_allow_list_root(tmp_path):
     """The CLI grades the answer key of ex01 and ex05 (ex05 imports numpy) inside bubblewrap: full marks,
     and the staff-only entry says how the files were isolated."""
