@@ -51,9 +51,11 @@ Limits and isolation of the child
   are tmpfs of its own, TMPFS_BYTES each: whatever it writes, at any depth, never reaches the disk.
   Nothing else of the host exists for it: not the repository (hidden cases, expected values, answer key,
   .git), not another checkout or clone on the machine, not /home, /root, /work, /autograder
-  (submission_metadata.json, results/), not grade-all's outputs or other students' files. As root,
-  jail.py mounts those tmpfs itself (bubblewrap before 0.8, Ubuntu 22.04's 0.6, has no --size); without
-  root, bwrap makes them, size-capped from bubblewrap 0.8 on (before, the note says they are not).
+  (submission_metadata.json, results/), not grade-all's outputs or other students' files; where the
+  venv holds the grader's own package (a non-editable install), an empty tmpfs covers that folder.
+  bwrap makes the tmpfs before the binds (a venv under /tmp stays reachable); as root jail.py caps
+  their size by a remount (bubblewrap before 0.8, Ubuntu 22.04's 0.6, has no --size); without root
+  bwrap's --size does, from 0.8 on (before, the note says they are not capped).
   Mode "none" (no bubblewrap): no namespace at all; the work folder is on disk and `remove_tree` deletes
   it at any depth, and only the sandbox uid and the file modes keep the child from the host's files
   (`run_autograder` sets them in Gradescope's copy). Nothing of the instructor's checkout is changed.
@@ -1037,7 +1039,7 @@ class _Child:
     ) -> int | None:
         """Exchange specs and records until the child is done, dies, or a limit is hit.
 
-        `hello` (the key and the file) is sent once the launcher's SETUP line has arrived: the harness
+        `hello` (the key and the file) is sent once jail.py's SETUP line has arrived: the harness
         waits for it, so no student code runs before that line, and none can forge it."""
         report, limits = self.report, self.limits
         assert proc.stdin is not None
@@ -1203,7 +1205,7 @@ class _Child:
 
 
 def _setup_notes(line: bytes | bytearray) -> list[str]:
-    """The launcher's first line on the result channel, SETUP {"ok": true, "notes": [...]}: its notes."""
+    """jail.py's first line on the result channel, SETUP {"ok": true, "notes": [...]}: its notes."""
     try:
         data = json.loads(line[len(b"SETUP ") :]) if line.startswith(b"SETUP ") else {}
         if data.get("ok") is True:
