@@ -7,11 +7,12 @@ Run: `python benchmarks/bench_grader.py` (as root this includes the uid change a
 `--child-starts N` measures instead the cost of one sandboxed child: N runs of a one-line file with no
 case (sandbox start, interpreter start, import, exit, uid sweep), median and range.
 
-Measured on the shared 2-core machine (loads 3-4.5, so single runs vary by seconds), as root:
-- `/usr/bin/time -f %e python -m autograder grade solutions --out /tmp/r.json` (score 100), interleaved
-  runs: the block-list view (fa84682) 16.13, 14.70, 11.28, 13.48 s; bubblewrap's allow-list root 11.07,
-  12.66, 12.80, 8.16 s.
-- `--child-starts 15`: see docs/DESIGN.md "The sandbox".
+Measured on the shared 2-core machine as root, other test runs going (loads 3.5-5.4), runs interleaved
+with the block-list sandbox (fa84682, an export graded with the same venv), score 100 each:
+- `/usr/bin/time -f %e python -m autograder grade solutions --out /tmp/r.json`: before 14.49, 14.19,
+  14.78, 15.20 s; bubblewrap's allow-list root 14.03, 13.62, 13.60, 16.64 s. CPU (user + sys, loads
+  5.5-6.4): before 7.62, 7.67, 7.66 s; after 7.49, 7.21, 7.46 s.
+- `--child-starts 15` (median of 15): before 0.428, 0.524, 0.522 s; after 0.392, 0.420, 0.439 s.
 """
 
 from __future__ import annotations
