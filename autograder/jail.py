@@ -15,11 +15,12 @@ Two ways, as `sandbox.isolation_mode` found here:
   inside: it caps the size of the tmpfs bwrap made (/tmp, /var/tmp, /dev/shm and the work folder
   /sandbox/work) by remounting them (bubblewrap 0.6, Ubuntu 22.04's, has no --size, so the sizes are
   set here, the same way on every version), hands the work folder to the child's uid, takes the
-  loopback device down, starts the harness, writes the line `SETUP {json}` on the result fd once the harness's exec succeeded, and reaps
-  every orphan until the harness exits. It then writes the harness's raw wait status (4 bytes) on the
-  status fd and exits; the kernel kills every process left in the namespace (double forks, `setsid`,
-  relays that re-fork every few milliseconds). Without root, bwrap sizes those tmpfs itself (--size,
-  from bubblewrap 0.8 on) and this init needs no capability.
+  loopback device down, starts the harness, writes the line `SETUP {json}` on the result fd once the
+  harness's exec succeeded, and reaps every orphan until the harness exits. It then writes the
+  harness's raw wait status (4 bytes) on the status fd and exits; the kernel kills every process left
+  in the namespace (double forks, `setsid`, relays that re-fork every few milliseconds). Without
+  root, bwrap sizes those tmpfs itself (--size, from bubblewrap 0.8 on) and this init needs no
+  capability (bwrap drops them all: --cap-drop ALL).
 - "none" (no bubblewrap, or it fails here): the grader runs `python -I -S -B jail.py SETUP` on the
   host: this launcher starts the harness itself, writes SETUP and the status the same way; the grader
   ends leftovers by uid (`sandbox.kill_uid`) and says what is not isolated.
