@@ -547,6 +547,24 @@ def test_answer_key_scores_full_marks_in_the_allow_list_root(tmp_path):
     assert "files: allow-list root (bubblewrap)" in environment, environment
 
 
+def test_bubblewrap_before_0_8_needs_no_size_option_as_root_and_says_so_without(tmp_path):
+    """Ubuntu 22.04 (Gradescope) ships bubblewrap 0.6, without --size: as root the arguments never use it
+    (jail.py remounts the tmpfs with their caps); without root they leave it out and the note says the
+    temporary folders are not size-capped. From 0.8 on, without root, bwrap caps them itself."""
+    base = {"mode": "bwrap", "failures": [], "bwrap": "/usr/bin/bwrap", "version": (0, 6, 1)}
+    as_root = sandbox.bwrap_args({**base, "user": False, "sized": True}, tmp_path)
+    assert "--size" not in as_root and "--unshare-user" not in as_root and "--unshare-all" not in as_root
+    setup = sandbox._namespace_setup({**base, "user": False, "sized": True}, (63001, 63001))
+    assert sorted(r["path"] for r in setup["resize"]) == sorted((*sandbox.PRIVATE_FOLDERS, sandbox.SANDBOX_WORK))
+    assert all(f"size={sandbox.TMPFS_BYTES}" in r["data"] for r in setup["resize"]), setup
+    old_user = {**base, "user": True, "sized": False}
+    assert "--size" not in sandbox.bwrap_args(old_user, tmp_path)
+    assert "temporary folders: not size-capped (bubblewrap 0.6.1 has no --size and the grader is not root)" in \
+        sandbox._isolation_notes(old_user, None)
+    new_user = sandbox.bwrap_args({**base, "version": (0, 8, 0), "user": True, "sized": True}, tmp_path)
+    assert new_user.count("--size") == len(sandbox.PRIVATE_FOLDERS) + 1 and "--cap-drop" in new_user
+
+
 @pytest.mark.parametrize("bwrap", ["missing", "broken"])
 def test_without_working_bubblewrap_the_mode_is_none_and_said(bwrap, tmp_path, monkeypatch, caplog):
     """No `bwrap` on PATH, or one that fails as it does in a container without user namespaces: mode
