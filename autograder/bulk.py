@@ -576,15 +576,6 @@ def end_process_tree(root_pid: int) -> int:
     return len(stopped - {root_pid})
 
 
-def _hideable(folder: Path) -> bool:
-    """Whether the sandbox may show `folder` empty: not "/", and holding nothing the child needs to run."""
-    import hetero
-
-    real = os.path.realpath(folder)
-    needed = [sys.prefix, sys.base_prefix, os.path.realpath(sys.executable), os.path.dirname(hetero.__file__)]
-    return real != os.sep and not any(os.path.realpath(n).startswith(real + os.sep) for n in needed)
-
-
 def _wait_unreaped(proc: subprocess.Popen, timeout_s: float) -> bool:
     """Wait up to `timeout_s` for `proc` to exit, leaving it unreaped where the system allows
     (os.waitid with WNOWAIT); True when it has exited."""
@@ -644,12 +635,8 @@ def grade_one(
     timeout_s: float,
     python: str = sys.executable,
     exercises: Sequence[str] | None = None,
-    also_hide: Sequence[Path] = (),
 ) -> Graded:
     """Run the grader CLI on one submission; never raises for anything the submission does.
-
-    `also_hide`: further folders the sandboxed children must not see (besides `student_dir`'s parent, the
-    batch's outputs, and the folder of the submissions).
 
     The grader's temporary files (its copy of the submission's files, the sandbox folders) go to a
     folder of their own (TMPDIR), removed when the grader has ended, also after it was killed. On
@@ -669,11 +656,8 @@ def grade_one(
     try:
         scratch.chmod(0o711)  # the sandbox user may pass through to its own folder, not list or write here
         # the sandboxed children see neither the batch's outputs (results, feedback, gradebook) nor the
-        # other students' submissions (autograder.sandbox hides the folders in A2_SANDBOX_HIDE)
-        hide = [os.environ.get("A2_SANDBOX_HIDE", "")] + [
-            str(p) for p in (student_dir.parent, sub.path.parent, *also_hide) if _hideable(p)
-        ]
-        env = dict(os.environ, TMPDIR=str(scratch), A2_SANDBOX_HIDE=os.pathsep.join(h for h in hide if h))
+        # other students' submissions: their root holds only what autograder.sandbox allows
+        env = dict(os.environ, TMPDIR=str(scratch))
         with log_path.open("wb") as log:
             proc = subprocess.Popen(
                 cmd,
@@ -960,7 +944,7 @@ def grade_all(
         ):
             futures: dict[Future[Graded], tuple[Submission, str]] = {}
             for sub, digest in todo:
-                job = pool.submit(grade_one, sub, out / sub.out_folder, timeout_s, python, exercises, not_submissions)
+                job = pool.submit(grade_one, sub, out / sub.out_folder, timeout_s, python, exercises)
                 futures[job] = (sub, digest)
             for future in as_completed(futures):
                 sub, digest = futures[future]

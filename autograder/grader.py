@@ -465,7 +465,7 @@ def _exercise_note(
             parts.append("Processes started by your code were still running after it finished; they were killed.")
         if report.bad_records:
             parts.append("Lines written to the grader's result channel by your code were ignored.")
-        parts += [f"Sandbox: {note}." for note in report.isolation if "not isolated" in note or "not hidden" in note]
+        parts += [f"Sandbox: {note}." for note in report.isolation if "not isolated" in note]
     return _join(*parts)
 
 

@@ -1,34 +1,40 @@
-"""Start the sandboxed harness (`child.py`) inside its own namespaces: the launcher of one child.
+"""Start the sandboxed harness (`child.py`): the trusted code between the grader and student code.
 
-`autograder.sandbox` runs `python -I jail.py SETUP_JSON` with the child's environment, stdin (the
-control pipe), stdout/stderr (the output pipe) and the result fd. It imports only the standard
-library (it runs before any student code, with the grader's privileges) and does, in this order:
+`autograder.sandbox` runs this file with the child's environment, stdin (the control pipe),
+stdout/stderr (the output pipe), the result fd and the status fd, and the setup as one JSON argument.
+It imports only the standard library (it runs before any student code, with the grader's privileges).
+Two ways, as `sandbox.isolation_mode` found here:
 
-1. the launcher (this process, outside the new namespaces): PR_SET_PDEATHSIG, so it dies with the
-   grader; unshare(mount, PID, network, IPC namespaces; plus a user namespace when not root); then
-   it forks the namespace's init and waits for it, and finally exits the way the harness exited
-   (same exit code, or the same signal), so the grader sees the harness's own status.
-2. init (PID 1 of the new PID namespace): builds the private view of the file system (a tmpfs over
-   every hidden folder, the folders the child needs bound back read-only, a tmpfs as the work
-   folder, a fresh /proc), starts the harness, writes the line `SETUP {json}` on the result fd once
-   the harness's exec succeeded, and reaps every orphan until the harness exits. When init exits
-   (or is killed with the launcher's process group), the kernel kills every process left in the
-   namespace: double forks, `setsid`, relays that re-fork every few milliseconds. No loop, no race.
-3. the harness: resource limits, then (as root) the sandbox uid without groups, PR_SET_NO_NEW_PRIVS,
-   a seccomp filter (`keyring_filter`: add_key, request_key, keyctl and foreign ABIs fail with EPERM,
-   since keyrings are not namespaced and a uid's persistent keyring outlives the child),
-   PR_SET_PDEATHSIG, RLIMIT_AS last, and exec of the interpreter on child.py. exec drops the
-   capabilities a user namespace gave init, so student code cannot undo the mounts. The harness tells
-   its parent how the filter went (a note for the SETUP line: "keyrings: not isolated (...)" where
-   there is no filter for this architecture or the kernel refused it; grading goes on).
+- "bwrap": the grader runs `bwrap ARGS -- python -I -S -B /sandbox/code/jail.py SETUP`. bubblewrap
+  makes the namespaces (mount, PID, network, IPC, UTS, cgroup; a user namespace too when the grader
+  is not root) and a new root that holds only an allow-list, read-only (`sandbox.bwrap_args`: /usr
+  and the /lib, /bin symlinks, a few files of /etc, the interpreter, the venv, `hetero`, the child's
+  own copies of its exercise file, child.py and this file under /sandbox/code), with a fresh /proc
+  and a minimal /dev; it dies with the grader (--die-with-parent). This file then runs as PID 1 of
+  the new PID namespace (--as-pid-1), the namespace's init, with the capabilities bwrap leaves root
+  inside: it caps the size of the tmpfs bwrap made (/tmp, /var/tmp, /dev/shm and the work folder
+  /sandbox/work) by remounting them (bubblewrap 0.6, Ubuntu 22.04's, has no --size, so the sizes are
+  set here, the same way on every version), hands the work folder to the child's uid, takes the
+  loopback device down, starts the harness, writes the line `SETUP {json}` on the result fd once the
+  harness's exec succeeded, and reaps every orphan until the harness exits. It then writes the
+  harness's raw wait status (4 bytes) on the status fd and exits; the kernel kills every process left
+  in the namespace (double forks, `setsid`, relays that re-fork every few milliseconds). Without
+  root, bwrap sizes those tmpfs itself (--size, from bubblewrap 0.8 on) and this init needs no
+  capability (bwrap drops them all: --cap-drop ALL).
+- "none" (no bubblewrap, or it fails here): the grader runs `python -I -S -B jail.py SETUP` on the
+  host: this launcher starts the harness itself, writes SETUP and the status the same way; the grader
+  ends leftovers by uid (`sandbox.kill_uid`) and says what is not isolated.
 
-With mode "none" (no namespace works here) the launcher skips the namespaces, the view and init: it
-starts the harness itself and exits like it; the grader ends leftovers by uid (`sandbox.kill_uid`)
-and says what is not isolated.
+The harness (a fork of init or of the launcher): resource limits, then (as root) the sandbox uid
+without groups, PR_SET_NO_NEW_PRIVS, a seccomp filter (`keyring_filter`: add_key, request_key, keyctl
+and foreign ABIs fail with EPERM, since keyrings are not namespaced and a uid's persistent keyring
+outlives the child), PR_SET_PDEATHSIG, RLIMIT_AS last, and exec of the interpreter on child.py. The
+uid change drops every capability, so student code can undo no mount. The harness tells its parent
+how the filter went (a note for the SETUP line: "keyrings: not isolated (...)" where there is no filter
+for this architecture or the kernel refused it; grading goes on).
 
-`python -I jail.py --probe MODE...` tries the modes ("root", "user") in order and prints one JSON line:
-the first that works and why the others failed (`sandbox.isolation_mode` runs it once per grader
-process, with "root" first only when the grader is root).
+`jail.py --probe SETUP` (run inside bwrap by `sandbox.isolation_mode`, once per grader process) does
+what init does before the harness (the size caps, the work folder, the loopback) and prints "ok".
 """
 
 from __future__ import annotations
@@ -41,39 +47,11 @@ import resource
 import signal
 import sys
 
-CLONE_NEWNS = 0x00020000
-CLONE_NEWIPC = 0x08000000
-CLONE_NEWUSER = 0x10000000
-CLONE_NEWPID = 0x20000000
-CLONE_NEWNET = 0x40000000
-MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
-MS_REMOUNT, MS_NOATIME, MS_NODIRATIME, MS_BIND, MS_REC, MS_PRIVATE, MS_RELATIME = (
-    32,
-    1024,
-    2048,
-    4096,
-    16384,
-    1 << 18,
-    1 << 21,
-)
-# flags a read-only remount must repeat (in a user namespace the kernel refuses to drop locked ones)
-ST_TO_MS = {
-    os.ST_RDONLY: MS_RDONLY,
-    os.ST_NOSUID: MS_NOSUID,
-    os.ST_NODEV: MS_NODEV,
-    os.ST_NOEXEC: MS_NOEXEC,
-    os.ST_NOATIME: MS_NOATIME,
-    os.ST_NODIRATIME: MS_NODIRATIME,
-    os.ST_RELATIME: MS_RELATIME,
-}
+MS_NOSUID, MS_NODEV, MS_REMOUNT = 2, 4, 32
 PR_SET_PDEATHSIG = 1
 PR_SET_NO_NEW_PRIVS = 38
 PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
-NAMESPACES = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC
-MODES = {"root": NAMESPACES, "user": CLONE_NEWUSER | NAMESPACES}
-PRIVATE_TMPFS = "mode=1777,size=64m,nr_inodes=16384"  # the child's own /tmp, /var/tmp, /dev/shm
-HIDING_TMPFS = "mode=0755,size=1m,nr_inodes=1024"  # an empty folder over something hidden
-WORK_TMPFS = "size=64m,nr_inodes=16384"  # the child's work folder: nothing of it reaches the disk
+SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
 
 # The seccomp filter: classic BPF over struct seccomp_data {int nr; u32 arch; u64 ip; u64 args[6]}
 BPF_LD_W_ABS, BPF_JEQ_K, BPF_JGE_K, BPF_RET_K = 0x20, 0x15, 0x35, 0x06  # BPF_LD|BPF_W|BPF_ABS, BPF_JMP|...
@@ -93,10 +71,6 @@ def _check(result: int, what: str) -> None:
     if result != 0:
         err = ctypes.get_errno()
         raise OSError(err, f"{what}: {os.strerror(err)}")
-
-
-def unshare(flags: int) -> None:
-    _check(_libc.unshare(ctypes.c_int(flags)), "unshare")
 
 
 def mount(source: str, target: str, fstype: str | None, flags: int, data: str | None) -> None:
@@ -194,83 +168,40 @@ def probe_keyring_filter() -> str:
     return note
 
 
-def _map_user(uid: int, gid: int) -> None:
-    """In a fresh user namespace: map the caller's uid and gid to themselves (nothing else)."""
-    with open("/proc/self/setgroups", "w") as handle:
-        handle.write("deny")
-    with open("/proc/self/uid_map", "w") as handle:
-        handle.write(f"{uid} {uid} 1")
-    with open("/proc/self/gid_map", "w") as handle:
-        handle.write(f"{gid} {gid} 1")
+def resize_tmpfs(path: str, data: str) -> None:
+    """Remount the tmpfs on `path` (nosuid, nodev, as bwrap made it) with the options `data` (size, inodes)."""
+    mount("none", path, None, MS_REMOUNT | MS_NOSUID | MS_NODEV, data)
 
 
-def _enter(mode: str) -> None:
-    uid, gid = os.getuid(), os.getgid()
-    unshare(MODES[mode])
-    if mode == "user":
-        _map_user(uid, gid)
+def loopback_down() -> None:
+    """Take the network namespace's loopback device down (bwrap brings it up): no network at all."""
+    import fcntl
+    import socket
+    import struct
+
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        request = struct.pack("16sH14x", b"lo", 0)
+        flags = struct.unpack("16sH14x", fcntl.ioctl(sock.fileno(), SIOCGIFFLAGS, request))[1]
+        fcntl.ioctl(sock.fileno(), SIOCSIFFLAGS, struct.pack("16sH14x", b"lo", flags & ~IFF_UP))
 
 
-def _inside(path: str, folder: str) -> bool:
-    return path == folder or path.startswith(folder.rstrip("/") + "/")
-
-
-def _bind_read_only(fd: int, target: str) -> None:
-    """Bind the object open as `fd` onto `target`, read-only (keeping the flags the kernel locks)."""
-    mount(f"/proc/self/fd/{fd}", target, None, MS_BIND | MS_REC, None)
-    kept = os.statvfs(target).f_flag
-    flags = MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV
-    flags |= sum(ms for st, ms in ST_TO_MS.items() if kept & st)
-    mount("none", target, None, flags, None)
-
-
-def build_view(view: dict) -> list[str]:
-    """In a private mount namespace: tmpfs over each folder of `view['private']` and `view['hide']`,
-    `view['keep_ro']` bound back read-only where they were, and the work folder `view['work']` (if
-    any) a tmpfs of its own owned by the child's uid, with `tmp/` in it. Returns notes."""
+def prepare(setup: dict) -> list[str]:
+    """Inside the new namespaces, before the harness: the size caps of `setup["resize"]` ({"path",
+    "data"}: tmpfs bwrap made), the folders of `setup["owned"]` ({"path", "uid", "gid"}) made if need be
+    and handed to that owner, mode 0700, and, if `setup["loopback_down"]`, the loopback device down.
+    Returns notes (what could not be done and is not fatal)."""
+    for item in setup.get("resize", []):
+        resize_tmpfs(item["path"], item["data"])
+    for item in setup.get("owned", []):
+        os.makedirs(item["path"], 0o700, exist_ok=True)
+        os.chown(item["path"], item["uid"], item["gid"])
+        os.chmod(item["path"], 0o700)
     notes = []
-    mount("none", "/", None, MS_REC | MS_PRIVATE, None)
-    keeps = [p for p in view["keep_ro"] if not any(_inside(p, q) and p != q for q in view["keep_ro"])]
-    held = []
-    for path in sorted(keeps, key=lambda p: p.count("/")):  # opened before any tmpfs covers them
-        if os.path.exists(path):
-            held.append((path, os.open(path, os.O_PATH | os.O_CLOEXEC)))
-    covers = [(p, PRIVATE_TMPFS) for p in view["private"]] + [(p, HIDING_TMPFS) for p in view["hide"]]
-    covers = sorted({p: o for p, o in covers if os.path.isdir(p)}.items(), key=lambda item: item[0].count("/"))
-    covered: list[str] = []
-    for folder, options in covers:
-        if any(_inside(folder, c) for c in covered) and not any(
-            _inside(folder, k) for k, _ in held if any(_inside(k, c) for c in covered)
-        ):
-            continue  # already out of sight under a cover above it
-        mount("tmpfs", folder, "tmpfs", MS_NOSUID | MS_NODEV, options)
-        covered.append(folder)
-        for path, fd in held:
-            if _inside(path, folder) and path != folder:
-                if os.path.isdir(f"/proc/self/fd/{fd}"):
-                    os.makedirs(path, mode=0o755, exist_ok=True)
-                elif not os.path.exists(path):
-                    os.makedirs(os.path.dirname(path), mode=0o755, exist_ok=True)
-                    open(path, "a").close()
-                _bind_read_only(fd, path)
-    for _, fd in held:
-        os.close(fd)
-    work = view.get("work")
-    if work:
-        os.makedirs(work["path"], mode=0o755, exist_ok=True)
-        mount(
-            "tmpfs",
-            work["path"],
-            "tmpfs",
-            MS_NOSUID | MS_NODEV,
-            f"mode=0700,uid={work['uid']},gid={work['gid']},{WORK_TMPFS}",
-        )
-        os.mkdir(os.path.join(work["path"], "tmp"), 0o700)
-        os.chown(os.path.join(work["path"], "tmp"), work["uid"], work["gid"])
-    try:
-        mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
-    except OSError as exc:
-        notes.append(f"processes: the grader's /proc stays visible ({exc.strerror})")
+    if setup.get("loopback_down"):
+        try:
+            loopback_down()
+        except OSError as exc:
+            notes.append(f"network: own namespace, its loopback device stays up ({exc.strerror})")
     return notes
 
 
@@ -349,16 +280,27 @@ def _setup_line(fd: int, ok: bool, notes: list[str]) -> None:
     os.write(fd, data)
 
 
-def _init(setup: dict, status_fd: int) -> None:
-    """PID 1 of the namespace: view, SETUP line, harness, reaping; reports the harness's raw status."""
+def _report_status(setup: dict, status: int) -> None:
+    """Write the harness's raw wait status on the status fd (the grader reads it once this process is gone)."""
+    os.write(setup["status_fd"], status.to_bytes(4, "little"))
+
+
+def _init(setup: dict) -> None:
+    """PID 1 of bwrap's PID namespace: mounts, SETUP line, harness, reaping; reports the harness's status.
+
+    When it exits (or is killed: it dies with bwrap, bwrap with the grader), the kernel kills every
+    other process of the namespace."""
     try:
         prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-        notes = build_view(setup["view"])
+        os.set_inheritable(setup["status_fd"], False)  # the harness's exec closes it
+        notes = prepare(setup)
     except BaseException as exc:
-        _setup_line(setup["result_fd"], False, [f"the private view could not be built: {exc}"])
+        _setup_line(setup["result_fd"], False, [f"the sandbox could not be prepared: {exc}"])
         os._exit(125)
     harness = _start_harness(setup, notes)
     os.close(setup["result_fd"])
+    for fd in (0, 1, 2):  # the pipes stay with the harness only
+        os.close(fd)
     while True:
         try:
             pid, status = os.wait()
@@ -367,46 +309,22 @@ def _init(setup: dict, status_fd: int) -> None:
         except InterruptedError:
             continue
         if pid == harness:
-            os.write(status_fd, status.to_bytes(4, "little"))
+            _report_status(setup, status)
             os._exit(0)  # the kernel now kills everything else in the namespace
 
 
-def _exit_like(status: int) -> None:
-    """End this process the way a child with wait status `status` ended."""
-    if os.WIFSIGNALED(status):
-        sig = os.WTERMSIG(status)
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-        signal.signal(sig, signal.SIG_DFL)
-        os.kill(os.getpid(), sig)
-    os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 125)
-
-
 def launch(setup: dict) -> None:
+    """Mode "none", on the host: start the harness, report its status, exit."""
     prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     if os.getppid() != setup["grader_pid"]:
         os._exit(125)  # the grader is already gone
-    mode = setup["mode"]
-    if mode == "none":
-        harness = _start_harness(setup, [])
-        os.close(setup["result_fd"])
-        for fd in (0, 1, 2):
-            os.close(fd)
-        _exit_like(_wait_for(harness))
-    _enter(mode)
-    status_r, status_w = os.pipe()
-    init = os.fork()
-    if init == 0:
-        os.close(status_r)
-        _init(setup, status_w)
-    os.close(status_w)
+    os.set_inheritable(setup["status_fd"], False)
+    harness = _start_harness(setup, [])
     os.close(setup["result_fd"])
-    for fd in (0, 1, 2):  # the pipes stay with init and the harness only
+    for fd in (0, 1, 2):
         os.close(fd)
-    init_status = _wait_for(init)
-    raw = os.read(status_r, 4)
-    if len(raw) == 4:
-        _exit_like(int.from_bytes(raw, "little"))
-    _exit_like(init_status)
+    _report_status(setup, _wait_for(harness))
+    os._exit(0)
 
 
 def _wait_for(pid: int) -> int:
@@ -417,44 +335,18 @@ def _wait_for(pid: int) -> int:
             continue
 
 
-def probe(candidates: list[str]) -> dict:
-    """The first of `candidates` whose namespaces and view work here, and why the others did not."""
-    failures: list[str] = []
-    for mode in candidates:
-        read_fd, write_fd = os.pipe()
-        pid = os.fork()
-        if pid == 0:
-            os.close(read_fd)
-            try:
-                _enter(mode)
-                init = os.fork()
-                if init == 0:
-                    import tempfile
-
-                    build_view({"private": [tempfile.gettempdir()], "hide": [], "keep_ro": []})
-                    os._exit(0)
-                _, status = os.waitpid(init, 0)
-                os.write(write_fd, b"ok" if status == 0 else b"the private view failed")
-            except BaseException as exc:
-                os.write(write_fd, str(exc).encode("utf-8", "replace"))
-            os._exit(0)
-        os.close(write_fd)
-        with os.fdopen(read_fd, "rb") as handle:
-            answer = handle.read().decode("utf-8", "replace")
-        os.waitpid(pid, 0)
-        if answer == "ok":
-            return {"mode": mode, "failures": failures}
-        failures.append(f"{mode} namespaces: {answer}")
-    return {"mode": "none", "failures": failures}
-
-
 def main(argv: list[str]) -> None:
+    """`jail.py SETUP_JSON` starts a child (init inside bwrap, or the launcher for mode "none");
+    `jail.py --probe SETUP_JSON` only prepares the namespace and prints "ok"."""
     if argv[1:2] == ["--probe"]:
-        print(json.dumps(probe([m for m in argv[2:] if m in MODES])))
+        notes = prepare(json.loads(argv[2]))
+        print(json.dumps({"ok": True, "notes": notes}), flush=True)
         return
-    with open(argv[1], encoding="utf-8") as handle:
-        setup = json.load(handle)
-    launch(setup)
+    setup = json.loads(argv[1])
+    if setup["mode"] == "bwrap":
+        _init(setup)
+    else:
+        launch(setup)
 
 
 if __name__ == "__main__":

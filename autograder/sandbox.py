@@ -9,10 +9,12 @@ was stopped (with the manifest's limits, ex02: 10 s per case, 20 s in all, a sec
 function would leave no time for the others).
 
 How a child is started (`autograder.jail`, autograder/jail.py, does the privileged part, before any
-student code): the launcher unshares mount, PID, network and IPC namespaces (as root; otherwise inside an
-unprivileged user namespace), the namespace's init builds a private view of the file system and
-reaps orphans, and the harness (`autograder/child.py`) runs as the sandbox uid under resource
-limits. `isolation_mode` probes once per grader process which of these works here.
+student code): the grader runs bubblewrap (`bwrap`), which makes the child's namespaces (mount, PID,
+network, IPC, UTS, cgroup; plus a user namespace when the grader is not root) and a new root holding
+only an allow-list (`bwrap_args`); jail.py runs in it as the namespace's init, mounts the size-capped
+tmpfs, reaps orphans and starts the harness (`autograder/child.py`), which runs as the sandbox uid
+under resource limits. Without a working bubblewrap (mode "none") jail.py starts the harness on the
+host. `isolation_mode` probes once per grader process which of these works here.
 
 Limits and isolation of the child
 - wall clock: `timeout_s` for the whole exercise, `case_timeout_s` for one case's call; both are
@@ -31,25 +33,36 @@ Limits and isolation of the child
   records, then the child is stopped; a record longer than `record_bytes` is dropped unread and its
   case refused.
 - processes: everything the student's code starts lives in the child's PID namespace and dies with
-  its init, which dies with the launcher's process group: double forks, `setsid`, relays. As root,
+  its init (jail.py as PID 1), which dies with bwrap (PR_SET_PDEATHSIG; the grader kills bwrap's
+  process group, and bwrap dies with the grader): double forks, `setsid`, relays. As root,
   every process of the child's uid is then killed as well (kill(-1) from that uid until none is
   left; the only mechanism when no namespace works). RLIMIT_NPROC bounds a fork bomb.
 - uids (root only, as on Gradescope): each child runs as its own uid from SANDBOX_UIDS (a range with
   no login), with no supplementary groups, PR_SET_NO_NEW_PRIVS and PR_SET_PDEATHSIG. A grader
   process never hands out the same uid twice, and among free uids it takes the one released longest
   ago (lock files in UID_LOCK_DIR keep parallel graders apart).
-- files: in its mount namespace the child has its own empty /tmp, /var/tmp, /dev/shm and /run/lock
-  (tmpfs, gone when it ends), and an empty folder instead of: the package root (hidden cases,
-  expected values, answer key, .git) and the checkout `hetero` was installed from, the Gradescope root `A2_AUTOGRADER_ROOT` (default /autograder:
-  submission_metadata.json, results/, the submission), the folders in `A2_SANDBOX_HIDE`
-  (os.pathsep-separated; grade-all puts its output folder there) and private folders on the way to
-  the interpreter (pyenv under /root). Bound back read-only: the interpreter, its standard library,
-  the venv, `shared/hetero`, and the child's own copy of the exercise file. Its work folder (cwd,
-  HOME, TMPDIR) is a tmpfs of its own: whatever it writes, at any depth, never reaches the disk.
-  Without namespaces the work folder is on disk and `remove_tree` deletes it at any depth. Nothing
-  of the instructor's checkout is changed.
-- network: the child's network namespace has only a loopback device that is down. Where no
-  namespace works, the report, the grader's note and the log say "network: not isolated" and why.
+- files (mode "bwrap"): the child's root is a new, read-only one that holds only an allow-list: /usr
+  and the /bin, /sbin, /lib* links (or folders) as the host has them, ld.so.cache, ld.so.conf(.d) and
+  localtime of /etc, the interpreter and its standard library (sys.base_prefix), the venv (sys.prefix),
+  `hetero` (with an editable install, only its folder shared/hetero of the checkout), each bound
+  read-only at its own path (the folders on the way to them hold nothing else), its own copies of the
+  exercise file, child.py and jail.py (SANDBOX_CODE, read-only), a fresh /proc of its PID namespace and
+  a minimal /dev. /tmp, /var/tmp, /dev/shm and the work folder (SANDBOX_WORK: cwd, HOME, TMPDIR in it)
+  are tmpfs of its own, TMPFS_BYTES each: whatever it writes, at any depth, never reaches the disk.
+  Nothing else of the host exists for it: not the repository (hidden cases, expected values, answer key,
+  .git), not another checkout or clone on the machine, not /home, /root, /work, /autograder
+  (submission_metadata.json, results/), not grade-all's outputs or other students' files; where the
+  venv holds the grader's own package (a non-editable install), an empty tmpfs covers that folder.
+  bwrap makes the tmpfs before the binds (a venv under /tmp stays reachable); as root jail.py caps
+  their size by a remount (bubblewrap before 0.8, Ubuntu 22.04's 0.6, has no --size); without root
+  bwrap's --size does, from 0.8 on (before, the note says they are not capped).
+  Mode "none" (no bubblewrap): no namespace at all; the work folder is on disk and `remove_tree` deletes
+  it at any depth, and only the sandbox uid and the file modes keep the child from the host's files
+  (`run_autograder` sets them in Gradescope's copy). Nothing of the instructor's checkout is changed.
+- network: the child's network namespace has only a loopback device, down as root (without root,
+  bwrap leaves it up, reaching nothing outside the namespace). In mode "none" the report, the grader's
+  note and the log say "network: not isolated" and "files: not isolated" and why ("bubblewrap missing:
+  apt-get install bubblewrap", or how it failed).
 - kernel keyrings (not namespaced: a key stored under a sandbox uid outlives the child and is there for
   the next run with that uid): a seccomp filter installed by the harness makes add_key, request_key
   and keyctl fail with EPERM; where it cannot be installed the report and the results' staff entry say
@@ -73,9 +86,9 @@ so it can do anything the harness can: write to the result fd, find the MAC key 
   they like (no more than returning it); their code sees each hidden case's inputs when it is called
   with them, and can steer which fixed phrase each visible hidden entry gets (a few bits per hidden
   case and submission; docs/gradescope.md) and its timing. Without root there is no uid
-  change: where the user namespace works the view still hides the files above, where it does not
-  (mode "none") student code can read anything the instructor can; use root (or Gradescope) for
-  untrusted submissions.
+  change: where bubblewrap works (in a user namespace) the child still sees only the allow-list,
+  where it does not (mode "none") student code can read anything the instructor can; use root (or
+  Gradescope) with bubblewrap for untrusted submissions.
 """
 
 from __future__ import annotations
@@ -104,13 +117,24 @@ from hetero.checks import Outcome
 CHILD_SOURCE = Path(__file__).with_name("child.py")
 JAIL_SOURCE = Path(__file__).with_name("jail.py")
 PACKAGE_ROOT = Path(__file__).resolve().parents[1]
+# The grader's own package (hidden cases in tests/, expected values in expected/). After a non-editable
+# `pip install .` it lies inside the venv, which the child's root binds: then an empty tmpfs covers it.
+AUTOGRADER_DIR = Path(__file__).resolve().parent
 # One uid per child (two or more per exercise). Below 65000: Debian reserves 65000-65533, and 65534 is
 # `nobody`, whose processes kill_uid would end; a uid with an account on this machine is skipped too.
 SANDBOX_UIDS = range(63000, 65000)
 # One lock folder for every grader on the machine, whatever its TMPDIR (grade-all gives each grader a
 # TMPDIR of its own; locks kept there would let two graders hold the same uid at once).
 UID_LOCK_DIR = Path(os.environ.get("A2_UID_LOCK_DIR", "/tmp")) / "a2grader-uids"
-PRIVATE_FOLDERS = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock")  # each child gets its own empty copy
+PRIVATE_FOLDERS = ("/tmp", "/var/tmp", "/dev/shm")  # each child gets its own empty, size-capped tmpfs
+SANDBOX_CODE = "/sandbox/code"  # in the child's root: its exercise file, child.py, jail.py (read-only)
+SANDBOX_WORK = "/sandbox/work"  # in the child's root: its work folder (cwd, HOME; TMPDIR is tmp/ in it)
+TMPFS_BYTES = 64 * 2**20  # each private tmpfs (the work folder too): nothing of it reaches the disk
+TMPFS_INODES = 16384
+ETC_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime")  # all of /etc the child sees
+SYSTEM_LINKS = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")  # merged-/usr symlinks, or folders
+BWRAP_MISSING = "bubblewrap missing: apt-get install bubblewrap"
+BWRAP_SIZE_VERSION = (0, 8, 0)  # the first bubblewrap with --size
 PASSED_ENV_PREFIXES = ("A2_", "HETERO_")  # configuration of hetero (data locations) reaches the child
 KILL_ROUNDS = 5000  # kill(-1) passes before kill_uid gives up on a uid
 EXIT_GRACE_S = 2.0  # after the last record: time the child gets to exit by itself
@@ -177,44 +201,72 @@ _MODE: dict[str, dict] = {}
 
 
 def isolation_mode() -> dict:
-    """{"mode": "root" | "user" | "none", "failures": [why the better modes do not work]}, probed once.
+    """How children are isolated here, probed once per grader process (and again if root-ness changes):
 
-    A2_SANDBOX_NAMESPACES=0 forces "none" (to test that route, or where probing misbehaves).
+    {"mode": "bwrap" | "none", "failures": [why bubblewrap is not used], "bwrap": its path,
+    "version": its version, "user": True when it runs in a user namespace (grader not root),
+    "sized": whether the private tmpfs are size-capped}.
+
+    "bwrap" when `bwrap` is on PATH and a probe child starts in the allow-list root; "none" otherwise
+    (no namespace: only the uid and file modes protect). A2_SANDBOX_NAMESPACES=0 forces "none" (to test
+    that route, or where probing misbehaves).
     """
     if "probe" not in _MODE or _MODE["probe"]["root"] != is_root():
         if os.environ.get("A2_SANDBOX_NAMESPACES") == "0":
             found = {"mode": "none", "failures": ["namespaces disabled by A2_SANDBOX_NAMESPACES=0"]}
         else:
-            try:
-                modes = ["root", "user"] if is_root() else ["user"]
-                proc = subprocess.run(
-                    [sys.executable, "-I", "-B", str(JAIL_SOURCE), "--probe", *modes],
-                    timeout=30,
-                    capture_output=True,
-                    text=True,
-                    stdin=subprocess.DEVNULL,
-                )
-                lines = proc.stdout.strip().splitlines()
-                found = (
-                    json.loads(lines[-1])
-                    if lines
-                    else {
-                        "mode": "none",
-                        "failures": [
-                            f"the namespace probe printed nothing (status {proc.returncode}): "
-                            f"{proc.stderr.strip()[-300:]}"
-                        ],
-                    }
-                )
-            except (OSError, subprocess.SubprocessError, ValueError) as exc:
-                found = {"mode": "none", "failures": [f"the namespace probe failed: {exc}"]}
+            found = _probe_bwrap()
         if found["mode"] == "none":
             log.warning(
-                "sandbox: network not isolated, files not hidden, processes ended by uid only: %s",
+                "sandbox: files not isolated, network not isolated, processes ended by uid only: %s",
                 "; ".join(found["failures"]),
             )
         _MODE["probe"] = {**found, "root": is_root()}
     return _MODE["probe"]
+
+
+def bwrap_version(path: str) -> tuple[int, ...] | None:
+    """The version `bwrap --version` prints ("bubblewrap 0.8.0" -> (0, 8, 0)); None if it prints none."""
+    try:
+        out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=30).stdout
+        return tuple(int(x) for x in out.split()[-1].split("."))
+    except (OSError, subprocess.SubprocessError, ValueError, IndexError):
+        return None
+
+
+def _probe_bwrap() -> dict:
+    """Start `jail.py --probe` in the allow-list root, as a child would start (see isolation_mode)."""
+    path = shutil.which("bwrap")
+    if path is None:
+        return {"mode": "none", "failures": [BWRAP_MISSING]}
+    version = bwrap_version(path)
+    user = not is_root()
+    mode: dict = {
+        "mode": "bwrap",
+        "failures": [],
+        "bwrap": path,
+        "version": version,
+        "user": user,
+        "sized": not user or (version or (0,)) >= BWRAP_SIZE_VERSION,
+    }
+    shown = ".".join(map(str, version)) if version else "(version unknown)"
+    base = Path(tempfile.mkdtemp(prefix="a2probe-"))
+    try:
+        code = base / "code"
+        code.mkdir()
+        shutil.copyfile(JAIL_SOURCE, code / "jail.py")
+        prepared = _namespace_setup(mode, (os.getuid(), os.getgid()))
+        cmd = [path, *bwrap_args(mode, code), "--", *_jail_command(mode), "--probe", json.dumps(prepared)]
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL, cwd=base)
+        lines = proc.stdout.strip().splitlines()
+        if proc.returncode == 0 and lines and json.loads(lines[-1]).get("ok") is True:
+            return mode
+        why = (proc.stderr.strip() or proc.stdout.strip())[-300:] or f"status {proc.returncode}"
+    except (OSError, subprocess.SubprocessError, ValueError) as exc:
+        why = str(exc)
+    finally:
+        remove_tree(base)
+    return {"mode": "none", "failures": [f"bubblewrap {shown} does not work here: {why}"]}
 
 
 def _isolation_notes(mode: dict, uid: int | None) -> list[str]:
@@ -222,15 +274,21 @@ def _isolation_notes(mode: dict, uid: int | None) -> list[str]:
     if mode["mode"] == "none":
         notes = [
             f"network: not isolated ({why})",
-            f"files: not hidden (no mount namespace: {why})",
+            f"files: not isolated ({why})",
             "processes: " + ("ended by uid" if uid is not None else "ended by process group only"),
         ]
     else:
         notes = [
             "network: none (own network namespace)",
-            "files: private view (own mount namespace)",
+            "files: allow-list root (bubblewrap): the interpreter, the venv, hetero and the exercise file, read-only",
             "processes: own PID namespace",
         ]
+        if not mode["sized"]:
+            notes.append(
+                "temporary folders: not size-capped (bubblewrap "
+                + ".".join(map(str, mode["version"] or ("?",)))
+                + " has no --size and the grader is not root)"
+            )
     notes.append(f"uid: {uid}" if uid is not None else "uid: unchanged (grader not root)")
     return notes
 
@@ -354,63 +412,132 @@ def _reap_orphans(uid: int) -> None:
                 pass
 
 
-def _needed_paths() -> list[Path]:
-    """What the child must reach: the interpreter, its standard library, the venv, `hetero`."""
-    import hetero
-
-    paths = [
-        Path(os.path.realpath(sys.executable)),
-        Path(os.path.realpath(sys.base_prefix)),
-        Path(os.path.realpath(sys.prefix)),
-        Path(os.path.realpath(hetero.__file__)).parent,
-    ]
-    return sorted(set(paths))
+def _inside(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip("/") + "/")
 
 
-def reachability_plan() -> dict[str, list[str]]:
-    """Folders the sandbox uid cannot traverse -> the subfolders of them the child needs.
-
-    Usually empty (Gradescope: /usr and /autograder are world-traversable). When the interpreter
-    lives under a private folder (pyenv in /root, mode 0700), that folder is hidden in the child's
-    view and just the needed subfolders are bound back: the interpreter becomes reachable and the
-    rest of the private folder stays out of sight.
-    """
-    plan: dict[str, list[str]] = {}
-    for path in _needed_paths():
-        chain = list(reversed(path.parents))[1:] + [path]  # below "/", down to the path itself
-        for i, folder in enumerate(chain[:-1]):
-            if folder.stat().st_mode & 0o001:
-                continue
-            keep = chain[i + 1]
-            blocked = [p for p in chain[i + 1 : -1] if not p.stat().st_mode & 0o001]
-            if blocked:
-                raise SandboxError(f"the sandbox user cannot reach {path}: {blocked[0]} is not traversable")
-            if str(keep) not in plan.setdefault(str(folder), []):
-                plan[str(folder)].append(str(keep))
+def _link_chain(path: str) -> list[str]:
+    """`path` and every path its symlinks lead through, to the file itself (the child follows them too)."""
+    chain = [path]
+    for _ in range(40):
+        try:
+            target = os.readlink(path)
+        except OSError:
             break
-    return plan
+        path = os.path.normpath(os.path.join(os.path.dirname(path), target))
+        chain.append(path)
+    return chain
 
 
-def hidden_folders() -> list[str]:
-    """Folders that appear empty to the child (see the module docstring)."""
+def allow_list() -> list[tuple[str, str]]:
+    """(host path, path in the child's root) of what the child needs beside /usr: the interpreter and its
+    standard library (sys.base_prefix), the venv (sys.prefix) with its packages, `hetero` (with an editable
+    install its checkout's shared/hetero, that folder only), and the links from sys.executable to the
+    interpreter. Each at the same path as on the host (the venv and the editable finder name them there),
+    none inside another, none under /usr (bound whole)."""
     import hetero
 
-    folders = [str(PACKAGE_ROOT), os.environ.get("A2_AUTOGRADER_ROOT", "/autograder")]
-    shared = Path(os.path.realpath(hetero.__file__)).parents[1]
-    if shared.name == "shared":  # hetero installed from a checkout (editable): that checkout too
-        folders.append(str(shared.parent))
-    folders += [p for p in os.environ.get("A2_SANDBOX_HIDE", "").split(os.pathsep) if p]
-    return sorted({os.path.realpath(p) for p in folders})
+    wanted = [sys.base_prefix, sys.prefix, os.path.dirname(os.path.abspath(hetero.__file__))]
+    wanted += _link_chain(os.path.abspath(sys.executable))
+    binds: list[tuple[str, str]] = []
+    for dest in sorted({os.path.abspath(p) for p in wanted}, key=lambda p: (p.count("/"), p)):
+        real = os.path.realpath(dest)
+        if _inside(real, "/usr") or any(_inside(dest, d) or _inside(real, r) for r, d in binds):
+            continue
+        binds.append((real, dest))
+    return binds
 
 
-def _view(ro: Path, work: Path, plan: dict[str, list[str]], owner: tuple[int, int]) -> dict:
-    private = {os.path.realpath(p) for p in (*PRIVATE_FOLDERS, tempfile.gettempdir())}
+def _system_args() -> list[str]:
+    """bwrap arguments for the system part of the child's root: /usr, the /bin, /lib... links (or folders)
+    as the host has them, and ETC_FILES."""
+    args = ["--ro-bind", "/usr", "/usr"]
+    for name in SYSTEM_LINKS:
+        path = "/" + name
+        if os.path.islink(path):
+            args += ["--symlink", os.readlink(path), path]
+        elif os.path.isdir(path):
+            args += ["--ro-bind", path, path]
+    args += ["--dir", "/etc"]
+    for name in ETC_FILES:
+        path = "/etc/" + name
+        if os.path.exists(path):
+            args += ["--ro-bind", path, path]
+    return args
+
+
+def _folders_to(dest: str) -> list[str]:
+    """`--dir` for each folder above `dest` (mode 0755: bwrap would make the folders on the way to a
+    bind mode 0700, which the sandbox uid could not pass)."""
+    args = []
+    for parent in reversed(Path(dest).parents):
+        if str(parent) != "/":
+            args += ["--dir", str(parent)]
+    return args
+
+
+def bwrap_args(mode: dict, code: Path) -> list[str]:
+    """bubblewrap's arguments for one child (before `--` and the command): namespaces, the allow-list
+    root read-only (with the grader's own package covered where the venv holds it), /proc, /dev, the
+    private tmpfs (size-capped by bwrap's --size without root, from 0.8 on; by jail.py's remount as
+    root), and `code` (the host folder with the child's copies) at SANDBOX_CODE. The tmpfs come before
+    the binds: a venv or a checkout under /tmp stays reachable."""
+    args = ["--die-with-parent", "--new-session", "--as-pid-1"]
+    if mode["user"]:
+        args += ["--unshare-all", "--cap-drop", "ALL"]  # a user namespace (the grader is not root); no capability in it
+    else:  # as root: no user namespace, so jail.py keeps the capabilities to resize the tmpfs and to change uid
+        args += ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try"]
+    args += _system_args() + ["--proc", "/proc", "--dev", "/dev"]
+    size = ["--size", str(TMPFS_BYTES)] if mode["user"] and mode["sized"] else []
+    for folder in PRIVATE_FOLDERS:
+        args += ["--perms", "1777", *size, "--tmpfs", folder]
+    args += [*_folders_to(SANDBOX_WORK), "--perms", "0700", *size, "--tmpfs", SANDBOX_WORK]
+    args += ["--perms", "0700", "--dir", SANDBOX_WORK + "/tmp"]
+    binds = allow_list()
+    for source, dest in binds:
+        args += [*_folders_to(dest), "--ro-bind", source, dest]
+    for source, dest in binds:  # the grader's package installed in the venv: not for the child
+        if _inside(str(AUTOGRADER_DIR), source):
+            covered = dest + str(AUTOGRADER_DIR)[len(source) :]
+            args += ["--tmpfs", covered, "--remount-ro", covered]
+    args += [*_folders_to(SANDBOX_CODE), "--ro-bind", str(code), SANDBOX_CODE]
+    return args + ["--remount-ro", "/", "--chdir", "/"]
+
+
+def _namespace_setup(mode: dict, owner: tuple[int, int]) -> dict:
+    """What jail.py does inside the namespaces before the harness (`jail.prepare`): as root, the size
+    caps of the private tmpfs (a remount), the work folder handed to `owner`, and the loopback device
+    down; nothing without root (bwrap sized the tmpfs where it can, and the loopback stays up in a
+    network namespace of its own)."""
+    if mode["user"]:
+        return {"resize": [], "owned": [], "loopback_down": False}
+    uid, gid = owner
     return {
-        "private": sorted(private),
-        "hide": sorted(set(hidden_folders()) | set(plan)),
-        "keep_ro": sorted({str(p) for p in _needed_paths()} | {str(ro)}),
-        "work": {"path": str(work), "uid": owner[0], "gid": owner[1]},
+        "resize": [
+            {"path": p, "data": f"size={TMPFS_BYTES},nr_inodes={TMPFS_INODES}"}
+            for p in (*PRIVATE_FOLDERS, SANDBOX_WORK)
+        ],
+        "owned": [{"path": p, "uid": uid, "gid": gid} for p in (SANDBOX_WORK, SANDBOX_WORK + "/tmp")],
+        "loopback_down": True,
     }
+
+
+def _jail_command(mode: dict) -> list[str]:
+    """The interpreter on jail.py: the child's copy at SANDBOX_CODE under bwrap, the package's otherwise."""
+    jail = f"{SANDBOX_CODE}/jail.py" if mode["mode"] == "bwrap" else str(JAIL_SOURCE)
+    return [sys.executable, "-I", "-S", "-B", jail]
+
+
+def unreachable_folders() -> list[str]:
+    """Folders on the way to the interpreter, the venv or `hetero` that other users cannot traverse
+    (pyenv under /root, mode 0700). Without bubblewrap the sandbox uid then cannot start Python at all."""
+    blocked = []
+    for source, _ in allow_list():
+        for folder in list(reversed(Path(source).parents))[1:]:
+            if not folder.stat().st_mode & 0o001 and str(folder) not in blocked:
+                blocked.append(str(folder))
+                break
+    return blocked
 
 
 def remove_tree(path: Path) -> None:
@@ -789,36 +916,48 @@ class _Child:
             become_subreaper()
         self.user = SandboxUser() if is_root() else None
         self.notes = _isolation_notes(mode, self.user.uid if self.user else None)
+        self.status_r = -1  # the read end of the status pipe of the child running now
 
     def run(self, first: int, deadline: float, cpu_left_s: float, skipped_funcs: frozenset[str]) -> int | None:
         """Run cases from index `first`; returns the index of a case stopped at the per-case limit, if any."""
-        base = Path(tempfile.mkdtemp(prefix="a2grade-"))
+        base = Path(tempfile.mkdtemp(prefix=f"a2grade-{os.getpid()}-"))
         proc: subprocess.Popen | None = None
         fds: list[int] = []
+        jailed = self.mode["mode"] == "bwrap"
         try:
             ro, work = base / "ro", base / "work"
             ro.mkdir(mode=0o755)
-            (work / "tmp").mkdir(parents=True)
             target = ro / f"{self.module_name}.py"
             shutil.copyfile(self.student_file, target)
             shutil.copyfile(CHILD_SOURCE, ro / "child.py")
-            for path in (target, ro / "child.py"):
+            copies = [target, ro / "child.py"]
+            if jailed:
+                shutil.copyfile(JAIL_SOURCE, ro / "jail.py")
+                copies.append(ro / "jail.py")
+            for path in copies:
                 path.chmod(0o644)
             ro.chmod(0o755)
-            if self.user is not None:
-                base.chmod(0o711)
-                for path in (work, work / "tmp"):
-                    os.chown(path, self.user.uid, self.user.gid)
-                work.chmod(0o700)
-            plan = reachability_plan() if self.user is not None else {}
-            if plan and self.mode["mode"] == "none":
-                raise SandboxError(
-                    f"the sandbox uid cannot reach the interpreter ({', '.join(plan)} is private) "
-                    "and no mount namespace works here to open a way"
-                )
+            owner = (self.user.uid, self.user.gid) if self.user else (os.getuid(), os.getgid())
+            if jailed:  # the child's paths inside its root; its work folder is a tmpfs there
+                code, cwd = SANDBOX_CODE, SANDBOX_WORK
+            else:  # on the host: its work folder is on disk, deleted at any depth by remove_tree
+                code, cwd = str(ro), str(work)
+                (work / "tmp").mkdir(parents=True)
+                if self.user is not None:
+                    blocked = unreachable_folders()
+                    if blocked:
+                        raise SandboxError(
+                            f"the sandbox uid cannot reach the interpreter ({', '.join(blocked)} is private) "
+                            "and without bubblewrap nothing opens a way"
+                        )
+                    base.chmod(0o711)
+                    for path in (work, work / "tmp"):
+                        os.chown(path, *owner)
+                    work.chmod(0o700)
             result_r, result_w = os.pipe()
             out_r, out_w = os.pipe()
-            fds = [result_r, result_w, out_r, out_w]
+            status_r, status_w = os.pipe()
+            fds = [result_r, result_w, out_r, out_w, status_r, status_w]
             key = secrets.token_bytes(32)
 
             def mark_public() -> None:
@@ -827,19 +966,17 @@ class _Child:
                     self.output.public_bytes = self.output.total
 
             run = _Run(self.specs, key, self.hidden_from, self.report, first, mark_public, skipped_funcs)
-            hello = {"key": key.hex(), "path": str(target), "name": self.module_name}  # sent after SETUP
+            hello = {"key": key.hex(), "path": f"{code}/{target.name}", "name": self.module_name}  # sent after SETUP
             nproc = self.limits.max_processes if self.user else _own_task_count() + self.limits.max_processes
             setup = {
                 "mode": self.mode["mode"],
                 "grader_pid": os.getpid(),
                 "result_fd": result_w,
-                "cwd": str(work),
+                "status_fd": status_w,
+                "cwd": cwd,
                 "uid": self.user.uid if self.user else None,
                 "gid": self.user.gid if self.user else None,
-                "argv": [sys.executable, "-s", "-B", "-u", str(ro / "child.py"), str(result_w)],
-                "view": _view(
-                    ro, work, plan, (self.user.uid, self.user.gid) if self.user else (os.getuid(), os.getgid())
-                ),
+                "argv": [sys.executable, "-s", "-B", "-u", f"{code}/child.py", str(result_w)],
                 "limits": {
                     "cpu_s": max(1, int(cpu_left_s + 0.999)),
                     "file_bytes": self.limits.output_bytes,
@@ -848,22 +985,26 @@ class _Child:
                     "memory_bytes": self.limits.memory_mib * 2**20,
                 },
             }
-            setup_path = base / "setup.json"
-            setup_path.write_text(json.dumps(setup))
-            setup_path.chmod(0o600)
+            if jailed:
+                setup.update(_namespace_setup(self.mode, owner))
+                command = [self.mode["bwrap"], *bwrap_args(self.mode, ro), "--", *_jail_command(self.mode)]
+            else:
+                command = _jail_command(self.mode)
+            command.append(json.dumps(setup))
             proc = subprocess.Popen(
-                [sys.executable, "-I", "-B", str(JAIL_SOURCE), str(setup_path)],
+                command,
                 stdin=subprocess.PIPE,
                 stdout=out_w,
                 stderr=out_w,
-                pass_fds=(result_w,),
-                cwd=str(work),
-                env=_child_env(work),
+                pass_fds=(result_w, status_w),
+                cwd=str(base),
+                env=_child_env(Path(cwd)),
                 start_new_session=True,
             )
-            for fd in (result_w, out_w):
+            for fd in (result_w, out_w, status_w):
                 os.close(fd)
                 fds.remove(fd)
+            self.status_r = status_r
             stopped = self._pump(proc, run, hello, result_r, out_r, deadline)
             self.report.survivors_killed += self._reap(proc)
             self._drain(out_r)
@@ -898,7 +1039,7 @@ class _Child:
     ) -> int | None:
         """Exchange specs and records until the child is done, dies, or a limit is hit.
 
-        `hello` (the key and the file) is sent once the launcher's SETUP line has arrived: the harness
+        `hello` (the key and the file) is sent once jail.py's SETUP line has arrived: the harness
         waits for it, so no student code runs before that line, and none can forge it."""
         report, limits = self.report, self.limits
         assert proc.stdin is not None
@@ -1025,14 +1166,25 @@ class _Child:
             return True
         if pid == 0:
             return False
-        proc.returncode = os.waitstatus_to_exitcode(status)
+        proc.returncode = os.waitstatus_to_exitcode(self._harness_status(status))
         self.report.returncode = proc.returncode
         self.report.cpu_s += usage.ru_utime + usage.ru_stime
         return True
 
+    def _harness_status(self, status: int) -> int:
+        """The harness's raw wait status as jail.py reported it on the status pipe (so the grader sees
+        SIGXCPU, SIGXFSZ or an exit code whatever bwrap's own status is); `status` when none came."""
+        os.set_blocking(self.status_r, False)
+        try:
+            raw = os.read(self.status_r, 4)
+        except OSError:
+            raw = b""
+        return int.from_bytes(raw, "little") if len(raw) == 4 else status
+
     def _reap(self, proc: subprocess.Popen) -> int:
-        """Kill the launcher's process group (so the namespace's init, so everything in it), reap the
-        launcher, and as root kill every process left with the child's uid; returns how many were left."""
+        """Kill bwrap's process group (so, by PR_SET_PDEATHSIG, the namespace's init, so everything in it;
+        in mode "none" the launcher's), reap it, and as root kill every process left with the child's uid;
+        returns how many were left."""
         try:
             os.killpg(proc.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
@@ -1053,7 +1205,7 @@ class _Child:
 
 
 def _setup_notes(line: bytes | bytearray) -> list[str]:
-    """The launcher's first line on the result channel, SETUP {"ok": true, "notes": [...]}: its notes."""
+    """jail.py's first line on the result channel, SETUP {"ok": true, "notes": [...]}: its notes."""
     try:
         data = json.loads(line[len(b"SETUP ") :]) if line.startswith(b"SETUP ") else {}
         if data.get("ok") is True:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -21,7 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from autograder import grader, jail, results as res, sandbox
+from autograder import grader, jail, sandbox
+from autograder import results as res
 from autograder.manifest import BY_ID, ROOT
 from hetero.impl import load_module_from_path as load_file_module
 
@@ -84,6 +84,11 @@ def test_attack_scores_what_it_deserves(attack, tmp_path, monkeypatch):
             f"the student's code could read protected files: {detail[-1500:]}"
         if sandbox.is_root():
             assert "READ-DENIED" in data["output"]
+    if attack == "other_checkout_key":
+        everything = json.dumps(data)
+        assert "KEY-NOT-FOUND" in everything, f"the attack should have searched the file system: {detail[-1500:]}"
+        for marker in ("KEY-FOUND", "HIDDEN-LEAK"):
+            assert marker not in everything, f"the child saw another checkout of the repository: {detail[-1500:]}"
     if attack == "keyring":
         assert "KEYRING-OK" not in detail and "KEYRING-OK" not in data["output"], \
             f"the student's code could store or read a key in a kernel keyring: {detail[-1500:]}"

@@ -31,7 +31,8 @@ from pathlib import Path
 
 import pytest
 
-from autograder import bulk, grader, intake, results as res
+from autograder import bulk, grader, intake
+from autograder import results as res
 from autograder.attacks import BOMB_COPIES, bomb_zip, damaged_zip, deep_tree, remove_deep, very_deep_tree
 from autograder.gradebook import Gradebook
 from autograder.manifest import BY_ID, ROOT
@@ -717,7 +718,7 @@ def test_real_batch_of_twenty_grades_the_honest_ones_as_alone(tmp_path, deep_tre
 
 @pytest.mark.slow
 def test_grade_all_children_see_neither_the_batch_outputs_nor_other_submissions(tmp_path):
-    """A student whose ex02 globs every folder the grader hides (read_grader_outputs) is graded by
+    """A student whose ex02 looks for grader outputs everywhere (read_grader_outputs) is graded by
     grade-all after another student: the batch's output folder (results, feedback, gradebook) and the
     submissions folder are empty in the child's view, so nothing of them reaches its feedback."""
     from autograder import bulk

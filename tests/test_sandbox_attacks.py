@@ -6,8 +6,8 @@ whole grader runs, and that no process this test started survives. Survivor chec
 test's own processes (its sandbox uids, or an A2_TEST_TAG it put in the environment), because other
 graders may be running on the same machine.
 
-Most checks need the namespaces the sandbox uses (`sandbox.isolation_mode()` is "root" or "user");
-where they are missing the tests check instead that the grader says so.
+Most checks need bubblewrap's allow-list root and namespaces (`sandbox.isolation_mode()` is "bwrap");
+where it is missing the tests check instead that the grader says so.
 """
 
 from __future__ import annotations
@@ -28,7 +28,8 @@ from pathlib import Path
 
 import pytest
 
-from autograder import grader, results as res, sandbox
+from autograder import grader, sandbox
+from autograder import results as res
 from autograder.cases import expected_values, hidden_cases, public_cases
 from autograder.manifest import BY_ID, ROOT
 from hetero.checks import judge
@@ -41,8 +42,8 @@ exercise_score, autograder_failures, sandbox_survivors = (_helpers.exercise_scor
 
 ADVERSARIAL = ROOT / "autograder" / "fixtures" / "adversarial"
 EX01, EX02 = BY_ID["ex01"], BY_ID["ex02"]
-NAMESPACES = sandbox.isolation_mode()["mode"] != "none"
-needs_namespaces = pytest.mark.skipif(not NAMESPACES, reason="no mount/PID/network namespace here: "
+NAMESPACES = sandbox.isolation_mode()["mode"] == "bwrap"
+needs_namespaces = pytest.mark.skipif(not NAMESPACES, reason="bubblewrap does not work here: "
                                       + "; ".join(sandbox.isolation_mode()["failures"]))
 needs_root = pytest.mark.skipif(not sandbox.is_root(), reason="sandbox uids exist only when the grader is root")
 
@@ -147,7 +148,7 @@ def test_killing_the_grader_ends_its_sandboxed_children(tmp_path):
                             env={**os.environ, "A2_TEST_TAG": tag}, start_new_session=True,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 60
-    # grader, launcher, init, harness (the relay's generations live 3 ms each: a scan rarely sees one)
+    # grader, bwrap, init, harness (the relay's generations live 3 ms each: a scan rarely sees one)
     while time.monotonic() < deadline and len(tagged_processes(tag)) < 4:
         time.sleep(0.1)
     time.sleep(1.0)  # the first case sleeps
@@ -161,12 +162,8 @@ def test_killing_the_grader_ends_its_sandboxed_children(tmp_path):
             os.kill(pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
-    for folder in Path(tempfile.gettempdir()).glob("a2grade-*"):  # the killed grader could not remove its own
-        try:
-            if json.loads((folder / "setup.json").read_text())["grader_pid"] == proc.pid:
-                sandbox.remove_tree(folder)
-        except (OSError, ValueError, KeyError):
-            continue
+    for folder in Path(tempfile.gettempdir()).glob(f"a2grade-{proc.pid}-*"):  # the killed grader left its own
+        sandbox.remove_tree(folder)
     assert len(running) >= 4, f"the attack should be running when the grader is killed: {running}"
     assert not left, f"{len(left)} sandboxed process(es) outlived the killed grader"
 
@@ -238,8 +235,9 @@ def test_a_grader_process_never_hands_out_a_uid_twice():
 
 @needs_namespaces
 def test_files_left_behind_are_gone_and_not_seen_by_the_next_exercise(tmp_path):
-    """leave_files writes into /tmp, /var/tmp, /dev/shm, /run/lock and makes a SysV segment: none of it
-    exists on the machine afterwards, and the next child sees empty temporary folders."""
+    """leave_files writes into /tmp, /var/tmp, /dev/shm (and tries /run/lock, which its root does not
+    have) and makes a SysV segment: none of it exists on the machine afterwards, and the next child sees
+    empty temporary folders."""
     report = run_fixture("leave_files")
     assert report.imported is True, report.output_all
     assert all(f"LEFT {d}\n" in report.output_all for d in ("/tmp", "/var/tmp", "/dev/shm")), \
@@ -251,10 +249,10 @@ def test_files_left_behind_are_gone_and_not_seen_by_the_next_exercise(tmp_path):
     if shm.exists():
         assert str(0x0A2A2A2A) not in shm.read_text().split(), "the student's SysV segment (key 0x0A2A2A2A) survived"
     probe = tmp_path / EX01.filename
-    probe.write_text("import os\nfor d in ('/tmp', '/var/tmp', '/dev/shm', '/run/lock'):\n"
+    probe.write_text("import os\nfor d in ('/tmp', '/var/tmp', '/dev/shm'):\n"
                      "    print('SEES', d, sorted(n for n in os.listdir(d) if n.startswith('a2-')))\n")
     seen = sandbox.run_exercise(probe, EX01.module, [], 0, sandbox.Limits(20, 20, 1024)).output_all
-    assert "a2-leftover" not in seen and seen.count("SEES") == 4, seen
+    assert "a2-leftover" not in seen and seen.count("SEES") == 3, seen
     assert not sandbox_survivors()
 
 
@@ -301,8 +299,8 @@ def test_missing_network_isolation_is_said_in_the_results(tmp_path, monkeypatch,
 
 @needs_namespaces
 def test_child_reads_no_gradescope_file_no_hidden_folder_no_other_staging(tmp_path, monkeypatch):
-    """read_grader_outputs globs a fake Gradescope root, a grade-all output folder (A2_SANDBOX_HIDE) and
-    another student's staging folder, all world-readable outside /tmp: it finds nothing."""
+    """read_grader_outputs globs a fake Gradescope root, a grade-all output folder (named to it in
+    A2_TEST_READ) and another student's staging folder, all world-readable outside /tmp: it finds nothing."""
     outside = Path(tempfile.mkdtemp(prefix="a2test-", dir="/run" if os.access("/run", os.W_OK) else None))
     other = Path(tempfile.mkdtemp(prefix="a2submission-"))
     try:
@@ -316,7 +314,7 @@ def test_child_reads_no_gradescope_file_no_hidden_folder_no_other_staging(tmp_pa
         for path in (outside, *outside.rglob("*"), other, *other.rglob("*")):
             path.chmod(0o755 if path.is_dir() else 0o644)  # readable by anyone: only the view hides them
         monkeypatch.setenv("A2_AUTOGRADER_ROOT", str(gradescope))
-        monkeypatch.setenv("A2_SANDBOX_HIDE", str(gradeall))
+        monkeypatch.setenv("A2_TEST_READ", str(gradeall))
         attack = ADVERSARIAL / "read_grader_outputs" / EX02.filename
         control = subprocess.run([sys.executable, str(attack)], capture_output=True, text=True, timeout=60,
                                  env=dict(os.environ))
@@ -333,6 +331,57 @@ def test_child_reads_no_gradescope_file_no_hidden_folder_no_other_staging(tmp_pa
     finally:
         shutil.rmtree(outside, ignore_errors=True)
         shutil.rmtree(other, ignore_errors=True)
+    assert not sandbox_survivors()
+
+
+def _other_clone_parent() -> Path:
+    """Where a world-readable copy of the repository goes: outside the checkout and outside /tmp and
+    /var/tmp (which every child has of its own anyway), so only the allow-list root keeps it away."""
+    for folder in ("/srv", "/opt", "/mnt"):
+        if os.path.isdir(folder) and os.access(folder, os.W_OK) and os.stat(folder).st_mode & 0o005 == 0o005:
+            return Path(folder)
+    return Path(tempfile.gettempdir())
+
+
+def test_another_checkout_on_the_machine_gives_the_child_nothing(tmp_path, monkeypatch):
+    """The red team's attack (other_checkout_key): another clone of this repository, world-readable as
+    a default clone is, outside the checkout. The attack, graded as ex01 and ex02, walks the file system
+    for it, and would import its answer key and print its hidden cases: it must score 0, print nothing
+    of the copy, and the copy must not exist in the child's file system."""
+    from autograder.cases import hidden_cases
+
+    clone = Path(tempfile.mkdtemp(prefix="a2-other-clone-", dir=_other_clone_parent()))
+    try:
+        shutil.copytree(SOLUTIONS, clone / "solutions")
+        shutil.copytree(ROOT / "autograder" / "expected", clone / "autograder" / "expected")
+        for path in (clone, *clone.rglob("*")):
+            path.chmod(0o755 if path.is_dir() else 0o644)  # what a default clone (umask 022) looks like
+        attack = ADVERSARIAL / "other_checkout_key" / EX02.filename
+        monkeypatch.setenv("A2_TEST_OTHER_CLONE", str(clone))
+        control = subprocess.run([sys.executable, "-c", f"import runpy; runpy.run_path({str(attack)!r}, "
+                                  "run_name='ex01_cost_per_gb')"], capture_output=True, text=True, timeout=120,
+                                 cwd="/")
+        assert f"KEY-FOUND {clone}" in control.stdout and "OTHER-CLONE-VISIBLE" in control.stdout, \
+            f"outside the sandbox the attack finds the copy: {control.stdout[-2000:]}{control.stderr[-2000:]}"
+        folder = tmp_path / "submission"
+        folder.mkdir()
+        for ex in (EX01, EX02):  # what it prints at import is its public output, shown in the feedback
+            shutil.copyfile(attack, folder / ex.filename)
+        data = grader.grade_submission(folder, tmp_path / "results.json", exercises=["ex01", "ex02"])
+        res.validate(data)
+        assert not autograder_failures(data), data["output"]
+        text = json.dumps(data)
+        assert "KEY-NOT-FOUND" in text, f"the attack should have run and searched: {data['output'][-2000:]}"
+        for marker in ("KEY-FOUND", "HIDDEN-LEAK", "OTHER-CLONE-VISIBLE", str(clone)):
+            assert marker not in text, f"the child saw the other checkout ({marker}): " \
+                                       f"{text[max(0, text.find(marker) - 300):text.find(marker) + 300]}"
+        assert text.count("OTHER-CLONE-ABSENT") >= 2, "the copy must not exist in the child's file system"
+        leaked = [c.id for ex in ("ex01", "ex02") for c in hidden_cases(ex) if c.id in text]
+        assert not leaked, f"hidden case ids reached the results: {leaked[:5]}"
+        for ex in (EX01, EX02):
+            assert exercise_score(data, ex.id)[0] == 0, (ex.id, data["output"][-2000:])
+    finally:
+        shutil.rmtree(clone, ignore_errors=True)
     assert not sandbox_survivors()
 
 
@@ -396,6 +445,150 @@ def test_submission_copy_is_read_only_and_package_root_is_empty(tmp_path):
     visible = out.split("ROOT ", 1)[1].splitlines()[0]
     assert "autograder" not in visible and "solutions" not in visible and ".git" not in visible, \
         f"the package root shows more than the venv and shared/: {visible}"
+
+
+VIEW_PROBE = """
+import json, os
+def listing(path):
+    try:
+        return sorted(os.listdir(path))
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return type(exc).__name__
+folders = json.loads(os.environ["A2_TEST_FOLDERS"])
+sizes = {p: os.statvfs(p).f_blocks * os.statvfs(p).f_frsize for p in ("/tmp", "/var/tmp", "/dev/shm", os.getcwd())}
+mounts = {line.split()[1]: line.split()[2] for line in open("/proc/self/mounts")}
+print("VIEW", json.dumps({"/": listing("/"), "folders": {p: listing(p) for p in folders}, "sizes": sizes,
+                          "types": {p: mounts.get(p) for p in sizes}, "cwd": os.getcwd(),
+                          "root_read_only": bool(os.statvfs("/").f_flag & os.ST_RDONLY)}))
+"""
+
+
+@needs_namespaces
+def test_child_root_holds_only_the_allow_list(tmp_path, monkeypatch):
+    """The child's `/` lists only the allow-list's top-level entries and is read-only; /root, /work, /home,
+    /autograder, /srv, /opt and the repository root either do not exist or hold only the folders on the
+    way to the interpreter, the venv and `hetero` (bound at their own paths, so on this machine /root holds
+    .pyenv and the checkout holds .venv and shared/hetero, nothing else: no other checkout, no answer key);
+    /tmp, /var/tmp, /dev/shm and the work folder are tmpfs of TMPFS_BYTES each."""
+    binds = [dest for _, dest in sandbox.allow_list()]
+    folders = ["/root", "/work", "/home", "/autograder", "/srv", "/opt", "/mnt", "/run", "/boot", str(ROOT),
+               str(ROOT.parent), str(ROOT / "shared")]
+    monkeypatch.setenv("A2_TEST_FOLDERS", json.dumps(folders))
+    probe = tmp_path / EX01.filename
+    probe.write_text(VIEW_PROBE)
+    out = sandbox.run_exercise(probe, EX01.module, [], 0, sandbox.Limits(20, 20, 1024)).output_all
+    assert "VIEW " in out, out
+    view = json.loads(out.split("VIEW ", 1)[1].splitlines()[0])
+    system = {name for name in sandbox.SYSTEM_LINKS if os.path.lexists("/" + name)}
+    top = system | {"usr", "etc", "dev", "proc", "tmp", "var", "sandbox"} | {d.split("/")[1] for d in binds}
+    assert sorted(view["/"]) == sorted(top), f"the child's / holds more (or less) than the allow-list: {view['/']}"
+    assert view["root_read_only"], "the child's / must be read-only"
+
+    def on_the_way(folder: str) -> list[str] | None:
+        """What `folder` may hold in the child: the next component of each bind below it; None: must not exist."""
+        below = sorted({d[len(folder) + 1:].split("/")[0] for d in binds if d.startswith(folder + "/")})
+        return below or None
+
+    for folder in folders:
+        if any(folder == d or folder.startswith(d + "/") for d in binds):
+            continue  # inside a bound folder (not on this machine's layout)
+        assert view["folders"][folder] == on_the_way(folder), \
+            f"{folder}: the child sees {view['folders'][folder]}, expected {on_the_way(folder)}"
+    shown_root = view["folders"][str(ROOT)] or []
+    assert not {"autograder", "solutions", ".git", "assignments"} & set(shown_root), shown_root
+    for folder, size in view["sizes"].items():
+        assert view["types"][folder] == "tmpfs" and size == sandbox.TMPFS_BYTES, \
+            f"{folder}: expected a tmpfs of {sandbox.TMPFS_BYTES} bytes, got {view['types'][folder]} of {size}"
+    assert view["cwd"] == sandbox.SANDBOX_WORK
+
+
+@needs_namespaces
+def test_venv_under_tmp_stays_reachable_and_the_installed_grader_is_covered(tmp_path, monkeypatch):
+    """A venv under /tmp (a Gradescope-shaped root in a test, say) is bound on top of the child's private
+    /tmp; after a non-editable `pip install .` the grader's package (hidden cases, expected values) lies
+    inside that venv: the child finds that folder empty."""
+    venv = tmp_path / "venv"
+    package = venv / "lib" / "site-packages" / "autograder"
+    (package / "expected").mkdir(parents=True)
+    (package / "expected" / "ex01.json").write_text('{"SECRET-EXPECTED": 1}')
+    (venv / "lib" / "site-packages" / "other.py").write_text("VISIBLE = 1\n")
+    for path in (venv, *venv.rglob("*")):
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    real = sandbox.allow_list()
+    monkeypatch.setattr(sandbox, "allow_list", lambda: [*real, (str(venv), str(venv))])
+    monkeypatch.setattr(sandbox, "AUTOGRADER_DIR", package)
+    probe = tmp_path / EX01.filename
+    probe.write_text("import os\n"
+                     f"site = {str(venv / 'lib' / 'site-packages')!r}\n"
+                     "print('SITE', sorted(os.listdir(site)))\n"
+                     "print('PACKAGE', sorted(os.listdir(os.path.join(site, 'autograder'))))\n"
+                     "print('OTHER', open(os.path.join(site, 'other.py')).read().strip())\n")
+    out = sandbox.run_exercise(probe, EX01.module, [], 0, sandbox.Limits(20, 20, 1024)).output_all
+    assert "SITE ['autograder', 'other.py']" in out and "OTHER VISIBLE = 1" in out, out
+    assert "PACKAGE []" in out and "SECRET" not in out, f"the installed grader's package must be empty: {out}"
+
+
+@needs_namespaces
+def test_answer_key_scores_full_marks_in_the_allow_list_root(tmp_path):
+    """The CLI grades the answer key of ex01 and ex05 (ex05 imports numpy) inside bubblewrap: full marks,
+    and the staff-only entry says how the files were isolated."""
+    out = tmp_path / "results.json"
+    proc = subprocess.run([sys.executable, "-m", "autograder", "grade", str(SOLUTIONS), "--out", str(out),
+                           "--exercises", "ex01", "ex05"], capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    data = json.loads(out.read_text())
+    res.validate(data)
+    assert not autograder_failures(data), data["output"]
+    for ex_id in ("ex01", "ex05"):
+        assert abs(exercise_score(data, ex_id)[0] - BY_ID[ex_id].points) < SCORE_TOL, data["output"]
+    environment = "".join(t["output"] for t in data["tests"] if t["name"] == "grading environment (staff only)")
+    assert "files: allow-list root (bubblewrap)" in environment, environment
+
+
+def test_bubblewrap_before_0_8_needs_no_size_option_as_root_and_says_so_without(tmp_path):
+    """Ubuntu 22.04 (Gradescope) ships bubblewrap 0.6, without --size: as root the arguments never use it
+    (jail.py remounts the tmpfs with their caps); without root they leave it out and the note says the
+    temporary folders are not size-capped. From 0.8 on, without root, bwrap caps them itself."""
+    base = {"mode": "bwrap", "failures": [], "bwrap": "/usr/bin/bwrap", "version": (0, 6, 1)}
+    as_root = sandbox.bwrap_args({**base, "user": False, "sized": True}, tmp_path)
+    assert "--size" not in as_root and "--unshare-user" not in as_root and "--unshare-all" not in as_root
+    setup = sandbox._namespace_setup({**base, "user": False, "sized": True}, (63001, 63001))
+    assert sorted(r["path"] for r in setup["resize"]) == sorted((*sandbox.PRIVATE_FOLDERS, sandbox.SANDBOX_WORK))
+    assert all(f"size={sandbox.TMPFS_BYTES}" in r["data"] for r in setup["resize"]), setup
+    old_user = {**base, "user": True, "sized": False}
+    assert "--size" not in sandbox.bwrap_args(old_user, tmp_path)
+    assert "temporary folders: not size-capped (bubblewrap 0.6.1 has no --size and the grader is not root)" in \
+        sandbox._isolation_notes(old_user, None)
+    new_user = sandbox.bwrap_args({**base, "version": (0, 8, 0), "user": True, "sized": True}, tmp_path)
+    assert new_user.count("--size") == len(sandbox.PRIVATE_FOLDERS) + 1 and "--cap-drop" in new_user
+
+
+@pytest.mark.parametrize("bwrap", ["missing", "broken"])
+def test_without_working_bubblewrap_the_mode_is_none_and_said(bwrap, tmp_path, monkeypatch, caplog):
+    """No `bwrap` on PATH, or one that fails as it does in a container without user namespaces: mode
+    "none", and the exercise's note, results.json and the log say the files are not isolated, and why."""
+    folder = tmp_path / "bin"
+    folder.mkdir()
+    if bwrap == "broken":
+        fake = folder / "bwrap"
+        fake.write_text("#!/bin/sh\n[ \"$1\" = --version ] && echo 'bubblewrap 0.6.1' && exit 0\n"
+                        "echo 'bwrap: No permissions to creating new namespace' >&2\nexit 1\n")
+        fake.chmod(0o755)
+    monkeypatch.setenv("PATH", str(folder))
+    monkeypatch.setattr(sandbox, "_MODE", {})
+    monkeypatch.setattr(sandbox, "is_root", lambda: False)  # no uid change: the interpreter under /root
+    mode = sandbox.isolation_mode()
+    why = {"missing": "bubblewrap missing: apt-get install bubblewrap",
+           "broken": "bubblewrap 0.6.1 does not work here: bwrap: No permissions to creating new namespace"}[bwrap]
+    assert mode["mode"] == "none" and mode["failures"] == [why], mode
+    data = grader.grade_submission(_helpers.submission_with(tmp_path, ["ex01"]), tmp_path / "results.json",
+                                   exercises=["ex01"])
+    res.validate(data)
+    assert abs(exercise_score(data, "ex01")[0] - EX01.points) < SCORE_TOL, data["output"]
+    assert f"Sandbox: files: not isolated ({why})." in data["output"], data["output"]
+    assert "files not isolated" in caplog.text and why in caplog.text, "the grader's log must say it too"
 
 
 def test_remove_tree_deletes_any_depth_and_never_follows_links(tmp_path):

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Gradescope image setup for the A2 autograder (Ubuntu 22.04, system python3 3.10).
 #
-# Creates a virtual environment beside the autograder source and installs the grading dependencies
+# Installs bubblewrap (the sandbox's allow-list root) with apt-get when it is missing, then creates a
+# virtual environment beside the autograder source and installs the grading dependencies
 # into it: torch's pin (requirements-torch.txt) first, then the rest of the repository's lock file
 # locks/gradescope.txt (requirements.txt, every distribution at one version). The system python3 that
 # Gradescope's harness uses is left untouched.
@@ -35,6 +36,22 @@ if ! "$PY" -c "import venv, ensurepip" >/dev/null 2>&1; then
         exit 1
     fi
 fi
+
+# The sandbox gives each student child a root that holds only what it needs (autograder.sandbox); it is
+# built by bubblewrap. Without bwrap the grader would still run, but student code could read every
+# world-readable file of the image: the build fails instead.
+if ! command -v bwrap >/dev/null 2>&1; then
+    if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
+        echo "[setup] installing bubblewrap with apt-get"
+        apt-get update -q
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -q bubblewrap
+    fi
+    if ! command -v bwrap >/dev/null 2>&1; then
+        echo "[setup] error: bubblewrap (bwrap) is missing and could not be installed (needs root and apt-get: apt-get install bubblewrap)" >&2
+        exit 1
+    fi
+fi
+echo "[setup] $(bwrap --version)"
 
 "$PY" -m venv "$VENV"
 VPY="$VENV/bin/python"
