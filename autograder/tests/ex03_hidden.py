@@ -364,3 +364,43 @@ CASES += [
         points=0.5,
     ),
 ]
+
+# Transfers that change the decision: an instance holding the prefix itself beats one that must fetch it
+# from the pool, which it would not if fetches were free (the cases above all pick the same instance
+# with or without the transfer term). Rates are powers of two or the default 5, so estimates are exact.
+TRANSFER_HINT = (
+    "pool fetches are not free: add the transfer time (pool blocks the instance lacks / "
+    "transfer_blocks_per_prefill_block) to its estimate; " + TTFT_HINT
+)
+CASES += [
+    Case(
+        "ex03.ttft_dispatch.slow_link_own_hits",
+        "ttft_dispatch",
+        ([0, 12, 0, 6], [0.0, 2.5, 1.0, 0.5], 16),
+        kwargs={"pool_hit_blocks": 12, "transfer_blocks_per_prefill_block": 2.0},
+        tol_note=INDEX,
+        unit="instance index",
+        hint="estimates 10, 6.5, 11, 7.5 prefill-block-times; " + TRANSFER_HINT,
+        points=1.0,
+    ),
+    Case(
+        "ex03.ttft_dispatch.default_rate_own_hits",
+        "ttft_dispatch",
+        ([30, 0, 10], [5.0, 0.0, 2.5], 40),
+        kwargs={"pool_hit_blocks": 30},
+        tol_note=INDEX,
+        unit="instance index",
+        hint="estimates 15, 16, 16.5 prefill-block-times at the default 5 blocks per block-time; " + TRANSFER_HINT,
+        points=1.0,
+    ),
+    Case(
+        "ex03.ttft_dispatch.six_instances_one_holder",
+        "ttft_dispatch",
+        ([0, 0, 0, 0, 0, 24], [1.0, 0.5, 2.0, 0.0, 3.0, 4.0], 32),
+        kwargs={"pool_hit_blocks": 24, "transfer_blocks_per_prefill_block": 4.0},
+        tol_note=INDEX,
+        unit="instance index",
+        hint="estimates 15, 14.5, 16, 14, 17, 12 prefill-block-times; " + TRANSFER_HINT,
+        points=1.0,
+    ),
+]
