@@ -276,6 +276,19 @@ FIXTURES: tuple[WrongFixture, ...] = (
         ),
     ),
     WrongFixture(
+        "ex03_transfer_free",
+        "ex03",
+        "ttft_dispatch treats pool fetches as free: the transfer time of the pool blocks an instance lacks "
+        "is left out of its estimate.",
+        (
+            Edit(
+                "        transfer = (reused - hit) / transfer_blocks_per_prefill_block\n"
+                "        estimates.append(queued + transfer + (request_blocks - reused))\n",
+                "        estimates.append(queued + (request_blocks - reused))\n",
+            ),
+        ),
+    ),
+    WrongFixture(
         "ex03_transfer_multiplied",
         "ex03",
         "ttft_dispatch multiplies the blocks to transfer by transfer_blocks_per_prefill_block instead of "

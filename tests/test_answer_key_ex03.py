@@ -4,6 +4,8 @@
   the expected exception where `raises` is set); each function has at least 5 hidden cases.
 - Every wrong fixture fails at least one case, where hidden expectations are the solution's outputs
   (as `python -m autograder expected` stores them), and the feedback then names the fixture's mistake.
+- A student whose ttft_dispatch treats pool fetches as free fails a public case whose printed block
+  names that mistake (issue 22: it used to pass every public case and every hidden unit case).
 - The simulator-backed hidden cases (the global pool dispatched by the submitted ttft_dispatch) catch
   every dispatch mistake on their own: the harness is a real test, not decoration.
 """
@@ -21,9 +23,12 @@ from autograder.manifest import BY_ID, ROOT
 from autograder.wrong_fixtures import for_exercise
 from hetero.checks import check_call, judge, run_call
 from hetero.impl import load_exercise
+from hetero.publictest import run_public_case
 
 FIXTURES = [f.name for f in for_exercise("ex03")]
-DISPATCH_FIXTURES = ("ex03_ignores_queue", "ex03_ties_highest", "ex03_transfer_multiplied", "ex03_ignores_pool")
+DISPATCH_FIXTURES = (
+    "ex03_ignores_queue", "ex03_ties_highest", "ex03_transfer_multiplied", "ex03_ignores_pool", "ex03_transfer_free",
+)
 
 
 def _key():
@@ -44,7 +49,8 @@ def _mistake(path: Path) -> str:
 
 def test_solution_passes_every_public_case():
     cases = public_cases("ex03")
-    assert 4 <= len(cases) <= 8, f"expected 4-8 public cases, found {len(cases)}"
+    # 4-8 as in every exercise, plus one: the transfer term of ttft_dispatch needs its own case (issue 22)
+    assert 4 <= len(cases) <= 9, f"expected 4-9 public cases, found {len(cases)}"
     assert any(c.raises == "ValueError" for c in cases), "no public invalid-input case"
     failures = [v.message for v in (check_call(c, _key()) for c in cases) if not v.passed]
     assert not failures, "the answer key fails its public cases:\n" + "\n".join(failures)
@@ -99,3 +105,11 @@ def test_simulator_cases_catch_dispatch_mistakes(name, wrong_dir):
     caught = [c.id for c in harness if not judge(c, run_call(c, wrong), _key_value(c.id)).passed]
     assert caught, (f"{name}: the simulator run with this dispatch reproduces the reference figures "
                     "(hit rate, transfers, imbalance, TTFT) on every hidden workload; expected a difference")
+
+
+def test_free_transfers_fail_a_public_case_whose_hint_names_the_mistake(wrong_dir):
+    folder = wrong_dir / "ex03_transfer_free"
+    reports = [run_public_case(c, folder, 10.0) for c in public_cases("ex03")]
+    failed = [r.text for r in reports if not r.passed]
+    assert failed, "a ttft_dispatch without the transfer term passes every public ex03 case (the summary says ok)"
+    assert any("likely mistake:" in text and "pool fetches are not free" in text for text in failed), failed

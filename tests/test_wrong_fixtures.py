@@ -5,6 +5,8 @@
 - A stale edit (old text missing or no longer unique) fails loudly instead of testing nothing.
 - Materialising every fixture gives a file that says `MISTAKE: <sentence>`, carries no solution
   marker, differs from the key in code and fails at least one case that the key passes.
+- Every fixture is caught where students look: it fails a hidden unit case of the function its edit is
+  in (not only a simulator case that happens to run that function) and a public case of that function.
 - The known mistakes stored in autograder/expected/ are declared fixtures, with the declared sentence.
 """
 
@@ -19,6 +21,8 @@ from autograder.manifest import EXERCISES, ROOT
 from autograder.mutation import killed_by
 from autograder.release import BEGIN, END
 from autograder.wrong_fixtures import BY_NAME, FIXTURES, StaleFixture, materialise, source
+from hetero.checks import check_call, judge, run_call
+from hetero.impl import load_module_from_path
 
 NAMES = [f.name for f in FIXTURES]
 MAX_OLD_LINES = 8  # measured today: 1 to 6 (ex01_finite_only edits the check of its three functions)
@@ -26,6 +30,14 @@ MAX_OLD_LINES = 8  # measured today: 1 to 6 (ex01_finite_only edits the check of
 
 def _key(fixture) -> str:
     return (ROOT / "solutions" / fixture.filename).read_text(encoding="utf-8")
+
+
+def _edited_functions(fixture) -> set[str]:
+    """The names of the answer-key functions whose bodies the fixture's edits change."""
+    key = _key(fixture)
+    spans = [(n.name, n.lineno, n.end_lineno) for n in ast.parse(key).body if isinstance(n, ast.FunctionDef)]
+    firsts = [key[: key.index(e.old)].count("\n") + 1 for e in fixture.edits]
+    return {name for name, lo, hi in spans for first in firsts if lo < first <= hi}
 
 
 def _docstring_lines(tree: ast.AST) -> set[int]:
@@ -103,3 +115,52 @@ def test_stored_known_mistakes_are_the_declared_ones():
                 assert name in BY_NAME, f"{case_id}: stored mistake {name} is not declared"
                 assert description == BY_NAME[name].mistake, f"{case_id}: {name} is stored as {description!r}"
 
+
+
+# Fixtures whose mistake no public case of its function can show, each with the reason. Empty today:
+# every declared mistake changes an answer a small hand-checkable case can show.
+NO_PUBLIC_CASE: dict[str, str] = {}
+
+
+def _wrong_module(name: str, wrong_dir):
+    fixture = BY_NAME[name]
+    return load_module_from_path(wrong_dir / name / fixture.filename, f"_a2_caught_{name}")
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_fixture_fails_a_hidden_unit_case_of_its_own_function(name, wrong_dir):
+    """Not only a simulator (harness) case: a hidden case that calls the edited function itself."""
+    fixture = BY_NAME[name]
+    funcs = _edited_functions(fixture)
+    assert funcs, f"{name}: its edits are in no top-level function of the key"
+    module, stored = _wrong_module(name, wrong_dir), expected_values(fixture.exercise)
+    own = [c for c in hidden_cases(fixture.exercise) if c.harness is None and c.func in funcs]
+    assert own, f"{name}: no hidden unit case calls {sorted(funcs)}"
+    failed = [
+        c.id for c in own if not judge(c, run_call(c, module), None if c.raises else stored[c.id]["expect"]).passed
+    ]
+    assert failed, (
+        f"{name} passes all {len(own)} hidden unit cases of {sorted(funcs)}: only a harness case (if any) "
+        f"catches it; add a hidden case of autograder/tests/{fixture.exercise}_hidden.py where the mistake matters"
+    )
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_fixture_fails_a_public_case_of_its_own_function(name, wrong_dir):
+    """The public tests (and their summary) must not say `ok` to a declared mistake."""
+    fixture = BY_NAME[name]
+    funcs = _edited_functions(fixture)
+    module = _wrong_module(name, wrong_dir)
+    own = [c for c in public_cases(fixture.exercise) if c.func in funcs]
+    failed = [c.id for c in own if not check_call(c, module).passed]
+    if name in NO_PUBLIC_CASE:
+        assert not failed, f"{name} now fails public case {failed[0]}: drop it from NO_PUBLIC_CASE"
+        return
+    assert failed, (
+        f"{name} passes all {len(own)} public cases of {sorted(funcs)}: a student with this mistake sees `ok`; "
+        f"add a hand-checkable case to solutions/tests/public_{fixture.exercise}.py whose hint names the mistake"
+    )
+
+
+def test_allow_list_names_declared_fixtures():
+    assert set(NO_PUBLIC_CASE) <= set(BY_NAME), sorted(set(NO_PUBLIC_CASE) - set(BY_NAME))

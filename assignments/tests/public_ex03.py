@@ -31,6 +31,13 @@ CASES = [
          hint="every instance reuses the 8 pooled blocks; instances without them transfer 8 / 4 = 2 "
               "block-times: estimates 6, 8, 4, 4; the tie between 2 and 3 goes to the LOWER index. "
               "Transfers cost blocks / rate (not blocks x rate)"),
+    Case("ex03.ttft_dispatch.own_hits_beat_a_fetch", "ttft_dispatch",
+         ([20, 0], [3.0, 0.0], 24), kwargs={"pool_hit_blocks": 20}, expect=0,
+         tol_note=INDEX, unit="instance index",
+         hint="instance 0 holds the 20 pooled blocks itself: 3 queued + 4 to prefill = 7; instance 1 must first "
+              "fetch those 20 blocks at the default 5 per block-time: 0 + 20 / 5 + 4 = 8, so instance 0. "
+              "Answering 1 means pool fetches are not free: add the transfer time (pool blocks the instance "
+              "lacks / transfer_blocks_per_prefill_block) to its estimate"),
     Case("ex03.duplication_factor.empty_cluster", "duplication_factor", ([[], []],), raises="ValueError",
          hint="a cluster that holds no block has no duplication factor (0 / 0): raise ValueError naming "
               "instance_blocks"),

@@ -364,3 +364,49 @@ CASES += [
         points=0.5,
     ),
 ]
+
+# Transfers that change the decision, and queues that do too: the instance with the smallest estimate
+# is neither the idlest one (which must fetch the pooled prefix: it would win if fetches were free) nor
+# the lowest- or highest-index instance among those holding the most of the prefix themselves (one of
+# which a dispatch blind to the queues picks), so a submission must count both the transfer and the
+# queue to pass. (The cases above all pick the same instance with or without the transfer term.) Rates
+# are powers of two or the default 5, so estimates are exact.
+TRANSFER_HINT = (
+    "pool fetches are not free: add the transfer time (pool blocks the instance lacks / "
+    "transfer_blocks_per_prefill_block) to its estimate; " + TTFT_HINT
+)
+CASES += [
+    Case(
+        "ex03.ttft_dispatch.slow_link_own_hits",
+        "ttft_dispatch",
+        ([0, 12, 0, 10], [0.0, 6.5, 1.0, 0.5], 16),
+        kwargs={"pool_hit_blocks": 12, "transfer_blocks_per_prefill_block": 2.0},
+        tol_note=INDEX,
+        unit="instance index",
+        hint="estimates 10, 10.5, 11, 5.5 prefill-block-times (instance 1 holds all 12 pooled blocks but has "
+        "6.5 queued; instance 3 holds 10 and fetches 2); " + TRANSFER_HINT,
+        points=1.0,
+    ),
+    Case(
+        "ex03.ttft_dispatch.default_rate_own_hits",
+        "ttft_dispatch",
+        ([30, 0, 30, 30], [5.0, 0.0, 2.5, 4.0], 40),
+        kwargs={"pool_hit_blocks": 30},
+        tol_note=INDEX,
+        unit="instance index",
+        hint="estimates 15, 16, 12.5, 14 prefill-block-times at the default 5 blocks per block-time (three "
+        "instances hold the 30 pooled blocks; their queues decide among them); " + TRANSFER_HINT,
+        points=1.0,
+    ),
+    Case(
+        "ex03.ttft_dispatch.six_instances_three_holders",
+        "ttft_dispatch",
+        ([24, 24, 0, 0, 0, 24], [4.0, 2.0, 1.0, 0.5, 0.0, 3.0], 32),
+        kwargs={"pool_hit_blocks": 24, "transfer_blocks_per_prefill_block": 4.0},
+        tol_note=INDEX,
+        unit="instance index",
+        hint="estimates 12, 10, 15, 14.5, 14, 11 prefill-block-times (instances 0, 1 and 5 hold the 24 pooled "
+        "blocks; their queues decide among them); " + TRANSFER_HINT,
+        points=1.0,
+    ),
+]

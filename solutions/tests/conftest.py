@@ -13,6 +13,11 @@ from hetero.publictest import load_listing
 HERE = Path(__file__).resolve().parent
 IMPL_DIR = HERE.parent
 _RESULTS: dict[str, dict[str, int]] = defaultdict(lambda: {"passed": 0, "failed": 0})
+LEGEND = (
+    "max points: the most an exercise can give, not your score. ok: its public cases passed, nothing more.",
+    "A function's passed cases pay only once it also returns correct, different answers on hidden inputs",
+    "(README, Grading); public tests are part of the grade, hidden tests on other inputs make up the rest.",
+)
 
 
 def pytest_configure(config):
@@ -66,12 +71,14 @@ def pytest_unconfigure(config):
         return
     listing = load_listing(HERE)
     reporter.write_sep("=", "per-exercise summary (public tests)")
-    reporter.write_line(f"{'exercise':<10}{'points':>8}{'passed':>9}{'failed':>9}  status")
+    reporter.write_line(f"{'exercise':<10}{'max points':>12}{'public passed':>15}{'public failed':>15}  "
+                        "public cases")
     for ex_id in EXERCISES:
         if ex_id not in _RESULTS:
             continue
         r = _RESULTS[ex_id]
         status = "ok" if r["failed"] == 0 else "FAILING"
         pts = f"{listing[ex_id].points:g}" if ex_id in listing else ""
-        reporter.write_line(f"{ex_id:<10}{pts:>8}{r['passed']:>9}{r['failed']:>9}  {status}")
-    reporter.write_line("Public tests are part of the grade; hidden tests on other inputs make up the rest.")
+        reporter.write_line(f"{ex_id:<10}{pts:>12}{r['passed']:>15}{r['failed']:>15}  {status}")
+    for line in LEGEND:
+        reporter.write_line(line)
