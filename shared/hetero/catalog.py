@@ -287,8 +287,9 @@ ASSUMPTIONS: dict[str, float] = {
     "memory_efficiency": 0.8,  # fraction of peak bandwidth a weight/KV stream achieves
     "decode_context_tokens": 4096,  # context length of each sequence in the §1.2 decode step
     "hbm_headroom_frac": 0.10,  # HBM kept free for activations (lecture §7 Q2)
-    # Average input length of Kimi requests as the lecture gives it (§1.2, §2.2). Sources differ: the
-    # Mooncake paper's trace analysis says 7,590 tokens, the released trace's README 8,596.
+    # Average input length of Kimi requests as the lecture gives it (§1.2, §2.2). Neither paper says 8,590:
+    # the Mooncake technical report (v3) says 7,590 tokens, FAST'25 Table 2 8,596 for the Tool&Agent trace
+    # (docs/figures_transfer.md).
     "kimi_mean_input_tokens": 8590,
 }
 
