@@ -762,6 +762,7 @@ def grade_public(
     python: str = sys.executable,
     exercises: Sequence[str] | None = None,
     also_hide: Sequence[Path] = (),
+    specs: Path | None = None,
 ) -> Sealed | Graded:
     """Phase 1 of one submission in its own grader process (`grade SUB --phase public --state STATE`):
     intake and every exercise's public phase, sealed in `state` (absent or empty; grader-only).
@@ -769,13 +770,16 @@ def grade_public(
     Returns the seal, fixed here once the process and everything it started have ended; or, when the
     grader timed out, crashed or left no sealed state, the student's failure (as `grade_one` would), which
     has no hidden phase. Never raises for anything the submission does. `also_hide` as for `grade_one`
-    (the sealed states' folder belongs there).
+    (the sealed states' folder belongs there); `specs`: the batch's public call specs
+    (`grader.write_public_specs`), so that the process does not load the case files.
     """
     student_dir.mkdir(parents=True, exist_ok=True)
     results_path = student_dir / "results.json"
     log_path = student_dir / "grader.log"
     results_path.unlink(missing_ok=True)
     grade = [*_grade_command(python, sub), "--phase", "public", "--state", str(state.resolve())]
+    if specs is not None:
+        grade += ["--public-specs", str(specs.resolve())]
     if exercises:
         grade += ["--exercises", *exercises]
     ended = run_grader(grade, student_dir, log_path, timeout_s, (sub.path.parent, *also_hide))
@@ -1058,6 +1062,7 @@ def _grade_sealed(
 ) -> None:
     """Every submission's public phase (`grade_public`, `n_workers` at once), then, once the last has
     ended and is sealed, every hidden phase (`grade_hidden`); `store` each grading as it is complete.
+    The public cases' call specs are computed once, here, and handed to every public phase.
 
     The sealed states live in one grader-only folder (mode 0700, a SCRATCH_PREFIX name: a killed batch's
     is swept by the next), hidden from every sandbox and removed at the end, also on an error.
@@ -1066,6 +1071,14 @@ def _grade_sealed(
     try:
         states.chmod(0o700)
         hide = (*also_hide, states)
+        specs: Path | None = states / "public_specs.json"
+        try:  # once for the batch (ex10's cases import torch: 1.5 s of CPU in every process that loads them)
+            from autograder import grader
+
+            grader.write_public_specs(states / "public_specs.json", exercises)
+        except Exception as exc:  # each public phase computes them then
+            print(f"grade-all: the public call specs were not computed ({type(exc).__name__})", file=sys.stderr)
+            specs = None
         ready: list[tuple[Submission, str, Sealed]] = []
         with (
             ThreadPoolExecutor(max_workers=n_workers) as pool,
@@ -1076,7 +1089,9 @@ def _grade_sealed(
             public: dict[Future[Sealed | Graded], tuple[Submission, str]] = {}
             for index, (sub, digest) in enumerate(todo):
                 state = states / f"s{index:06d}"
-                job = pool.submit(grade_public, sub, out / sub.out_folder, state, timeout_s, python, exercises, hide)
+                job = pool.submit(
+                    grade_public, sub, out / sub.out_folder, state, timeout_s, python, exercises, hide, specs
+                )
                 public[job] = (sub, digest)
             for future in as_completed(public):
                 sub, digest = public[future]

@@ -34,6 +34,9 @@ from __future__ import annotations
 import argparse
 import builtins
 import dataclasses
+import hashlib
+import json
+import os
 import shutil
 import tempfile
 import time
@@ -279,16 +282,50 @@ def _cases(ex: Exercise, root: Path) -> tuple[list[Case], list[Case], dict[str, 
     return public, hidden, data
 
 
+def public_specs(ex: Exercise, root: Path = ROOT) -> list[dict[str, Any]]:
+    """The call specs of the exercise's public cases, what its public phase sends the child (the cases
+    are checked against the stored data first: `_cases`)."""
+    public, _, _ = _cases(ex, root)
+    return [call_spec(c) for c in public]
+
+
+def specs_digest(specs: Sequence[dict[str, Any]]) -> str:
+    """sha256 of call specs as canonical JSON: the public phase seals it, the hidden phase compares."""
+    return hashlib.sha256(json.dumps(list(specs), sort_keys=True).encode("ascii")).hexdigest()
+
+
+def write_public_specs(path: Path, exercises: Iterable[str] | None = None, root: Path = ROOT) -> None:
+    """Write every selected exercise's `public_specs` to `path` (JSON, mode 0600), for `--public-specs`:
+    grade-all computes them once per batch, so that no public-phase process loads the case files (ex10's
+    import torch: 1.5 s of CPU per process)."""
+    data = {"format": 1, "specs": {ex.id: public_specs(ex, root) for ex in _selected(exercises)}}
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "w", encoding="ascii") as fh:
+        json.dump(data, fh)
+
+
+def read_public_specs(path: Path) -> dict[str, list[dict[str, Any]]]:
+    """The specs `write_public_specs` wrote: {exercise id: call specs}."""
+    data = json.loads(Path(path).read_text(encoding="ascii"))
+    if data.get("format") != 1 or not isinstance(data.get("specs"), dict):
+        raise ConfigError(f"{path} does not hold public call specs")
+    return {str(k): list(v) for k, v in data["specs"].items()}
+
+
 def run_public(
-    ex: Exercise, found: Found | None, root: Path = ROOT, time_scale: float = 1.0
+    ex: Exercise,
+    found: Found | None,
+    root: Path = ROOT,
+    time_scale: float = 1.0,
+    specs: Sequence[dict[str, Any]] | None = None,
 ) -> sandbox.ChildReport | None:
     """Phase 1 of an exercise: its public cases alone, in children that are sent no hidden input, so all
-    they print, return and raise may be shown. None when there is no file to run."""
-    public, _, _ = _cases(ex, root)
+    they print, return and raise may be shown. None when there is no file to run. `specs`: the public
+    cases' call specs when already computed (`public_specs`)."""
+    specs = public_specs(ex, root) if specs is None else list(specs)
     if found is None or found.path is None:
         return None
-    specs = [call_spec(c) for c in public]
-    return sandbox.run_exercise(found.path, ex.module, specs, len(specs), limits_for(ex, time_scale))
+    return sandbox.run_exercise(found.path, ex.module, list(specs), len(specs), limits_for(ex, time_scale))
 
 
 def run_hidden(
@@ -488,16 +525,25 @@ def _selected(exercises: Iterable[str] | None) -> list[Exercise]:
 
 
 def _public_phases(
-    selected: Sequence[Exercise], found: dict[str, Found], root: Path, time_scale: float
+    selected: Sequence[Exercise],
+    found: dict[str, Found],
+    root: Path,
+    time_scale: float,
+    specs: dict[str, list[dict[str, Any]]] | None = None,
+    digests: dict[str, str] | None = None,
 ) -> dict[str, sandbox.ChildReport | None | str]:
     """Every exercise's public phase (`run_public`), before any hidden case: what a public phase prints,
     returns or raises is shown, and state the machine shares (the page cache of the venv's files, for
     one) could carry a hidden input from an earlier exercise's children into a later one's. A grader
-    error costs only its exercise (its traceback takes the report's place)."""
+    error costs only its exercise (its traceback takes the report's place). `specs`: call specs already
+    computed, by exercise; `digests` receives the `specs_digest` of those each exercise ran."""
     phase1: dict[str, sandbox.ChildReport | None | str] = {}
     for ex in selected:
         try:
-            phase1[ex.id] = run_public(ex, found.get(ex.id), root, time_scale)
+            mine = specs[ex.id] if specs is not None and ex.id in specs else public_specs(ex, root)
+            if digests is not None:
+                digests[ex.id] = specs_digest(mine)
+            phase1[ex.id] = run_public(ex, found.get(ex.id), root, time_scale, mine)
         except Exception:
             phase1[ex.id] = traceback.format_exc()
     return phase1
@@ -570,13 +616,16 @@ def grade_public_phase(
     exercises: Iterable[str] | None = None,
     root: Path = ROOT,
     time_scale: float = 1.0,
+    specs: dict[str, list[dict[str, Any]]] | None = None,
 ) -> str:
     """Phase 1 alone: read `submission`, run every exercise's public phase, and seal the result in `state`
     (a new or empty folder, made mode 0700: `autograder.phases`); return the seal (hex sha256).
 
     Nothing hidden is sent to a child or written to `state`. A failure of the grader is sealed too (the
     hidden phase then writes the grader-failure results), so a state is always written unless the
-    folder itself cannot be.
+    folder itself cannot be. `specs`: the public cases' call specs by exercise (`read_public_specs`),
+    else computed here; the digest of those each exercise ran is sealed, and the hidden phase grades
+    an exercise only if its own public cases have the same.
     """
     start = time.monotonic()
     selected = _selected(exercises)
@@ -584,10 +633,11 @@ def grade_public_phase(
     found: dict[str, Found] = {}
     notes: list[str] = []
     reports: dict[str, sandbox.ChildReport | None | str] = {}
+    digests: dict[str, str] = {}
     failure = ""
     try:
         found, notes = locate(Path(submission), selected, files)
-        reports = _public_phases(selected, found, root, time_scale)
+        reports = _public_phases(selected, found, root, time_scale, specs, digests)
     except Exception:
         failure = traceback.format_exc()
     public = phases.PublicState(
@@ -598,9 +648,17 @@ def grade_public_phase(
         notes=list(notes),
         found=found,
         reports=reports,
+        spec_digests=digests,
         failure=failure,
     )
     return phases.write(Path(state), public)
+
+
+def _same_public_cases(ex: Exercise, root: Path, digests: dict[str, str]) -> bool:
+    try:
+        return digests.get(ex.id) == specs_digest(public_specs(ex, root))
+    except Exception:  # the cases cannot be read: the exercise fails in grade_exercise, with its traceback
+        return True
 
 
 def grade_hidden_phase(
@@ -635,7 +693,11 @@ def grade_hidden_phase(
         missing = [ex.id for ex in selected if ex.id not in public.reports]
         if missing:
             raise phases.SealError(f"the sealed state has no public phase for {missing}")
-        graded = _hidden_phases(selected, public.found, public.reports, root, public.time_scale)
+        reports = dict(public.reports)
+        for ex in selected:
+            if not isinstance(reports[ex.id], str) and not _same_public_cases(ex, root, public.spec_digests):
+                reports[ex.id] = f"ConfigError: the public cases of {ex.id} are not the ones its public phase ran"
+        graded = _hidden_phases(selected, public.found, reports, root, public.time_scale)
         data = res.assemble(graded, public.elapsed_s + time.monotonic() - start, public.notes)
         res.validate(data)
     except Exception:
@@ -658,6 +720,11 @@ def main(argv: Sequence[str]) -> int:
     )
     parser.add_argument("--state", type=Path, help="with --phase: the public phase's sealed state (grader-only folder)")
     parser.add_argument(
+        "--public-specs",
+        type=Path,
+        help="with --phase public: the public call specs (write_public_specs), not computed",
+    )
+    parser.add_argument(
         "--seal", help="with --phase hidden: the seal the public phase ended with (default: the state's)"
     )
     args = parser.parse_args(list(argv))
@@ -665,6 +732,8 @@ def main(argv: Sequence[str]) -> int:
         parser.error("--phase needs --state")
     if args.phase != "hidden" and args.seal is not None:
         parser.error("--seal goes with --phase hidden")
+    if args.phase != "public" and args.public_specs is not None:
+        parser.error("--public-specs goes with --phase public")
     if args.phase == "public":
         if args.out is not None:
             parser.error("--phase public writes no results: --out goes with the hidden phase")
@@ -673,6 +742,7 @@ def main(argv: Sequence[str]) -> int:
             args.state,
             exercises=args.exercises,
             time_scale=1.0 if args.time_scale is None else args.time_scale,
+            specs=None if args.public_specs is None else read_public_specs(args.public_specs),
         )
         print(f"public phase sealed in {args.state}: {seal}")
         return 0

@@ -11,8 +11,9 @@ DIR is the grader's own storage (mode 0700; grade-all keeps it outside every san
   grades these copies, not the submission again;
 - `public.json`: the exercises and time scale graded, the submission's notes, each exercise's located
   file (path under DIR, where it was, its note) and its public phase: the child report (outcomes,
-  refusals, how it ended, the public output) or the grader's traceback, the sha256 of every file
-  under `submission/`, and the time the phase took;
+  refusals, how it ended, the public output) or the grader's traceback, the digest of the public
+  call specs it ran (`grader.specs_digest`), the sha256 of every file under `submission/`, and the
+  time the phase took;
 - `seal`: the sha256 of public.json's bytes, in hex.
 The seal is fixed when the public phase ends; the hidden phase refuses a state whose public.json or
 files no longer match it (given with `--seal`, else read from `seal`), uses the sealed reports as
@@ -55,6 +56,7 @@ class PublicState:
     notes: list[str]  # about the submission as a whole (autograder.intake)
     found: dict[str, Found]  # exercise id -> the file located for it (paths under DIR/submission)
     reports: dict[str, sandbox.ChildReport | None | str]  # public phase: report, None (no file) or traceback
+    spec_digests: dict[str, str] = dataclasses.field(default_factory=dict)  # exercise id -> digest of the specs run
     failure: str = ""  # the public phase itself failed (traceback): the hidden phase writes a grader failure
 
 
@@ -130,6 +132,7 @@ def write(state: Path, public: PublicState) -> str:
         "found": found,
         "reports": reports,
         "files": files,
+        "spec_digests": public.spec_digests,
         "failure": public.failure,
     }
     body = json.dumps(data, indent=1, sort_keys=True).encode("ascii")  # lone surrogates escaped, read back as is
@@ -203,6 +206,7 @@ def read(state: Path, seal: str | None = None) -> PublicState:
         notes=[str(n) for n in data["notes"]],
         found=found,
         reports=reports,
+        spec_digests={str(k): str(v) for k, v in data["spec_digests"].items()},
         failure=str(data.get("failure") or ""),
     )
 

@@ -125,6 +125,25 @@ def test_a_state_that_is_not_what_was_sealed_is_never_graded(tmp_path, change):
     assert "SealError" in data["tests"][1]["output"], data["tests"][1]["output"][-800:]
 
 
+def test_public_specs_from_the_batch_are_used_and_checked(tmp_path):
+    """grade-all computes the public call specs once (`write_public_specs`); the public phase runs those,
+    and the hidden phase grades an exercise only if its own public cases have the same digest."""
+    folder = tmp_path / "sub"
+    folder.mkdir()
+    (folder / EX01.filename).write_bytes((ROOT / "solutions" / EX01.filename).read_bytes())
+    grader.write_public_specs(tmp_path / "specs.json", ["ex01"])
+    specs = grader.read_public_specs(tmp_path / "specs.json")
+    assert specs == {"ex01": grader.public_specs(EX01)}
+    seal = grader.grade_public_phase(folder, tmp_path / "same", exercises=["ex01"], specs=specs)
+    same = grader.grade_hidden_phase(tmp_path / "same", seal=seal)
+    assert abs(same["score"] - EX01.points) < SCORE_TOL, same["output"]
+    fewer = {"ex01": specs["ex01"][1:]}  # not the cases the hidden phase would judge
+    seal = grader.grade_public_phase(folder, tmp_path / "fewer", exercises=["ex01"], specs=fewer)
+    data = grader.grade_hidden_phase(tmp_path / "fewer", seal=seal)
+    assert data["score"] == 0 and data["tests"][0]["name"].startswith("autograder failed: ex01"), data["output"]
+    assert "are not the ones its public phase ran" in data["tests"][1]["output"], data["tests"][1]["output"]
+
+
 def test_the_cli_runs_each_phase_alone(tmp_path):
     import subprocess
 
