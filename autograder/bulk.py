@@ -30,25 +30,43 @@ literally named `alice-2bd806c9`), `<name>-<16 hex>-<n>` for the first n = 1, 2,
 with none; these students are served in sorted order, each checked against every name given before.
 The gradebook is keyed by student, not by folder.
 
-Each submission is graded by the single-submission grader in its own subprocess (`python -m
-autograder grade SUB --out DIR/<student>/results.json [--exercises ...]`), several at once, so that a
-crash, a hang or a runaway submission only ever affects that student: when the grader exits or
-reaches the per-submission time limit, the grader and every process it started that is still its
-descendant or in its process group are stopped (SIGSTOP, so none can fork) and killed, while the
-grader is kept unreaped so that its pid and group cannot be reused meanwhile; the student gets a
-results.json saying what happened; the batch goes on. (A process that left both the tree and the
-group is the sandbox's to end: its children die with the grader, see `autograder.sandbox`.)
-Each grader runs with a TMPDIR of its own, removed once it has ended (killed or not), and on Linux
-dies with the batch process (PR_SET_PDEATHSIG), so a killed batch leaves no grader running; the
-TMPDIRs a killed batch left behind are removed by the next batch.
+The batch is sealed: every submission's public phase ends, and what it produced is fixed, before any
+submission's hidden phase starts. Each submission is graded by the single-submission grader in two
+subprocesses (`autograder.grader`): `python -m autograder grade SUB --phase public --state STATE`
+(intake and every exercise's public phase, sealed in STATE: `autograder.phases`) for every
+submission, several at once; then, once the last of them has ended, `grade SUB --out
+DIR/<student>/results.json --phase hidden --state STATE --seal SEAL` for every submission, several
+at once. SEAL is the sha256 of the sealed state, taken by the batch when the public phase's process
+and everything it started had ended; the hidden phase refuses a state that differs from it, never
+replaces what the public phase produced, and a state that changed during the hidden phase makes
+the student's grading fail. So no hidden input exists on the machine while any student's visible
+output (what the public phases print, return and raise) is being produced: students graded side by
+side cannot relay hidden inputs to each other through state the machine shares (record locks, the
+page cache, inotify, CPU and timing), which the two phases of one grader process could not stop.
+The states live in one grader-only folder (mode 0700, hidden from the sandboxes, removed at the
+end), beside the public cases' call specs, computed once per batch. A submission whose public phase
+fails (time limit, crash, no sealed state) gets its failure at once and has no hidden phase.
+
+Each grader process is handled the same way, so that a crash, a hang or a runaway submission only
+ever affects that student: when it exits or reaches the time limit (one per submission, across both
+phases: the hidden phase gets what the public phase left), the grader and every process it started
+that is still its descendant or in its process group are stopped (SIGSTOP, so none can fork) and
+killed, while the grader is kept unreaped so that its pid and group cannot be reused meanwhile; the
+student gets a results.json saying what happened; the batch goes on. (A process that left both the
+tree and the group is the sandbox's to end: its children die with the grader, see
+`autograder.sandbox`.) Each grader process runs with a TMPDIR of its own, removed once it has ended
+(killed or not), and on Linux dies with the batch process (PR_SET_PDEATHSIG), so a killed batch
+leaves no grader running; the TMPDIRs and sealed states a killed batch left behind are removed by
+the next batch.
 
 Per student, DIR/<student>/ receives results.json (Gradescope format), grader.log, feedback.md (what
 the student may see now: tests whose visibility is "visible") and feedback_instructor.md (every test,
 including hidden details). Every text written is made encodable first (`autograder.safetext`). All
 results also go into the SQLite gradebook (DIR/gradebook.sqlite, with the history of every graded
-version), which makes the run resumable: each grading is committed as soon as it ends, so a rerun
-after any failure, even a crash of the batch itself, grades only what is left; a submission whose
-content hash is unchanged since it was last graded successfully, by a grader with the same inputs
+version), which makes the run resumable: each grading is committed as soon as it ends (with its
+hidden phase), so a rerun after any failure, even a crash of the batch itself, grades only what is
+left; a submission whose content hash is unchanged since it was last graded successfully, by a
+grader with the same inputs
 (`grader_fingerprint`: its code, the cases, the stored expected values, the `hetero` library), is
 skipped unless --force (one whose grader failed is graded again; a changed hidden case or expected
 value regrades everyone). A failure to record a grading or to write a student's files
