@@ -1,9 +1,10 @@
 """Builders of hostile submissions too large or too odd to commit, for the tests and the benchmarks.
 
 Zip bombs, zips with damaged members (patched after `zipfile` wrote a valid archive), folder trees
-deeper than Python's recursion limit and the remover they need. Each builder's docstring says what
-the submission deserves when graded (exercises ex01 and ex02 hold the answer key where they are
-intact).
+deeper than Python's recursion limit and the remover they need, and pairs of colluding students for
+one batch (`colluding_pair`, from autograder/fixtures/adversarial/colluding_pairs). Each builder's
+docstring says what the submission deserves when graded (exercises ex01 and ex02 hold the answer key
+where they are intact).
 """
 
 from __future__ import annotations
@@ -122,3 +123,35 @@ def remove_deep(top: Path) -> None:
     from autograder.sandbox import remove_tree
 
     remove_tree(top)
+
+
+COLLUDING_PAIRS = ROOT / "autograder" / "fixtures" / "adversarial" / "colluding_pairs"
+# Kernel state two sandboxes of one batch could share, in the words of colluding_pairs/channels.py
+COLLUDING_CHANNELS = ("fcntl", "ofd", "flock", "inotify", "abstract_socket", "posix_shm")
+
+
+def colluding_pair(base: Path, channel: str) -> tuple[Path, Path]:
+    """Two students for one grade-all batch, each a folder holding an ex01 built on the answer key:
+    `base/writer` publishes, through `channel` (COLLUDING_CHANNELS), every argument its functions are
+    called with, and a beacon at import; `base/reader` listens while it is imported and prints what
+    it received (`R <value>` lines, latest first, after a `BEACON seen|not seen on <channel>` line).
+    Returns (writer, reader).
+
+    Deserved: full marks for the writer; no hidden ex01 argument in anything the reader sees before
+    the deadline (grade-all's public phases all end before any hidden phase starts). The reader spends
+    up to 9 s listening at each import, its hidden phase included, and may lose hidden cases to its
+    time limit.
+    """
+    if channel not in COLLUDING_CHANNELS:
+        raise ValueError(f"unknown channel {channel!r}: one of {COLLUDING_CHANNELS}")
+    key = answer_key("ex01").decode("utf-8")
+    channels = (COLLUDING_PAIRS / "channels.py").read_text(encoding="utf-8")
+    made = []
+    for role in ("writer", "reader"):
+        folder = base / role
+        folder.mkdir(parents=True)
+        part = (COLLUDING_PAIRS / f"{role}.py").read_text(encoding="utf-8")
+        source = f"{key}\n\nCHANNEL = {channel!r}\n\n{channels}\n\n{part}"
+        (folder / EX01_FILE).write_text(source, encoding="utf-8")
+        made.append(folder)
+    return made[0], made[1]

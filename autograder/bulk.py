@@ -30,17 +30,34 @@ literally named `alice-2bd806c9`), `<name>-<16 hex>-<n>` for the first n = 1, 2,
 with none; these students are served in sorted order, each checked against every name given before.
 The gradebook is keyed by student, not by folder.
 
-Each submission is graded by the single-submission grader in its own subprocess (`python -m
-autograder grade SUB --out DIR/<student>/results.json [--exercises ...]`), several at once, so that a
-crash, a hang or a runaway submission only ever affects that student: when the grader exits or
-reaches the per-submission time limit, the grader and every process it started that is still its
-descendant or in its process group are stopped (SIGSTOP, so none can fork) and killed, while the
-grader is kept unreaped so that its pid and group cannot be reused meanwhile; the student gets a
-results.json saying what happened; the batch goes on. (A process that left both the tree and the
-group is the sandbox's to end: its children die with the grader, see `autograder.sandbox`.)
-Each grader runs with a TMPDIR of its own, removed once it has ended (killed or not), and on Linux
-dies with the batch process (PR_SET_PDEATHSIG), so a killed batch leaves no grader running; the
-TMPDIRs a killed batch left behind are removed by the next batch.
+The batch is sealed: every submission's public phase ends, and what it produced is fixed, before any
+submission's hidden phase starts. Each submission is graded by the single-submission grader in two
+subprocesses (`autograder.grader`): `python -m autograder grade SUB --phase public --state STATE`
+(intake and every exercise's public phase, sealed in STATE: `autograder.phases`) for every
+submission, several at once; then, once the last of them has ended, `grade SUB --out
+DIR/<student>/results.json --phase hidden --state STATE --seal SEAL` for every submission, several
+at once. SEAL is the sha256 of the sealed state, taken by the batch when the public phase's process
+and everything it started had ended; the hidden phase refuses a state that differs from it, never
+replaces what the public phase produced, and a state that changed during the hidden phase makes
+the student's grading fail. So no hidden input exists on the machine while any student's visible
+output (what the public phases print, return and raise) is being produced: students graded side by
+side cannot relay hidden inputs to each other through state the machine shares (record locks, the
+page cache, inotify, CPU and timing), which the two phases of one grader process could not stop.
+The states live in one grader-only folder (mode 0700, hidden from the sandboxes, removed at the
+end), beside the public cases' call specs, computed once per batch. A submission whose public phase
+fails (time limit, crash, no sealed state) gets its failure at once and has no hidden phase.
+
+Each grader process is handled the same way, so that a crash, a hang or a runaway submission only
+ever affects that student: when it exits or reaches the time limit (one per submission, across both
+phases: the hidden phase gets what the public phase left), the grader and every process it started
+that is still its descendant or in its process group are stopped (SIGSTOP, so none can fork) and
+killed, while the grader is kept unreaped so that its pid and group cannot be reused meanwhile; the
+student gets a results.json saying what happened; the batch goes on. (A process that left both the
+tree and the group is the sandbox's to end: its children die with the grader, see
+`autograder.sandbox`.) Each grader process runs with a TMPDIR of its own, removed once it has ended
+(killed or not), and on Linux dies with the batch process (PR_SET_PDEATHSIG), so a killed batch
+leaves no grader running; the TMPDIRs and sealed states a killed batch left behind are removed by
+the next batch.
 
 Per student, DIR/<student>/ receives results.json (Gradescope format), grader.log, feedback.md (what
 the student may see now: tests whose visibility is "visible") and feedback_instructor.md (every
@@ -48,7 +65,7 @@ test, including hidden details). Every text written is made encodable first, and
 inert where it is shown: escaped or fenced in the feedback's Markdown, its control characters
 escaped in what is printed (`autograder.safetext`). All results also go into the SQLite gradebook
 (DIR/gradebook.sqlite, with the history of every graded version), which makes the run resumable:
-each grading is committed as soon as it ends, so a rerun after any failure, even a crash of the
+each grading is committed as soon as it ends (with its hidden phase), so a rerun after any failure, even a crash of the
 batch itself, grades only what is left; a submission whose content hash is unchanged since it was
 last graded successfully, by a grader with the same inputs (`grader_fingerprint`: its code, the
 cases, the stored expected values, the `hetero` library), is skipped unless --force (one whose
@@ -64,6 +81,7 @@ tests moved, against DIR's gradebook, writing nothing under DIR (`autograder.reg
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import hashlib
 import os
 import re
@@ -77,7 +95,7 @@ import tempfile
 import time
 import unicodedata
 import zipfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -85,7 +103,7 @@ from typing import Any
 
 from tqdm import tqdm
 
-from autograder import intake
+from autograder import intake, phases
 from autograder import results as res
 from autograder.gradebook import Gradebook, Record, exercise_scores, test_exercise
 from autograder.gradescope.fallback import failure_results, readable_results
@@ -629,36 +647,39 @@ def sweep_stale_scratch() -> int:
     return removed
 
 
-def grade_one(
-    sub: Submission,
-    student_dir: Path,
-    timeout_s: float,
-    python: str = sys.executable,
-    exercises: Sequence[str] | None = None,
-) -> Graded:
-    """Run the grader CLI on one submission; never raises for anything the submission does.
+@dataclass(frozen=True)
+class Ended:
+    """How one grader process ended (`run_grader`)."""
 
-    The grader's temporary files (its copy of the submission's files, the sandbox folders) go to a
-    folder of their own (TMPDIR), removed when the grader has ended, also after it was killed. On
-    Linux the grader is killed by the kernel if the batch process dies first (PR_SET_PDEATHSIG).
+    finished: bool  # it exited by itself within its time limit
+    leftovers: int  # processes of its tree or group still there afterwards, all killed
+    status: int  # its exit status (negative: the signal that killed it)
+    duration_s: float
+
+
+def run_grader(
+    grade: Sequence[str],
+    student_dir: Path,
+    log_path: Path,
+    timeout_s: float,
+    append: bool = False,
+) -> Ended:
+    """Run one grader process (`grade`: its command) for a submission and end everything it started.
+
+    Its output goes to `log_path` (appended to with `append`). The grader's temporary files (its copy
+    of the submission's files, the sandbox folders) go to a folder of their own (TMPDIR), removed when
+    the grader has ended, also after it was killed. On Linux the grader is killed by the kernel if the
+    batch process dies first (PR_SET_PDEATHSIG). The sandboxed children see neither the batch's
+    outputs (results, feedback, gradebook) nor the other students' submissions nor the sealed states:
+    their root holds only what `autograder.sandbox` allows.
     """
-    student_dir.mkdir(parents=True, exist_ok=True)
-    results_path = student_dir / "results.json"
-    log_path = student_dir / "grader.log"
-    results_path.unlink(missing_ok=True)
-    grade = [python, "-m", "autograder", "grade", str(sub.path.resolve()), "--out", str(results_path.resolve())]
-    if exercises:
-        grade += ["--exercises", *exercises]
-    cmd = [sys.executable, "-c", DIE_WITH_BATCH, str(os.getpid()), *grade] if sys.platform == "linux" else grade
+    cmd = [sys.executable, "-c", DIE_WITH_BATCH, str(os.getpid()), *grade] if sys.platform == "linux" else list(grade)
     start = time.perf_counter()
-    reason = ""
     scratch = Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{os.getpid()}-"))
     try:
         scratch.chmod(0o711)  # the sandbox user may pass through to its own folder, not list or write here
-        # the sandboxed children see neither the batch's outputs (results, feedback, gradebook) nor the
-        # other students' submissions: their root holds only what autograder.sandbox allows
         env = dict(os.environ, TMPDIR=str(scratch))
-        with log_path.open("wb") as log:
+        with log_path.open("ab" if append else "wb") as log:
             proc = subprocess.Popen(
                 cmd,
                 cwd=str(ROOT),
@@ -673,21 +694,136 @@ def grade_one(
             status = proc.wait()
     finally:
         remove_tree(scratch)
-    if not finished:
+    return Ended(finished, leftovers, status, time.perf_counter() - start)
+
+
+def _ended_results(
+    sub: Submission, results_path: Path | None, log_path: Path, ended: Ended, timeout_s: float, what: str
+) -> Graded:
+    """The student's grading from a grader process that ended: results.json as written (read from
+    `results_path`), else a failure saying why (`what`: what the grader did not write)."""
+    reason = ""
+    if not ended.finished:
         reason = (
             f"grading took longer than {timeout_s:.0f} s and was stopped (the grader and the "
-            f"{leftovers} process(es) it had started were killed)"
+            f"{ended.leftovers} process(es) it had started were killed)"
         )
-    duration = time.perf_counter() - start
-    results = None if reason else readable_results(results_path)
+    results = None if reason or results_path is None else readable_results(results_path)
     if results is None:
         if not reason:
-            reason = f"the grader exited with status {status} without writing a readable results.json" + (
+            reason = f"the grader exited with status {ended.status} without writing {what}" + (
                 "" if sub.path.is_dir() or _zip_is_readable(sub.path) else " (the zip file is damaged)"
             )
         tail = log_path.read_text(encoding="utf-8", errors="replace")[-LOG_TAIL_CHARS:]
-        return Graded(sub.student, clean_data(failure_results(reason, tail)), duration, True)
-    return Graded(sub.student, clean_data(results), duration, False)
+        return Graded(sub.student, clean_data(failure_results(reason, tail)), ended.duration_s, True)
+    return Graded(sub.student, clean_data(results), ended.duration_s, False)
+
+
+def _grade_command(python: str, sub: Submission) -> list[str]:
+    return [python, "-m", "autograder", "grade", str(sub.path.resolve())]
+
+
+def grade_one(
+    sub: Submission,
+    student_dir: Path,
+    timeout_s: float,
+    python: str = sys.executable,
+    exercises: Sequence[str] | None = None,
+) -> Graded:
+    """Grade one submission with both phases in one grader process (`grade SUB --out ...`); never raises
+    for anything the submission does. A batch grades with `grade_public` and `grade_hidden` instead
+    (`grade_all(sealed=False)` uses this: the batch before the seal, for measurements and tests).
+    """
+    student_dir.mkdir(parents=True, exist_ok=True)
+    results_path = student_dir / "results.json"
+    log_path = student_dir / "grader.log"
+    results_path.unlink(missing_ok=True)
+    grade = [*_grade_command(python, sub), "--out", str(results_path.resolve())]
+    if exercises:
+        grade += ["--exercises", *exercises]
+    ended = run_grader(grade, student_dir, log_path, timeout_s)
+    return _ended_results(sub, results_path, log_path, ended, timeout_s, "a readable results.json")
+
+
+@dataclass(frozen=True)
+class Sealed:
+    """A submission whose public phase ended and is sealed (`autograder.phases`): what its hidden phase needs."""
+
+    student: str
+    state: Path  # the grader-only folder holding the sealed public phase
+    seal: str  # sha256 of its public.json, taken by the batch when the public phase's process had ended
+    duration_s: float  # the public phase's wall time
+
+
+def grade_public(
+    sub: Submission,
+    student_dir: Path,
+    state: Path,
+    timeout_s: float,
+    python: str = sys.executable,
+    exercises: Sequence[str] | None = None,
+    specs: Path | None = None,
+) -> Sealed | Graded:
+    """Phase 1 of one submission in its own grader process (`grade SUB --phase public --state STATE`):
+    intake and every exercise's public phase, sealed in `state` (absent or empty; grader-only).
+
+    Returns the seal, fixed here once the process and everything it started have ended; or, when the
+    grader timed out, crashed or left no sealed state, the student's failure (as `grade_one` would), which
+    has no hidden phase. Never raises for anything the submission does. `specs`: the batch's public call specs
+    (`grader.write_public_specs`), so that the process does not load the case files.
+    """
+    student_dir.mkdir(parents=True, exist_ok=True)
+    results_path = student_dir / "results.json"
+    log_path = student_dir / "grader.log"
+    results_path.unlink(missing_ok=True)
+    grade = [*_grade_command(python, sub), "--phase", "public", "--state", str(state.resolve())]
+    if specs is not None:
+        grade += ["--public-specs", str(specs.resolve())]
+    if exercises:
+        grade += ["--exercises", *exercises]
+    ended = run_grader(grade, student_dir, log_path, timeout_s)
+    if ended.finished:
+        try:
+            seal = phases.read_seal(state)
+            if phases.state_digest(state) == seal:
+                return Sealed(sub.student, state, seal, ended.duration_s)
+        except phases.SealError:
+            pass
+    return _ended_results(sub, None, log_path, ended, timeout_s, "its sealed public phase")
+
+
+def grade_hidden(
+    sub: Submission,
+    student_dir: Path,
+    sealed: Sealed,
+    timeout_s: float,
+    python: str = sys.executable,
+) -> Graded:
+    """Phase 2 of one submission in its own grader process (`grade SUB --out results.json --phase hidden
+    --state STATE --seal SEAL`): the hidden phases and results.json; never raises for anything the
+    submission does.
+
+    `timeout_s` is the submission's whole time limit: this process gets what the public phase left. A
+    state that no longer matches its seal after this process ended is the batch's failure for the
+    student, whatever results.json says.
+    """
+    results_path = student_dir / "results.json"
+    log_path = student_dir / "grader.log"
+    results_path.unlink(missing_ok=True)
+    grade = [*_grade_command(python, sub), "--out", str(results_path.resolve())]
+    grade += ["--phase", "hidden", "--state", str(sealed.state.resolve()), "--seal", sealed.seal]
+    left_s = max(0.0, timeout_s - sealed.duration_s)
+    ended = run_grader(grade, student_dir, log_path, left_s, append=True)
+    ended = dataclasses.replace(ended, duration_s=sealed.duration_s + ended.duration_s)
+    graded = _ended_results(sub, results_path, log_path, ended, timeout_s, "a readable results.json")
+    try:
+        intact = phases.state_digest(sealed.state) == sealed.seal
+    except phases.SealError:
+        intact = False
+    if not intact:
+        reason = "grade-all itself failed, not the submission: the sealed public phase changed during the hidden phase"
+        return Graded(sub.student, failure_results(reason), graded.duration_s, True)
+    return graded
 
 
 # ---------------------------------------------------------------------------------------------
@@ -880,6 +1016,117 @@ def _names_under(out: Path, paths: Sequence[Path]) -> list[str]:
     return names
 
 
+Store = Callable[[Submission, str, Graded], None]
+
+
+def _failed_to_start(sub: Submission, exc: Exception) -> Graded:
+    return _failure(sub.student, f"could not start grading ({type(exc).__name__}: {clean_text(exc)})")
+
+
+def _grade_unsealed(
+    todo: Sequence[tuple[Submission, str]],
+    out: Path,
+    store: Store,
+    n_workers: int,
+    timeout_s: float,
+    progress: bool,
+    python: str,
+    exercises: Sequence[str] | None,
+) -> None:
+    """Each submission in one grader process (`grade_one`), `n_workers` at once; `store` each grading."""
+    with (
+        ThreadPoolExecutor(max_workers=n_workers) as pool,
+        tqdm(total=len(todo), desc="grading", unit="submission", file=sys.stderr, disable=not progress) as bar,
+    ):
+        futures: dict[Future[Graded], tuple[Submission, str]] = {}
+        for sub, digest in todo:
+            job = pool.submit(grade_one, sub, out / sub.out_folder, timeout_s, python, exercises)
+            futures[job] = (sub, digest)
+        for future in as_completed(futures):
+            sub, digest = futures[future]
+            try:
+                result = future.result()
+            except Exception as exc:  # the submission could not even be handed to the grader
+                result = _failed_to_start(sub, exc)
+            store(sub, digest, result)
+            bar.update(1)
+
+
+def _grade_sealed(
+    todo: Sequence[tuple[Submission, str]],
+    out: Path,
+    store: Store,
+    n_workers: int,
+    timeout_s: float,
+    progress: bool,
+    python: str,
+    exercises: Sequence[str] | None,
+) -> None:
+    """Every submission's public phase (`grade_public`, `n_workers` at once), then, once the last has
+    ended and is sealed, every hidden phase (`grade_hidden`); `store` each grading as it is complete.
+    The public cases' call specs are computed once, here, and handed to every public phase.
+
+    The sealed states live in one grader-only folder (mode 0700, a SCRATCH_PREFIX name: a killed batch's
+    is swept by the next), outside every sandbox's root and removed at the end, also on an error.
+    """
+    states = Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{os.getpid()}-"))
+    try:
+        states.chmod(0o700)
+        specs: Path | None = states / "public_specs.json"
+        try:  # once for the batch (ex10's cases import torch: 1.5 s of CPU in every process that loads them)
+            from autograder import grader
+
+            grader.write_public_specs(states / "public_specs.json", exercises)
+        except Exception as exc:  # each public phase computes them then
+            print(f"grade-all: the public call specs were not computed ({type(exc).__name__})", file=sys.stderr)
+            specs = None
+        ready: list[tuple[Submission, str, Sealed]] = []
+        with (
+            ThreadPoolExecutor(max_workers=n_workers) as pool,
+            tqdm(
+                total=len(todo), desc="public phases", unit="submission", file=sys.stderr, disable=not progress
+            ) as bar,
+        ):
+            public: dict[Future[Sealed | Graded], tuple[Submission, str]] = {}
+            for index, (sub, digest) in enumerate(todo):
+                state = states / f"s{index:06d}"
+                job = pool.submit(grade_public, sub, out / sub.out_folder, state, timeout_s, python, exercises, specs)
+                public[job] = (sub, digest)
+            for future in as_completed(public):
+                sub, digest = public[future]
+                try:
+                    first = future.result()
+                except Exception as exc:
+                    first = _failed_to_start(sub, exc)
+                if isinstance(first, Sealed):
+                    ready.append((sub, digest, first))
+                else:  # no hidden phase: its failure is what the student sees
+                    store(sub, digest, first)
+                bar.update(1)
+        # the barrier: every public phase above has ended and is sealed; no hidden case ran before this line
+        with (
+            ThreadPoolExecutor(max_workers=n_workers) as pool,
+            tqdm(
+                total=len(ready), desc="hidden phases", unit="submission", file=sys.stderr, disable=not progress
+            ) as bar,
+        ):
+            hidden: dict[Future[Graded], tuple[Submission, str, Sealed]] = {}
+            for sub, digest, seal in sorted(ready, key=lambda item: item[0].student):
+                second = pool.submit(grade_hidden, sub, out / sub.out_folder, seal, timeout_s, python)
+                hidden[second] = (sub, digest, seal)
+            for done in as_completed(hidden):
+                sub, digest, seal = hidden[done]
+                try:
+                    result = done.result()
+                except Exception as exc:
+                    result = _failed_to_start(sub, exc)
+                remove_tree(seal.state)
+                store(sub, digest, result)
+                bar.update(1)
+    finally:
+        remove_tree(states)
+
+
 def grade_all(
     submissions: Path,
     out: Path,
@@ -891,15 +1138,18 @@ def grade_all(
     exercises: Sequence[str] | None = None,
     also_writes: Sequence[Path] = (),
     not_submissions: Sequence[Path] = (),
+    sealed: bool = True,
 ) -> BatchReport:
     """Grade every submission under `submissions` into `out` (see the module docstring).
 
     `python` is the interpreter that runs `-m autograder grade` (the current one by default);
     `exercises` limits grading to these exercise ids (default: all); `also_writes` are further files
     the caller writes after the batch (the --csv export): where one lies in `out`, no student's folder
-    takes its name; `not_submissions`: further output folders that are never graded as students and
-    that the sandboxed children do not see (the real --out of a dry run, which grades into a temporary
-    folder).
+    takes its name; `not_submissions`: further output folders that are never graded as students (the
+    real --out of a dry run, which grades into a temporary folder; like every folder outside the
+    sandbox's allow-list, the children do not see it). `sealed=False` grades each submission with both phases in one grader process, side by side
+    with the others (the batch before the seal: one student's public phase may run while another's
+    hidden phase does), for measurements and for the tests that show what the seal closes.
     """
     out.mkdir(parents=True, exist_ok=True)
     sweep_stale_scratch()
@@ -938,25 +1188,17 @@ def grade_all(
                     skipped.pop()
             todo.append((sub, digest))
         n_workers = max(1, workers or os.cpu_count() or 1)
-        with (
-            ThreadPoolExecutor(max_workers=n_workers) as pool,
-            tqdm(total=len(todo), desc="grading", unit="submission", file=sys.stderr, disable=not progress) as bar,
-        ):
-            futures: dict[Future[Graded], tuple[Submission, str]] = {}
-            for sub, digest in todo:
-                job = pool.submit(grade_one, sub, out / sub.out_folder, timeout_s, python, exercises)
-                futures[job] = (sub, digest)
-            for future in as_completed(futures):
-                sub, digest = futures[future]
-                try:
-                    result = future.result()
-                except Exception as exc:  # the submission could not even be handed to the grader
-                    result = _failure(sub.student, f"could not start grading ({type(exc).__name__}: {clean_text(exc)})")
-                result = _record(book, sub, digest, result, out, fingerprint)
-                graded.append(sub.student)
-                if result.grader_failed:
-                    failed.append(sub.student)
-                bar.update(1)
+
+        def store(sub: Submission, digest: str, result: Graded) -> None:
+            result = _record(book, sub, digest, result, out, fingerprint)
+            graded.append(sub.student)
+            if result.grader_failed:
+                failed.append(sub.student)
+
+        if sealed:
+            _grade_sealed(todo, out, store, n_workers, timeout_s, progress, python, exercises)
+        else:
+            _grade_unsealed(todo, out, store, n_workers, timeout_s, progress, python, exercises)
         wanted = {s.student for s in subs}
         records = [r for r in book.records() if r.student in wanted]
     return BatchReport(sorted(graded), skipped, sorted(failed), records, time.perf_counter() - start, refused)

@@ -16,7 +16,17 @@ with `hetero.checks.judge` against the public cases' literal values and the stor
 (`autograder/expected/exNN.json`). results.json (`autograder.results`) is always written and valid:
 when student code crashes, hangs, exits, forks or floods its output, and when the grader fails.
 
-Python API: `grade_submission(submission, out=None) -> dict` (the results.json content).
+The two phases can also run in two processes: `--phase public --state DIR` reads the submission,
+runs every exercise's public phase and seals what it produced in DIR (grader-only storage, nothing
+hidden in it: `autograder.phases`); `--phase hidden --state DIR --out results.json` checks the seal,
+runs the hidden phases in fresh children with the time, CPU and functions the public phase left, and
+writes results.json from the sealed public reports and its own. grade-all runs the public phase of
+every submission of a batch before any hidden phase (`autograder.bulk`), so that no student's visible
+output can depend on a hidden input through state that the graders running side by side share.
+Without --phase both run here, one after the other (Gradescope grades one submission per container).
+
+Python API: `grade_submission(submission, out=None) -> dict` (the results.json content);
+`grade_public_phase(submission, state) -> seal` and `grade_hidden_phase(state, out=None, seal=...) -> dict`.
 """
 
 from __future__ import annotations
@@ -24,6 +34,9 @@ from __future__ import annotations
 import argparse
 import builtins
 import dataclasses
+import hashlib
+import json
+import os
 import shutil
 import tempfile
 import time
@@ -32,7 +45,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from autograder import intake, safetext, sandbox, scoring
+from autograder import intake, phases, safetext, sandbox, scoring
 from autograder import results as res
 from autograder.cases import hidden_cases, public_cases, stored
 from autograder.intake import MAX_FILE_BYTES, Found  # noqa: F401  (part of the grader's API)
@@ -269,16 +282,50 @@ def _cases(ex: Exercise, root: Path) -> tuple[list[Case], list[Case], dict[str, 
     return public, hidden, data
 
 
+def public_specs(ex: Exercise, root: Path = ROOT) -> list[dict[str, Any]]:
+    """The call specs of the exercise's public cases, what its public phase sends the child (the cases
+    are checked against the stored data first: `_cases`)."""
+    public, _, _ = _cases(ex, root)
+    return [call_spec(c) for c in public]
+
+
+def specs_digest(specs: Sequence[dict[str, Any]]) -> str:
+    """sha256 of call specs as canonical JSON: the public phase seals it, the hidden phase compares."""
+    return hashlib.sha256(json.dumps(list(specs), sort_keys=True).encode("ascii")).hexdigest()
+
+
+def write_public_specs(path: Path, exercises: Iterable[str] | None = None, root: Path = ROOT) -> None:
+    """Write every selected exercise's `public_specs` to `path` (JSON, mode 0600), for `--public-specs`:
+    grade-all computes them once per batch, so that no public-phase process loads the case files (ex10's
+    import torch: 1.5 s of CPU per process)."""
+    data = {"format": 1, "specs": {ex.id: public_specs(ex, root) for ex in _selected(exercises)}}
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "w", encoding="ascii") as fh:
+        json.dump(data, fh)
+
+
+def read_public_specs(path: Path) -> dict[str, list[dict[str, Any]]]:
+    """The specs `write_public_specs` wrote: {exercise id: call specs}."""
+    data = json.loads(Path(path).read_text(encoding="ascii"))
+    if data.get("format") != 1 or not isinstance(data.get("specs"), dict):
+        raise ConfigError(f"{path} does not hold public call specs")
+    return {str(k): list(v) for k, v in data["specs"].items()}
+
+
 def run_public(
-    ex: Exercise, found: Found | None, root: Path = ROOT, time_scale: float = 1.0
+    ex: Exercise,
+    found: Found | None,
+    root: Path = ROOT,
+    time_scale: float = 1.0,
+    specs: Sequence[dict[str, Any]] | None = None,
 ) -> sandbox.ChildReport | None:
     """Phase 1 of an exercise: its public cases alone, in children that are sent no hidden input, so all
-    they print, return and raise may be shown. None when there is no file to run."""
-    public, _, _ = _cases(ex, root)
+    they print, return and raise may be shown. None when there is no file to run. `specs`: the public
+    cases' call specs when already computed (`public_specs`)."""
+    specs = public_specs(ex, root) if specs is None else list(specs)
     if found is None or found.path is None:
         return None
-    specs = [call_spec(c) for c in public]
-    return sandbox.run_exercise(found.path, ex.module, specs, len(specs), limits_for(ex, time_scale))
+    return sandbox.run_exercise(found.path, ex.module, list(specs), len(specs), limits_for(ex, time_scale))
 
 
 def run_hidden(
@@ -325,8 +372,8 @@ def _merged(first: sandbox.ChildReport, second: sandbox.ChildReport) -> sandbox.
     return sandbox.ChildReport(
         imported=first.imported,
         import_error=first.import_error,
-        outcomes={**first.outcomes, **second.outcomes},
-        refused={**first.refused, **second.refused},
+        outcomes={**second.outcomes, **first.outcomes},  # the public phase's own, never replaced by the second
+        refused={**second.refused, **first.refused},
         ended=stop.ended,
         detail=stop.detail,
         returncode=stop.returncode,
@@ -473,6 +520,63 @@ def _exercise_note(
 # The whole submission
 
 
+def _selected(exercises: Iterable[str] | None) -> list[Exercise]:
+    return [BY_ID[e] for e in exercises] if exercises is not None else list(EXERCISES)
+
+
+def _public_phases(
+    selected: Sequence[Exercise],
+    found: dict[str, Found],
+    root: Path,
+    time_scale: float,
+    specs: dict[str, list[dict[str, Any]]] | None = None,
+    digests: dict[str, str] | None = None,
+) -> dict[str, sandbox.ChildReport | None | str]:
+    """Every exercise's public phase (`run_public`), before any hidden case: what a public phase prints,
+    returns or raises is shown, and state the machine shares (the page cache of the venv's files, for
+    one) could carry a hidden input from an earlier exercise's children into a later one's. A grader
+    error costs only its exercise (its traceback takes the report's place). `specs`: call specs already
+    computed, by exercise; `digests` receives the `specs_digest` of those each exercise ran."""
+    phase1: dict[str, sandbox.ChildReport | None | str] = {}
+    for ex in selected:
+        try:
+            mine = specs[ex.id] if specs is not None and ex.id in specs else public_specs(ex, root)
+            if digests is not None:
+                digests[ex.id] = specs_digest(mine)
+            phase1[ex.id] = run_public(ex, found.get(ex.id), root, time_scale, mine)
+        except Exception:
+            phase1[ex.id] = traceback.format_exc()
+    return phase1
+
+
+def _hidden_phases(
+    selected: Sequence[Exercise],
+    found: dict[str, Found],
+    phase1: dict[str, sandbox.ChildReport | None | str],
+    root: Path,
+    time_scale: float,
+) -> list[res.ExerciseResult]:
+    """Every exercise's hidden phase (`grade_exercise` with its public report), in order."""
+    graded = []
+    for ex in selected:
+        first = phase1[ex.id]
+        if isinstance(first, str):
+            graded.append(res.ExerciseResult(ex, failure=first))
+            continue
+        try:
+            graded.append(grade_exercise(ex, found.get(ex.id), root, time_scale, first))
+        except Exception:
+            graded.append(res.ExerciseResult(ex, failure=traceback.format_exc()))
+    return graded
+
+
+def _finish(data: dict[str, Any], out: Path | None) -> dict[str, Any]:
+    data = safetext.clean_data(data)  # what is returned is what results.json holds
+    if out is not None:
+        res.write(data, Path(out))
+    return data
+
+
 def grade_submission(
     submission: Path,
     out: Path | None = None,
@@ -483,55 +587,173 @@ def grade_submission(
 ) -> dict[str, Any]:
     """Grade `submission` (folder or zip); write results.json to `out` if given; return its content.
 
-    exercises: ids to grade (default: all ten); root: where the cases and expected values live
-    (default: this package); time_scale multiplies the manifest's time limits.
+    Both phases in this process, one after the other (`grade_public_phase` and `grade_hidden_phase`
+    split them across processes). exercises: ids to grade (default: all ten); root: where the cases
+    and expected values live (default: this package); time_scale multiplies the manifest's time limits.
     """
     start = time.monotonic()
-    selected = [BY_ID[e] for e in exercises] if exercises is not None else list(EXERCISES)
+    selected = _selected(exercises)
     max_score = sum(ex.points for ex in selected)
     try:
         staging = Path(tempfile.mkdtemp(prefix="a2submission-"))
         try:
             found, notes = locate(Path(submission), selected, staging)
-            # Every exercise's public phase before any hidden case: what a public phase prints, returns
-            # or raises is shown, and state the machine shares (the page cache of the venv's files, for
-            # one) could carry a hidden input from an earlier exercise's children into a later one's.
-            phase1: dict[str, sandbox.ChildReport | None | str] = {}
-            for ex in selected:
-                try:
-                    phase1[ex.id] = run_public(ex, found.get(ex.id), root, time_scale)
-                except Exception:
-                    phase1[ex.id] = traceback.format_exc()
-            graded = []
-            for ex in selected:
-                first = phase1[ex.id]
-                if isinstance(first, str):
-                    graded.append(res.ExerciseResult(ex, failure=first))
-                    continue
-                try:
-                    graded.append(grade_exercise(ex, found.get(ex.id), root, time_scale, first))
-                except Exception:
-                    graded.append(res.ExerciseResult(ex, failure=traceback.format_exc()))
+            phase1 = _public_phases(selected, found, root, time_scale)
+            graded = _hidden_phases(selected, found, phase1, root, time_scale)
         finally:
             shutil.rmtree(staging, ignore_errors=True)
         data = res.assemble(graded, time.monotonic() - start, notes)
         res.validate(data)
     except Exception:
         data = res.grader_failure(traceback.format_exc(), max_score, time.monotonic() - start)
-    data = safetext.clean_data(data)  # what is returned is what results.json holds
-    if out is not None:
-        res.write(data, Path(out))
-    return data
+    return _finish(data, out)
+
+
+def grade_public_phase(
+    submission: Path,
+    state: Path,
+    *,
+    exercises: Iterable[str] | None = None,
+    root: Path = ROOT,
+    time_scale: float = 1.0,
+    specs: dict[str, list[dict[str, Any]]] | None = None,
+) -> str:
+    """Phase 1 alone: read `submission`, run every exercise's public phase, and seal the result in `state`
+    (a new or empty folder, made mode 0700: `autograder.phases`); return the seal (hex sha256).
+
+    Nothing hidden is sent to a child or written to `state`. A failure of the grader is sealed too (the
+    hidden phase then writes the grader-failure results), so a state is always written unless the
+    folder itself cannot be. `specs`: the public cases' call specs by exercise (`read_public_specs`),
+    else computed here; the digest of those each exercise ran is sealed, and the hidden phase grades
+    an exercise only if its own public cases have the same.
+    """
+    start = time.monotonic()
+    selected = _selected(exercises)
+    files = phases.prepare(Path(state))
+    found: dict[str, Found] = {}
+    notes: list[str] = []
+    reports: dict[str, sandbox.ChildReport | None | str] = {}
+    digests: dict[str, str] = {}
+    failure = ""
+    try:
+        found, notes = locate(Path(submission), selected, files)
+        reports = _public_phases(selected, found, root, time_scale, specs, digests)
+    except Exception:
+        failure = traceback.format_exc()
+    public = phases.PublicState(
+        submission=safetext.clean_text(str(submission)),
+        exercises=[ex.id for ex in selected],
+        time_scale=time_scale,
+        elapsed_s=time.monotonic() - start,
+        notes=list(notes),
+        found=found,
+        reports=reports,
+        spec_digests=digests,
+        failure=failure,
+    )
+    return phases.write(Path(state), public)
+
+
+def _same_public_cases(ex: Exercise, root: Path, digests: dict[str, str]) -> bool:
+    try:
+        return digests.get(ex.id) == specs_digest(public_specs(ex, root))
+    except Exception:  # the cases cannot be read: the exercise fails in grade_exercise, with its traceback
+        return True
+
+
+def grade_hidden_phase(
+    state: Path,
+    out: Path | None = None,
+    *,
+    seal: str | None = None,
+    submission: Path | None = None,
+    root: Path = ROOT,
+) -> dict[str, Any]:
+    """Phase 2 alone: the hidden phases of the public phase sealed in `state`, then results.json (written
+    to `out` if given, returned).
+
+    `seal`: the seal the public phase ended with (default: the one in `state`); a state that no longer
+    matches it is the grader's failure, never graded. The hidden cases run in fresh children with the
+    time and CPU each public phase left, on the files located by the public phase (`run_hidden`); the
+    sealed reports are used as they are. `state` is only read. `submission`, when given, must be the one
+    the public phase read (a check: it is not read again).
+    """
+    start = time.monotonic()
+    try:
+        public = phases.read(Path(state), seal)
+        if submission is not None and safetext.clean_text(str(submission)) != public.submission:
+            raise phases.SealError(f"{state} holds the public phase of {public.submission!r}, not of {submission}")
+    except Exception:
+        return _finish(res.grader_failure(traceback.format_exc(), 0.0, time.monotonic() - start), out)
+    selected = _selected(public.exercises)
+    max_score = sum(ex.points for ex in selected)
+    try:
+        if public.failure:
+            raise RuntimeError(f"the public phase failed:\n{public.failure}")
+        missing = [ex.id for ex in selected if ex.id not in public.reports]
+        if missing:
+            raise phases.SealError(f"the sealed state has no public phase for {missing}")
+        reports = dict(public.reports)
+        for ex in selected:
+            if not isinstance(reports[ex.id], str) and not _same_public_cases(ex, root, public.spec_digests):
+                reports[ex.id] = f"ConfigError: the public cases of {ex.id} are not the ones its public phase ran"
+        graded = _hidden_phases(selected, public.found, reports, root, public.time_scale)
+        data = res.assemble(graded, public.elapsed_s + time.monotonic() - start, public.notes)
+        res.validate(data)
+    except Exception:
+        data = res.grader_failure(traceback.format_exc(), max_score, public.elapsed_s + time.monotonic() - start)
+    return _finish(data, out)
 
 
 def main(argv: Sequence[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m autograder grade", description=__doc__.splitlines()[0])
     parser.add_argument("submission", type=Path, help="a folder or a zip holding the exercise files")
-    parser.add_argument("--out", type=Path, default=Path("results.json"), help="where to write results.json")
+    parser.add_argument("--out", type=Path, default=None, help="where to write results.json (default results.json)")
     parser.add_argument("--exercises", nargs="+", choices=list(BY_ID), help="grade only these exercises")
-    parser.add_argument("--time-scale", type=float, default=1.0, help="multiply the manifest's time limits")
+    parser.add_argument("--time-scale", type=float, default=None, help="multiply the manifest's time limits")
+    parser.add_argument(
+        "--phase",
+        choices=["public", "hidden"],
+        help="run one phase in this process: public (reads the submission, seals every exercise's public "
+        "phase in --state, writes no results) or hidden (the hidden phases of the state sealed there, then "
+        "--out); without it, both",
+    )
+    parser.add_argument("--state", type=Path, help="with --phase: the public phase's sealed state (grader-only folder)")
+    parser.add_argument(
+        "--public-specs",
+        type=Path,
+        help="with --phase public: the public call specs (write_public_specs), not computed",
+    )
+    parser.add_argument(
+        "--seal", help="with --phase hidden: the seal the public phase ended with (default: the state's)"
+    )
     args = parser.parse_args(list(argv))
-    data = grade_submission(args.submission, args.out, exercises=args.exercises, time_scale=args.time_scale)
+    if args.phase is not None and args.state is None:
+        parser.error("--phase needs --state")
+    if args.phase != "hidden" and args.seal is not None:
+        parser.error("--seal goes with --phase hidden")
+    if args.phase != "public" and args.public_specs is not None:
+        parser.error("--public-specs goes with --phase public")
+    if args.phase == "public":
+        if args.out is not None:
+            parser.error("--phase public writes no results: --out goes with the hidden phase")
+        seal = grade_public_phase(
+            args.submission,
+            args.state,
+            exercises=args.exercises,
+            time_scale=1.0 if args.time_scale is None else args.time_scale,
+            specs=None if args.public_specs is None else read_public_specs(args.public_specs),
+        )
+        print(f"public phase sealed in {args.state}: {seal}")
+        return 0
+    out = Path("results.json") if args.out is None else args.out
+    if args.phase == "hidden":
+        if args.exercises is not None or args.time_scale is not None:
+            parser.error("--phase hidden grades the exercises and time scale of its public phase")
+        data = grade_hidden_phase(args.state, out, seal=args.seal, submission=args.submission)
+    else:
+        time_scale = 1.0 if args.time_scale is None else args.time_scale
+        data = grade_submission(args.submission, out, exercises=args.exercises, time_scale=time_scale)
     print(safetext.terminal_text(data["output"], lines=True))
-    print(f"\nwrote {args.out}")
+    print(f"\nwrote {out}")
     return 0

@@ -4,6 +4,9 @@ Assembles N (default 20) submissions — the answer key, the unfilled stubs, the
 wrong fixture (cycling through every fixture), and partial submissions (answer key with k exercises
 left as stubs) — grades them with `grade-all` (parallel workers, each submission in its own grader
 subprocess) into a temporary folder and prints the figures. Target: >= 10 submissions per minute.
+grade-all seals every public phase before any hidden phase starts (two grader processes per
+submission, a barrier between them); `--unsealed` grades the same batch as before the seal (one
+grader process per submission, both phases, side by side), to measure what the seal costs.
 
 `--hostile` grades instead (exercises ex01 and ex02 only) one submission of each hostile class the
 batch must survive (a zip bomb, a zip with damaged members, a 1100-level folder tree, a lone
@@ -12,7 +15,7 @@ each one's grading time and score, and the peak bytes the zip bomb put on disk w
 (the staging folder sampled every millisecond during `autograder.intake.locate`; extracting every
 exercise-named member, as the reader once did, wrote 202 MiB for this zip).
 
-    python benchmarks/bench_bulk.py [--n 20] [--workers N] [--hostile]
+    python benchmarks/bench_bulk.py [--n 20] [--workers N] [--unsealed] [--hostile]
 """
 
 from __future__ import annotations
@@ -167,6 +170,9 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--n", type=int, default=20, help="number of submissions (>= 20 for the figure)")
     parser.add_argument("--workers", type=int, default=None, help="parallel graders (default: cores)")
     parser.add_argument("--hostile", action="store_true", help="grade one submission per hostile class instead")
+    parser.add_argument(
+        "--unsealed", action="store_true", help="one grader process per submission, no barrier (before the seal)"
+    )
     args = parser.parse_args(argv)
     if args.hostile:
         return hostile(args.workers or os.cpu_count() or 1)
@@ -175,7 +181,7 @@ def main(argv: list[str]) -> int:
         subs = Path(tmp) / "submissions"
         assemble(subs, args.n)
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        report = bulk.grade_all(subs, Path(tmp) / "graded", workers=workers, progress=False)
+        report = bulk.grade_all(subs, Path(tmp) / "graded", workers=workers, progress=False, sealed=not args.unsealed)
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
     # CPU seconds of every grader process and its sandbox children (all reaped by this process)
     cpu_per_sub = ((after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)) / max(1, len(report.graded))
@@ -183,7 +189,8 @@ def main(argv: list[str]) -> int:
     durations = sorted(r.duration_s for r in report.records)
     per_min = len(report.graded) / report.wall_s * 60.0
     p90 = durations[min(len(durations) - 1, int(round(0.9 * (len(durations) - 1))))]
-    print(f"bulk grading: {len(report.graded)} submissions, {workers} workers, {cores} cores")
+    how = "unsealed: one grader process each" if args.unsealed else "sealed: public phases, barrier, hidden phases"
+    print(f"bulk grading: {len(report.graded)} submissions, {workers} workers, {cores} cores ({how})")
     print(f"  batch wall time            {report.wall_s:8.1f} s")
     print(f"  throughput                 {per_min:8.1f} submissions/min  (target >= {TARGET_PER_MIN:.0f})")
     print(
