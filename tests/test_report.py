@@ -35,7 +35,15 @@ from autograder.manifest import BY_ID
 FAKE_GRADER = textwrap.dedent('''\
     #!{python}
     """Stand-in for `python -m autograder grade SUB --out OUT`: SUB/plan.json is the results.json."""
-    import shutil, sys
+    import hashlib, os, shutil, sys
+    if "--phase" in sys.argv and sys.argv[sys.argv.index("--phase") + 1] == "public":
+        state = sys.argv[sys.argv.index("--state") + 1]  # grade-all's public phase: seal an empty state
+        os.makedirs(state, mode=0o700)
+        with open(os.path.join(state, "public.json"), "wb") as fh:
+            fh.write(b"{{}}")
+        with open(os.path.join(state, "seal"), "w") as fh:
+            fh.write(hashlib.sha256(b"{{}}").hexdigest())
+        sys.exit(0)
     shutil.copyfile(sys.argv[4] + "/plan.json", sys.argv[6])
 ''')
 
