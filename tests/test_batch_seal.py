@@ -280,6 +280,7 @@ def test_the_fixture_knows_the_hidden_arguments():
     assert len(HIDDEN_ONLY) >= 40 and DISTINCT, "ex01's hidden cases must have arguments of their own to look for"
 
 
+@pytest.mark.slow  # a real batch of two whose reader listens 9 s at each import: about 20 s each
 @pytest.mark.parametrize("channel", COLLUDING_CHANNELS)
 def test_a_colluding_pair_shows_no_hidden_argument(tmp_path, channel):
     """The reader's visible output holds no hidden ex01 argument, whichever channel the pair uses. For an
@@ -299,6 +300,7 @@ def test_a_colluding_pair_shows_no_hidden_argument(tmp_path, channel):
                           "now closes this channel, move it to CLOSED_CHANNELS and say why")
 
 
+@pytest.mark.slow
 def test_without_the_seal_the_record_lock_pair_shows_hidden_arguments(tmp_path):
     """What the seal closes: with one grader process per student side by side (grade-all before the seal),
     the writer's hidden phase runs while the reader listens, and the hidden arguments are shown."""
