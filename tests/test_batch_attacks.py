@@ -31,6 +31,8 @@ from pathlib import Path
 
 import pytest
 
+from hetero.impl import load_module_from_path
+
 from autograder import bulk, grader, intake
 from autograder import results as res
 from autograder.attacks import BOMB_COPIES, bomb_zip, damaged_zip, deep_tree, remove_deep, very_deep_tree
@@ -283,19 +285,12 @@ def test_committed_bad_tags_notebook_costs_only_its_exercise(tmp_path):
 # ---------------------------------------------------------------------------------------------
 # The batch with a stand-in grader.
 
+STANDINS = load_module_from_path(Path(__file__).with_name("standins.py"), "_a2_standins")
 FAKE_GRADER = textwrap.dedent('''\
     #!{python}
     """Stand-in for `python -m autograder grade SUB --out OUT`, driven by the submission's name."""
-    import json, os, signal, subprocess, sys, time
-    if "--phase" in sys.argv and sys.argv[sys.argv.index("--phase") + 1] == "public":
-        import hashlib  # the public phase: seal an empty state (grade-all then runs the hidden phase below)
-        state = sys.argv[sys.argv.index("--state") + 1]
-        os.makedirs(state, mode=0o700)
-        with open(os.path.join(state, "public.json"), "wb") as fh:
-            fh.write(b"{{}}")
-        with open(os.path.join(state, "seal"), "w") as fh:
-            fh.write(hashlib.sha256(b"{{}}").hexdigest())
-        sys.exit(0)
+    import hashlib, json, os, signal, subprocess, sys, time
+    {public_phase}
     sub, out = sys.argv[4], sys.argv[6]
     name = os.fsdecode(os.path.basename(os.fsencode(sub)))
     here = os.path.dirname(out)
@@ -339,7 +334,7 @@ FAKE_GRADER = textwrap.dedent('''\
 @pytest.fixture()
 def fake_python(tmp_path) -> str:
     path = tmp_path / "fake_grader.py"
-    path.write_text(FAKE_GRADER.format(python=sys.executable))
+    path.write_text(FAKE_GRADER.format(public_phase=STANDINS.PUBLIC_PHASE, python=sys.executable))
     path.chmod(0o755)
     return str(path)
 
