@@ -96,10 +96,10 @@ import time
 import unicodedata
 import zipfile
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor, as_completed
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Any, TypeVar
 
 from tqdm import tqdm
 
@@ -1017,10 +1017,37 @@ def _names_under(out: Path, paths: Sequence[Path]) -> list[str]:
 
 
 Store = Callable[[Submission, str, Graded], None]
+Job = TypeVar("Job", bound=tuple)  # a submission's job: (Submission, digest, whatever its phase needs)
 
 
 def _failed_to_start(sub: Submission, exc: Exception) -> Graded:
     return _failure(sub.student, f"could not start grading ({type(exc).__name__}: {clean_text(exc)})")
+
+
+def _each_in_pool(
+    items: Sequence[Job],
+    run: Callable[[Job], Any],
+    done: Callable[[Job, Any], None],
+    desc: str,
+    n_workers: int,
+    progress: bool,
+) -> None:
+    """`run(item)` for every item (a tuple whose first element is its Submission), `n_workers` at once,
+    with a progress bar; `done(item, result)` as each ends. A job that raised (the submission could not
+    even be handed to the grader) ends with the student's failure."""
+    with (
+        ThreadPoolExecutor(max_workers=n_workers) as pool,
+        tqdm(total=len(items), desc=desc, unit="submission", file=sys.stderr, disable=not progress) as bar,
+    ):
+        futures = {pool.submit(run, item): item for item in items}
+        for future in as_completed(futures):
+            item = futures[future]
+            try:
+                result = future.result()
+            except Exception as exc:
+                result = _failed_to_start(item[0], exc)
+            done(item, result)
+            bar.update(1)
 
 
 def _grade_unsealed(
@@ -1034,22 +1061,14 @@ def _grade_unsealed(
     exercises: Sequence[str] | None,
 ) -> None:
     """Each submission in one grader process (`grade_one`), `n_workers` at once; `store` each grading."""
-    with (
-        ThreadPoolExecutor(max_workers=n_workers) as pool,
-        tqdm(total=len(todo), desc="grading", unit="submission", file=sys.stderr, disable=not progress) as bar,
-    ):
-        futures: dict[Future[Graded], tuple[Submission, str]] = {}
-        for sub, digest in todo:
-            job = pool.submit(grade_one, sub, out / sub.out_folder, timeout_s, python, exercises)
-            futures[job] = (sub, digest)
-        for future in as_completed(futures):
-            sub, digest = futures[future]
-            try:
-                result = future.result()
-            except Exception as exc:  # the submission could not even be handed to the grader
-                result = _failed_to_start(sub, exc)
-            store(sub, digest, result)
-            bar.update(1)
+    _each_in_pool(
+        todo,
+        lambda job: grade_one(job[0], out / job[0].out_folder, timeout_s, python, exercises),
+        lambda job, result: store(job[0], job[1], result),
+        "grading",
+        n_workers,
+        progress,
+    )
 
 
 def _grade_sealed(
@@ -1081,48 +1100,35 @@ def _grade_sealed(
             print(f"grade-all: the public call specs were not computed ({type(exc).__name__})", file=sys.stderr)
             specs = None
         ready: list[tuple[Submission, str, Sealed]] = []
-        with (
-            ThreadPoolExecutor(max_workers=n_workers) as pool,
-            tqdm(
-                total=len(todo), desc="public phases", unit="submission", file=sys.stderr, disable=not progress
-            ) as bar,
-        ):
-            public: dict[Future[Sealed | Graded], tuple[Submission, str]] = {}
-            for index, (sub, digest) in enumerate(todo):
-                state = states / f"s{index:06d}"
-                job = pool.submit(grade_public, sub, out / sub.out_folder, state, timeout_s, python, exercises, specs)
-                public[job] = (sub, digest)
-            for future in as_completed(public):
-                sub, digest = public[future]
-                try:
-                    first = future.result()
-                except Exception as exc:
-                    first = _failed_to_start(sub, exc)
-                if isinstance(first, Sealed):
-                    ready.append((sub, digest, first))
-                else:  # no hidden phase: its failure is what the student sees
-                    store(sub, digest, first)
-                bar.update(1)
+
+        def public_done(job: tuple[Submission, str, Path], first: Sealed | Graded) -> None:
+            if isinstance(first, Sealed):
+                ready.append((job[0], job[1], first))
+            else:  # no hidden phase: its failure is what the student sees
+                store(job[0], job[1], first)
+
+        def hidden_done(job: tuple[Submission, str, Sealed], result: Graded) -> None:
+            remove_tree(job[2].state)
+            store(job[0], job[1], result)
+
+        public_jobs = [(sub, digest, states / f"s{index:06d}") for index, (sub, digest) in enumerate(todo)]
+        _each_in_pool(
+            public_jobs,
+            lambda job: grade_public(job[0], out / job[0].out_folder, job[2], timeout_s, python, exercises, specs),
+            public_done,
+            "public phases",
+            n_workers,
+            progress,
+        )
         # the barrier: every public phase above has ended and is sealed; no hidden case ran before this line
-        with (
-            ThreadPoolExecutor(max_workers=n_workers) as pool,
-            tqdm(
-                total=len(ready), desc="hidden phases", unit="submission", file=sys.stderr, disable=not progress
-            ) as bar,
-        ):
-            hidden: dict[Future[Graded], tuple[Submission, str, Sealed]] = {}
-            for sub, digest, seal in sorted(ready, key=lambda item: item[0].student):
-                second = pool.submit(grade_hidden, sub, out / sub.out_folder, seal, timeout_s, python)
-                hidden[second] = (sub, digest, seal)
-            for done in as_completed(hidden):
-                sub, digest, seal = hidden[done]
-                try:
-                    result = done.result()
-                except Exception as exc:
-                    result = _failed_to_start(sub, exc)
-                remove_tree(seal.state)
-                store(sub, digest, result)
-                bar.update(1)
+        _each_in_pool(
+            sorted(ready, key=lambda job: job[0].student),
+            lambda job: grade_hidden(job[0], out / job[0].out_folder, job[2], timeout_s, python),
+            hidden_done,
+            "hidden phases",
+            n_workers,
+            progress,
+        )
     finally:
         remove_tree(states)
 

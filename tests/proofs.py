@@ -27,6 +27,8 @@ import hashlib
 import json
 import os
 import platform
+import shutil
+import subprocess
 import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -37,11 +39,35 @@ RECORDS = ROOT / "tests" / "proofs"
 RERUN_ENV = "A2_PROOFS"  # "rerun": every proof runs, whatever its record says
 
 
+def python310() -> str | None:
+    """A working Python 3.10 interpreter (pyenv's, or python3.10 on PATH), or None: the one the
+    Gradescope-layout proof makes its venv with, and whose version its record keeps."""
+    pyenv_root = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv"))
+    candidates = sorted(str(p) for p in pyenv_root.glob("versions/3.10*/bin/python3.10"))
+    candidates += [c for c in [shutil.which("python3.10")] if c]
+    for candidate in candidates:
+        try:
+            probe = subprocess.run(
+                [candidate, "-c", "import platform; print(platform.python_version())"],
+                capture_output=True,
+                text=True,
+                timeout=30,
+            )
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+        if probe.stdout.startswith("3.10."):
+            return candidate
+    return None
+
+
 def _python310_version() -> str:
-    """major.minor.micro of the Python 3.10 the Gradescope-layout proof uses, or "none"."""
-    for exe in sorted(Path("/root/.pyenv/versions").glob("3.10*/bin/python3.10")):
-        return exe.parent.parent.name
-    return "none"
+    """major.minor.micro of `python310()`, or "none"."""
+    exe = python310()
+    if exe is None:
+        return "none"
+    return subprocess.run(
+        [exe, "-c", "import platform; print(platform.python_version())"], capture_output=True, text=True, timeout=30
+    ).stdout.strip()
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,7 @@ import pytest
 from autograder import build
 from autograder.manifest import EXERCISES, ROOT
 from autograder.wrong_fixtures import FIXTURES, materialise
+from hetero.impl import load_module_from_path
 
 SCHEMA = json.loads((ROOT / "autograder" / "schema" / "gradescope_results.schema.json").read_text())
 SCORE_TOL = 1e-6  # scores are sums of a few dozen floats; anything above rounding is a real difference
@@ -114,23 +115,7 @@ def test_requirements_come_from_imports_and_pins():
         build.requirements_for({"requests"}, pins)
 
 
-def _python310() -> str | None:
-    """A working Python 3.10 interpreter (pyenv's, or python3.10 on PATH), or None."""
-    pyenv_root = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv"))
-    candidates = sorted(str(p) for p in pyenv_root.glob("versions/3.10*/bin/python3.10"))
-    candidates += [c for c in [shutil.which("python3.10")] if c]
-    for candidate in candidates:
-        try:
-            probe = subprocess.run([candidate, "-c", "import sys; print(sys.version_info[:2] == (3, 10))"],
-                                   capture_output=True, text=True, timeout=30)
-        except (OSError, subprocess.TimeoutExpired):
-            continue
-        if probe.stdout.strip() == "True":
-            return candidate
-    return None
-
-
-PYTHON310 = _python310()
+PYTHON310 = load_module_from_path(Path(__file__).with_name("proofs.py"), "_a2_proofs").python310()
 
 
 def test_shipped_code_compiles_under_python_310(built, tmp_path):

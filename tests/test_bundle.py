@@ -10,7 +10,6 @@ here); each module-scoped fixture installs once and the tests after it reuse it.
 from __future__ import annotations
 
 import json
-import math
 import os
 import re
 import shutil
@@ -23,6 +22,7 @@ import pytest
 
 from autograder import bundle
 from autograder.cases import hidden_cases, public_cases
+from autograder.expected import drift
 from autograder.manifest import EXERCISES, ROOT
 from autograder.wrong_fixtures import for_exercise, source
 
@@ -273,23 +273,6 @@ def test_filled_copy_passes_every_public_test(filled_copy):
     assert "FAILING" not in result.stdout and "still stubs" not in result.stdout
 
 
-def _close(a, b, path: str = "") -> list[str]:
-    """Differences between two JSON values: floats within 1e-9 relative (the same code on the same inputs;
-    only the order of a threaded float reduction may differ), everything else exactly."""
-    if isinstance(a, float) or isinstance(b, float):
-        ok = isinstance(a, (int, float)) and isinstance(b, (int, float)) and math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
-        return [] if ok else [f"{path}: {a!r} vs {b!r}"]
-    if isinstance(a, dict) and isinstance(b, dict):
-        if set(a) != set(b):
-            return [f"{path}: keys {sorted(set(a) ^ set(b))} differ"]
-        return [d for k in a for d in _close(a[k], b[k], f"{path}.{k}")]
-    if isinstance(a, list) and isinstance(b, list):
-        if len(a) != len(b):
-            return [f"{path}: {len(a)} vs {len(b)} items"]
-        return [d for i, (x, y) in enumerate(zip(a, b)) for d in _close(x, y, f"{path}[{i}]")]
-    return [] if a == b else [f"{path}: {a!r} vs {b!r}"]
-
-
 @pytest.mark.slow
 @pytest.mark.proof("student_copy")
 def test_filled_copy_drivers_give_the_repositorys_figures(filled_copy):
@@ -305,7 +288,7 @@ def test_filled_copy_drivers_give_the_repositorys_figures(filled_copy):
             result.pop("impl"), result.pop("impl_dir")
             result.get("deferral", {}).pop("train_seconds", None)  # a wall-clock measurement, not a figure
     assert all(not r["missing"] for r in ours.values()), {k: r["missing"] for k, r in ours.items()}
-    differences = _close(ours, theirs)
+    differences = drift(ours, theirs)  # floats within 1e-9 relative, everything else exactly
     assert not differences, "the copy's drivers differ from the repository's --impl solutions:\n" + "\n".join(
         differences[:20])
 

@@ -6,12 +6,13 @@ Python 3.10 interpreter, where one is installed, byte-compiles every file as a s
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from hetero.impl import load_module_from_path
 
 ROOT = Path(__file__).resolve().parents[1]
 FOLDERS = ["shared", "autograder", "solutions", "assignments", "benchmarks"]
@@ -27,18 +28,7 @@ def test_no_construct_needs_python_311():
     assert result.returncode == 0, f"constructs that need Python > 3.10:\n{result.stdout[-4000:]}"
 
 
-def _python310() -> str | None:
-    """A working Python 3.10 (pyenv's shims exist even where the version does not, so run it)."""
-    candidates = [str(p) for p in sorted(Path("/root/.pyenv/versions").glob("3.10*/bin/python3.10"))]
-    candidates += [c for c in (shutil.which("python3.10"),) if c]
-    for exe in candidates:
-        probe = subprocess.run([exe, "-c", "import sys; print(sys.version_info[:2])"], capture_output=True, text=True)
-        if probe.returncode == 0 and probe.stdout.strip() == "(3, 10)":
-            return exe
-    return None
-
-
-PY310 = _python310()
+PY310 = load_module_from_path(Path(__file__).with_name("proofs.py"), "_a2_proofs").python310()
 
 
 @pytest.mark.skipif(PY310 is None, reason="no Python 3.10 interpreter on this machine")
