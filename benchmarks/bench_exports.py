@@ -21,9 +21,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from autograder import export_nbgrader, export_otter
-from autograder import notebooks as nb
-from autograder.manifest import BY_ID, ROOT
+from autograder.core.manifest import BY_ID, ROOT
+from autograder.exports import export_nbgrader, export_otter
+from autograder.exports import notebooks as nb
 
 
 def _solution(ex_id: str) -> str:

@@ -25,8 +25,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from autograder import expected, grader, sandbox
-from autograder.manifest import EXERCISES, ROOT
+from autograder.authoring import expected
+from autograder.core.manifest import EXERCISES, ROOT
+from autograder.runtime import grader
+from autograder.runtime.sandbox import runner as sandbox
 
 TARGET_TOTAL_S = 20.0
 

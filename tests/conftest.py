@@ -1,4 +1,4 @@
-"""Shared pytest set-up: the wrong submissions of autograder/wrong_fixtures.py materialised once, the
+"""Shared pytest set-up: the wrong submissions of autograder/authoring/wrong_fixtures.py materialised once, the
 graded corpus (`graded`: each submission graded once per grader version, tests/graded.py), and the slow
 proofs that re-run only when their inputs change (tests/proofs.py)."""
 
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.wrong_fixtures import materialise_all
+from autograder.authoring.wrong_fixtures import materialise_all
 from hetero.impl import load_module_from_path
 
 proofs = load_module_from_path(Path(__file__).with_name("proofs.py"), "_a2_proofs")
@@ -28,7 +28,7 @@ def wrong_dir(tmp_path_factory) -> Path:
 
 
 def _exercise_folder(folder: Path, source: Path) -> Path:
-    from autograder.manifest import EXERCISES
+    from autograder.core.manifest import EXERCISES
 
     folder.mkdir(parents=True)
     for ex in EXERCISES:
@@ -39,7 +39,7 @@ def _exercise_folder(folder: Path, source: Path) -> Path:
 @pytest.fixture(scope="session")
 def key_submission(tmp_path_factory) -> Path:
     """A submission folder holding the answer key's ten files (solutions/exNN_*.py) and nothing else."""
-    from autograder.manifest import ROOT
+    from autograder.core.manifest import ROOT
 
     return _exercise_folder(tmp_path_factory.mktemp("key") / "key", ROOT / "solutions")
 
@@ -47,7 +47,7 @@ def key_submission(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def stubs_submission(tmp_path_factory) -> Path:
     """A submission folder holding the ten unfilled stubs of the release (assignments/exNN_*.py)."""
-    from autograder.manifest import ROOT
+    from autograder.core.manifest import ROOT
 
     return _exercise_folder(tmp_path_factory.mktemp("stubs") / "stubs", ROOT / "assignments")
 

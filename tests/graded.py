@@ -1,6 +1,6 @@
 """The graded corpus: each submission graded once per grader version, its results shared by every test.
 
-`graded(folder, exercises)` returns the results.json content of `autograder.grader.grade_submission`
+`graded(folder, exercises)` returns the results.json content of `autograder.runtime.grader.grade_submission`
 on `folder`. The result is kept for the test session (in the folder named by $A2_GRADED_CACHE, which
 the controlling pytest process creates and removes; its xdist workers inherit it) as `<key>.json`,
 where the key is the sha256 of the
@@ -28,8 +28,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from autograder import bulk, grader
-from autograder.manifest import ROOT
+from autograder.batch import bulk
+from autograder.core.manifest import ROOT
+from autograder.runtime import grader
 
 CACHE_ENV = "A2_GRADED_CACHE"
 

@@ -81,9 +81,9 @@ class Proof:
 # The Gradescope zip's install route: what setup.sh installs and how, and the files that pick them.
 _GRADESCOPE_INSTALL = (
     "autograder/gradescope/*",
-    "autograder/build.py",
-    "autograder/audiences.py",
-    "autograder/locks.py",
+    "autograder/packaging/build.py",
+    "autograder/packaging/audiences.py",
+    "autograder/packaging/locks.py",
     "locks/gradescope.txt",
     "locks/excludes.txt",
     "pyproject.toml",
@@ -108,11 +108,11 @@ PROOFS = {
             "with NotImplementedError and pass on the key, `make demo` names the missing exercises, the "
             "drivers give the repository's figures, the packing tool packs the ten files",
             (
-                "autograder/bundle.py",
+                "autograder/packaging/bundle.py",
                 "autograder/student_bundle/*",
-                "autograder/audiences.py",
-                "autograder/release.py",
-                "autograder/manifest.py",
+                "autograder/packaging/audiences.py",
+                "autograder/authoring/release.py",
+                "autograder/core/manifest.py",
                 "shared/hetero/**/*",
                 "solutions/**/*",
                 "pyproject.toml",
@@ -131,10 +131,10 @@ PROOFS = {
             "nbgrader (generate_assignment, autograde, generate_feedback) and Otter (assign, run) grade the key, "
             "the release, do-nothing and wrong submissions to the native grader's points",
             (
-                "autograder/export_nbgrader.py",
-                "autograder/export_otter.py",
-                "autograder/notebooks.py",
-                "autograder/manifest.py",
+                "autograder/exports/export_nbgrader.py",
+                "autograder/exports/export_otter.py",
+                "autograder/exports/notebooks.py",
+                "autograder/core/manifest.py",
                 "locks/instructor.txt",
                 "pyproject.toml",
                 "tests/test_exports.py",
@@ -148,8 +148,8 @@ PROOFS = {
             (
                 "pyproject.toml",
                 "locks/*",
-                "autograder/audiences.py",
-                "autograder/locks.py",
+                "autograder/packaging/audiences.py",
+                "autograder/packaging/locks.py",
                 "tests/test_pins_resolve.py",
                 "tests/test_locks.py",
                 "tests/proofs.py",
@@ -160,7 +160,7 @@ PROOFS = {
             "the class report of a class graded for real (key, wrong fixtures, stubs, an HTML-tag name), rendered "
             "by headless Chromium, shows the gradebook's ex04 figures, the known mistakes and hidden case ids, "
             "escapes the name, and draws its plots (screenshot)",
-            ("autograder/report.py", "tests/test_report.py", "tests/proofs.py"),
+            ("autograder/batch/report.py", "tests/test_report.py", "tests/proofs.py"),
         ),
     )
 }

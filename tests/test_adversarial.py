@@ -20,9 +20,11 @@ from pathlib import Path
 
 import pytest
 
-from autograder import grader, jail, sandbox
-from autograder import results as res
-from autograder.manifest import BY_ID, ROOT
+from autograder.core.manifest import BY_ID, ROOT
+from autograder.runtime import grader
+from autograder.runtime import results as res
+from autograder.runtime.sandbox import jail
+from autograder.runtime.sandbox import runner as sandbox
 from hetero.impl import load_module_from_path as load_file_module
 
 # the helpers live in test_grader.py; pytest's importlib mode does not put tests/ on sys.path

@@ -1,6 +1,6 @@
 """The answer key for ex06-ex09 passes its public cases, and every wrong fixture is caught.
 
-A wrong fixture (autograder/wrong_fixtures.py, materialised by the `wrong_dir` fixture) is the
+A wrong fixture (autograder/authoring/wrong_fixtures.py, materialised by the `wrong_dir` fixture) is the
 solution file with one realistic mistake. It must fail at least one public or hidden case; hidden expected values are
 computed here, in-process, from the solution module, and judged with `hetero.checks.judge` exactly as
 the grader does with the stored values.
@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from autograder.cases import hidden_cases, public_cases
-from autograder.wrong_fixtures import FIXTURES as DECLARED
+from autograder.authoring.wrong_fixtures import FIXTURES as DECLARED
+from autograder.core.cases import hidden_cases, public_cases
 from hetero.checks import NO_EXPECT, check_call, judge, run_call
 from hetero.impl import EXERCISES, load_exercise
 

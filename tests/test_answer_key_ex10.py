@@ -16,9 +16,9 @@ import ast
 
 import pytest
 
-from autograder.cases import hidden_cases, public_cases
-from autograder.manifest import BY_ID, ROOT
-from autograder.wrong_fixtures import for_exercise
+from autograder.authoring.wrong_fixtures import for_exercise
+from autograder.core.cases import hidden_cases, public_cases
+from autograder.core.manifest import BY_ID, ROOT
 from hetero.checks import check_call, judge, run_call
 from hetero.impl import load_module_from_path
 

@@ -1,7 +1,7 @@
 """Hostile submissions against the submission reader and the batch: nothing crashes, a broken part costs only itself.
 
 Three layers, cheapest first:
-- `autograder.intake.locate` on hostile trees and zips (no grading: which file is chosen, what is
+- `autograder.runtime.intake.locate` on hostile trees and zips (no grading: which file is chosen, what is
   said, what reaches the disk): damaged zip members, zip bombs, deep trees, surrogate file names,
   near-miss names, malformed notebooks, files swapped after they were located.
 - `grade-all` with a stand-in grader (a small script that behaves like `python -m autograder grade`
@@ -31,15 +31,15 @@ from pathlib import Path
 
 import pytest
 
+from autograder.authoring.wrong_fixtures import for_exercise, source
+from autograder.batch import bulk
+from autograder.batch.gradebook import Gradebook
+from autograder.core.manifest import BY_ID, ROOT
+from autograder.core.safetext import clean_text, csv_cell
+from autograder.runtime import grader, intake
+from autograder.runtime import results as res
+from autograder.selftest.attacks import BOMB_COPIES, bomb_zip, damaged_zip, deep_tree, remove_deep, very_deep_tree
 from hetero.impl import load_module_from_path
-
-from autograder import bulk, grader, intake
-from autograder import results as res
-from autograder.attacks import BOMB_COPIES, bomb_zip, damaged_zip, deep_tree, remove_deep, very_deep_tree
-from autograder.gradebook import Gradebook
-from autograder.manifest import BY_ID, ROOT
-from autograder.safetext import clean_text, csv_cell
-from autograder.wrong_fixtures import for_exercise, source
 
 SOLUTIONS = ROOT / "solutions"
 ADVERSARIAL = ROOT / "autograder" / "fixtures" / "adversarial"
@@ -72,7 +72,7 @@ def _locate(submission: Path, tmp_path: Path) -> tuple[dict, list[str], Path]:
 
 @pytest.fixture()
 def deep_trees():
-    """Makes deep trees (autograder.attacks.deep_tree) and always removes them: pytest's own remover
+    """Makes deep trees (autograder.selftest.attacks.deep_tree) and always removes them: pytest's own remover
     of old temporary folders recurses once per level and would fail on them in a later session."""
     made: list[Path] = []
 
@@ -247,7 +247,7 @@ def _within(path: Path, folder: Path) -> bool:
     {"tags": 5}, {"tags": "a2-exercise"}, {"tags": [None, 3]}, "metadata as text", None,
 ])
 def test_malformed_cell_metadata_costs_nothing_when_the_marker_is_there(tmp_path, damage):
-    from autograder.notebooks import extract_code, load_sources, marker_line, student_notebook
+    from autograder.exports.notebooks import extract_code, load_sources, marker_line, student_notebook
 
     src = load_sources("ex01", with_hidden=False)
     notebook = student_notebook(src, code=_key(EX01).decode())
@@ -470,7 +470,7 @@ def test_graders_die_with_a_killed_batch(tmp_path, fake_python):
     subs = tmp_path / "subs"
     _folder(subs, "spawn")
     out = tmp_path / "graded"
-    script = (f"from pathlib import Path\nfrom autograder import bulk\n"
+    script = (f"from pathlib import Path\nfrom autograder.batch import bulk\n"
               f"bulk.grade_all(Path({str(subs)!r}), Path({str(out)!r}), progress=False, python={fake_python!r})\n")
     batch = subprocess.Popen([sys.executable, "-c", script], cwd=str(ROOT))
     pid_file = out / "spawn" / "pids.txt"
@@ -725,8 +725,8 @@ def test_grade_all_children_see_neither_the_batch_outputs_nor_other_submissions(
     """A student whose ex02 looks for grader outputs everywhere (read_grader_outputs) is graded by
     grade-all after another student: the batch's output folder (results, feedback, gradebook) and the
     submissions folder are empty in the child's view, so nothing of them reaches its feedback."""
-    from autograder import bulk
-    from autograder.manifest import BY_ID, ROOT
+    from autograder.batch import bulk
+    from autograder.core.manifest import BY_ID, ROOT
 
     subs = tmp_path / "submissions"
     (subs / "alice").mkdir(parents=True)

@@ -8,7 +8,7 @@ Three layers:
   across both phases;
 - colluding pairs graded by the real grader (ex01 only, two workers): a writer publishes every argument
   its functions receive through kernel state every sandbox shares, a reader prints, from its import
-  (its public phase), what it received (autograder.attacks.colluding_pair). No hidden ex01 argument may
+  (its public phase), what it received (autograder.selftest.attacks.colluding_pair). No hidden ex01 argument may
   reach what the reader sees before the deadline: results.json's top-level output and "visible" tests,
   and feedback.md. Without the seal (grade_all(sealed=False), the one-process graders side by side of
   before) the record-lock pair carries them there.
@@ -26,10 +26,12 @@ from pathlib import Path
 
 import pytest
 
-from autograder import bulk, grader, phases, sandbox
-from autograder.attacks import COLLUDING_CHANNELS, colluding_pair
-from autograder.cases import hidden_cases, public_cases
-from autograder.manifest import BY_ID, ROOT
+from autograder.batch import bulk
+from autograder.core.cases import hidden_cases, public_cases
+from autograder.core.manifest import BY_ID, ROOT
+from autograder.runtime import grader, phases
+from autograder.runtime.sandbox import runner as sandbox
+from autograder.selftest.attacks import COLLUDING_CHANNELS, colluding_pair
 
 EX01 = BY_ID["ex01"]
 SCORE_TOL = 1e-6  # scores are sums of rounded (1e-6) case points
@@ -39,7 +41,7 @@ OPEN_CHANNELS = ("fcntl", "ofd", "flock", "inotify")
 # (where no namespace works, isolation mode "none", the sandbox says so and they are open).
 CLOSED_CHANNELS = {
     "abstract_socket": "abstract unix socket names belong to a network namespace, and each child has its own",
-    "posix_shm": "each child gets an empty tmpfs of its own at /dev/shm (autograder.sandbox PRIVATE_FOLDERS)",
+    "posix_shm": "each child gets an empty tmpfs of its own at /dev/shm (autograder.runtime.sandbox.runner PRIVATE_FOLDERS)",
 }
 
 

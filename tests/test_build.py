@@ -24,9 +24,9 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from autograder import build
-from autograder.manifest import EXERCISES, ROOT
-from autograder.wrong_fixtures import FIXTURES, materialise
+from autograder.authoring.wrong_fixtures import FIXTURES, materialise
+from autograder.core.manifest import EXERCISES, ROOT
+from autograder.packaging import build
 from hetero.impl import load_module_from_path
 
 SCHEMA = json.loads((ROOT / "autograder" / "schema" / "gradescope_results.schema.json").read_text())
@@ -48,8 +48,8 @@ def test_zip_layout(built):
     zip_path, report = built
     names = set(_names(zip_path))
     for required in ("setup.sh", "run_autograder", "fallback.py", "requirements.txt", "requirements-torch.txt",
-                     "autograder/__main__.py", "autograder/grader.py", "autograder/manifest.py",
-                     "autograder/cases.py", "autograder/schema/gradescope_results.schema.json",
+                     "autograder/__main__.py", "autograder/runtime/grader.py", "autograder/core/manifest.py",
+                     "autograder/core/cases.py", "autograder/schema/gradescope_results.schema.json",
                      "shared/hetero/__init__.py", "shared/hetero/checks.py", "shared/hetero/harness/__init__.py"):
         assert required in names, f"{required} must be in the zip"
     for e in EXERCISES:
@@ -86,7 +86,7 @@ def test_audit_refuses_planted_solutions(built, tmp_path):
     plants = {
         "solutions/ex01_cost_per_gb.py": b"x = 1\n",
         "autograder/fixtures/wrong_scores.json": b"{}\n",
-        "autograder/wrong_fixtures.py": b"x = 1\n",
+        "autograder/authoring/wrong_fixtures.py": b"x = 1\n",
         "shared/hetero/leak.py": b"def f():\n    # BEGIN " + b"SOLUTION\n    return 1\n",
         "notes/copy.py": (ROOT / "solutions" / EXERCISES[0].filename).read_bytes(),
     }
@@ -235,7 +235,7 @@ def test_gradescope_layout_end_to_end(built, tmp_path, python):
 
 def _end_to_end(root: Path, tmp_path: Path, extra: dict[str, str], label: str) -> None:
     from autograder.fixtures import nothing
-    from autograder.grader import grade_submission
+    from autograder.runtime.grader import grade_submission
 
     env = _env(root, **extra)
     start = time.monotonic()

@@ -23,11 +23,10 @@ from pathlib import Path
 
 import pytest
 
+from autograder.batch import bulk, regrade
+from autograder.batch.gradebook import Gradebook, exercise_scores
+from autograder.core.manifest import EXERCISES, ROOT
 from hetero.impl import load_module_from_path
-
-from autograder import bulk, regrade
-from autograder.gradebook import Gradebook, exercise_scores
-from autograder.manifest import EXERCISES, ROOT
 
 SCORE_TOL = 1e-6  # scores are sums of a few dozen floats; anything above rounding is a real difference
 
@@ -325,7 +324,7 @@ def _copy_exercises(src: Path, dest: Path) -> Path:
 
 @pytest.mark.slow
 def test_real_batch_matches_single_grader(tmp_path, graded):
-    from autograder.wrong_fixtures import FIXTURES, materialise
+    from autograder.authoring.wrong_fixtures import FIXTURES, materialise
 
     subs = tmp_path / "subs"
     _copy_exercises(ROOT / "solutions", subs / "key")

@@ -20,11 +20,11 @@ from pathlib import Path
 
 import pytest
 
-from autograder import bundle
-from autograder.cases import hidden_cases, public_cases
-from autograder.expected import drift
-from autograder.manifest import EXERCISES, ROOT
-from autograder.wrong_fixtures import for_exercise, source
+from autograder.authoring.expected import drift
+from autograder.authoring.wrong_fixtures import for_exercise, source
+from autograder.core.cases import hidden_cases, public_cases
+from autograder.core.manifest import EXERCISES, ROOT
+from autograder.packaging import bundle
 
 STUB_RE = re.compile(r'raise NotImplementedError\("ex\d\d: \w+"\)')
 
@@ -111,7 +111,7 @@ def test_a_planted_solution_line_fails_the_audit(members):
 
 @pytest.mark.parametrize("what, name, extra, words", [
     ("a solution marker", "assignments/ex01_cost_per_gb.py", "\n# BEGIN SOLUTION\n", "solution marker"),
-    ("a grader import", "shared/hetero/catalog.py", "\nimport autograder.grader\n", "imports the grader"),
+    ("a grader import", "shared/hetero/catalog.py", "\nimport autograder.runtime.grader\n", "imports the grader"),
     ("a wrong fixture", "shared/hetero/extra.py", '"""MISTAKE: used GiB."""\n', "not part of"),
     ("a wrong fixture's docstring", "shared/hetero/roofline.py", "", "MISTAKE"),
 ])
@@ -377,7 +377,7 @@ def test_every_library_subpackage_is_installed():
     install (the Gradescope image, the student's `pip install .`)."""
     import tomllib
 
-    from autograder.bundle import library_packages
+    from autograder.packaging.bundle import library_packages
 
     listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
     missing = set(library_packages(ROOT)) - listed

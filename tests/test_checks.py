@@ -8,8 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from hetero.checks import (Array, Case, EncodeError, Gen, NumpyScalar, Outcome, compare, decode, encode, judge,
-                           run_call)
+from hetero.checks import Array, Case, EncodeError, Gen, NumpyScalar, Outcome, compare, decode, encode, judge, run_call
 
 
 class AlwaysEqual(float):

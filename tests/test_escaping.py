@@ -21,10 +21,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
-from autograder import bulk, grader, safetext
-from autograder.gradebook import Record
+from autograder.batch import bulk
+from autograder.batch.gradebook import Record
+from autograder.core import safetext
+from autograder.core.manifest import ROOT
 from autograder.gradescope.fallback import failure_results
-from autograder.manifest import ROOT
+from autograder.runtime import grader
 
 FIXTURE = ROOT / "autograder" / "fixtures" / "adversarial" / "markup_everywhere"
 TAG = "<img src=x onerror=alert(1)>"

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.release import strip_solutions
+from autograder.authoring.release import strip_solutions
 from hetero import ktrans
 from hetero.impl import MissingExercise
 

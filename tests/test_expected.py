@@ -3,15 +3,15 @@
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
-from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-from autograder.expected import available_exercises  # noqa: E402
+from autograder.authoring.expected import available_exercises  # noqa: E402
 
 
 @pytest.mark.parametrize("ex_id", available_exercises())  # one test per exercise: xdist spreads them
@@ -22,7 +22,7 @@ def test_expected_values_are_fresh(ex_id):
 
 
 def test_drift_ignores_float_noise_and_nothing_else():
-    from autograder.expected import drift
+    from autograder.authoring.expected import drift
     from hetero.checks import encode
 
     stored = {"a": 1.0, "b": [1, "x", True], "t": encode(np.array([2.651827, 0.5], dtype=np.float32))}
@@ -36,7 +36,7 @@ def test_drift_ignores_float_noise_and_nothing_else():
 
 
 def test_every_exercise_has_stored_values():
-    from autograder.manifest import EXERCISES
+    from autograder.core.manifest import EXERCISES
 
     missing = [ex.id for ex in EXERCISES if not (ROOT / "autograder" / "expected" / f"{ex.id}.json").is_file()]
     assert not missing, f"no stored answer-key values for {missing}: run `python -m autograder expected`"
@@ -56,8 +56,8 @@ def _solution_lines(text: str) -> list[str]:
 
 
 def test_hints_name_the_mistake_not_the_answer_code():
-    from autograder.cases import hidden_cases, public_cases
-    from autograder.manifest import EXERCISES
+    from autograder.core.cases import hidden_cases, public_cases
+    from autograder.core.manifest import EXERCISES
 
     quoted = []
     for ex in EXERCISES:

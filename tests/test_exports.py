@@ -25,11 +25,12 @@ from typing import Any
 import nbformat
 import pytest
 
-from autograder import export_nbgrader, export_otter
-from autograder import notebooks as nb
+from autograder.authoring.wrong_fixtures import for_exercise, materialise, source
+from autograder.core.manifest import BY_ID, ROOT
+from autograder.exports import export_nbgrader, export_otter
+from autograder.exports import notebooks as nb
 from autograder.fixtures import nothing
-from autograder.manifest import BY_ID, ROOT
-from autograder.wrong_fixtures import for_exercise, materialise, source
+from autograder.runtime import notebook_code
 from hetero.checks import judge, run_call
 from hetero.impl import load_module_from_path as load_file_module
 
@@ -91,7 +92,7 @@ def _otter_cents(exercise_code: str, tests: list[str]) -> int:
 
 def _native_cents(src: nb.ExerciseSources, path: Path) -> int:
     """What the native grader pays on this code (its judge and scoring, without the sandbox)."""
-    from autograder import scoring
+    from autograder.core import scoring
 
     module = load_file_module(path, f"_a2_export_check_{path.parent.name}_{src.exercise.id}")
     passed = {c.id: judge(c, run_call(c, module)).passed for c in src.public}
@@ -139,7 +140,7 @@ def test_nbgrader_notebook_structure_and_points(sources):
     ids = [c["metadata"]["nbgrader"]["grade_id"] for c in cells]
     assert len(set(ids)) == len(ids), "nbgrader grade_ids must be unique"
     solution = [c for c in cells if c["metadata"]["nbgrader"]["solution"]]
-    assert len(solution) == 1 and nb.EXERCISE_TAG in solution[0]["metadata"]["tags"]
+    assert len(solution) == 1 and notebook_code.EXERCISE_TAG in solution[0]["metadata"]["tags"]
     blocks = sources.solution.count("# BEGIN SOLUTION")
     assert solution[0]["source"].count("### BEGIN SOLUTION") == blocks, "each solution block needs nbgrader's ### marker"
     assert solution[0]["source"].count("### END SOLUTION") == blocks
@@ -218,7 +219,7 @@ def test_nbgrader_config_uses_the_rounding_exporter(tmp_path, monkeypatch):
 
     from traitlets.config import Config
 
-    from autograder.nbgrader_export import RoundedCsvExportPlugin
+    from autograder.exports.nbgrader_export import RoundedCsvExportPlugin
 
     config = Config()
     exec(export_nbgrader.config_text([BY_ID["ex01"]]), {"c": config, "get_config": lambda: config})  # as traitlets does
@@ -349,9 +350,9 @@ def _native_points(notebooks: dict[str, Path], workdir: Path) -> dict[str, float
     """`python -m autograder grade` on a folder holding the same notebooks (the grader extracts their code
     with `extract_code` and grades it as the .py file); points per exercise. Identical code (the
     solutions, the fixtures) is graded once for both tools."""
-    from autograder.gradebook import exercise_scores
+    from autograder.batch.gradebook import exercise_scores
 
-    key = tuple(sorted((ex_id, nb.extract_code(path)) for ex_id, path in notebooks.items()))
+    key = tuple(sorted((ex_id, notebook_code.extract_code(path)) for ex_id, path in notebooks.items()))
     if key in _NATIVE_CACHE:
         return _NATIVE_CACHE[key]
 

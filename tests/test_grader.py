@@ -20,11 +20,12 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from autograder import grader, sandbox
-from autograder import results as res
-from autograder.cases import expected_values, public_cases
-from autograder.manifest import BY_ID, ROOT, public_cases_in
-from autograder.wrong_fixtures import for_exercise
+from autograder.authoring.wrong_fixtures import for_exercise
+from autograder.core.cases import expected_values, public_cases
+from autograder.core.manifest import BY_ID, ROOT, public_cases_in
+from autograder.runtime import grader
+from autograder.runtime import results as res
+from autograder.runtime.sandbox import runner as sandbox
 from hetero.checks import decode
 
 SOLUTIONS = ROOT / "solutions"
@@ -174,7 +175,7 @@ def test_zip_nested_duplicates_macosx_hidden_and_symlinks(tmp_path):
 
 def _hidden_literals(ex_id: str) -> set[str]:
     """Texts that would give a hidden case away: its numeric inputs and expected values, as printed."""
-    from autograder.cases import hidden_cases
+    from autograder.core.cases import hidden_cases
 
     texts: set[str] = set()
 

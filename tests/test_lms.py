@@ -15,12 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from hetero.impl import load_module_from_path
-
-from autograder import bulk, lms
 from autograder.__main__ import main as cli
-from autograder.gradebook import Gradebook
-from autograder.manifest import EXERCISES
+from autograder.batch import bulk, lms
+from autograder.batch.gradebook import Gradebook
+from autograder.core.manifest import EXERCISES
+from hetero.impl import load_module_from_path
 
 STANDINS = load_module_from_path(Path(__file__).with_name("standins.py"), "_a2_standins")
 FAKE_GRADER = textwrap.dedent('''\

@@ -1,4 +1,4 @@
-"""The lock files (locks/, autograder.locks) agree with pyproject.toml's pins and install as they stand.
+"""The lock files (locks/, autograder.packaging.locks) agree with pyproject.toml's pins and install as they stand.
 
 Fast: every exact pin of an audience's requirement set is in its lock at the same version, nothing of
 locks/excludes.txt is, the zip's requirements.txt is the Gradescope lock without torch, and `make setup`
@@ -17,8 +17,8 @@ import pytest
 from packaging.markers import Marker
 from packaging.requirements import Requirement
 
-from autograder import audiences, build, locks
-from autograder.manifest import ROOT
+from autograder.core.manifest import ROOT
+from autograder.packaging import audiences, build, locks, pins
 
 IDS = [lock.audience for lock in locks.LOCKS]
 
@@ -31,26 +31,26 @@ def test_lock_agrees_with_the_pins(lock):
 
 def test_mismatches_name_a_moved_pin_and_an_excluded_entry():
     text = "numpy==2.4.6\nrfc3987-syntax==1.1.0\n"
-    found = locks.mismatches(["numpy==2.4.7", "tqdm==4.70.1"], text)
+    found = pins.mismatches(["numpy==2.4.7", "tqdm==4.70.1"], text)
     assert any("numpy==2.4.7" in p for p in found) and any("tqdm==4.70.1" in p for p in found)
     assert any("rfc3987-syntax" in p for p in found)
-    assert locks.mismatches(["numpy==2.4.6"], "numpy==2.4.6 ; python_full_version >= '3.11'\n") == []
+    assert pins.mismatches(["numpy==2.4.6"], "numpy==2.4.6 ; python_full_version >= '3.11'\n") == []
 
 
 def test_instructor_lock_is_for_this_python_and_has_the_tools():
     (lock,) = [lk for lk in locks.LOCKS if lk.audience == "instructor"]
     assert sys.version_info[:2] >= tuple(map(int, lock.python.split(".")))
-    names = {name for name, _, _ in locks.parse(lock.path.read_text(encoding="utf-8"))}
+    names = {name for name, _, _ in pins.parse(lock.path.read_text(encoding="utf-8"))}
     assert {"torch", "nbgrader", "ruff", "mypy", "uv"} <= names
 
 
 def test_zip_requirements_are_the_gradescope_lock_without_torch():
     members, _ = build.collect()
-    shipped = locks.parse(members["requirements.txt"].decode())
+    shipped = pins.parse(members["requirements.txt"].decode())
     (lock,) = [lk for lk in locks.LOCKS if lk.audience == "gradescope"]
-    locked = locks.parse(lock.path.read_text(encoding="utf-8"))
+    locked = pins.parse(lock.path.read_text(encoding="utf-8"))
     assert shipped == [pin for pin in locked if pin[0] != "torch"]
-    assert locks.parse(members["requirements-torch.txt"].decode()) == [("torch", "2.13.0", "")]
+    assert pins.parse(members["requirements-torch.txt"].decode()) == [("torch", "2.13.0", "")]
 
 
 def test_make_setup_installs_the_instructor_lock():
@@ -63,18 +63,27 @@ def test_make_setup_installs_the_instructor_lock():
 @pytest.mark.slow
 @pytest.mark.proof("resolvers")
 def test_locks_are_up_to_date():
-    run = subprocess.run([sys.executable, "-m", "autograder", "lock", "--check"], cwd=ROOT,
-                         capture_output=True, text=True, timeout=900)
+    run = subprocess.run(
+        [sys.executable, "-m", "autograder", "lock", "--check"], cwd=ROOT, capture_output=True, text=True, timeout=900
+    )
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-4000:]
 
 
 def _for_python(text: str, python: str) -> list[str]:
     """The lock's pins whose markers hold on Linux x86_64 with CPython `python`, markers removed."""
-    env = {"python_version": python, "python_full_version": f"{python}.0", "sys_platform": "linux",
-           "platform_system": "Linux", "platform_machine": "x86_64", "os_name": "posix",
-           "implementation_name": "cpython", "platform_python_implementation": "CPython"}
-    return [f"{name}=={version}" for name, version, marker in locks.parse(text)
-            if not marker or Marker(marker).evaluate(env)]
+    env = {
+        "python_version": python,
+        "python_full_version": f"{python}.0",
+        "sys_platform": "linux",
+        "platform_system": "Linux",
+        "platform_machine": "x86_64",
+        "os_name": "posix",
+        "implementation_name": "cpython",
+        "platform_python_implementation": "CPython",
+    }
+    return [
+        f"{name}=={version}" for name, version, marker in pins.parse(text) if not marker or Marker(marker).evaluate(env)
+    ]
 
 
 @pytest.mark.slow
@@ -86,19 +95,44 @@ def test_lock_resolves_to_itself(lock, tmp_path):
     reqs.write_text("\n".join(pins) + "\n")
     report = tmp_path / "report.json"
     platforms = [arg for platform in audiences.LINUX_X86_64 for arg in ("--platform", platform)]
-    run = subprocess.run([sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed", "--quiet",
-                          "--no-input", "--report", str(report), "--target", str(tmp_path / "target"),
-                          "--python-version", lock.python, "--only-binary=:all:", *platforms, "-r", str(reqs)],
-                         capture_output=True, text=True, timeout=900)
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--dry-run",
+            "--ignore-installed",
+            "--quiet",
+            "--no-input",
+            "--report",
+            str(report),
+            "--target",
+            str(tmp_path / "target"),
+            "--python-version",
+            lock.python,
+            "--only-binary=:all:",
+            *platforms,
+            "-r",
+            str(reqs),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     errors = "\n".join(line for line in run.stderr.splitlines() if "Location 'file:" not in line)
     assert run.returncode == 0, f"pip cannot install {lock.path.name} on Python {lock.python}:\n{errors[-3000:]}"
     items = json.loads(report.read_text())["install"]
-    resolved = {locks.norm(i["metadata"]["name"]): i["metadata"]["version"] for i in items}
+    resolved = {pins.norm(i["metadata"]["name"]): i["metadata"]["version"] for i in items}
     locked = dict(p.split("==") for p in pins)
     assert {n: resolved.get(n) for n in locked} == locked, "pip moved locked versions"
-    requires = {locks.norm(i["metadata"]["name"]): {locks.norm(Requirement(r).name)
-                                                   for r in i["metadata"].get("requires_dist", [])} for i in items}
-    allowed = set(locks.excluded())  # with whatever they pull in (any marker: an upper bound)
+    requires = {
+        pins.norm(i["metadata"]["name"]): {
+            pins.norm(Requirement(r).name) for r in i["metadata"].get("requires_dist", [])
+        }
+        for i in items
+    }
+    allowed = set(pins.excluded())  # with whatever they pull in (any marker: an upper bound)
     while True:
         more = allowed | {dep for name in allowed for dep in requires.get(name, ())}
         if more == allowed:

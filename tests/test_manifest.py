@@ -1,6 +1,6 @@
 """The manifest is consistent with the exercise loader and totals 100 points."""
 
-from autograder.manifest import EXERCISES, check
+from autograder.core.manifest import EXERCISES, check
 from hetero.impl import EXERCISES as LOADER
 
 

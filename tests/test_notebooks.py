@@ -18,8 +18,9 @@ import numpy as np
 import pytest
 import torch
 
-from autograder import notebooks as nb
-from autograder.manifest import BY_ID
+from autograder.core.manifest import BY_ID
+from autograder.exports import notebooks as nb
+from autograder.runtime import notebook_code
 from hetero.checks import Gen, encode
 
 EXERCISES = list(BY_ID)
@@ -49,7 +50,7 @@ def _run_cells(code_cells: list[str], exercise_code: str) -> list[tuple[bool, st
 
 
 def _test_cells(notebook: dict) -> list[str]:
-    return [c["source"] for c in notebook["cells"] if c["cell_type"] == "code" and nb.EXERCISE_TAG
+    return [c["source"] for c in notebook["cells"] if c["cell_type"] == "code" and notebook_code.EXERCISE_TAG
             not in c["metadata"].get("tags", [])]
 
 
@@ -63,8 +64,8 @@ def test_student_notebook_is_valid_and_complete(sources):
     intro = note["cells"][0]["source"]
     assert ex.title in intro and ex.lecture in intro, "the intro cell must name the exercise title and lecture section"
     assert sources.docstring.splitlines()[0] in intro, "the intro cell must quote the module docstring"
-    exercise_cells = [c for c in note["cells"] if nb.EXERCISE_TAG in c["metadata"].get("tags", [])]
-    assert len(exercise_cells) == 1, f"expected exactly one cell tagged {nb.EXERCISE_TAG}"
+    exercise_cells = [c for c in note["cells"] if notebook_code.EXERCISE_TAG in c["metadata"].get("tags", [])]
+    assert len(exercise_cells) == 1, f"expected exactly one cell tagged {notebook_code.EXERCISE_TAG}"
     assert exercise_cells[0]["source"] == nb.exercise_cell_source(ex, sources.stub)
     assert "# BEGIN SOLUTION" not in exercise_cells[0]["source"], "the student notebook leaks the solution"
     assert len(_test_cells(note)) == len(nb.cell_groups(sources)), "expected one test cell per exercise function"
@@ -142,8 +143,8 @@ def _write(tmp_path: Path, note: dict, name: str = "sub.ipynb") -> Path:
 def test_extract_code_returns_the_file_exactly(sources, tmp_path):
     for code in (sources.solution, sources.stub):
         path = _write(tmp_path, nb.student_notebook(sources, code=code))
-        assert nb.extract_code(path, sources.exercise.id) == code.rstrip("\n") + "\n"
-    assert nb.notebook_exercise_id(path) == sources.exercise.id
+        assert notebook_code.extract_code(path, sources.exercise.id) == code.rstrip("\n") + "\n"
+    assert notebook_code.notebook_exercise_id(path) == sources.exercise.id
 
 
 def test_extract_code_ignores_outputs_markdown_and_other_cells(sources, tmp_path):
@@ -155,9 +156,9 @@ def test_extract_code_ignores_outputs_markdown_and_other_cells(sources, tmp_path
             cell["source"] = cell["source"].splitlines(keepends=True)  # Jupyter stores lists of lines
     note["cells"].insert(0, nb.markdown_cell("my notes", "notes"))
     note["cells"].append(nb.code_cell("scratch = 1 + 1\nprint(scratch)", "scratch"))
-    exercise = next(c for c in note["cells"] if nb.EXERCISE_TAG in c["metadata"].get("tags", []))
+    exercise = next(c for c in note["cells"] if notebook_code.EXERCISE_TAG in c["metadata"].get("tags", []))
     exercise["source"].insert(1, "%load_ext autoreload\n")
-    code = nb.extract_code(_write(tmp_path, note), sources.exercise.id)
+    code = notebook_code.extract_code(_write(tmp_path, note), sources.exercise.id)
     assert "scratch" not in code and "printed" not in code and "my notes" not in code
     assert "# (notebook only) %load_ext autoreload" in code, "top-level magics must become comments"
     assert code.replace("# (notebook only) %load_ext autoreload\n", "") == sources.solution.rstrip("\n") + "\n"
@@ -167,14 +168,14 @@ def test_extract_code_falls_back_to_the_marker_when_tags_are_lost(sources, tmp_p
     note = nb.student_notebook(sources, code=sources.solution)
     for cell in note["cells"]:
         cell["metadata"].pop("tags", None)
-    assert nb.extract_code(_write(tmp_path, note)) == sources.solution.rstrip("\n") + "\n"
+    assert notebook_code.extract_code(_write(tmp_path, note)) == sources.solution.rstrip("\n") + "\n"
 
 
 def test_extract_code_joins_several_exercise_cells_in_order(sources, tmp_path):
     note = nb.student_notebook(sources, code=sources.solution)
-    extra = nb.code_cell("HELPER_CONSTANT = 3", "helper", {"tags": [nb.EXERCISE_TAG]})
+    extra = nb.code_cell("HELPER_CONSTANT = 3", "helper", {"tags": [notebook_code.EXERCISE_TAG]})
     note["cells"].append(extra)
-    code = nb.extract_code(_write(tmp_path, note))
+    code = notebook_code.extract_code(_write(tmp_path, note))
     assert code.endswith("\n\nHELPER_CONSTANT = 3\n"), "tagged cells are joined in notebook order by a blank line"
 
 
@@ -182,26 +183,26 @@ def test_extract_code_joins_several_exercise_cells_in_order(sources, tmp_path):
     (lambda n: "{not json", "invalid JSON"),
     (lambda n: {**n, "nbformat": 3}, "format 3"),
     (lambda n: {"metadata": {}}, "no list of cells"),
-    (lambda n: {**n, "cells": [c for c in n["cells"] if nb.EXERCISE_TAG not in c["metadata"].get("tags", [])]},
+    (lambda n: {**n, "cells": [c for c in n["cells"] if notebook_code.EXERCISE_TAG not in c["metadata"].get("tags", [])]},
      "no exercise cell"),
 ])
 def test_malformed_notebooks_raise_a_clear_error(sources, tmp_path, damage, message):
     note = damage(copy.deepcopy(nb.student_notebook(sources)))
     path = tmp_path / "bad.ipynb"
     path.write_text(note if isinstance(note, str) else json.dumps(note), encoding="utf-8")
-    with pytest.raises(nb.NotebookError, match=message):
-        nb.extract_code(path)
+    with pytest.raises(notebook_code.NotebookError, match=message):
+        notebook_code.extract_code(path)
 
 
 def test_a_notebook_of_another_exercise_is_refused(sources, tmp_path):
     other = next(e for e in BY_ID if e != sources.exercise.id)
     path = _write(tmp_path, nb.student_notebook(sources))
-    with pytest.raises(nb.NotebookError, match=f"graded as {other}"):
-        nb.extract_code(path, other)
+    with pytest.raises(notebook_code.NotebookError, match=f"graded as {other}"):
+        notebook_code.extract_code(path, other)
 
 
 def test_binary_file_is_refused(tmp_path):
     path = tmp_path / "x.ipynb"
     path.write_bytes(b"\xff\xfe\x00binary")
-    with pytest.raises(nb.NotebookError, match="not UTF-8"):
-        nb.extract_code(path)
+    with pytest.raises(notebook_code.NotebookError, match="not UTF-8"):
+        notebook_code.extract_code(path)

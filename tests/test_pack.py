@@ -6,9 +6,9 @@ import re
 import zipfile
 from pathlib import Path
 
-from autograder import pack
-from autograder.manifest import EXERCISES, ROOT
-from autograder.release import strip_solutions
+from autograder.authoring.release import strip_solutions
+from autograder.core.manifest import EXERCISES, ROOT
+from autograder.packaging import pack
 
 FILLED = '''"""{ex} answer."""
 

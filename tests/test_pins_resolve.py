@@ -1,4 +1,4 @@
-"""Every pin installs on the Python of the audience that uses it (autograder.audiences), by pip's resolver.
+"""Every pin installs on the Python of the audience that uses it (autograder.packaging.audiences), by pip's resolver.
 
 For each target (Gradescope's Ubuntu 22.04 with Python 3.10, students' 3.10-3.13, instructors' 3.11+),
 pip resolves the audience's requirement set for that Python version and Linux x86_64 from wheels only,
@@ -20,7 +20,7 @@ import sys
 import pytest
 from packaging.requirements import Requirement
 
-from autograder import audiences
+from autograder.packaging import audiences
 
 TORCH = "torch"
 

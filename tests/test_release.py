@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from autograder.manifest import EXERCISES
-from autograder.release import LIMITS_SLOT, MarkerError, case_limits_text, drift, strip_solutions
+from autograder.authoring.release import LIMITS_SLOT, MarkerError, case_limits_text, drift, strip_solutions
+from autograder.core.manifest import EXERCISES
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -27,12 +27,11 @@ from pathlib import Path
 
 import pytest
 
-from hetero.impl import load_module_from_path
-
-from autograder import bulk, report
 from autograder.__main__ import main as cli
-from autograder.gradebook import Gradebook
-from autograder.manifest import BY_ID
+from autograder.batch import bulk, report
+from autograder.batch.gradebook import Gradebook
+from autograder.core.manifest import BY_ID
+from hetero.impl import load_module_from_path
 
 STANDINS = load_module_from_path(Path(__file__).with_name("standins.py"), "_a2_standins")
 FAKE_GRADER = textwrap.dedent('''\
@@ -291,7 +290,7 @@ def _chromium(args: list[str], tmp_path: Path) -> subprocess.CompletedProcess:
 @pytest.mark.slow
 @pytest.mark.proof("report_browser")
 def test_browser_shows_the_gradebooks_numbers(tmp_path, key_submission, stubs_submission):
-    from autograder.wrong_fixtures import materialise
+    from autograder.authoring.wrong_fixtures import materialise
 
     subs, out = tmp_path / "subs", tmp_path / "graded"
     shutil.copytree(key_submission, subs / "key")

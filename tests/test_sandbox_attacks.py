@@ -28,10 +28,11 @@ from pathlib import Path
 
 import pytest
 
-from autograder import grader, sandbox
-from autograder import results as res
-from autograder.cases import expected_values, hidden_cases, public_cases
-from autograder.manifest import BY_ID, ROOT
+from autograder.core.cases import expected_values, hidden_cases, public_cases
+from autograder.core.manifest import BY_ID, ROOT
+from autograder.runtime import grader
+from autograder.runtime import results as res
+from autograder.runtime.sandbox import runner as sandbox
 from hetero.checks import judge
 from hetero.impl import load_module_from_path
 
@@ -226,7 +227,7 @@ def test_a_grader_process_never_hands_out_a_uid_twice():
         user.release()
     assert len(set(uids)) == len(uids), f"a uid was handed out twice in one grader process: {uids}"
     # grade-all runs one grader process per submission: the next one takes the uid released longest ago
-    code = "from autograder import sandbox; u = sandbox.SandboxUser(); print(u.uid); u.release()"
+    code = "from autograder.runtime.sandbox import runner as sandbox; u = sandbox.SandboxUser(); print(u.uid); u.release()"
     others = [int(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
                                  timeout=60, check=True).stdout) for _ in range(3)]
     assert not set(others) & set(uids) and len(set(others)) == 3, \
@@ -348,7 +349,7 @@ def test_another_checkout_on_the_machine_gives_the_child_nothing(tmp_path, monke
     a default clone is, outside the checkout. The attack, graded as ex01 and ex02, walks the file system
     for it, and would import its answer key and print its hidden cases: it must score 0, print nothing
     of the copy, and the copy must not exist in the child's file system."""
-    from autograder.cases import hidden_cases
+    from autograder.core.cases import hidden_cases
 
     clone = Path(tempfile.mkdtemp(prefix="a2-other-clone-", dir=_other_clone_parent()))
     try:
@@ -391,7 +392,7 @@ def test_gradescope_layout_hides_metadata_results_and_source(tmp_path):
     """The zip unpacked as Gradescope does (under a world-traversable root, with this machine's venv in
     place of setup.sh's): read_hidden as ex01 and read_grader_outputs as ex02 find nothing of
     submission_metadata.json, results/ or the source tree, and the answer key still scores 100."""
-    from autograder import build
+    from autograder.packaging import build
 
     top = Path(tempfile.mkdtemp(prefix="a2-gradescope-"))
     top.chmod(0o755)
@@ -824,7 +825,7 @@ def _has_account(uid: int) -> bool:
 @needs_root
 def test_graders_with_different_tmpdirs_never_hold_the_same_uid(tmp_path):
     """grade-all gives each grader its own TMPDIR: the uid locks must still be shared by all graders."""
-    hold = ("import sys, time\nfrom autograder import sandbox\nuser = sandbox.SandboxUser()\n"
+    hold = ("import sys, time\nfrom autograder.runtime.sandbox import runner as sandbox\nuser = sandbox.SandboxUser()\n"
             "print(user.uid, flush=True)\ntime.sleep(3)\nuser.release()\n")
     procs = []
     for name in ("a", "b"):

@@ -1,4 +1,4 @@
-"""Exact points and the live-function rule (autograder.scoring), by hand-checkable cases, and the
+"""Exact points and the live-function rule (autograder.core.scoring), by hand-checkable cases, and the
 no-implementation corpus (autograder/fixtures/nothing/): each scores 0 through the native grader."""
 
 from __future__ import annotations
@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from autograder import grader, scoring
+from autograder.core import scoring
+from autograder.core.manifest import EXERCISES
 from autograder.fixtures import nothing
-from autograder.manifest import EXERCISES
+from autograder.runtime import grader
 from hetero.checks import Case, encode
 
 
@@ -24,7 +25,7 @@ def test_split_cents_adds_up_exactly_and_follows_weights():
 
 
 def test_every_exercise_totals_exactly_its_points_and_all_total_100():
-    from autograder.cases import hidden_cases, public_cases
+    from autograder.core.cases import hidden_cases, public_cases
 
     total = 0
     for ex in EXERCISES:
@@ -46,8 +47,9 @@ def test_handout_and_notebook_state_the_split_the_grader_pays(points, share, has
     import dataclasses
     import shutil
 
-    from autograder import notebooks as nb, release
-    from autograder.manifest import BY_ID, ROOT, public_cases_in
+    from autograder.authoring import release
+    from autograder.core.manifest import BY_ID, ROOT, public_cases_in
+    from autograder.exports import notebooks as nb
 
     ex = dataclasses.replace(BY_ID["ex01"], points=points, public_share=share)
     src = nb.load_sources("ex01")
@@ -244,7 +246,7 @@ def test_hidden_feedback_shows_no_hint_written_for_one_case_with_a_number_in_it(
 def test_no_hidden_case_hint_shown_states_one_of_its_own_inputs():
     import re
 
-    from autograder.cases import hidden_cases, public_cases
+    from autograder.core.cases import hidden_cases, public_cases
 
     def numbers(value):
         if isinstance(value, (list, tuple)):

@@ -1,4 +1,4 @@
-"""The harness's seccomp filter (`autograder.jail.keyring_filter`): keyrings are not namespaced, so
+"""The harness's seccomp filter (`autograder.runtime.sandbox.jail.keyring_filter`): keyrings are not namespaced, so
 without it student code could keep hidden inputs in a key of its sandbox uid (the persistent keyring
 outlives every process) for a later grading run with the same uid to read back.
 
@@ -22,8 +22,9 @@ from pathlib import Path
 
 import pytest
 
-from autograder import grader, jail
-from autograder.manifest import BY_ID
+from autograder.core.manifest import BY_ID
+from autograder.runtime import grader
+from autograder.runtime.sandbox import jail
 from hetero.impl import load_module_from_path
 
 _helpers = load_module_from_path(Path(__file__).with_name("test_grader.py"), "_a2_grader_test_helpers")

@@ -1,5 +1,5 @@
 """Self-test of the answer key through the real grader: solutions score 100, the unfilled release 0,
-and every realistic wrong submission of autograder/wrong_fixtures.py loses points with feedback that
+and every realistic wrong submission of autograder/authoring/wrong_fixtures.py loses points with feedback that
 names its mistake (the fixture's declared `mistake` sentence)."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from autograder import grader
-from autograder.manifest import BY_ID, EXERCISES, ROOT
-from autograder.wrong_fixtures import BY_NAME, FIXTURES
+from autograder.authoring.wrong_fixtures import BY_NAME, FIXTURES
+from autograder.core.manifest import BY_ID, EXERCISES, ROOT
+from autograder.runtime import grader
 
 WRONG = [f.name for f in FIXTURES]
 STORED_SCORES = ROOT / "autograder" / "fixtures" / "wrong_scores.json"
@@ -48,8 +48,8 @@ def test_the_corpus_has_at_least_15_realistic_mistakes_covering_every_exercise()
 
 def test_every_declared_fixture_has_a_stored_score():
     assert sorted(json.loads(STORED_SCORES.read_text())) == sorted(WRONG), (
-        "autograder/fixtures/wrong_scores.json and autograder/wrong_fixtures.py name different fixtures: "
-        "`python -m autograder.wrong_scores --write`")
+        "autograder/fixtures/wrong_scores.json and autograder/authoring/wrong_fixtures.py name different fixtures: "
+        "`python -m autograder.authoring.wrong_scores --write`")
 
 
 @pytest.mark.slow
@@ -63,7 +63,7 @@ def test_wrong_submission_loses_points_and_feedback_names_the_mistake(name, wron
     assert score < ex.points - 0.05, f"{name} ({description}) kept {score:.2f} of {ex.points} points"
     stored = json.loads(STORED_SCORES.read_text())[name]
     assert round(score, 2) == stored, (f"{name} now scores {score:.2f}, stored {stored}: look at why, then "
-                                       "`python -m autograder.wrong_scores --write`")
+                                       "`python -m autograder.authoring.wrong_scores --write`")
     assert score > 0, f"{name} has one mistake but scored 0: the cases cannot tell it from no answer"
     failed = [t["output"] for t in data["tests"] if t.get("status") == "failed" and t["max_score"] > 0]
     assert any(description in out for out in failed), (

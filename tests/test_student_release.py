@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.manifest import EXERCISES
+from autograder.core.manifest import EXERCISES
 
 ROOT = Path(__file__).resolve().parents[1]
 FAILURE_HEADER = re.compile(r"\n_{3,} test_public\[([^\]]+)\] _{3,}\n")

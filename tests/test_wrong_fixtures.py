@@ -1,4 +1,4 @@
-"""The wrong fixtures of autograder/wrong_fixtures.py: small declared edits of the answer key.
+"""The wrong fixtures of autograder/authoring/wrong_fixtures.py: small declared edits of the answer key.
 
 - Every edit's old text occurs exactly once in its answer-key file, on code lines inside one function
   (never in a docstring), and a fixture edits only a few lines.
@@ -16,11 +16,11 @@ import ast
 
 import pytest
 
-from autograder.cases import expected_values, hidden_cases, public_cases
-from autograder.manifest import EXERCISES, ROOT
-from autograder.mutation import killed_by
-from autograder.release import BEGIN, END
-from autograder.wrong_fixtures import BY_NAME, FIXTURES, StaleFixture, materialise, source
+from autograder.authoring.mutation import killed_by
+from autograder.authoring.release import BEGIN, END
+from autograder.authoring.wrong_fixtures import BY_NAME, FIXTURES, StaleFixture, materialise, source
+from autograder.core.cases import expected_values, hidden_cases, public_cases
+from autograder.core.manifest import EXERCISES, ROOT
 from hetero.checks import check_call, judge, run_call
 from hetero.impl import load_module_from_path
 

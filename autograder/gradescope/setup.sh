@@ -37,7 +37,7 @@ if ! "$PY" -c "import venv, ensurepip" >/dev/null 2>&1; then
     fi
 fi
 
-# The sandbox gives each student child a root that holds only what it needs (autograder.sandbox); it is
+# The sandbox gives each student child a root that holds only what it needs (autograder.runtime.sandbox.runner); it is
 # built by bubblewrap. Without bwrap the grader would still run, but student code could read every
 # world-readable file of the image: the build fails instead.
 if ! command -v bwrap >/dev/null 2>&1; then
@@ -68,4 +68,4 @@ SITE="$("$VPY" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
 printf '%s\n%s\n' "$SRC" "$SRC/shared" > "$SITE/a2_autograder_source.pth"
 
 # Fail the image build now, not at the first submission, if the grader cannot start.
-"$VPY" -c "import autograder.grader, hetero.checks, torch; print('[setup] grader imports ok; torch', torch.__version__)"
+"$VPY" -c "import autograder.runtime.grader, hetero.checks, torch; print('[setup] grader imports ok; torch', torch.__version__)"

@@ -43,7 +43,7 @@ class Case:
     points:    relative weight of the case inside its exercise's public or hidden share.
     harness:   "<module>.<function>" in `hetero.harness`, called as harness(exercise_module, *args, **kwargs).
     uses:      harness cases: the exercise functions the harness drives (their cases must show the
-               submission computes before the harness's cases pay; see `autograder.scoring`).
+               submission computes before the harness's cases pay; see `autograder.core.scoring`).
     """
 
     id: str

@@ -1,6 +1,6 @@
 """Which passed cases pay, and scoring one function's cases inside a notebook kernel.
 
-The "live function" rule (the full statement is in `autograder.scoring`, which builds the rules from
+The "live function" rule (the full statement is in `autograder.core.scoring`, which builds the rules from
 the answer key): a passed case pays only when its group (one exercise function, or one harness) has
 shown on hidden inputs that the submission computes. It lives here, in `hetero`, because the nbgrader
 and Otter test cells run in a notebook kernel that has `hetero` and not the grader; the native grader
@@ -90,7 +90,7 @@ def paid(cases: Iterable[Case], passed: Mapping[str, bool], live: set[str]) -> d
 class Rule:
     rule: str
     uses: tuple[str, ...] = ()
-    min_passed: int = 0  # passed hidden valid-input, non-echo cases needed (autograder.scoring.chance_threshold)
+    min_passed: int = 0  # passed hidden valid-input, non-echo cases needed (autograder.core.scoring.chance_threshold)
 
 
 @dataclass(frozen=True)

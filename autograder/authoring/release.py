@@ -1,0 +1,278 @@
+"""Turn the answer key `solutions/` into the student release `assignments/` (and check for drift).
+
+`python -m autograder release` rewrites `assignments/` from scratch:
+- each `solutions/exNN_*.py` becomes a stub: every block between a line `# BEGIN SOLUTION` and a line
+  `# END SOLUTION` is replaced, at the block's indentation, by
+      # TODO(exNN): implement <function>
+      raise NotImplementedError("exNN: <function>")
+  where <function> is the function the block sits in;
+- the public tests (`solutions/tests/`: public_exNN.py, test_public.py, conftest.py) are copied, with
+  `tests/exercises.json` (ids, titles, points and the per-case time limit `case_timeout_s` from the
+  manifest), so that the public tests need no grader code;
+- the handout `solutions/HANDOUT.md` becomes `assignments/README.md`, `<!-- CASE_LIMITS -->` replaced
+  by the manifest's per-case time limits and the line `<!-- EXERCISES -->`
+  replaced by one section per exercise generated from the solution file's docstrings (signatures,
+  units, invalid-input rules), the manifest (points, lecture section, terms) and the public cases.
+Hidden tests live in `autograder/tests/` and are never copied.
+
+`python -m autograder release --check` builds the release in a temporary folder and fails (exit 1,
+listing the files) when `assignments/` differs from it. Malformed markers (nested, unterminated,
+END without BEGIN, a block outside any function, a file without any block) fail loudly with the
+file and line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import filecmp
+import json
+import re
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+from autograder.core import scoring
+from autograder.core.manifest import EXERCISES, ROOT, public_cases_in
+from hetero.impl import load_module_from_path
+
+BEGIN = "# BEGIN SOLUTION"
+END = "# END SOLUTION"
+DEF_RE = re.compile(r"^(\s*)(?:async\s+)?def\s+(\w+)\s*\(")
+PUBLIC_TEST_FILES = ("conftest.py", "test_public.py")
+HANDOUT = "HANDOUT.md"
+EXERCISE_SLOT = "<!-- EXERCISES -->"
+LIMITS_SLOT = "<!-- CASE_LIMITS -->"
+
+
+class MarkerError(ValueError):
+    """A malformed solution marker: names the file and line."""
+
+
+def strip_solutions(source_text: str, ex_id: str, filename: str = "<source>") -> str:
+    """The stub text of one solution file (see the module docstring for the rules)."""
+    out: list[str] = []
+    open_at: int | None = None  # 1-based line of the open BEGIN marker
+    defs: list[tuple[int, str]] = []  # (indent, name) of enclosing defs
+    blocks = 0
+    for line_no, line in enumerate(source_text.splitlines(keepends=True), start=1):
+        stripped = line.strip()
+        indent = len(line) - len(line.lstrip())
+        if open_at is None:
+            match = DEF_RE.match(line)
+            if match:
+                while defs and defs[-1][0] >= len(match.group(1)):
+                    defs.pop()
+                defs.append((len(match.group(1)), match.group(2)))
+        if stripped.startswith(BEGIN):
+            if open_at is not None:
+                raise MarkerError(
+                    f"{filename}:{line_no}: nested '{BEGIN}' (the block opened at line {open_at} is not closed)"
+                )
+            enclosing = [name for def_indent, name in defs if def_indent < indent]
+            if not enclosing:
+                raise MarkerError(f"{filename}:{line_no}: '{BEGIN}' outside any function")
+            open_at = line_no
+            func = enclosing[-1]
+            pad = line[:indent]
+            out.append(f"{pad}# TODO({ex_id}): implement {func}\n")
+            out.append(f'{pad}raise NotImplementedError("{ex_id}: {func}")\n')
+            blocks += 1
+            continue
+        if stripped.startswith(END):
+            if open_at is None:
+                raise MarkerError(f"{filename}:{line_no}: '{END}' without a matching '{BEGIN}'")
+            open_at = None
+            continue
+        if open_at is None:
+            out.append(line)
+    if open_at is not None:
+        raise MarkerError(f"{filename}:{open_at}: unterminated '{BEGIN}' (no '{END}' before the end of the file)")
+    if blocks == 0:
+        raise MarkerError(f"{filename}: no '{BEGIN}' block: every exercise file needs at least one")
+    text = "".join(out)
+    try:
+        ast.parse(text, filename=filename)
+    except SyntaxError as exc:
+        raise MarkerError(
+            f"{filename}: the stub does not parse after stripping ({exc.msg}, line {exc.lineno})"
+        ) from None
+    return text
+
+
+def build_release(dest: Path, root: Path = ROOT) -> list[Path]:
+    """Write the complete release into `dest` (created; must be empty or absent). Returns the files written."""
+    solutions = root / "solutions"
+    written: list[Path] = []
+    dest.mkdir(parents=True, exist_ok=True)
+    for ex in EXERCISES:
+        src = solutions / ex.filename
+        if not src.is_file():
+            raise FileNotFoundError(f"{src}: solution file missing for {ex.id}")
+        target = dest / ex.filename
+        target.write_text(strip_solutions(src.read_text(encoding="utf-8"), ex.id, str(src)), encoding="utf-8")
+        written.append(target)
+    tests_dest = dest / "tests"
+    tests_dest.mkdir(exist_ok=True)
+    public_files = list(PUBLIC_TEST_FILES) + [public_cases_in(solutions, ex.id).name for ex in EXERCISES]
+    for name in public_files:
+        src = solutions / "tests" / name
+        if not src.is_file():
+            raise FileNotFoundError(f"{src}: public test file missing")
+        text = src.read_text(encoding="utf-8")
+        if BEGIN in text or END in text:
+            raise MarkerError(f"{src}: public tests must not contain solution markers")
+        shutil.copyfile(src, tests_dest / name)
+        written.append(tests_dest / name)
+    listing = [
+        {
+            "id": ex.id,
+            "module": ex.module,
+            "title": ex.title,
+            "lecture": ex.lecture,
+            "points": ex.points,
+            "case_timeout_s": ex.case_timeout_s,
+        }
+        for ex in EXERCISES
+    ]
+    (tests_dest / "exercises.json").write_text(
+        json.dumps(listing, indent=1, ensure_ascii=False) + "\n", encoding="utf-8"
+    )
+    written.append(tests_dest / "exercises.json")
+    handout = solutions / HANDOUT
+    if not handout.is_file():
+        raise FileNotFoundError(f"{handout}: the handout source is missing")
+    text = handout.read_text(encoding="utf-8")
+    if EXERCISE_SLOT not in text:
+        raise MarkerError(f"{handout}: the handout needs the line {EXERCISE_SLOT} where the exercise sections go")
+    sections = "\n".join(exercise_section(ex, solutions) for ex in EXERCISES)
+    text = text.replace(EXERCISE_SLOT, sections).replace(LIMITS_SLOT, case_limits_text())
+    (dest / "README.md").write_text(text, encoding="utf-8")
+    written.append(dest / "README.md")
+    return written
+
+
+def case_limits_text() -> str:
+    """The per-case time limits as the handout states them: "10 s; ex05 20 s; ex10 30 s"."""
+    usual = max({e.case_timeout_s for e in EXERCISES}, key=lambda t: sum(e.case_timeout_s == t for e in EXERCISES))
+    return "; ".join(
+        [f"{usual:g} s"] + [f"{e.id} {e.case_timeout_s:g} s" for e in EXERCISES if e.case_timeout_s != usual]
+    )
+
+
+def _public_cases(ex, solutions: Path) -> list:
+    return load_module_from_path(public_cases_in(solutions, ex.id), f"_handout_public_{ex.id}").CASES
+
+
+def _public_case_lines(cases: list) -> list[str]:
+    lines = []
+    for case in cases:
+        what = (
+            f"raises `{case.raises}`"
+            if case.raises
+            else f"expects `{case.expect!r}`" + (f" {case.unit}" if case.unit else "")
+        )
+        lines.append(f"  - `{case.id}`: `{case.func}` {what}")
+    return lines
+
+
+def exercise_section(ex, solutions: Path) -> str:
+    """The handout's section for one exercise, generated from its solution file's docstrings."""
+    source = (solutions / ex.filename).read_text(encoding="utf-8")
+    tree = ast.parse(source)
+    doc = ast.get_docstring(tree) or ""
+    lines = [f"### {ex.id} · {ex.title} ({ex.points:g} points; lecture {ex.lecture})", ""]
+    if ex.terms:
+        lines += [f"Terms: {ex.terms}", ""]
+    lines += [doc.strip(), "", f"Implement in `{ex.filename}`:", ""]
+    helpers: list[str] = []
+    for node in tree.body:
+        if not isinstance(node, ast.FunctionDef):
+            continue
+        body = ast.get_source_segment(source, node) or ""
+        if BEGIN not in body:
+            continue
+        signature = f"def {node.name}({ast.unparse(node.args)})" + (
+            f" -> {ast.unparse(node.returns)}" if node.returns else ""
+        )
+        if node.name.startswith("_"):
+            helpers.append(f"`{signature}`")
+            continue
+        lines += [f"- `{signature}`", "", "  ```text"]
+        lines += [f"  {line}" if line else "" for line in (ast.get_docstring(node) or "").splitlines()]
+        lines += ["  ```", ""]
+    for helper in helpers:
+        lines += [
+            f"- Helper (optional, not graded on its own): {helper}, a stub for the validation the functions "
+            "above share. Fill it and call it from them, or delete it and validate inside each function; "
+            "only the functions above are called by the tests.",
+            "",
+        ]
+    cases = _public_cases(ex, solutions)
+    public_cents, hidden_cents = scoring.exercise_cents(ex.points, ex.public_share, bool(cases))
+    lines += [
+        f"Grading: {scoring.points_text(public_cents)} points from the public cases below, "
+        f"{scoring.points_text(hidden_cents)} from hidden "
+        "cases on inputs you have not seen (other hardware and models, random cases, invalid input). "
+        f"Each case may run for at most {ex.case_timeout_s:g} s, here and on Gradescope.",
+        "",
+        f"Public cases (`{public_cases_in(Path('assignments'), ex.id).as_posix()}`; run `pytest assignments -m {ex.id}`):",
+    ]
+    lines += _public_case_lines(cases)
+    return "\n".join(lines) + "\n"
+
+
+def _tree(folder: Path) -> set[str]:
+    return {
+        str(p.relative_to(folder))
+        for p in folder.rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts and ".pytest_cache" not in p.parts
+    }
+
+
+def drift(assignments: Path, root: Path = ROOT) -> list[str]:
+    """Differences between `assignments` and a fresh release, as readable lines (empty: no drift)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        fresh = Path(tmp) / "release"
+        build_release(fresh, root)
+        have, want = _tree(assignments) if assignments.is_dir() else set(), _tree(fresh)
+        problems = [f"missing from assignments/: {name}" for name in sorted(want - have)]
+        problems += [f"not part of the release: assignments/{name}" for name in sorted(have - want)]
+        problems += [
+            f"differs from a fresh release: assignments/{name}"
+            for name in sorted(want & have)
+            if not filecmp.cmp(assignments / name, fresh / name, shallow=False)
+        ]
+        return problems
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m autograder release", description=__doc__.split("\n")[0])
+    parser.add_argument("--check", action="store_true", help="fail if assignments/ differs from a fresh release")
+    parser.add_argument("--out", type=Path, default=ROOT / "assignments", help="release folder (default: assignments/)")
+    args = parser.parse_args(argv)
+    try:
+        if args.check:
+            problems = drift(args.out)
+            if problems:
+                print("assignments/ has drifted from solutions/; run `python -m autograder release`:", file=sys.stderr)
+                for line in problems:
+                    print(f"  {line}", file=sys.stderr)
+                return 1
+            print("assignments/ matches a fresh release of solutions/")
+            return 0
+        with tempfile.TemporaryDirectory() as tmp:
+            fresh = Path(tmp) / "release"
+            files = build_release(fresh)
+            keep = {".pytest_cache"}
+            if args.out.exists():
+                for child in args.out.iterdir():
+                    if child.name not in keep:
+                        shutil.rmtree(child) if child.is_dir() else child.unlink()
+            shutil.copytree(fresh, args.out, dirs_exist_ok=True)
+        print(f"released {len(files)} files into {args.out}")
+        return 0
+    except (MarkerError, FileNotFoundError) as exc:
+        print(f"release failed: {exc}", file=sys.stderr)
+        return 1
