@@ -28,7 +28,8 @@ from pathlib import Path
 from autograder.authoring import expected
 from autograder.core.manifest import EXERCISES, ROOT
 from autograder.runtime import grader
-from autograder.runtime.sandbox import runner as sandbox
+from autograder.runtime.sandbox import isolation, runner
+from autograder.runtime.sandbox.limits import Limits
 
 TARGET_TOTAL_S = 20.0
 
@@ -40,7 +41,7 @@ def ready() -> list[str]:
 
 def child_starts(n: int) -> int:
     """Median wall time of `n` children that import a one-line file and run no case."""
-    mode = sandbox.isolation_mode()
+    mode = isolation.isolation_mode()
     times = []
     with tempfile.TemporaryDirectory() as tmp:
         probe = Path(tmp) / "ex01_cost_per_gb.py"
@@ -48,7 +49,7 @@ def child_starts(n: int) -> int:
         probe.chmod(0o644)
         for _ in range(n):
             start = time.monotonic()
-            report = sandbox.run_exercise(probe, "ex01_cost_per_gb", [], 0, sandbox.Limits(20, 20, 1024))
+            report = runner.run_exercise(probe, "ex01_cost_per_gb", [], 0, Limits(20, 20, 1024))
             times.append(time.monotonic() - start)
             if report.imported is not True:
                 print(f"the child did not import the file: {report.ended} {report.detail} {report.output_all[:500]}")
@@ -77,7 +78,7 @@ def main() -> int:
             if ex.id in ids:
                 shutil.copyfile(ROOT / "solutions" / ex.filename, submission / ex.filename)
         print(
-            f"grading {len(ids)} exercises as {'root (sandbox uid, namespaces)' if sandbox.is_root() else 'this user'}"
+            f"grading {len(ids)} exercises as {'root (sandbox uid, namespaces)' if isolation.is_root() else 'this user'}"
         )
         print(f"{'exercise':<10}{'cases':>7}{'score':>10}{'max':>7}{'wall s':>9}")
         total_start = time.monotonic()

@@ -4,7 +4,7 @@
 on `folder`. The result is kept for the test session (in the folder named by $A2_GRADED_CACHE, which
 the controlling pytest process creates and removes; its xdist workers inherit it) as `<key>.json`,
 where the key is the sha256 of the
-submission's content (`bulk.content_hash`), the grader's inputs (`bulk.grader_fingerprint`: the
+submission's content (`submissions.content_hash`), the grader's inputs (`submissions.grader_fingerprint`: the
 grader, `hetero`, the cases and stored expected values), the lock file, the exercise selection, the
 Python version and whether the grader runs as root (which decides the sandbox's uid layer). A change
 to any of them is a new key, so a stale grading is never read. An exclusive lock per key makes
@@ -28,7 +28,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from autograder.batch import bulk
+from autograder.batch import submissions
 from autograder.core.manifest import ROOT
 from autograder.runtime import grader
 
@@ -38,12 +38,12 @@ CACHE_ENV = "A2_GRADED_CACHE"
 @functools.lru_cache(maxsize=1)
 def _grader_key() -> str:
     lock = hashlib.sha256((ROOT / "locks" / "instructor.txt").read_bytes()).hexdigest()
-    return f"{bulk.grader_fingerprint()}|{lock}|{sys.version}|root={os.geteuid() == 0}"
+    return f"{submissions.grader_fingerprint()}|{lock}|{sys.version}|root={os.geteuid() == 0}"
 
 
 def key(folder: Path, exercises: Iterable[str] | None = None) -> str:
     selection = "all" if exercises is None else ",".join(exercises)
-    text = f"{bulk.content_hash(Path(folder))}|{selection}|{_grader_key()}"
+    text = f"{submissions.content_hash(Path(folder))}|{selection}|{_grader_key()}"
     return hashlib.sha256(text.encode()).hexdigest()
 
 

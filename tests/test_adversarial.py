@@ -23,8 +23,7 @@ import pytest
 from autograder.core.manifest import BY_ID, ROOT
 from autograder.runtime import grader
 from autograder.runtime import results as res
-from autograder.runtime.sandbox import jail
-from autograder.runtime.sandbox import runner as sandbox
+from autograder.runtime.sandbox import isolation, jail
 from hetero.impl import load_module_from_path as load_file_module
 
 # the helpers live in test_grader.py; pytest's importlib mode does not put tests/ on sys.path
@@ -85,7 +84,7 @@ def test_attack_scores_what_it_deserves(attack, tmp_path, monkeypatch):
     if attack == "read_hidden":
         assert "READ-OK" not in detail and "READ-OK" not in data["output"], \
             f"the student's code could read protected files: {detail[-1500:]}"
-        if sandbox.is_root():
+        if isolation.is_root():
             assert "READ-DENIED" in data["output"]
     if attack == "other_checkout_key":
         everything = json.dumps(data)

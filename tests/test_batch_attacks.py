@@ -32,7 +32,7 @@ from pathlib import Path
 import pytest
 
 from autograder.authoring.wrong_fixtures import for_exercise, source
-from autograder.batch import bulk
+from autograder.batch import bulk, outputs, processes, submissions
 from autograder.batch.gradebook import Gradebook
 from autograder.core.manifest import BY_ID, ROOT
 from autograder.core.safetext import clean_text, csv_cell
@@ -158,7 +158,7 @@ def test_a_deep_tree_is_searched_to_its_depth_cap(tmp_path, deep_trees):
     top = deep_trees(tmp_path / "deep")
     (top / EX01.filename).write_bytes(_key(EX01))
     found, notes, _ = _locate(top, tmp_path)
-    digest = bulk.content_hash(top)
+    digest = submissions.content_hash(top)
     assert found["ex01"].path is not None, "the exercise at the top must be graded despite the deep tree"
     assert "ex02" not in found, "a file below the depth cap must not be found"
     assert any(f"deeper than {intake.MAX_DEPTH} levels" in n for n in notes), notes
@@ -169,7 +169,7 @@ def test_a_tree_deeper_than_path_max_neither_stops_hashing_nor_reading(tmp_path)
     top = very_deep_tree(tmp_path / "sub", **VERY_DEEP)  # what earlier code could leave in a writable folder
     (top / EX01.filename).write_bytes(_key(EX01))
     try:
-        digest = bulk.content_hash(top)
+        digest = submissions.content_hash(top)
         found, _, _ = _locate(top, tmp_path)
     finally:
         bulk.remove_tree(top)
@@ -224,7 +224,7 @@ def test_a_fifo_named_like_an_exercise_neither_hangs_nor_is_graded(tmp_path):
     (top / "deeper" / EX01.filename).write_bytes(_key(EX01))
     found, _, _ = _locate(top, tmp_path)
     assert found["ex01"].shown == f"deeper/{EX01.filename}", found["ex01"]
-    assert len(bulk.content_hash(top)) == 64
+    assert len(submissions.content_hash(top)) == 64
 
 
 def test_files_are_snapshotted_before_any_code_runs(tmp_path):
@@ -247,7 +247,8 @@ def _within(path: Path, folder: Path) -> bool:
     {"tags": 5}, {"tags": "a2-exercise"}, {"tags": [None, 3]}, "metadata as text", None,
 ])
 def test_malformed_cell_metadata_costs_nothing_when_the_marker_is_there(tmp_path, damage):
-    from autograder.exports.notebooks import extract_code, load_sources, marker_line, student_notebook
+    from autograder.exports.notebooks import load_sources, marker_line, student_notebook
+    from autograder.runtime.notebook_code import extract_code
 
     src = load_sources("ex01", with_hidden=False)
     notebook = student_notebook(src, code=_key(EX01).decode())
@@ -365,7 +366,7 @@ def test_surrogates_everywhere_and_reruns_never_stop_the_batch(tmp_path, fake_py
         report = bulk.grade_all(subs, out, workers=2, progress=False, python=fake_python, force=force)
         assert sorted(r.student for r in report.records) == ["alice_surrogate", "bob\\udcff", "carol"], report
         assert report.failed == [], f"escaping is not a grader failure: {report.failed}"
-    for student in ("alice_surrogate", bulk.folder_name("bob\\udcff")):
+    for student in ("alice_surrogate", submissions.folder_name("bob\\udcff")):
         for name in ("results.json", "feedback.md", "feedback_instructor.md"):
             (out / student / name).read_bytes().decode("utf-8")  # raises when not valid UTF-8
         results = json.loads((out / student / "results.json").read_text(encoding="utf-8"))
@@ -376,7 +377,7 @@ def test_surrogates_everywhere_and_reruns_never_stop_the_batch(tmp_path, fake_py
     rows = list(csv.DictReader((tmp_path / "g.csv").open(encoding="utf-8")))
     assert sorted(r["student"] for r in rows) == ["alice_surrogate", "bob\\udcff", "carol"]
     with Gradebook(out / "gradebook.sqlite") as book:
-        table = bulk.summary_table(list(book.records()), ["ex01"])
+        table = outputs.summary_table(list(book.records()), ["ex01"])
     assert [line.split()[0] for line in table.splitlines()[2:4]] == ["ex01", "total"], table
 
 
@@ -385,7 +386,7 @@ def test_names_colliding_with_outputs_are_refused_and_formulas_neutralised(tmp_p
     _folder(subs, "alice")
     formula = '=HYPERLINK("example.invalid","click")'
     _folder(subs, formula)
-    for name in ("gradebook.sqlite.zip", "GRADEBOOK.SQLITE-wal.zip", f"{bulk.EXPORT_DIR}.zip"):
+    for name in ("gradebook.sqlite.zip", "GRADEBOOK.SQLITE-wal.zip", f"{submissions.EXPORT_DIR}.zip"):
         with zipfile.ZipFile(subs / name, "w") as zf:
             zf.writestr("f.py", "x = 1\n")
     (subs / "+tab\there").mkdir()
@@ -401,7 +402,7 @@ def test_names_colliding_with_outputs_are_refused_and_formulas_neutralised(tmp_p
         f"cells starting with = + - @ tab or CR must be neutralised with a leading apostrophe: {cells}")
     report = bulk.grade_all(subs, out, progress=False, python=fake_python)
     refused = sorted(r.entry for r in report.refused)
-    assert refused == sorted(["gradebook.sqlite.zip", "GRADEBOOK.SQLITE-wal.zip", f"{bulk.EXPORT_DIR}.zip"]), refused
+    assert refused == sorted(["gradebook.sqlite.zip", "GRADEBOOK.SQLITE-wal.zip", f"{submissions.EXPORT_DIR}.zip"]), refused
     assert all("collides with grade-all's own output" in r.reason for r in report.refused), report.refused
     assert (out / "gradebook.sqlite").is_file(), "the gradebook must not be replaced by a student's folder"
     listed = (out / "refused.txt").read_text(encoding="utf-8")
@@ -478,7 +479,7 @@ def test_graders_die_with_a_killed_batch(tmp_path, fake_python):
     while not (out / "spawn" / "scratch.txt").is_file() and time.monotonic() < deadline:
         time.sleep(0.1)
     assert pid_file.is_file(), "the stand-in grader did not start"
-    graders = [pid for pid in bulk.descendants(batch.pid)
+    graders = [pid for pid in processes.descendants(batch.pid)
                if " grade " in _cmdline(pid) and "/subs/spawn " in _cmdline(pid)]
     batch.kill()
     assert len(graders) == 1, f"expected the one grader below the batch, found {graders}"
@@ -497,8 +498,8 @@ def test_graders_die_with_a_killed_batch(tmp_path, fake_python):
         pass
     assert not _alive(grader_pid), "the grader of a batch that was killed must die with it"
     scratch = Path((out / "spawn" / "scratch.txt").read_text()).parent
-    assert scratch.name.startswith(f"{bulk.SCRATCH_PREFIX}{batch.pid}-") and scratch.is_dir()
-    assert bulk.sweep_stale_scratch() >= 1 and not scratch.exists(), (
+    assert scratch.name.startswith(f"{processes.SCRATCH_PREFIX}{batch.pid}-") and scratch.is_dir()
+    assert processes.sweep_stale_scratch() >= 1 and not scratch.exists(), (
         "the next batch must remove the TMPDIR a killed batch left behind")
 
 
@@ -622,14 +623,14 @@ def test_unpacked_gradescope_export_and_flat_folder_of_zips(tmp_path, fake_pytho
     unpacked = tmp_path / "unpacked"
     with zipfile.ZipFile(export) as zf:
         zf.extractall(unpacked)
-    subs, refused = bulk.discover(unpacked)
+    subs, refused = submissions.discover(unpacked)
     assert [(s.student, s.name) for s in subs] == [("alice@example.edu", "Alice Liddell")] and not refused
     flat = tmp_path / "flat"
     flat.mkdir()
     for student in ("dora", "eve"):
         with zipfile.ZipFile(flat / f"{student}.zip", "w") as zf:
             zf.writestr("f.py", "x = 1\n")
-    subs, refused = bulk.discover(flat)
+    subs, refused = submissions.discover(flat)
     assert [s.student for s in subs] == ["dora", "eve"] and not refused
     zipped = tmp_path / "class.zip"
     with zipfile.ZipFile(zipped, "w") as zf:
@@ -752,7 +753,7 @@ def test_a_process_name_that_spoofs_a_parent_line_stays_in_the_tree():
     child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
     try:
         assert child.stdout is not None and child.stdout.readline().strip() == "renamed"
-        assert child.pid in bulk.descendants(os.getpid()), "the renamed child must stay below its real parent"
+        assert child.pid in processes.descendants(os.getpid()), "the renamed child must stay below its real parent"
     finally:
         child.kill()
         child.wait()

@@ -26,11 +26,11 @@ from pathlib import Path
 
 import pytest
 
-from autograder.batch import bulk
+from autograder.batch import bulk, processes
 from autograder.core.cases import hidden_cases, public_cases
 from autograder.core.manifest import BY_ID, ROOT
 from autograder.runtime import grader, phases
-from autograder.runtime.sandbox import runner as sandbox
+from autograder.runtime.sandbox import isolation
 from autograder.selftest.attacks import COLLUDING_CHANNELS, colluding_pair
 
 EX01 = BY_ID["ex01"]
@@ -246,7 +246,7 @@ def test_every_public_phase_ends_before_any_hidden_phase_starts(tmp_path, phased
     tamper = json.loads((out / "e_tamper" / "results.json").read_text())
     assert "sealed public phase changed during the hidden phase" in tamper["tests"][0]["output"], tamper
     assert {r.student: r.score for r in report.records}["b"] == pytest.approx(1.0)
-    assert not [p for p in Path(tempfile.gettempdir()).glob(f"{bulk.SCRATCH_PREFIX}{os.getpid()}-*")], (
+    assert not [p for p in Path(tempfile.gettempdir()).glob(f"{processes.SCRATCH_PREFIX}{os.getpid()}-*")], (
         "the sealed states and the graders' TMPDIRs must be removed at the end of the batch")
 
 
@@ -295,7 +295,7 @@ def test_a_colluding_pair_shows_no_hidden_argument(tmp_path, channel):
     assert not found, f"{channel}: hidden ex01 arguments reached the reader's visible output: {found[:8]}"
     beacon = _beacon_line(text)
     received = beacon.startswith("BEACON seen") or any(line.startswith("R ") for line in text.splitlines())
-    if channel in CLOSED_CHANNELS and sandbox.isolation_mode()["mode"] != "none":
+    if channel in CLOSED_CHANNELS and isolation.isolation_mode()["mode"] != "none":
         assert not received, f"{channel} must be closed ({CLOSED_CHANNELS[channel]}); the reader got: {beacon}"
     elif channel in OPEN_CHANNELS:
         assert received, (f"{channel}: nothing crossed between the two public phases ({beacon}); if the sandbox "

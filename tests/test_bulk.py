@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.batch import bulk, regrade
+from autograder.batch import bulk, outputs, regrade, submissions
 from autograder.batch.gradebook import Gradebook, exercise_scores
 from autograder.core.manifest import EXERCISES, ROOT
 from hetero.impl import load_module_from_path
@@ -156,7 +156,7 @@ def test_a_changed_grader_regrades_unchanged_submissions(tmp_path, fake_python, 
     assert first.graded == ["alice"], first
     again = bulk.grade_all(subs, out, workers=1, progress=False, python=fake_python)
     assert again.skipped == ["alice"] and again.graded == [], f"same grader, same files: skipped; got {again}"
-    monkeypatch.setattr(bulk, "grader_fingerprint", lambda root=bulk.ROOT: "another grader")
+    monkeypatch.setattr(bulk, "grader_fingerprint", lambda root=None: "another grader")
     changed = bulk.grade_all(subs, out, workers=1, progress=False, python=fake_python)
     assert changed.graded == ["alice"] and changed.skipped == [], (
         f"a grading made by a grader with other inputs must be redone; got {changed}")
@@ -170,38 +170,38 @@ def test_grader_fingerprint_follows_the_grading_inputs(tmp_path):
         (tmp_path / top).mkdir(parents=True)
     (tmp_path / "autograder/tests/ex01_hidden.py").write_text("CASES = []\n")
     (tmp_path / "autograder/expected/ex01.json").write_text("{}\n")
-    base = bulk.grader_fingerprint(tmp_path)
-    assert bulk.grader_fingerprint(tmp_path) == base, "the fingerprint must be deterministic"
+    base = submissions.grader_fingerprint(tmp_path)
+    assert submissions.grader_fingerprint(tmp_path) == base, "the fingerprint must be deterministic"
     (tmp_path / "autograder/fixtures/x.py").write_text("x = 1\n")
     (tmp_path / "shared/hetero/__pycache__").mkdir()
     (tmp_path / "shared/hetero/__pycache__/m.pyc").write_bytes(b"\0")
-    assert bulk.grader_fingerprint(tmp_path) == base, "fixtures and caches do not decide a grade"
+    assert submissions.grader_fingerprint(tmp_path) == base, "fixtures and caches do not decide a grade"
     for path in ("autograder/expected/ex01.json", "autograder/tests/ex01_hidden.py", "solutions/tests/public_ex01.py",
                  "shared/hetero/roofline.py"):
-        before = bulk.grader_fingerprint(tmp_path)
+        before = submissions.grader_fingerprint(tmp_path)
         (tmp_path / path).write_text("changed = True\n")
-        assert bulk.grader_fingerprint(tmp_path) != before, f"changing {path} must change the fingerprint"
+        assert submissions.grader_fingerprint(tmp_path) != before, f"changing {path} must change the fingerprint"
 
 
 def test_content_hash_tracks_content_not_noise(tmp_path):
     a = _folder(tmp_path, "a", 3)
-    h = bulk.content_hash(a)
+    h = submissions.content_hash(a)
     (a / "__pycache__").mkdir()
     (a / "__pycache__" / "f0.cpython-311.pyc").write_bytes(b"\0")
     (a / ".DS_Store").write_bytes(b"\0")
-    assert bulk.content_hash(a) == h, "byte-code caches and dot files must not change the hash"
+    assert submissions.content_hash(a) == h, "byte-code caches and dot files must not change the hash"
     (a / "f0.py").write_text("x = 99\n")
-    assert bulk.content_hash(a) != h
+    assert submissions.content_hash(a) != h
     (a / "f0.py").write_text("x = 0\n")
     (a / "f0.py").rename(a / "g0.py")
-    assert bulk.content_hash(a) != h, "a renamed file is a different submission"
+    assert submissions.content_hash(a) != h, "a renamed file is a different submission"
 
 
 def test_discover_refuses_two_submissions_for_one_student_and_keeps_the_others(tmp_path):
     _folder(tmp_path, "alice", 1)
     (tmp_path / "alice.zip").write_bytes(b"")
     _folder(tmp_path, "bob", 1)
-    subs, refused = bulk.discover(tmp_path)
+    subs, refused = submissions.discover(tmp_path)
     assert [s.student for s in subs] == ["bob"], "a clash between two entries must not stop the others"
     assert sorted(r.entry for r in refused) == ["alice", "alice.zip"], refused
     assert all("more than one submission" in r.reason for r in refused), refused
@@ -225,7 +225,7 @@ def test_gradebook_csv_and_summary(tmp_path):
     assert float(zoe["score"]) == pytest.approx(7.5) and float(zoe["ex02"]) == pytest.approx(1.5)
     assert table[0]["status"] == "grader_failed"
     with Gradebook(tmp_path / "gb.sqlite") as book:
-        summary = bulk.summary_table(list(book.records()))
+        summary = outputs.summary_table(list(book.records()))
     ex01_line = next(line for line in summary.splitlines() if line.startswith("ex01"))
     # ex01: zoe 6/6, amy 0/6 -> mean 3.00; distribution: one at 0, one at full marks
     assert ex01_line.split()[2] == "3.00" and ex01_line.split()[-4:] == ["1", "0", "0", "1"], ex01_line
@@ -252,13 +252,13 @@ def test_folder_entries_of_a_zip_are_accepted_silently(tmp_path, capsys):
             zf.writestr(folder, "")
         zf.writestr("export/alice/work/f.py", "x = 1\n")
         zf.writestr("export/bob/f.py", "x = 2\n")
-    dest = bulk.unpack_export(archive, tmp_path / "unpacked")
+    dest = submissions.unpack_export(archive, tmp_path / "unpacked")
     assert (dest / "export" / "alice" / "work" / "f.py").read_text() == "x = 1\n"
     assert (dest / "export" / "bob" / "f.py").is_file()
     assert "not unpacked" not in capsys.readouterr().err, "folder entries are not skipped members"
     with zipfile.ZipFile(archive, "a") as zf:
         zf.writestr("export/bob/.secret", "hidden")
-    bulk.unpack_export(archive, tmp_path / "again")
+    submissions.unpack_export(archive, tmp_path / "again")
     assert "1 entries of export.zip were not unpacked" in capsys.readouterr().err
 
 
@@ -439,7 +439,7 @@ def test_an_error_writing_one_students_files_is_recorded_for_that_student_only(t
     subs = tmp_path / "subs"
     for name in ("bob", "carol", "zed"):
         _folder(subs, name, 6)
-    real_write = bulk.write_outputs
+    real_write = outputs.write_outputs
 
     def write_outputs(student_dir: Path, student: str, results: dict) -> None:
         if student_dir.name == "carol":
@@ -469,10 +469,10 @@ def test_folders_stay_distinct_whatever_names_are_chosen(tmp_path):
     subs = tmp_path / "subs"
     for name in names:
         _folder(subs, name, 1)
-    found, refused = bulk.discover(subs, outputs=["grades.csv"])
+    found, refused = submissions.discover(subs, outputs=["grades.csv"])
     assert not refused and sorted(s.student for s in found) == sorted(names), (found, refused)
-    taken = bulk._name_keys(*bulk.RESERVED_NAMES, "grades.csv")
+    taken = submissions._name_keys(*submissions.RESERVED_NAMES, "grades.csv")
     for sub in found:
-        keys = bulk._name_keys(sub.out_folder)
+        keys = submissions._name_keys(sub.out_folder)
         assert not keys & taken, f"expected {sub.student}'s folder {sub.out_folder!r} to collide with nothing else"
         taken |= keys

@@ -21,7 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
-from autograder.batch import bulk
+from autograder.batch import bulk, outputs, submissions
 from autograder.batch.gradebook import Record
 from autograder.core import safetext
 from autograder.core.manifest import ROOT
@@ -173,7 +173,7 @@ def test_terminal_text_shows_control_characters_escaped():
 
 @pytest.mark.parametrize("instructor", [False, True])
 def test_hostile_results_render_inert(instructor):
-    markdown = bulk.feedback_markdown(TAG, hostile_results(), instructor)
+    markdown = outputs.feedback_markdown(TAG, hostile_results(), instructor)
     copy = "instructor copy" if instructor else "student copy"
     check_inert(markdown, "&lt;img src=x onerror=alert(1)&gt;", copy)
     assert markdown.startswith("# Feedback for "), markdown[:100]
@@ -186,7 +186,7 @@ def test_graded_markup_fixture_feedback_is_inert_and_results_are_text(tmp_path):
     formats = [data.get("output_format")] + [t.get("output_format") for t in data["tests"]]
     assert set(formats) == {"text"}, f"Gradescope must show every output as plain text, not HTML/Markdown: {formats}"
     assert "<script>" in data["output"], "results.json keeps the student's text as it is (shown as text)"
-    bulk.write_outputs(tmp_path / "out", "markup_everywhere", data)
+    outputs.write_outputs(tmp_path / "out", "markup_everywhere", data)
     for name, copy in (("feedback.md", "student copy"), ("feedback_instructor.md", "instructor copy")):
         check_inert((tmp_path / "out" / name).read_text(encoding="utf-8"), "markup_everywhere", copy)
 
@@ -201,9 +201,9 @@ def test_a_student_folder_named_like_a_tag_gets_an_inert_heading(tmp_path):
     subs = tmp_path / "subs"
     (subs / TAG).mkdir(parents=True)
     (subs / TAG / "f.py").write_text("x = 1\n")
-    found, refused = bulk.discover(subs)
+    found, refused = submissions.discover(subs)
     assert [s.student for s in found] == [TAG] and not refused
-    bulk.write_outputs(tmp_path / "out" / found[0].out_folder, found[0].student, hostile_results())
+    outputs.write_outputs(tmp_path / "out" / found[0].out_folder, found[0].student, hostile_results())
     for name, copy in (("feedback.md", "student copy"), ("feedback_instructor.md", "instructor copy")):
         markdown = (tmp_path / "out" / found[0].out_folder / name).read_text(encoding="utf-8")
         check_inert(markdown, "&lt;img src=x onerror=alert(1)&gt;", copy)
@@ -221,7 +221,7 @@ def _no_controls(text: str) -> list[str]:
 
 def test_summary_table_prints_no_control_characters():
     records = [Record(NAME, "src", "h", "grader_failed", 0.0, 10.0, 1.0, "now", {"ex01": (0.0, 6.0)})]
-    table = bulk.summary_table(records, ["ex01"])
+    table = outputs.summary_table(records, ["ex01"])
     assert not _no_controls(table), f"control characters in the summary: {_no_controls(table)}"
     assert table.count("\n") == 4, f"a name must not add lines to the summary: {table!r}"
     assert "eve\\x1b[2J" in table, "the name stays recognisable, escaped"

@@ -25,7 +25,8 @@ from autograder.core.cases import expected_values, public_cases
 from autograder.core.manifest import BY_ID, ROOT, public_cases_in
 from autograder.runtime import grader
 from autograder.runtime import results as res
-from autograder.runtime.sandbox import runner as sandbox
+from autograder.runtime.sandbox import isolation, records, runner, users
+from autograder.runtime.sandbox.limits import ChildReport, Limits
 from hetero.checks import decode
 
 SOLUTIONS = ROOT / "solutions"
@@ -85,9 +86,9 @@ def sandbox_survivors() -> list[int]:
     Scoped so because other graders may run on the machine: they may hold any uid this process used
     and released earlier, but a uid released a moment ago is the last one a grader takes.
     """
-    fresh = sandbox.used_uids() - _CHECKED_UIDS
+    fresh = users.used_uids() - _CHECKED_UIDS
     _CHECKED_UIDS.update(fresh)
-    return sandbox.live_processes(fresh)
+    return users.live_processes(fresh)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -285,15 +286,15 @@ def test_sandbox_isolation_as_seen_from_inside(tmp_path):
         "print('AS', resource.getrlimit(resource.RLIMIT_AS)[0] // 2**20)\n"
         "print('STDIN', repr(open(0).read()))\n"
         "print('ENV', sorted(os.environ))\n")
-    report = sandbox.run_exercise(probe, "ex01_cost_per_gb", [], 0, sandbox.Limits(20, 20, 1024))
+    report = runner.run_exercise(probe, "ex01_cost_per_gb", [], 0, Limits(20, 20, 1024))
     out = report.output_all
     assert report.imported is True, out
     assert "AS 1024" in out, f"RLIMIT_AS should be 1024 MiB inside the child: {out}"
     assert "STDIN ''" in out, "student code must not see the control channel on stdin"
-    if sandbox.is_root():
+    if isolation.is_root():
         uid = int(out.split("UID ")[1].split()[0])
-        assert uid in sandbox.SANDBOX_UIDS and "[]" in out.split("UID ")[1].splitlines()[0], out
-    if sandbox.isolation_mode()["mode"] == "bwrap":
+        assert uid in users.SANDBOX_UIDS and "[]" in out.split("UID ")[1].splitlines()[0], out
+    if isolation.isolation_mode()["mode"] == "bwrap":
         assert "NET ['lo']" in out, f"the child should only see a loopback device: {out}"
     assert "MAC" not in out and "KEY" not in out.upper().split("ENV")[1], "no secret in the environment"
 
@@ -301,8 +302,8 @@ def test_sandbox_isolation_as_seen_from_inside(tmp_path):
 def test_result_channel_refuses_forged_duplicate_and_out_of_order_records():
     specs = [{"id": f"ex01.f.{i}", "func": "f", "args": {"__tuple__": []}, "kwargs": {"__dict__": {}},
               "harness": None} for i in range(3)]
-    report = sandbox.ChildReport()
-    run = sandbox._Run(specs, b"k" * 32, 2, report)
+    report = ChildReport()
+    run = records._Run(specs, b"k" * 32, 2, report)
 
     def line(payload: dict, key: bytes = b"k" * 32) -> bytes:
         import hashlib
@@ -328,8 +329,8 @@ def test_result_channel_refuses_forged_duplicate_and_out_of_order_records():
 
 def test_non_root_path_still_sandboxes(tmp_path, monkeypatch):
     root = root_for(tmp_path, ["ex01"])
-    monkeypatch.setattr(sandbox, "is_root", lambda: False)
-    monkeypatch.setattr(sandbox, "unreachable_folders", lambda: pytest.fail("no uid change, no reachability check"))
+    monkeypatch.setattr(isolation, "is_root", lambda: False)
+    monkeypatch.setattr(isolation, "unreachable_folders", lambda: pytest.fail("no uid change, no reachability check"))
     data = grader.grade_submission(submission_with(tmp_path, ["ex01"]), exercises=["ex01"], root=root)
     assert abs(exercise_score(data, "ex01")[0] - BY_ID["ex01"].points) < SCORE_TOL, data["output"]
     assert not sandbox_survivors()

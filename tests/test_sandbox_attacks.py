@@ -6,7 +6,7 @@ whole grader runs, and that no process this test started survives. Survivor chec
 test's own processes (its sandbox uids, or an A2_TEST_TAG it put in the environment), because other
 graders may be running on the same machine.
 
-Most checks need bubblewrap's allow-list root and namespaces (`sandbox.isolation_mode()` is "bwrap");
+Most checks need bubblewrap's allow-list root and namespaces (`isolation.isolation_mode()` is "bwrap");
 where it is missing the tests check instead that the grader says so.
 """
 
@@ -32,7 +32,8 @@ from autograder.core.cases import expected_values, hidden_cases, public_cases
 from autograder.core.manifest import BY_ID, ROOT
 from autograder.runtime import grader
 from autograder.runtime import results as res
-from autograder.runtime.sandbox import runner as sandbox
+from autograder.runtime.sandbox import isolation, runner, users
+from autograder.runtime.sandbox.limits import Limits
 from hetero.checks import judge
 from hetero.impl import load_module_from_path
 
@@ -43,10 +44,10 @@ exercise_score, autograder_failures, sandbox_survivors = (_helpers.exercise_scor
 
 ADVERSARIAL = ROOT / "autograder" / "fixtures" / "adversarial"
 EX01, EX02 = BY_ID["ex01"], BY_ID["ex02"]
-NAMESPACES = sandbox.isolation_mode()["mode"] == "bwrap"
+NAMESPACES = isolation.isolation_mode()["mode"] == "bwrap"
 needs_namespaces = pytest.mark.skipif(not NAMESPACES, reason="bubblewrap does not work here: "
-                                      + "; ".join(sandbox.isolation_mode()["failures"]))
-needs_root = pytest.mark.skipif(not sandbox.is_root(), reason="sandbox uids exist only when the grader is root")
+                                      + "; ".join(isolation.isolation_mode()["failures"]))
+needs_root = pytest.mark.skipif(not isolation.is_root(), reason="sandbox uids exist only when the grader is root")
 
 
 def specs_for(ex_id: str) -> tuple[list, list[dict], int]:
@@ -54,10 +55,10 @@ def specs_for(ex_id: str) -> tuple[list, list[dict], int]:
     return cases, [grader.call_spec(c) for c in cases], len(public_cases(ex_id))
 
 
-def run_fixture(attack: str, ex=EX02, limits: sandbox.Limits | None = None, path: Path | None = None):
+def run_fixture(attack: str, ex=EX02, limits: Limits | None = None, path: Path | None = None):
     _, specs, hidden_from = specs_for(ex.id)
     path = path or ADVERSARIAL / attack / ex.filename
-    return sandbox.run_exercise(path, ex.module, specs, hidden_from, limits or grader.limits_for(ex))
+    return runner.run_exercise(path, ex.module, specs, hidden_from, limits or grader.limits_for(ex))
 
 
 def tagged_processes(tag: str) -> list[int]:
@@ -164,7 +165,7 @@ def test_killing_the_grader_ends_its_sandboxed_children(tmp_path):
         except ProcessLookupError:
             pass
     for folder in Path(tempfile.gettempdir()).glob(f"a2grade-{proc.pid}-*"):  # the killed grader left its own
-        sandbox.remove_tree(folder)
+        users.remove_tree(folder)
     assert len(running) >= 4, f"the attack should be running when the grader is killed: {running}"
     assert not left, f"{len(left)} sandboxed process(es) outlived the killed grader"
 
@@ -175,8 +176,8 @@ def test_kill_uid_ends_a_relay_without_any_namespace():
     gone after one kill_uid (kill(-1) from that uid). Proof: every generation holds the write end of a
     pipe the test reads, which reaches end-of-file only when no generation is left; its zombies are
     reaped because the grader is their subreaper (this machine's init may not reap)."""
-    sandbox.become_subreaper()
-    user = sandbox.SandboxUser()
+    users.become_subreaper()
+    user = users.SandboxUser()
     read_fd, write_fd = os.pipe()
     try:
         starter = os.fork()
@@ -198,7 +199,7 @@ def test_kill_uid_ends_a_relay_without_any_namespace():
         os.close(write_fd)
         os.waitpid(starter, 0)
         assert os.read(read_fd, 64), "the relay should be running before the kill"
-        sandbox.kill_uid(user.uid)
+        users.kill_uid(user.uid)
         os.set_blocking(read_fd, False)
         deadline = time.monotonic() + 2.0
         while time.monotonic() < deadline:
@@ -209,12 +210,12 @@ def test_kill_uid_ends_a_relay_without_any_namespace():
                 time.sleep(0.01)
         else:
             pytest.fail("a relay generation still holds the pipe 2 s after kill_uid")
-        zombies = [pid for pid, uids, state, _ in sandbox._process_table() if user.uid in uids and state == "Z"
+        zombies = [pid for pid, uids, state, _ in users._process_table() if user.uid in uids and state == "Z"
                    and Path(f"/proc/{pid}/status").read_text().count(f"PPid:\t{os.getpid()}\n")]
         assert not zombies, f"zombies of the relay were left unreaped: {zombies[:5]}"
     finally:
         os.close(read_fd)
-        sandbox.kill_uid(user.uid)
+        users.kill_uid(user.uid)
         user.release()
 
 
@@ -222,12 +223,12 @@ def test_kill_uid_ends_a_relay_without_any_namespace():
 def test_a_grader_process_never_hands_out_a_uid_twice():
     uids = []
     for _ in range(12):
-        user = sandbox.SandboxUser()
+        user = users.SandboxUser()
         uids.append(user.uid)
         user.release()
     assert len(set(uids)) == len(uids), f"a uid was handed out twice in one grader process: {uids}"
     # grade-all runs one grader process per submission: the next one takes the uid released longest ago
-    code = "from autograder.runtime.sandbox import runner as sandbox; u = sandbox.SandboxUser(); print(u.uid); u.release()"
+    code = "from autograder.runtime.sandbox.users import SandboxUser; u = SandboxUser(); print(u.uid); u.release()"
     others = [int(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
                                  timeout=60, check=True).stdout) for _ in range(3)]
     assert not set(others) & set(uids) and len(set(others)) == 3, \
@@ -252,7 +253,7 @@ def test_files_left_behind_are_gone_and_not_seen_by_the_next_exercise(tmp_path):
     probe = tmp_path / EX01.filename
     probe.write_text("import os\nfor d in ('/tmp', '/var/tmp', '/dev/shm'):\n"
                      "    print('SEES', d, sorted(n for n in os.listdir(d) if n.startswith('a2-')))\n")
-    seen = sandbox.run_exercise(probe, EX01.module, [], 0, sandbox.Limits(20, 20, 1024)).output_all
+    seen = runner.run_exercise(probe, EX01.module, [], 0, Limits(20, 20, 1024)).output_all
     assert "a2-leftover" not in seen and seen.count("SEES") == 3, seen
     assert not sandbox_survivors()
 
@@ -284,8 +285,8 @@ def test_missing_network_isolation_is_said_in_the_results(tmp_path, monkeypatch,
     """With no namespace (forced by A2_SANDBOX_NAMESPACES=0, grader not root so no uid change), the
     exercise's note in results.json says "network: not isolated" and why, and so does the log."""
     monkeypatch.setenv("A2_SANDBOX_NAMESPACES", "0")
-    monkeypatch.setattr(sandbox, "_MODE", {})
-    monkeypatch.setattr(sandbox, "is_root", lambda: False)
+    monkeypatch.setattr(isolation, "_MODE", {})
+    monkeypatch.setattr(isolation, "is_root", lambda: False)
     submission = _helpers.submission_with(tmp_path, ["ex01"])
     data = grader.grade_submission(submission, tmp_path / "results.json", exercises=["ex01"])
     res.validate(data)
@@ -441,7 +442,7 @@ def test_submission_copy_is_read_only_and_package_root_is_empty(tmp_path):
         "        print('WRITE-OK', target)\n"
         "    except OSError as exc:\n"
         "        print('WRITE-DENIED', exc.errno)\n")
-    out = sandbox.run_exercise(probe, EX01.module, [], 0, sandbox.Limits(20, 20, 1024)).output_all
+    out = runner.run_exercise(probe, EX01.module, [], 0, Limits(20, 20, 1024)).output_all
     assert "WRITE-OK" not in out and out.count("WRITE-DENIED") == 2, out
     visible = out.split("ROOT ", 1)[1].splitlines()[0]
     assert "autograder" not in visible and "solutions" not in visible and ".git" not in visible, \
@@ -473,16 +474,16 @@ def test_child_root_holds_only_the_allow_list(tmp_path, monkeypatch):
     way to the interpreter, the venv and `hetero` (bound at their own paths, so on this machine /root holds
     .pyenv and the checkout holds .venv and shared/hetero, nothing else: no other checkout, no answer key);
     /tmp, /var/tmp, /dev/shm and the work folder are tmpfs of TMPFS_BYTES each."""
-    binds = [dest for _, dest in sandbox.allow_list()]
+    binds = [dest for _, dest in isolation.allow_list()]
     folders = ["/root", "/work", "/home", "/autograder", "/srv", "/opt", "/mnt", "/run", "/boot", str(ROOT),
                str(ROOT.parent), str(ROOT / "shared")]
     monkeypatch.setenv("A2_TEST_FOLDERS", json.dumps(folders))
     probe = tmp_path / EX01.filename
     probe.write_text(VIEW_PROBE)
-    out = sandbox.run_exercise(probe, EX01.module, [], 0, sandbox.Limits(20, 20, 1024)).output_all
+    out = runner.run_exercise(probe, EX01.module, [], 0, Limits(20, 20, 1024)).output_all
     assert "VIEW " in out, out
     view = json.loads(out.split("VIEW ", 1)[1].splitlines()[0])
-    system = {name for name in sandbox.SYSTEM_LINKS if os.path.lexists("/" + name)}
+    system = {name for name in isolation.SYSTEM_LINKS if os.path.lexists("/" + name)}
     top = system | {"usr", "etc", "dev", "proc", "tmp", "var", "sandbox"} | {d.split("/")[1] for d in binds}
     assert sorted(view["/"]) == sorted(top), f"the child's / holds more (or less) than the allow-list: {view['/']}"
     assert view["root_read_only"], "the child's / must be read-only"
@@ -500,9 +501,9 @@ def test_child_root_holds_only_the_allow_list(tmp_path, monkeypatch):
     shown_root = view["folders"][str(ROOT)] or []
     assert not {"autograder", "solutions", ".git", "assignments"} & set(shown_root), shown_root
     for folder, size in view["sizes"].items():
-        assert view["types"][folder] == "tmpfs" and size == sandbox.TMPFS_BYTES, \
-            f"{folder}: expected a tmpfs of {sandbox.TMPFS_BYTES} bytes, got {view['types'][folder]} of {size}"
-    assert view["cwd"] == sandbox.SANDBOX_WORK
+        assert view["types"][folder] == "tmpfs" and size == isolation.TMPFS_BYTES, \
+            f"{folder}: expected a tmpfs of {isolation.TMPFS_BYTES} bytes, got {view['types'][folder]} of {size}"
+    assert view["cwd"] == isolation.SANDBOX_WORK
 
 
 @needs_namespaces
@@ -517,16 +518,16 @@ def test_venv_under_tmp_stays_reachable_and_the_installed_grader_is_covered(tmp_
     (venv / "lib" / "site-packages" / "other.py").write_text("VISIBLE = 1\n")
     for path in (venv, *venv.rglob("*")):
         path.chmod(0o755 if path.is_dir() else 0o644)
-    real = sandbox.allow_list()
-    monkeypatch.setattr(sandbox, "allow_list", lambda: [*real, (str(venv), str(venv))])
-    monkeypatch.setattr(sandbox, "AUTOGRADER_DIR", package)
+    real = isolation.allow_list()
+    monkeypatch.setattr(isolation, "allow_list", lambda: [*real, (str(venv), str(venv))])
+    monkeypatch.setattr(isolation, "AUTOGRADER_DIR", package)
     probe = tmp_path / EX01.filename
     probe.write_text("import os\n"
                      f"site = {str(venv / 'lib' / 'site-packages')!r}\n"
                      "print('SITE', sorted(os.listdir(site)))\n"
                      "print('PACKAGE', sorted(os.listdir(os.path.join(site, 'autograder'))))\n"
                      "print('OTHER', open(os.path.join(site, 'other.py')).read().strip())\n")
-    out = sandbox.run_exercise(probe, EX01.module, [], 0, sandbox.Limits(20, 20, 1024)).output_all
+    out = runner.run_exercise(probe, EX01.module, [], 0, Limits(20, 20, 1024)).output_all
     assert "SITE ['autograder', 'other.py']" in out and "OTHER VISIBLE = 1" in out, out
     assert "PACKAGE []" in out and "SECRET" not in out, f"the installed grader's package must be empty: {out}"
 
@@ -553,17 +554,17 @@ def test_bubblewrap_before_0_8_needs_no_size_option_as_root_and_says_so_without(
     (jail.py remounts the tmpfs with their caps); without root they leave it out and the note says the
     temporary folders are not size-capped. From 0.8 on, without root, bwrap caps them itself."""
     base = {"mode": "bwrap", "failures": [], "bwrap": "/usr/bin/bwrap", "version": (0, 6, 1)}
-    as_root = sandbox.bwrap_args({**base, "user": False, "sized": True}, tmp_path)
+    as_root = isolation.bwrap_args({**base, "user": False, "sized": True}, tmp_path)
     assert "--size" not in as_root and "--unshare-user" not in as_root and "--unshare-all" not in as_root
-    setup = sandbox._namespace_setup({**base, "user": False, "sized": True}, (63001, 63001))
-    assert sorted(r["path"] for r in setup["resize"]) == sorted((*sandbox.PRIVATE_FOLDERS, sandbox.SANDBOX_WORK))
-    assert all(f"size={sandbox.TMPFS_BYTES}" in r["data"] for r in setup["resize"]), setup
+    setup = isolation._namespace_setup({**base, "user": False, "sized": True}, (63001, 63001))
+    assert sorted(r["path"] for r in setup["resize"]) == sorted((*isolation.PRIVATE_FOLDERS, isolation.SANDBOX_WORK))
+    assert all(f"size={isolation.TMPFS_BYTES}" in r["data"] for r in setup["resize"]), setup
     old_user = {**base, "user": True, "sized": False}
-    assert "--size" not in sandbox.bwrap_args(old_user, tmp_path)
+    assert "--size" not in isolation.bwrap_args(old_user, tmp_path)
     assert "temporary folders: not size-capped (bubblewrap 0.6.1 has no --size and the grader is not root)" in \
-        sandbox._isolation_notes(old_user, None)
-    new_user = sandbox.bwrap_args({**base, "version": (0, 8, 0), "user": True, "sized": True}, tmp_path)
-    assert new_user.count("--size") == len(sandbox.PRIVATE_FOLDERS) + 1 and "--cap-drop" in new_user
+        isolation._isolation_notes(old_user, None)
+    new_user = isolation.bwrap_args({**base, "version": (0, 8, 0), "user": True, "sized": True}, tmp_path)
+    assert new_user.count("--size") == len(isolation.PRIVATE_FOLDERS) + 1 and "--cap-drop" in new_user
 
 
 @pytest.mark.parametrize("bwrap", ["missing", "broken"])
@@ -578,9 +579,9 @@ def test_without_working_bubblewrap_the_mode_is_none_and_said(bwrap, tmp_path, m
                         "echo 'bwrap: No permissions to creating new namespace' >&2\nexit 1\n")
         fake.chmod(0o755)
     monkeypatch.setenv("PATH", str(folder))
-    monkeypatch.setattr(sandbox, "_MODE", {})
-    monkeypatch.setattr(sandbox, "is_root", lambda: False)  # no uid change: the interpreter under /root
-    mode = sandbox.isolation_mode()
+    monkeypatch.setattr(isolation, "_MODE", {})
+    monkeypatch.setattr(isolation, "is_root", lambda: False)  # no uid change: the interpreter under /root
+    mode = isolation.isolation_mode()
     why = {"missing": "bubblewrap missing: apt-get install bubblewrap",
            "broken": "bubblewrap 0.6.1 does not work here: bwrap: No permissions to creating new namespace"}[bwrap]
     assert mode["mode"] == "none" and mode["failures"] == [why], mode
@@ -606,7 +607,7 @@ def test_remove_tree_deletes_any_depth_and_never_follows_links(tmp_path):
         fd = deeper
     os.symlink(str(tmp_path), "up", dir_fd=fd)
     os.close(fd)
-    sandbox.remove_tree(top)
+    users.remove_tree(top)
     assert not top.exists(), "the 3000-level tree must be gone"
     assert outside.read_text() == "must survive", "remove_tree followed a symlink out of the tree"
 
@@ -701,7 +702,7 @@ def test_page_cache_relay_carries_no_hidden_input_into_visible_text(tmp_path, mo
 def test_result_channel_junk_stops_the_child_and_costs_little_grader_cpu():
     _, specs, hidden_from = specs_for("ex02")  # drawing the hidden cases costs CPU too: not counted
     before = resource.getrusage(resource.RUSAGE_SELF)
-    report = sandbox.run_exercise(ADVERSARIAL / "result_junk" / EX02.filename, EX02.module, specs, hidden_from,
+    report = runner.run_exercise(ADVERSARIAL / "result_junk" / EX02.filename, EX02.module, specs, hidden_from,
                                   grader.limits_for(EX02))
     after = resource.getrusage(resource.RUSAGE_SELF)
     spent = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
@@ -722,7 +723,7 @@ def test_forged_huge_records_are_refused_unread_and_cost_little_grader_memory():
     limits = grader.limits_for(EX02)
     tracemalloc.start()
     try:
-        report = sandbox.run_exercise(ADVERSARIAL / "forged_huge_records" / EX02.filename, EX02.module, specs,
+        report = runner.run_exercise(ADVERSARIAL / "forged_huge_records" / EX02.filename, EX02.module, specs,
                                       hidden_from, limits)
         _, peak = tracemalloc.get_traced_memory()
     finally:
@@ -795,7 +796,7 @@ def test_one_looping_function_in_results_json(tmp_path):
 
 def test_no_sandbox_uid_is_nobody_or_reserved():
     """65534 is `nobody`: kill_uid would end its processes on the host, and student code would run as it."""
-    assert 65534 not in sandbox.SANDBOX_UIDS and max(sandbox.SANDBOX_UIDS) < 65000, sandbox.SANDBOX_UIDS
+    assert 65534 not in users.SANDBOX_UIDS and max(users.SANDBOX_UIDS) < 65000, users.SANDBOX_UIDS
 
 
 @needs_root
@@ -803,9 +804,9 @@ def test_a_uid_with_an_account_is_never_handed_out(monkeypatch):
     import pwd
 
     taken = pwd.getpwnam("nobody").pw_uid if any(p.pw_name == "nobody" for p in pwd.getpwall()) else 0
-    free = next(u for u in range(63000, 65000) if u not in sandbox._USED_UIDS and not _has_account(u))
-    monkeypatch.setattr(sandbox, "SANDBOX_UIDS", [taken, free])
-    user = sandbox.SandboxUser()
+    free = next(u for u in range(63000, 65000) if u not in users._USED_UIDS and not _has_account(u))
+    monkeypatch.setattr(users, "SANDBOX_UIDS", [taken, free])
+    user = users.SandboxUser()
     try:
         assert user.uid == free, f"the account uid {taken} was handed out to a sandbox child"
     finally:
@@ -825,7 +826,7 @@ def _has_account(uid: int) -> bool:
 @needs_root
 def test_graders_with_different_tmpdirs_never_hold_the_same_uid(tmp_path):
     """grade-all gives each grader its own TMPDIR: the uid locks must still be shared by all graders."""
-    hold = ("import sys, time\nfrom autograder.runtime.sandbox import runner as sandbox\nuser = sandbox.SandboxUser()\n"
+    hold = ("import sys, time\nfrom autograder.runtime.sandbox.users import SandboxUser\nuser = SandboxUser()\n"
             "print(user.uid, flush=True)\ntime.sleep(3)\nuser.release()\n")
     procs = []
     for name in ("a", "b"):

@@ -11,7 +11,7 @@ import pytest
 from autograder.core import scoring
 from autograder.core.manifest import EXERCISES
 from autograder.fixtures import nothing
-from autograder.runtime import grader
+from autograder.runtime import feedback, grader
 from hetero.checks import Case, encode
 
 
@@ -235,7 +235,7 @@ def test_hidden_feedback_shows_no_hint_written_for_one_case_with_a_number_in_it(
              Case("exG.f.neg", "f", (-1.0,), raises="ValueError", hint="x = -1 must raise ValueError naming x"),
              Case("exG.f.zero", "f", (0.0,), raises="ValueError", hint="check x and raise ValueError naming it"),
              Case("exG.f.inst", "f", (3.0,), hint="estimates 1.6, 1.4: instance 2")]
-    shown = grader.shown_hints(cases)
+    shown = feedback.shown_hints(cases)
     assert shown["exG.f.a"] == shown["exG.f.b"] == "divide by 8 bits per byte", "a shared rule is shown"
     assert shown["exG.f.neg"] == "check x and raise ValueError naming it", \
         "a one-case hint that states the input ('x = -1') must give way to the function's general hint"
@@ -261,7 +261,7 @@ def test_no_hidden_case_hint_shown_states_one_of_its_own_inputs():
         count: dict[str, int] = {}
         for c in cases:
             count[c.hint] = count.get(c.hint, 0) + 1
-        shown = grader.shown_hints(cases)
+        shown = feedback.shown_hints(cases)
         for case in hidden_cases(ex.id):
             text = shown[case.id]
             if not text or count.get(text, 0) >= 2:  # a rule shared by several cases singles out none of them

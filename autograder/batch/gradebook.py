@@ -33,7 +33,7 @@ SCHEMA = """
 CREATE TABLE IF NOT EXISTS submissions (
     student      TEXT PRIMARY KEY,
     source       TEXT NOT NULL,      -- path of the folder or zip that was graded
-    content_hash TEXT NOT NULL,      -- sha256 of the submission's files (see bulk.content_hash)
+    content_hash TEXT NOT NULL,      -- sha256 of the submission's files (see submissions.content_hash)
     status       TEXT NOT NULL,      -- 'graded' or 'grader_failed'
     score        REAL NOT NULL,
     max_score    REAL NOT NULL,
@@ -61,7 +61,7 @@ CREATE TABLE IF NOT EXISTS identities (
 );
 CREATE TABLE IF NOT EXISTS graded_with (
     student     TEXT PRIMARY KEY,
-    fingerprint TEXT NOT NULL        -- the grader's inputs its latest grading used (bulk.grader_fingerprint)
+    fingerprint TEXT NOT NULL        -- the grader's inputs its latest grading used (submissions.grader_fingerprint)
 );
 CREATE TABLE IF NOT EXISTS exercise_scores (
     student   TEXT NOT NULL REFERENCES submissions(student) ON DELETE CASCADE,

@@ -32,7 +32,6 @@ Python API: `grade_submission(submission, out=None) -> dict` (the results.json c
 from __future__ import annotations
 
 import argparse
-import builtins
 import dataclasses
 import hashlib
 import json
@@ -50,17 +49,24 @@ from autograder.core.cases import hidden_cases, public_cases, stored
 from autograder.core.manifest import BY_ID, EXERCISES, ROOT, Exercise
 from autograder.runtime import intake, phases
 from autograder.runtime import results as res
+from autograder.runtime.feedback import (
+    _call_text,
+    _hidden_message,
+    _judge,
+    _no_result_reason,
+    _outcome_text,
+    _short,
+    shown_hints,
+    stop_words,
+)
 from autograder.runtime.intake import MAX_FILE_BYTES, Found  # noqa: F401  (part of the grader's API)
-from autograder.runtime.sandbox import runner as sandbox
-from hetero.checks import Array, Case, Outcome, Verdict, decode, encode, judge
+from autograder.runtime.sandbox import runner
+from autograder.runtime.sandbox.limits import ChildReport, Limits
+from hetero.checks import Case, Outcome, Verdict, decode, encode
 
 
 class ConfigError(RuntimeError):
     """The grader's own data (cases, expected values) is missing or inconsistent."""
-
-
-# ---------------------------------------------------------------------------------------------
-# Finding the exercise files: autograder.runtime.intake (names, near misses, zips, caps, snapshots)
 
 
 def locate(submission: Path, exercises: Sequence[Exercise], staging: Path) -> tuple[dict[str, Found], list[str]]:
@@ -69,10 +75,6 @@ def locate(submission: Path, exercises: Sequence[Exercise], staging: Path) -> tu
 
 
 _join = intake.join
-
-
-# ---------------------------------------------------------------------------------------------
-# Grading one exercise
 
 
 def call_spec(case: Case) -> dict[str, Any]:
@@ -86,188 +88,13 @@ def call_spec(case: Case) -> dict[str, Any]:
     }
 
 
-def limits_for(ex: Exercise, time_scale: float = 1.0) -> sandbox.Limits:
-    return sandbox.Limits(
+def limits_for(ex: Exercise, time_scale: float = 1.0) -> Limits:
+    return Limits(
         timeout_s=ex.timeout_s * time_scale,
         cpu_s=ex.cpu_s * time_scale,
         memory_mib=ex.memory_mib,
         case_timeout_s=ex.case_timeout_s * time_scale,
     )
-
-
-def _short(value: Any, limit: int = 400) -> str:
-    text = repr(value)
-    return text if len(text) <= limit else text[:limit] + " ..."
-
-
-def _call_text(case: Case) -> str:
-    args = ", ".join([_short(a, 200) for a in case.args] + [f"{k}={_short(v, 200)}" for k, v in case.kwargs.items()])
-    call = f"{case.func}({args})"
-    return f"{case.harness}(<your module>, {args})" if case.harness else call
-
-
-def _outcome_text(outcome: Outcome | None, reason: str) -> str:
-    if outcome is None:
-        return reason
-    if outcome.error_type:
-        return f"raised {outcome.error_type}: {outcome.error_message}"
-    try:
-        return _short(decode(outcome.value))
-    except Exception:  # a malformed value is reported, not fatal
-        return "an unreadable value"
-
-
-BUILTIN_EXCEPTIONS = frozenset(
-    name for name, obj in vars(builtins).items() if isinstance(obj, type) and issubclass(obj, BaseException)
-)
-
-
-def exception_name(error_type: str | None, required: Iterable[str] = ()) -> str:
-    """An exception's class name for hidden-case feedback, from a fixed vocabulary.
-
-    Only the names the exercise itself requires (`required`: its cases' `raises`) are spelled out: any
-    other name, builtin or not, was picked by the student's code, possibly after it saw the hidden input
-    (sixty builtin classes carry six bits per case), so the others share one phrase.
-    """
-    if error_type == "EncodeError":
-        return "a value that is not plain data"
-    if error_type in BUILTIN_EXCEPTIONS and error_type in set(required):
-        return str(error_type)
-    if error_type in BUILTIN_EXCEPTIONS:
-        return "an exception of another type (not shown for hidden cases)"
-    return "an exception of a class defined in your file"
-
-
-STOP_WORDS = {  # why a child stopped, in words that carry no number or name the student's code chose
-    "exited": "the process exited before finishing (sys.exit, os._exit or a fatal error in your code?)",
-    "signal": "the process was killed by a signal (crash, or memory exhausted)",
-}
-
-
-def stop_words(report: sandbox.ChildReport, during_hidden: bool) -> str:
-    """`report.detail`, without the exit status or signal name when the child stopped during a hidden case."""
-    if during_hidden and report.ended in STOP_WORDS:
-        return STOP_WORDS[report.ended]
-    return report.detail
-
-
-def _kind(value: Any) -> str:
-    """The kind of a decoded value, in the fixed words of hidden-case feedback."""
-    if isinstance(value, Array):
-        return "a torch tensor" if value.tag == "tensor" else "a numpy array"
-    names = {
-        bool: "a bool",
-        int: "an int",
-        float: "a float",
-        str: "a str",
-        list: "a list",
-        tuple: "a tuple",
-        dict: "a dict",
-        type(None): "None",
-    }
-    return names.get(type(value), "another type")
-
-
-def mismatch_kind(expect_encoded: Any, outcome: Outcome) -> str:
-    """Why a returned value is wrong, from a fixed set of phrases that depend on no hidden input."""
-    try:
-        expected, got = decode(expect_encoded), decode(outcome.value)
-    except Exception:
-        return "the returned value could not be read"
-    want, have = _kind(expected), _kind(got)
-    if want != have and not (want == "a float" and have == "an int"):
-        return f"type mistake: {want} is expected"  # not which type came back: the student's code chose it
-    if isinstance(expected, Array) and isinstance(got, Array):
-        if expected.value.dtype != got.value.dtype or expected.torch_dtype != got.torch_dtype:
-            return "type mistake: the array's dtype differs from the expected one"
-        if expected.value.shape != got.value.shape:
-            return "wrong shape"
-    if isinstance(expected, dict) and set(expected) != set(got):
-        return "wrong keys"
-    if isinstance(expected, (list, tuple)) and len(expected) != len(got):
-        return "wrong length"
-    return "wrong value"
-
-
-def shown_hints(cases: Sequence[Case]) -> dict[str, str]:
-    """Case id -> the hint hidden-case feedback may show for it.
-
-    A hint written for one case alone may state that case's input ("min_immediate = -1 must raise") or
-    its answer ("instance 2"); so a hint with a numeral is shown only when two or more cases of the
-    exercise share it (a general rule: "/ 8 bits per byte"). A case whose own hint is not shown gets its
-    function's most frequent shown hint for the same kind of case (valid or invalid input), or none.
-    """
-    count: dict[str, int] = {}
-    for case in cases:
-        if case.hint:
-            count[case.hint] = count.get(case.hint, 0) + (1 if any(ch.isdigit() for ch in case.hint) else 2)
-    fallback: dict[tuple[str, bool], str] = {}
-    for case in cases:
-        key = (case.func, bool(case.raises))
-        if case.hint and count[case.hint] >= 2 and count[case.hint] > count.get(fallback.get(key, ""), 0):
-            fallback[key] = case.hint
-    return {
-        c.id: c.hint if c.hint and count[c.hint] >= 2 else fallback.get((c.func, bool(c.raises)), "") for c in cases
-    }
-
-
-def _hidden_message(
-    case: Case,
-    passed: bool,
-    known_mistake: str,
-    outcome: Outcome | None,
-    reason: str,
-    expect: Any,
-    required: Iterable[str] = (),
-    hint_text: str | None = None,
-) -> str:
-    """Feedback for one hidden case in fixed words: no input, no expected value, nothing the student chose.
-
-    hint_text: the hint to show (`shown_hints`); None shows the case's own.
-    """
-    unit = f" (unit: {case.unit})" if case.unit else ""
-    hint_text = case.hint if hint_text is None else hint_text
-    hint = f" Likely mistake: {hint_text}" if hint_text else ""
-    if passed:
-        return "passed."
-    if outcome is None:
-        return f"{reason}."
-    if outcome.error_type == "NotImplementedError":
-        return "not implemented yet."
-    known = f" {known_mistake}" if known_mistake else ""
-    if case.raises:
-        did = f"raised {exception_name(outcome.error_type, required)}" if outcome.error_type else "returned a value"
-        return f"this input is invalid and must raise {case.raises}, but your function {did}.{known or hint}"
-    if outcome.error_type:
-        return (
-            f"your function raised {exception_name(outcome.error_type, required)} (its message is not "
-            f"shown: it may contain the hidden inputs)."
-        )
-    kind = mismatch_kind(expect, outcome)
-    if kind.startswith("type mistake"):  # no formula hint when the type is what is wrong; a known mistake is named
-        return f"{kind}{unit}.{known}"
-    return f"{kind}{unit} (tolerance: {case.tol_note}).{known or hint}"
-
-
-def _no_result_reason(
-    found: Found | None, ex: Exercise, report: sandbox.ChildReport | None, case_id: str, during_hidden: bool = False
-) -> str:
-    if found is None or found.path is None:
-        return f"no result: {ex.filename} is not in your submission" if found is None else f"no result: {found.note}"
-    assert report is not None
-    if report.imported is False:
-        return "no result: your file could not be imported (the error is shown with the first public case)"
-    if case_id in report.refused:
-        return f"no result: {report.refused[case_id]}"
-    stage = "while your file was being imported" if report.imported is None else "before this case finished"
-    return f"no result: {stop_words(report, during_hidden) or 'the process stopped'} {stage}"
-
-
-def _judge(case: Case, outcome: Outcome, expect: Any, mistakes: Any) -> Verdict:
-    try:
-        return judge(case, outcome, expect, {k: tuple(v) for k, v in (mistakes or {}).items()})
-    except Exception as exc:  # e.g. a returned value nested too deeply to decode
-        return Verdict(False, f"{case.func}: {case.id}: the returned value could not be read ({type(exc).__name__}).")
 
 
 def _cases(ex: Exercise, root: Path) -> tuple[list[Case], list[Case], dict[str, Any]]:
@@ -320,33 +147,33 @@ def run_public(
     root: Path = ROOT,
     time_scale: float = 1.0,
     specs: Sequence[dict[str, Any]] | None = None,
-) -> sandbox.ChildReport | None:
+) -> ChildReport | None:
     """Phase 1 of an exercise: its public cases alone, in children that are sent no hidden input, so all
     they print, return and raise may be shown. None when there is no file to run. `specs`: the public
     cases' call specs when already computed (`public_specs`)."""
     specs = public_specs(ex, root) if specs is None else list(specs)
     if found is None or found.path is None:
         return None
-    return sandbox.run_exercise(found.path, ex.module, list(specs), len(specs), limits_for(ex, time_scale))
+    return runner.run_exercise(found.path, ex.module, list(specs), len(specs), limits_for(ex, time_scale))
 
 
 def run_hidden(
-    ex: Exercise, found: Found, public_report: sandbox.ChildReport, root: Path = ROOT, time_scale: float = 1.0
-) -> sandbox.ChildReport:
+    ex: Exercise, found: Found, public_report: ChildReport, root: Path = ROOT, time_scale: float = 1.0
+) -> ChildReport:
     """Phase 2: the hidden cases, in fresh children, with the time and CPU the public phase left, skipping
     the functions it stopped at the per-case limit; merged with the public phase's report."""
     public, hidden, _ = _cases(ex, root)
     assert found.path is not None
     limits = limits_for(ex, time_scale)
     left_s, cpu_left_s = limits.timeout_s - public_report.wall_s, limits.cpu_s - public_report.cpu_s
-    report = sandbox.ChildReport()
+    report = ChildReport()
     if public_report.imported is not True:
         pass  # the import error (or the stop during import) is the public phase's, and it is shown
     elif left_s <= 0 or cpu_left_s <= 0:
         report.refused = {c.id: "not run: the exercise's time limit was spent on its public cases" for c in hidden}
     else:
         stopped = {c.func for c in public if c.id in public_report.stopped_cases}
-        report = sandbox.run_exercise(
+        report = runner.run_exercise(
             found.path,
             ex.module,
             [call_spec(c) for c in hidden],
@@ -368,10 +195,10 @@ def run_hidden(
     return _merged(public_report, report)
 
 
-def _merged(first: sandbox.ChildReport, second: sandbox.ChildReport) -> sandbox.ChildReport:
+def _merged(first: ChildReport, second: ChildReport) -> ChildReport:
     """One report of both phases: the public phase's import, output and stop (if it stopped) come first."""
     stop = first if first.ended != "finished" else second
-    return sandbox.ChildReport(
+    return ChildReport(
         imported=first.imported,
         import_error=first.import_error,
         outcomes={**second.outcomes, **first.outcomes},  # the public phase's own, never replaced by the second
@@ -397,7 +224,7 @@ def grade_exercise(
     found: Found | None,
     root: Path = ROOT,
     time_scale: float = 1.0,
-    public_report: sandbox.ChildReport | None = None,
+    public_report: ChildReport | None = None,
 ) -> res.ExerciseResult:
     """Grade one exercise. `public_report`: its public phase (`run_public`), run now if not given."""
     public, hidden, data = _cases(ex, root)
@@ -487,9 +314,7 @@ def grade_exercise(
     )
 
 
-def _exercise_note(
-    ex: Exercise, found: Found | None, report: sandbox.ChildReport | None, during_hidden: bool = False
-) -> str:
+def _exercise_note(ex: Exercise, found: Found | None, report: ChildReport | None, during_hidden: bool = False) -> str:
     if found is None:
         return f"{ex.filename} was not found in your submission: 0 points for {ex.id}."
     parts = [found.note]
@@ -501,7 +326,7 @@ def _exercise_note(
         ):
             parts.append(
                 f"Your code hit the output limit: printed output and files are capped at "
-                f"{sandbox.Limits.output_bytes // 2**20} MiB."
+                f"{Limits.output_bytes // 2**20} MiB."
             )
         elif report.ended != "finished":
             parts.append(f"Stopped: {stop_words(report, during_hidden)}; cases without a result score 0.")
@@ -518,10 +343,6 @@ def _exercise_note(
     return _join(*parts)
 
 
-# ---------------------------------------------------------------------------------------------
-# The whole submission
-
-
 def _selected(exercises: Iterable[str] | None) -> list[Exercise]:
     return [BY_ID[e] for e in exercises] if exercises is not None else list(EXERCISES)
 
@@ -533,13 +354,13 @@ def _public_phases(
     time_scale: float,
     specs: dict[str, list[dict[str, Any]]] | None = None,
     digests: dict[str, str] | None = None,
-) -> dict[str, sandbox.ChildReport | None | str]:
+) -> dict[str, ChildReport | None | str]:
     """Every exercise's public phase (`run_public`), before any hidden case: what a public phase prints,
     returns or raises is shown, and state the machine shares (the page cache of the venv's files, for
     one) could carry a hidden input from an earlier exercise's children into a later one's. A grader
     error costs only its exercise (its traceback takes the report's place). `specs`: call specs already
     computed, by exercise; `digests` receives the `specs_digest` of those each exercise ran."""
-    phase1: dict[str, sandbox.ChildReport | None | str] = {}
+    phase1: dict[str, ChildReport | None | str] = {}
     for ex in selected:
         try:
             mine = specs[ex.id] if specs is not None and ex.id in specs else public_specs(ex, root)
@@ -554,7 +375,7 @@ def _public_phases(
 def _hidden_phases(
     selected: Sequence[Exercise],
     found: dict[str, Found],
-    phase1: dict[str, sandbox.ChildReport | None | str],
+    phase1: dict[str, ChildReport | None | str],
     root: Path,
     time_scale: float,
 ) -> list[res.ExerciseResult]:
@@ -634,7 +455,7 @@ def grade_public_phase(
     files = phases.prepare(Path(state))
     found: dict[str, Found] = {}
     notes: list[str] = []
-    reports: dict[str, sandbox.ChildReport | None | str] = {}
+    reports: dict[str, ChildReport | None | str] = {}
     digests: dict[str, str] = {}
     failure = ""
     try:

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from autograder.runtime.intake import Found
-from autograder.runtime.sandbox import runner as sandbox
+from autograder.runtime.sandbox.limits import ChildReport
 from hetero.checks import Outcome
 
 FORMAT = 1
@@ -55,7 +55,7 @@ class PublicState:
     elapsed_s: float  # wall time of the public phase, intake included
     notes: list[str]  # about the submission as a whole (autograder.runtime.intake)
     found: dict[str, Found]  # exercise id -> the file located for it (paths under DIR/submission)
-    reports: dict[str, sandbox.ChildReport | None | str]  # public phase: report, None (no file) or traceback
+    reports: dict[str, ChildReport | None | str]  # public phase: report, None (no file) or traceback
     spec_digests: dict[str, str] = dataclasses.field(default_factory=dict)  # exercise id -> digest of the specs run
     failure: str = ""  # the public phase itself failed (traceback): the hidden phase writes a grader failure
 
@@ -72,7 +72,7 @@ def file_digest(path: Path) -> str:
     return hasher.hexdigest()
 
 
-def report_to_data(report: sandbox.ChildReport) -> dict[str, Any]:
+def report_to_data(report: ChildReport) -> dict[str, Any]:
     """A child report as JSON data (outcomes as `Outcome.to_json`, tuples as lists)."""
     data: dict[str, Any] = {}
     for field in dataclasses.fields(report):
@@ -85,9 +85,9 @@ def report_to_data(report: sandbox.ChildReport) -> dict[str, Any]:
     return data
 
 
-def report_from_data(data: dict[str, Any]) -> sandbox.ChildReport:
+def report_from_data(data: dict[str, Any]) -> ChildReport:
     """The inverse of `report_to_data`; raises SealError on a field that is missing or of the wrong type."""
-    report = sandbox.ChildReport()
+    report = ChildReport()
     for field in dataclasses.fields(report):
         if field.name not in data:
             raise SealError(f"{STATE_NAME}: a report has no {field.name!r}")
@@ -190,7 +190,7 @@ def read(state: Path, seal: str | None = None) -> PublicState:
             raise SealError(f"{STATE_NAME}: {ex_id}'s file has no sealed digest")
         path = None if item["path"] is None else root / item["path"]
         found[ex_id] = Found(path, str(item["shown"]), str(item["note"]))
-    reports: dict[str, sandbox.ChildReport | None | str] = {}
+    reports: dict[str, ChildReport | None | str] = {}
     for ex_id, item in data["reports"].items():
         if "failure" in item:
             reports[ex_id] = str(item["failure"])

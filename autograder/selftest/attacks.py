@@ -120,7 +120,7 @@ def very_deep_tree(top: Path, levels: int = 3000, name: str = "d" * 40) -> Path:
 
 def remove_deep(top: Path) -> None:
     """Remove a tree of any depth (the trees above are too deep for shutil.rmtree's recursion)."""
-    from autograder.runtime.sandbox.runner import remove_tree
+    from autograder.runtime.sandbox.users import remove_tree
 
     remove_tree(top)
 

@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 from autograder.authoring.wrong_fixtures import FIXTURES, WrongFixture, materialise
-from autograder.batch import bulk
+from autograder.batch import bulk, outputs
 from autograder.batch.gradebook import Gradebook
 from autograder.core.manifest import EXERCISES, ROOT
 from autograder.packaging import build, pack
@@ -97,7 +97,7 @@ def main(argv: list[str]) -> int:
     with Gradebook(args.out / "graded" / "gradebook.sqlite") as book:
         book.export_csv(args.out / "grades.csv", students)
     print(f"[4/4] summary (gradebook {args.out / 'graded' / 'gradebook.sqlite'}, CSV {args.out / 'grades.csv'}):\n")
-    print(bulk.summary_table(batch.records))
+    print(outputs.summary_table(batch.records))
     for rec in batch.records:
         print(f"  {rec.student:<40} {rec.score:6.2f} / {rec.max_score:.0f}  {rec.status}")
     by_student = {r.student: r for r in batch.records}

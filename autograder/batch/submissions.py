@@ -1,0 +1,430 @@
+"""What a batch grades: the submissions found in a folder or a Gradescope export, each student's output folder,
+and the content hash and grader fingerprint that decide what is graded again.
+
+The rules (entries refused and why, folder names that never collide, export caps) are described in
+`autograder.batch.bulk`'s docstring; this module implements them, reading only (nothing graded here).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import sys
+import unicodedata
+import zipfile
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from autograder.core.manifest import ROOT
+from autograder.core.safetext import clean_text, terminal_text
+from autograder.runtime import intake
+
+IGNORED_NAMES = ("__pycache__", "__MACOSX", ".DS_Store")
+
+GRADEBOOK_NAME = "gradebook.sqlite"
+
+EXPORT_DIR = "_gradescope_export"  # where a Gradescope export zip is unpacked, under --out
+
+METADATA_NAME = "submission_metadata.yml"
+
+REFUSED_NAME = "refused.txt"  # under --out: the entries of the last run that were refused, and why
+
+RESERVED_NAMES = (
+    GRADEBOOK_NAME,
+    f"{GRADEBOOK_NAME}-journal",
+    f"{GRADEBOOK_NAME}-wal",
+    f"{GRADEBOOK_NAME}-shm",
+    EXPORT_DIR,
+    REFUSED_NAME,
+)
+
+FOLDER_NAME_CHARS = 120  # longest per-student output folder name (longer names are cut and hashed)
+
+HASH_MAX_ENTRIES = 100000  # files and folders a folder's content hash looks at
+
+EXPORT_MAX_MEMBERS = 200000
+
+EXPORT_MAX_BYTES = 2 * 2**30  # bytes unpacked from one Gradescope export, counted while reading
+
+
+@dataclass(frozen=True)
+class Submission:
+    student: str  # the gradebook's key (printable text)
+    path: Path  # a folder or a .zip
+    folder: str = ""  # output folder name under --out (default: made from `student`)
+    name: str = ""  # display name, when known (Gradescope export)
+    email: str = ""
+
+    @property
+    def out_folder(self) -> str:
+        return self.folder or folder_name(self.student)
+
+
+@dataclass(frozen=True)
+class Refused:
+    entry: str  # the entry of SUBMISSIONS (printable)
+    reason: str
+
+
+def folder_name(student: str) -> str:
+    """A safe output folder name for a student: printable, no separators or control characters,
+    not hidden, at most FOLDER_NAME_CHARS long (a cut name keeps a hash of the whole)."""
+    name = re.sub(r"[\x00-\x1f\x7f/\\]", "_", clean_text(student)).strip()
+    if not name or name.startswith(".") or name in ("..", "."):
+        name = "_" + name
+    if len(name) > FOLDER_NAME_CHARS:
+        digest = hashlib.sha256(name.encode("utf-8")).hexdigest()[:12]
+        name = f"{name[: FOLDER_NAME_CHARS - 13]}-{digest}"
+    return name
+
+
+def _name_keys(*names: str) -> set[str]:
+    """The forms under which a file system may compare these names: lower-cased, upper-cased and
+    case-folded, each after NFC, NFD and NFKC normalisation. Two names collide when they share a form."""
+    keys = set()
+    for name in names:
+        for form in ("NFC", "NFD", "NFKC"):
+            normal = unicodedata.normalize(form, name)
+            keys |= {normal.lower(), normal.upper(), normal.casefold()}
+    return keys
+
+
+def _hashed_folder(base: str, student: str, attempt: int) -> str:
+    """Candidate `attempt` for a student whose own folder name is taken: `<base>-<8 hex>` first (sha256
+    of the student), then `<base>-<16 hex>-<attempt>`; `base` is cut to keep FOLDER_NAME_CHARS."""
+    digest = hashlib.sha256(student.encode("utf-8", "surrogatepass")).hexdigest()
+    suffix = f"-{digest[:8]}" if attempt == 0 else f"-{digest[:16]}-{attempt}"
+    return base[: FOLDER_NAME_CHARS - len(suffix)] + suffix
+
+
+def assign_folders(subs: Sequence[Submission], taken: set[str]) -> list[Submission]:
+    """`subs` with output folders that differ from each other and from the names whose forms are in
+    `taken` (see `_name_keys`), whatever the students are called; sorted by student.
+
+    A student keeps their own folder name when its forms are shared with no other student's and are
+    not in `taken`. Every other student (e.g. both `Alice` and `alice`) gets the first candidate of
+    `_hashed_folder` whose forms are still free, checked against every name given so far, in the order
+    of the students; the candidates after the first end in their attempt number, so all differ and the
+    finitely many names in use can only block finitely many of them.
+    """
+    owners: dict[str, set[str]] = {}
+    for sub in subs:
+        for key in _name_keys(sub.out_folder):
+            owners.setdefault(key, set()).add(sub.student)
+    taken = set(taken)
+    plain = {
+        sub.student
+        for sub in subs
+        if not any(key in taken or len(owners[key]) > 1 for key in _name_keys(sub.out_folder))
+    }
+    for sub in subs:
+        if sub.student in plain:
+            taken |= _name_keys(sub.out_folder)
+    assigned = []
+    for sub in sorted(subs, key=lambda s: s.student):
+        if sub.student in plain:
+            assigned.append(sub)
+            continue
+        attempt = 0
+        while _name_keys(folder := _hashed_folder(sub.out_folder, sub.student, attempt)) & taken:
+            attempt += 1
+        taken |= _name_keys(folder)
+        assigned.append(Submission(sub.student, sub.path, folder, sub.name, sub.email))
+    return assigned
+
+
+def _within(path: Path, folder: Path) -> bool:
+    try:
+        path.resolve().relative_to(folder.resolve())
+    except (ValueError, OSError):
+        return False
+    return True
+
+
+def _entries(folder: Path) -> list[tuple[str, Path]]:
+    """(student, path) for each sub-folder or .zip of `folder`."""
+    found = []
+    for entry in sorted(folder.iterdir()):
+        if entry.name.startswith(".") or entry.name in IGNORED_NAMES or entry.is_symlink():
+            continue
+        if entry.is_dir():
+            found.append((clean_text(entry.name), entry))
+        elif entry.is_file() and entry.suffix.lower() == ".zip":
+            found.append((clean_text(entry.stem), entry))
+    return found
+
+
+def discover(
+    folder: Path, out: Path | None = None, outputs: Sequence[str] = (), not_submissions: Sequence[Path] = ()
+) -> tuple[list[Submission], list[Refused]]:
+    """The submissions under `folder` (layouts in the module docstring) and the entries refused.
+
+    `out` is the batch's output folder (a Gradescope export zip is unpacked into it, and it is
+    refused as a submission when it lies inside `folder`); `outputs` are the names of further entries
+    the batch writes directly under `out` (the --csv export): no student's folder takes one of them;
+    `not_submissions` are further output folders refused like `out` (a dry run's real --out).
+    """
+    if folder.is_file() and zipfile.is_zipfile(folder):
+        if out is None:
+            raise ValueError(f"{folder} is a zip: give an output folder to unpack it into")
+        folder = unpack_export(folder, out / EXPORT_DIR)
+        inside = [p for p in folder.iterdir() if not p.name.startswith(".") and p.name not in IGNORED_NAMES]
+        if gradescope_root(folder) is None and len(inside) == 1 and inside[0].is_dir():
+            folder = inside[0]  # a zip of a folder of submissions
+    if not folder.is_dir():
+        raise FileNotFoundError(f"{folder} is not a folder of submissions (nor a Gradescope export zip)")
+    export_root = gradescope_root(folder)
+    metadata = read_metadata(export_root / METADATA_NAME) if export_root is not None else {}
+    entries = _entries(export_root if export_root is not None else folder)
+    candidates: list[Submission] = []
+    refused: list[Refused] = []
+    outs = [p for p in (out, *not_submissions) if p is not None]
+    for student, path in entries:
+        if any(_within(o, path) or path.resolve() == o.resolve() for o in outs):
+            refused.append(Refused(clean_text(path.name), "this is grade-all's own output folder, not a submission"))
+            continue
+        record = metadata.get(clean_text(path.name)) or metadata.get(clean_text(path.stem))
+        if record is not None:
+            name, email, key = record
+            candidates.append(Submission(key, path, folder_name(key), name, email))
+        else:
+            candidates.append(Submission(student, path))
+    by_student: dict[str, list[Submission]] = {}
+    for sub in candidates:
+        by_student.setdefault(sub.student, []).append(sub)
+    reserved = _name_keys(*RESERVED_NAMES)
+    sole: list[Submission] = []
+    for _student, group in sorted(by_student.items()):
+        shown = ", ".join(clean_text(s.path.name) for s in group)
+        if len(group) > 1:
+            refused += [
+                Refused(
+                    clean_text(s.path.name),
+                    f"more than one submission for one student ({shown}); none of them was graded: keep one",
+                )
+                for s in group
+            ]
+        elif _name_keys(group[0].out_folder) & reserved:
+            refused.append(
+                Refused(
+                    clean_text(group[0].path.name),
+                    f"its name collides with grade-all's own output {group[0].out_folder!r}; "
+                    "rename it and grade it again",
+                )
+            )
+        else:
+            sole.append(group[0])
+    subs = assign_folders(sole, reserved | _name_keys(*outputs))
+    return sorted(subs, key=lambda s: s.student), refused
+
+
+def gradescope_root(folder: Path) -> Path | None:
+    """The folder holding Gradescope's submission_metadata.yml: `folder` itself or its only sub-folder."""
+    if (folder / METADATA_NAME).is_file():
+        return folder
+    subdirs = [p for p in folder.iterdir() if p.is_dir() and not p.name.startswith(".") and p.name not in IGNORED_NAMES]
+    if len(subdirs) == 1 and (subdirs[0] / METADATA_NAME).is_file():
+        return subdirs[0]
+    return None
+
+
+def _plain_yaml(loader: Any, suffix: str, node: Any) -> Any:
+    """Ruby-tagged YAML nodes (`!ruby/object:BigDecimal ...`) read as plain scalars, lists or maps."""
+    import yaml
+
+    if isinstance(node, yaml.MappingNode):
+        return loader.construct_mapping(node, deep=True)
+    if isinstance(node, yaml.SequenceNode):
+        return loader.construct_sequence(node, deep=True)
+    return loader.construct_scalar(node)
+
+
+def read_metadata(path: Path) -> dict[str, tuple[str, str, str]]:
+    """Gradescope's submission_metadata.yml as {folder: (names, e-mails, student key)}; {} when unreadable.
+
+    The file maps each submission folder to a record whose `:submitters:` list holds `:name:`,
+    `:email:` and `:sid:` (keys are Ruby symbols, written with a leading colon).
+    """
+    try:
+        import yaml
+
+        class Loader(yaml.SafeLoader):
+            pass
+
+        Loader.add_multi_constructor("!", _plain_yaml)
+        data = yaml.load(path.read_text(encoding="utf-8", errors="replace"), Loader=Loader)
+    except Exception as exc:  # PyYAML missing, or a malformed file: grade by folder name
+        print(
+            f"grade-all: {terminal_text(path)} could not be read ({type(exc).__name__}); students are named "
+            "by their submission folders",
+            file=sys.stderr,
+        )
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    found: dict[str, tuple[str, str, str]] = {}
+    for folder, record in data.items():
+        record = {str(k).lstrip(":"): v for k, v in record.items()} if isinstance(record, dict) else {}
+        submitters = record.get("submitters")
+        people = (
+            [{str(k).lstrip(":"): v for k, v in p.items()} for p in submitters if isinstance(p, dict)]
+            if isinstance(submitters, list)
+            else []
+        )
+        names = ", ".join(clean_text(p.get("name") or "") for p in people if p.get("name"))
+        emails = ", ".join(clean_text(p.get("email") or "") for p in people if p.get("email"))
+        sids = "+".join(clean_text(p.get("sid") or "") for p in people if p.get("sid"))
+        key = "+".join(clean_text(p.get("email")) for p in people if p.get("email")) or sids or clean_text(folder)
+        found[clean_text(folder)] = (names, emails, key)
+    return found
+
+
+def unpack_export(archive: Path, dest: Path) -> Path:
+    """Unpack a Gradescope export zip into `dest` (replaced) with the intake caps; return `dest`.
+
+    Links, absolute or `..` paths, hidden entries, files larger than intake.MAX_FILE_BYTES (zips:
+    intake.MAX_SUBMISSION_BYTES), entries deeper than intake.MAX_DEPTH + 2 and damaged members are
+    skipped (counted on stderr); bytes are counted while reading, at most EXPORT_MAX_BYTES in all.
+    Folder entries (names ending in "/", one per folder in a `zip -r` archive) are passed over
+    silently: the folders are made for the files inside them.
+    """
+    if dest.exists():
+        shutil.rmtree(dest)
+    dest.mkdir(parents=True)
+    skipped = 0
+    left_bytes = EXPORT_MAX_BYTES
+    with zipfile.ZipFile(archive) as zf:
+        members = zf.infolist()
+        if len(members) > EXPORT_MAX_MEMBERS:
+            raise ValueError(f"{archive} holds {len(members)} entries, more than {EXPORT_MAX_MEMBERS}")
+        for info in members:
+            if info.filename.replace("\\", "/").endswith("/"):
+                continue  # a folder entry (what `zip -r` writes for each folder): its files are members too
+            name = PurePosixPath(info.filename.replace("\\", "/"))
+            parts = name.parts
+            if (
+                not parts
+                or name.is_absolute()
+                or ".." in parts
+                or any(p.startswith(".") or p in IGNORED_NAMES for p in parts)
+                or len(parts) > intake.MAX_DEPTH + 2
+                or (info.external_attr >> 16) & 0o170000 == 0o120000
+                or info.flag_bits & 0x1
+            ):
+                skipped += 1
+                continue
+            target = dest.joinpath(*parts)
+            try:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                with zf.open(info) as src, open(target, "wb") as dst:
+                    written = 0
+                    limit = intake.MAX_SUBMISSION_BYTES if name.suffix.lower() == ".zip" else intake.MAX_FILE_BYTES
+                    while chunk := src.read(intake.READ_CHUNK_BYTES):
+                        written += len(chunk)
+                        if written > limit or written > left_bytes:
+                            raise ValueError("too large")
+                        dst.write(chunk)
+                left_bytes -= written
+            except Exception:  # damaged or oversized member: skip it, keep the others
+                target.unlink(missing_ok=True)
+                skipped += 1
+    if skipped:
+        print(
+            f"grade-all: {skipped} entries of {terminal_text(archive.name)} were not unpacked (links, hidden, "
+            f"damaged, encrypted or larger than {intake.MAX_FILE_BYTES // 2**20} MiB)",
+            file=sys.stderr,
+        )
+    return dest
+
+
+def _walk_files(top: Path) -> Iterator[tuple[str, Path | None]]:
+    """(relative path, file) for the files under `top` in a fixed order, without recursion; unreadable
+    folders and the entries past HASH_MAX_ENTRIES are reported as (marker, None)."""
+    stack: list[tuple[Path, str]] = [(top, "")]
+    seen = 0
+    while stack:
+        folder, rel = stack.pop()
+        try:
+            with os.scandir(folder) as it:
+                entries = sorted(it, key=lambda e: e.name, reverse=True)
+        except OSError as exc:
+            yield f"{rel}\0unreadable {exc.errno}", None
+            continue
+        for entry in entries:
+            seen += 1
+            if seen > HASH_MAX_ENTRIES:
+                yield "\0truncated", None
+                return
+            if entry.name.startswith(".") or entry.name in IGNORED_NAMES or entry.name.endswith(".pyc"):
+                continue
+            path = f"{rel}/{entry.name}" if rel else entry.name
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append((Path(entry.path), path))
+                elif entry.is_file(follow_symlinks=False):
+                    yield path, Path(entry.path)
+            except OSError:
+                yield f"{path}\0unreadable", None
+
+
+def _file_digest(path: Path) -> bytes:
+    digest = hashlib.sha256()
+    try:
+        with open(path, "rb") as fh:
+            while chunk := fh.read(2**20):
+                digest.update(chunk)
+    except OSError as exc:
+        digest.update(f"\0unreadable {exc.errno}".encode())
+    return digest.digest()
+
+
+# what decides a grade, under ROOT (assignments/tests: the public cases where solutions/ is absent)
+GRADER_INPUTS = ("autograder", "shared/hetero", "solutions/tests", "assignments/tests")
+
+NOT_GRADER_INPUTS = ("autograder/fixtures",)  # test material only
+
+
+def grader_fingerprint(root: Path = ROOT) -> str:
+    """sha256 over the files that decide a grade (GRADER_INPUTS, without caches and fixtures): a stored
+    grading made with other inputs is stale."""
+    digest = hashlib.sha256()
+    for top in GRADER_INPUTS:
+        for path in sorted((root / top).rglob("*")):
+            rel = path.relative_to(root).as_posix()
+            if not path.is_file() or "__pycache__" in path.parts or rel.startswith(NOT_GRADER_INPUTS):
+                continue
+            digest.update(rel.encode("utf-8") + b"\0" + hashlib.sha256(path.read_bytes()).digest())
+    return digest.hexdigest()
+
+
+def content_hash(path: Path) -> str:
+    """sha256 over a submission's content: a zip's bytes, or a folder's (relative path, file bytes) pairs.
+
+    Never raises for the submission's content: unreadable parts enter the hash as markers, a tree is
+    walked without recursion and at most HASH_MAX_ENTRIES entries deep.
+    """
+    digest = hashlib.sha256()
+    if path.is_file():
+        digest.update(b"zip\0")
+        digest.update(_file_digest(path))
+        return digest.hexdigest()
+    digest.update(b"dir\0")
+    for rel, file in sorted(_walk_files(path)):
+        digest.update(os.fsencode(rel) + b"\0")
+        if file is not None:
+            digest.update(_file_digest(file))
+    return digest.hexdigest()
+
+
+def _zip_is_readable(path: Path) -> bool:
+    """Whether the zip's directory can be read (its members are not decompressed: that is the grader's job)."""
+    try:
+        with zipfile.ZipFile(path) as zf:
+            zf.infolist()
+        return True
+    except Exception:  # a damaged central directory raises many types
+        return False
