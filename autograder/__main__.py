@@ -10,6 +10,10 @@ COMMANDS = {
         "autograder.authoring.release",
         "turn solutions/ into the student release assignments/ (--check: drift check)",
     ),
+    "new-exercise": (
+        "autograder.authoring.new_exercise",
+        "start exercise exNN_slug: solution, public and hidden case files from templates, and its manifest entry",
+    ),
     "expected": (
         "autograder.authoring.expected",
         "compute hidden-case expected values from solutions/ (--check: freshness)",
@@ -36,6 +40,11 @@ COMMANDS = {
     ),
     "export-nbgrader": ("autograder.exports.export_nbgrader", "write an nbgrader course"),
     "export-otter": ("autograder.exports.export_otter", "write Otter-Grader master notebooks"),
+    "demo": (
+        "autograder.selftest.demo",
+        "grade the answer key, the stubs and the wrong fixtures as a class (make demo)",
+    ),
+    "mutation": ("autograder.authoring.mutation", "mutate the answer key and report the mutants no case kills"),
 }
 
 
@@ -45,7 +54,15 @@ def main(argv: list[str]) -> int:
         for name, (_, text) in COMMANDS.items():
             print(f"  {name:<16} {text}")
         return 0 if argv and argv[0] in ("-h", "--help") else 2
-    module = importlib.import_module(COMMANDS[argv[0]][0])
+    try:
+        module = importlib.import_module(COMMANDS[argv[0]][0])
+    except ValueError as exc:
+        # A bad manifest stops every command (autograder.core.manifest validates itself when imported),
+        # with a message naming its file and line; the class is matched by name since it failed to load.
+        if type(exc).__name__ != "ManifestError":
+            raise
+        print(f"{argv[0]}: {exc}", file=sys.stderr)
+        return 2
     return int(module.main(argv[1:]) or 0)
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from autograder.authoring.wrong_fixtures import materialise_all
+from autograder.core.manifest import EXERCISES
 from hetero.impl import load_module_from_path
 
 proofs = load_module_from_path(Path(__file__).with_name("proofs.py"), "_a2_proofs")
@@ -75,6 +76,8 @@ def pytest_configure(config: pytest.Config) -> None:
         os.environ[_graded.CACHE_ENV] = tempfile.mkdtemp(prefix="a2-graded-")  # the workers inherit it
         config.stash[_OWN_CACHE] = os.environ[_graded.CACHE_ENV]
     config.addinivalue_line("markers", "proof(name): part of a slow proof with a committed record (tests/proofs.py)")
+    for ex in EXERCISES:  # one marker per exercise, from the manifest (no list to keep in step)
+        config.addinivalue_line("markers", f"{ex.id}: tests of exercise {ex.id}")
     config.stash[_STATE] = {
         "status": {name: proofs.status(p) for name, p in proofs.PROOFS.items()},
         "tests": defaultdict(dict),  # proof -> nodeid -> {"outcome", "duration_s"}

@@ -1,10 +1,151 @@
-"""The manifest is consistent with the exercise loader and totals 100 points."""
+"""The manifest: one keyword entry per exercise, validated when loaded, and everything derived from it.
 
-from autograder.core.manifest import EXERCISES, check
+A bad table stops every command with the manifest's file and line (release and build included); the
+files it names must exist and agree (functions, public and hidden cases); hetero's exercise list and
+the counts in the prose are derived by the release; `new-exercise` writes an exercise that passes lint,
+types and the answer key's grading as it stands.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from autograder.authoring import derived, new_exercise
+from autograder.core import manifest
+from autograder.core.cases import check_files
+from autograder.core.manifest import EXERCISES, ROOT, Exercise, problems
+from hetero.checks import check_call
 from hetero.impl import EXERCISES as LOADER
+from hetero.impl import load_module_from_path
 
 
 def test_manifest_is_consistent():
-    check()
-    assert [e.id for e in EXERCISES] == list(LOADER)
+    assert problems(EXERCISES) == [] and check_files() == []
+    assert [e.id for e in EXERCISES] == list(LOADER), "hetero's list is stale: run `python -m autograder release`"
     assert [e.module for e in EXERCISES] == list(LOADER.values())
+
+
+def test_entries_are_keywords_only():
+    with pytest.raises(TypeError):
+        Exercise("ex01", "ex01_x", ("f",), "t", "§1", 6, 0.4, 20, 20, 2048)  # type: ignore[misc]
+
+
+def _replace(ex_id: str, **changes) -> tuple[Exercise, ...]:
+    return tuple(dataclasses.replace(e, **changes) if e.id == ex_id else e for e in EXERCISES)
+
+
+@pytest.mark.parametrize(
+    ("changes", "said"),
+    [
+        ({"points": 11}, "add up to 101, not 100"),
+        ({"timeout_s": 0}, "timeout_s must be positive"),
+        ({"case_timeout_s": 99}, "exceeds timeout_s"),
+        ({"module": "ex03_cache_pool"}, "must be ex02_<slug>"),
+        ({"public_share": 1.5}, "public_share must lie in [0, 1]"),
+        ({"hidden_visibility": "sometimes"}, "unknown visibility"),
+        ({"functions": ()}, "functions must name each exercise function once"),
+    ],
+)
+def test_a_bad_entry_is_named_with_the_manifest_file_and_line(changes, said):
+    found = problems(_replace("ex02", **changes))
+    assert any(said in p for p in found), f"expected a problem saying {said!r}, got {found}"
+    where = f"autograder/core/manifest.py:{manifest.entry_line('ex02')}" if "add up" not in said else "manifest.py"
+    assert any(where in p for p in found), f"the problem should name {where}: {found}"
+
+
+def _copy_package(tmp_path: Path) -> Path:
+    """A copy of the grader's Python package (no data) under tmp_path, importable as `autograder`."""
+    shutil.copytree(ROOT / "autograder", tmp_path / "autograder", ignore=shutil.ignore_patterns("fixtures", "__pycache__"))
+    return tmp_path
+
+
+@pytest.mark.parametrize("command", ["release", "build", "grade"])
+def test_a_101_point_manifest_stops_release_build_and_grade(tmp_path, command):
+    root = _copy_package(tmp_path)
+    path = root / "autograder" / "core" / "manifest.py"
+    text = path.read_text(encoding="utf-8")
+    line = text.index('id="ex02"')
+    at = text.index("points=10,", line)
+    path.write_text(text[:at] + "points=11," + text[at + len("points=10,") :], encoding="utf-8")
+    proc = subprocess.run(
+        [sys.executable, "-m", "autograder", command, "--help"],
+        cwd=root, capture_output=True, text=True, env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"},
+    )
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "autograder/core/manifest.py" in proc.stderr and "add up to 101, not 100" in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr, "a bad manifest is a message, not a crash"
+
+
+def test_files_the_entry_names_must_exist_and_agree(tmp_path):
+    for rel in ("solutions", "autograder/tests"):
+        shutil.copytree(ROOT / rel, tmp_path / rel)
+    assert check_files(tmp_path) == []
+    ex = manifest.BY_ID["ex04"]
+    solution = tmp_path / "solutions" / ex.filename
+    solution.write_text(solution.read_text(encoding="utf-8").replace("def link_efficiency(", "def link_eff("), encoding="utf-8")
+    found = check_files(tmp_path)
+    assert any("no function link_efficiency" in p for p in found), found
+    (tmp_path / "autograder" / "tests" / "ex06_hidden.py").unlink()
+    assert any("ex06_hidden.py, which does not exist" in p for p in check_files(tmp_path))
+    renamed = _replace("ex07", functions=("tokens_per_routed_expert", "tokens_per_shared_expert", "offload_plan"))
+    found = check_files(tmp_path, renamed)
+    assert any("public_ex07.py: public cases cover" in p for p in found), found
+
+
+def test_derived_files_are_current():
+    assert derived.drift() == [], "run `python -m autograder release`"
+    values = derived.span_values()
+    assert values["count"] == ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
+                               "eleven", "twelve"][len(EXERCISES)]
+    assert values["files"].startswith(f"`{EXERCISES[0].filename}`") and values["files"].endswith(f"`{EXERCISES[-1].filename}`")
+
+
+def test_spans_are_filled_and_unknown_keys_named():
+    values = {"count": "eleven"}
+    assert derived.fill_spans("in <!-- a2:count -->ten<!-- /a2 --> files", "X.md", values) == (
+        "in <!-- a2:count -->eleven<!-- /a2 --> files"
+    )
+    with pytest.raises(derived.DerivedError, match=r"X.md:2: unknown span a2:colour"):
+        derived.fill_spans("a\n<!-- a2:colour -->red<!-- /a2 -->", "X.md", values)
+
+
+def test_new_exercise_writes_an_entry_and_three_files_that_pass_lint_types_and_the_key(tmp_path):
+    for rel in ("solutions", "autograder/tests"):
+        shutil.copytree(ROOT / rel, tmp_path / rel, ignore=shutil.ignore_patterns("__pycache__"))
+    (tmp_path / "autograder" / "core").mkdir(parents=True)
+    shutil.copy(ROOT / "autograder" / "core" / "manifest.py", tmp_path / "autograder" / "core" / "manifest.py")
+    touched = new_exercise.write("ex11_break_even", 5, "§2.4", "Fetch vs recompute", tmp_path)
+    assert len(touched) == 4
+    with pytest.raises(ValueError, match="declared already"):
+        new_exercise.write("ex11_other", 5, "§2.4", "again", tmp_path)
+    with pytest.raises(ValueError, match="exNN_slug"):
+        new_exercise.write("ex12-Bad", 5, "§2.4", "bad", tmp_path)
+    files = [str(p) for p in touched[:3]]
+    lint = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-fix", "--config", str(ROOT / "pyproject.toml"), *files],
+                          capture_output=True, text=True)
+    assert lint.returncode == 0, lint.stdout
+    types = subprocess.run([sys.executable, "-m", "mypy", "--no-incremental", "--ignore-missing-imports", touched[0].as_posix()],
+                           capture_output=True, text=True, cwd=ROOT)
+    assert types.returncode == 0, types.stdout
+    # The appended entry loads (as a module of its own) and, once 5 points are taken elsewhere, holds.
+    with pytest.raises(ValueError, match="add up to 105, not 100"):
+        load_module_from_path(touched[3], "_a2_manifest_with_ex11")
+    table = tmp_path / "table.py"  # the same source without its import-time validation
+    table.write_text(touched[3].read_text(encoding="utf-8").split("_problems = problems(EXERCISES)")[0], encoding="utf-8")
+    entries = load_module_from_path(table, "_a2_manifest_table").EXERCISES
+    ex11 = next(e for e in entries if e.id == "ex11")
+    fixed = tuple(dataclasses.replace(e, points=e.points - 5) if e.id == "ex10" else e for e in entries)
+    assert problems(fixed) == []
+    assert check_files(tmp_path, (ex11,)) == [], "the templates' function, public and hidden cases agree"
+    solution = load_module_from_path(touched[0], "_a2_new_ex11")
+    public = load_module_from_path(touched[1], "_a2_new_ex11_public")
+    for case in public.CASES:
+        verdict = check_call(case, solution)
+        assert verdict.passed, f"the answer key must pass its own public case {case.id}: {verdict.message}"
+

@@ -17,10 +17,9 @@ import ast
 import pytest
 
 from autograder.authoring.mutation import killed_by
-from autograder.authoring.release import BEGIN, END
 from autograder.authoring.wrong_fixtures import BY_NAME, FIXTURES, StaleFixture, materialise, source
 from autograder.core.cases import expected_values, hidden_cases, public_cases
-from autograder.core.manifest import EXERCISES, ROOT
+from autograder.core.manifest import BEGIN, END, EXERCISES, ROOT
 from hetero.checks import check_call, judge, run_call
 from hetero.impl import load_module_from_path
 

@@ -15,8 +15,14 @@
   units, invalid-input rules), the manifest (points, lecture section, terms) and the public cases.
 Hidden tests live in `autograder/tests/` and are never copied.
 
+`python -m autograder release` (`make release`) is atomic: the manifest's files are checked, the release
+and every exercise's expected values (`autograder.authoring.expected`) and the files derived from the
+manifest (`autograder.authoring.derived`: hetero's exercise list, counts in the prose) are computed in
+a temporary tree first; only when all of that succeeded is `assignments/` replaced (by renames) and are
+the changed files written. An error names the file to edit and writes nothing.
+
 `python -m autograder release --check` builds the release in a temporary folder and fails (exit 1,
-listing the files) when `assignments/` differs from it. Malformed markers (nested, unterminated,
+listing the files) when `assignments/` or a derived file differs from it. Malformed markers (nested, unterminated,
 END without BEGIN, a block outside any function, a file without any block) fail loudly with the
 file and line.
 """
@@ -25,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import concurrent.futures
 import filecmp
 import json
 import re
@@ -33,12 +40,12 @@ import sys
 import tempfile
 from pathlib import Path
 
+from autograder.authoring.derived import fill_spans, span_values
 from autograder.core import scoring
-from autograder.core.manifest import EXERCISES, ROOT, public_cases_in
+from autograder.core.cases import check_files
+from autograder.core.manifest import BEGIN, BY_ID, END, EXERCISES, ROOT, public_cases_in
 from hetero.impl import load_module_from_path
 
-BEGIN = "# BEGIN SOLUTION"
-END = "# END SOLUTION"
 DEF_RE = re.compile(r"^(\s*)(?:async\s+)?def\s+(\w+)\s*\(")
 PUBLIC_TEST_FILES = ("conftest.py", "test_public.py")
 HANDOUT = "HANDOUT.md"
@@ -48,6 +55,10 @@ LIMITS_SLOT = "<!-- CASE_LIMITS -->"
 
 class MarkerError(ValueError):
     """A malformed solution marker: names the file and line."""
+
+
+class ReleaseError(RuntimeError):
+    """The release cannot be made; nothing was written. The message names the file to edit."""
 
 
 def strip_solutions(source_text: str, ex_id: str, filename: str = "<source>") -> str:
@@ -147,6 +158,7 @@ def build_release(dest: Path, root: Path = ROOT) -> list[Path]:
     if EXERCISE_SLOT not in text:
         raise MarkerError(f"{handout}: the handout needs the line {EXERCISE_SLOT} where the exercise sections go")
     sections = "\n".join(exercise_section(ex, solutions) for ex in EXERCISES)
+    text = fill_spans(text, str(handout), span_values())
     text = text.replace(EXERCISE_SLOT, sections).replace(LIMITS_SLOT, case_limits_text())
     (dest / "README.md").write_text(text, encoding="utf-8")
     written.append(dest / "README.md")
@@ -247,32 +259,98 @@ def drift(assignments: Path, root: Path = ROOT) -> list[str]:
         return problems
 
 
+def _expected_texts(jobs: int) -> dict[str, str]:
+    """Every exercise's stored expected values, computed from the answer key (nothing written)."""
+    from autograder.authoring import expected
+
+    ids = [ex.id for ex in EXERCISES]
+    with concurrent.futures.ProcessPoolExecutor(jobs, mp_context=expected._SPAWN) as pool:
+        results = dict(zip(ids, pool.map(expected._rendered, ids), strict=True))
+    errors = [
+        f"{BY_ID[ex_id].hidden_cases_path.relative_to(ROOT)} or solutions/{BY_ID[ex_id].filename}: {error}"
+        for ex_id, (_, error) in results.items()
+        if error
+    ]
+    if errors:
+        raise ReleaseError("the answer key and the cases disagree:\n  " + "\n  ".join(errors))
+    return {ex_id: text for ex_id, (text, _) in results.items()}
+
+
+def _replace_tree(fresh: Path, out: Path) -> None:
+    """Put `fresh` in place of `out` by renames on one file system (pytest's cache in `out` is kept)."""
+    staged = out.with_name(f".{out.name}.new")
+    old = out.with_name(f".{out.name}.old")
+    for leftover in (staged, old):
+        if leftover.exists():
+            shutil.rmtree(leftover)
+    shutil.copytree(fresh, staged)
+    if (out / ".pytest_cache").is_dir():
+        shutil.copytree(out / ".pytest_cache", staged / ".pytest_cache")
+    if out.exists():
+        out.rename(old)
+    staged.rename(out)
+    if old.exists():
+        shutil.rmtree(old)
+
+
+def release(out: Path, jobs: int = 2, with_expected: bool = True) -> list[str]:
+    """Build the whole release and everything derived from the manifest in a temporary tree; replace
+    `out`, the stored expected values (where they changed beyond float noise) and the derived files only
+    when all of it succeeded. Returns what was written, as lines."""
+    from autograder.authoring import derived, expected
+
+    problems = check_files(ROOT)
+    if problems:
+        raise ReleaseError("the manifest does not hold:\n  " + "\n  ".join(problems))
+    with tempfile.TemporaryDirectory() as tmp:
+        fresh = Path(tmp) / "release"
+        files = build_release(fresh)
+        texts = _expected_texts(jobs) if with_expected else {}
+        derived_texts = derived.derived_files(ROOT)
+        # Everything is computed: from here on only writes.
+        _replace_tree(fresh, out)
+        written = [f"released {len(files)} files into {out}"]
+    for ex_id, text in texts.items():
+        path = expected.EXPECTED_DIR / f"{ex_id}.json"
+        old = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+        if old is None or expected.drift(old, json.loads(text), ex_id):
+            path.write_text(text, encoding="utf-8")
+            written.append(f"wrote {path.relative_to(ROOT)}")
+    for rel, text in derived_texts.items():
+        path = ROOT / rel
+        if not path.is_file() or path.read_text(encoding="utf-8") != text:
+            path.write_text(text, encoding="utf-8")
+            written.append(f"wrote {rel}")
+    return written
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m autograder release", description=__doc__.split("\n")[0])
-    parser.add_argument("--check", action="store_true", help="fail if assignments/ differs from a fresh release")
+    parser.add_argument(
+        "--check", action="store_true", help="fail if assignments/ or a derived file differs from a fresh release"
+    )
     parser.add_argument("--out", type=Path, default=ROOT / "assignments", help="release folder (default: assignments/)")
+    parser.add_argument("--no-expected", action="store_true", help="leave the stored expected values alone (faster)")
+    parser.add_argument("--jobs", type=int, default=2, help="exercises whose expected values are computed at once")
     args = parser.parse_args(argv)
     try:
         if args.check:
-            problems = drift(args.out)
+            from autograder.authoring import derived
+
+            problems = drift(args.out) + derived.drift()
             if problems:
-                print("assignments/ has drifted from solutions/; run `python -m autograder release`:", file=sys.stderr)
+                print(
+                    "the release has drifted from solutions/ and the manifest; run `python -m autograder release`:",
+                    file=sys.stderr,
+                )
                 for line in problems:
                     print(f"  {line}", file=sys.stderr)
                 return 1
-            print("assignments/ matches a fresh release of solutions/")
+            print("assignments/ and the derived files match a fresh release of solutions/")
             return 0
-        with tempfile.TemporaryDirectory() as tmp:
-            fresh = Path(tmp) / "release"
-            files = build_release(fresh)
-            keep = {".pytest_cache"}
-            if args.out.exists():
-                for child in args.out.iterdir():
-                    if child.name not in keep:
-                        shutil.rmtree(child) if child.is_dir() else child.unlink()
-            shutil.copytree(fresh, args.out, dirs_exist_ok=True)
-        print(f"released {len(files)} files into {args.out}")
+        for line in release(args.out, args.jobs, not args.no_expected):
+            print(line)
         return 0
-    except (MarkerError, FileNotFoundError) as exc:
-        print(f"release failed: {exc}", file=sys.stderr)
+    except (MarkerError, FileNotFoundError, ReleaseError, ValueError) as exc:
+        print(f"release failed (nothing was written): {exc}", file=sys.stderr)
         return 1

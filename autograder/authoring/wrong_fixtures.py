@@ -27,8 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from autograder.authoring.release import BEGIN, END
-from autograder.core.manifest import BY_ID, ROOT
+from autograder.core.manifest import BEGIN, BY_ID, END, ROOT
 
 NOTE = "A copy of {filename} with this one mistake (a wrong submission used to test the grader)."
 

@@ -94,6 +94,7 @@ from typing import Any, TypeVar
 
 from tqdm import tqdm
 
+from autograder.batch import regrade
 from autograder.batch.gradebook import Gradebook, Record
 from autograder.batch.outputs import summary_table, write_outputs
 from autograder.batch.processes import (
@@ -379,9 +380,39 @@ def grade_all(
     return BatchReport(sorted(graded), skipped, sorted(failed), records, time.perf_counter() - start, refused)
 
 
+def dry_run(
+    submissions: Path,
+    out: Path,
+    workers: int | None = None,
+    timeout_s: float | None = None,
+    progress: bool = True,
+    python: str = sys.executable,
+    exercises: Sequence[str] | None = None,
+) -> tuple[list[regrade.StudentDiff], int]:
+    """Grade `submissions` into a temporary folder and compare with `out`'s gradebook; return the
+    students whose grade would change and the number of students graded. Nothing under `out` is written."""
+    with tempfile.TemporaryDirectory(prefix="a2-dry-run-") as scratch:
+        tmp_out = Path(scratch) / "graded"
+        report = grade_all(
+            submissions,
+            tmp_out,
+            workers,
+            force=True,
+            timeout_s=DEFAULT_TIMEOUT_S if timeout_s is None else timeout_s,
+            progress=progress,
+            python=python,
+            exercises=exercises,
+            not_submissions=[out],
+        )
+        for item in report.refused:
+            print(f"refused {terminal_text(item.entry)}: {terminal_text(item.reason)}")
+        students = [r.student for r in report.records]
+        diffs = regrade.compare(out / GRADEBOOK_NAME, tmp_out / GRADEBOOK_NAME, students, exercises)
+    return diffs, len(students)
+
+
 def _dry_run(args: argparse.Namespace) -> int:
     """--dry-run: grade into a temporary folder, print what would change against --out (see autograder.batch.regrade)."""
-    from autograder.batch import regrade
 
     if args.csv is not None:
         print(
@@ -389,7 +420,7 @@ def _dry_run(args: argparse.Namespace) -> int:
         )
         return 2
     try:
-        diffs, graded = regrade.dry_run(
+        diffs, graded = dry_run(
             args.submissions,
             args.out,
             args.workers,

@@ -17,8 +17,6 @@ returns version n's results, oldest first, -2 the one before the latest).
 
 from __future__ import annotations
 
-import sys
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -135,39 +133,6 @@ def compare(
         if old_book is not None:
             old_book.close()
     return diffs
-
-
-def dry_run(
-    submissions: Path,
-    out: Path,
-    workers: int | None = None,
-    timeout_s: float | None = None,
-    progress: bool = True,
-    python: str = sys.executable,
-    exercises: Sequence[str] | None = None,
-) -> tuple[list[StudentDiff], int]:
-    """Grade `submissions` into a temporary folder and compare with `out`'s gradebook; return the
-    students whose grade would change and the number of students graded. Nothing under `out` is written."""
-    from autograder.batch import bulk  # the batch runner (heavy imports), only when a dry run is asked for
-
-    with tempfile.TemporaryDirectory(prefix="a2-dry-run-") as scratch:
-        tmp_out = Path(scratch) / "graded"
-        report = bulk.grade_all(
-            submissions,
-            tmp_out,
-            workers,
-            force=True,
-            timeout_s=bulk.DEFAULT_TIMEOUT_S if timeout_s is None else timeout_s,
-            progress=progress,
-            python=python,
-            exercises=exercises,
-            not_submissions=[out],
-        )
-        for item in report.refused:
-            print(f"refused {terminal_text(item.entry)}: {terminal_text(item.reason)}")
-        students = [r.student for r in report.records]
-        diffs = compare(out / bulk.GRADEBOOK_NAME, tmp_out / bulk.GRADEBOOK_NAME, students, exercises)
-    return diffs, len(students)
 
 
 def print_dry_run(diffs: Sequence[StudentDiff], graded: int, out: Path) -> None:

@@ -12,11 +12,12 @@ expected values were computed from (`expected --check` fails when the stored one
 
 from __future__ import annotations
 
+import ast
 import json
 from pathlib import Path
 from typing import Any
 
-from autograder.core.manifest import ROOT, public_cases_in
+from autograder.core.manifest import EXERCISES, ROOT, SOLUTION_BLOCK, Exercise, public_cases_in, where
 from hetero.checks import Case, decode, encode, unwrap
 from hetero.impl import load_module_from_path
 
@@ -93,3 +94,54 @@ def hidden_cases(ex_id: str, root: Path = ROOT) -> list[Case]:
 def expected_values(ex_id: str, root: Path = ROOT) -> dict[str, Any]:
     """{case_id: {"expect": encoded, "raises": str | None, "class": int, "mistakes": {fixture: [description, encoded]}}}."""
     return stored(ex_id, root)["cases"]
+
+
+def _defined(path: Path) -> dict[str, bool]:
+    """{top-level function: whether it holds a solution block} of a solution file."""
+    source = path.read_text(encoding="utf-8")
+    return {
+        node.name: SOLUTION_BLOCK in (ast.get_source_segment(source, node) or "")
+        for node in ast.parse(source, filename=str(path)).body
+        if isinstance(node, ast.FunctionDef)
+    }
+
+
+def check_files(root: Path = ROOT, exercises: tuple[Exercise, ...] | None = None) -> list[str]:
+    """What is wrong between the table and the answer key's files (needs solutions/; empty: nothing).
+
+    Each exercise needs solutions/<module>.py defining every declared function with a solution block,
+    solutions/tests/public_<id>.py with public cases of exactly those functions, and
+    autograder/tests/<id>_hidden.py with hidden cases of each (simulator checks may add other names).
+    """
+    found: list[str] = []
+    for e in EXERCISES if exercises is None else exercises:
+        here = where(e.id)
+        solution = root / "solutions" / e.filename
+        public = public_cases_in(root / "solutions", e.id)
+        hidden = root / "autograder" / "tests" / f"{e.id}_hidden.py"
+        missing = [p for p in (solution, public, hidden) if not p.is_file()]
+        for path in missing:
+            found.append(f"{here}: {e.id} names {path.relative_to(root)}, which does not exist")
+        if missing:
+            continue
+        defined = _defined(solution)
+        for name in e.functions:
+            if name not in defined:
+                found.append(f"{solution.relative_to(root)}: no function {name} (declared at {here})")
+            elif not defined[name]:
+                found.append(f"{solution.relative_to(root)}: {name} has no solution block ({SOLUTION_BLOCK} ...)")
+        try:
+            public_funcs = {c.func for c in public_cases(e.id, root)}
+            hidden_funcs = {c.func for c in hidden_cases_from_source(e.id, root)}
+        except Exception as exc:  # noqa: BLE001 - a broken case file is reported, with its name
+            found.append(f"{e.id}: its case files do not load: {type(exc).__name__}: {exc}")
+            continue
+        declared = set(e.functions)
+        if public_funcs != declared:
+            found.append(
+                f"{public.relative_to(root)}: public cases cover {sorted(public_funcs)}, the entry at {here} "
+                f"declares {sorted(declared)}"
+            )
+        if declared - hidden_funcs:
+            found.append(f"{hidden.relative_to(root)}: no hidden cases of {sorted(declared - hidden_funcs)} ({here})")
+    return found

@@ -34,6 +34,7 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from autograder.core.cases import check_files
 from autograder.core.manifest import EXERCISES, ROOT, public_cases_in
 from autograder.packaging import pins
 
@@ -267,8 +268,13 @@ def collect(root: Path = ROOT) -> tuple[dict[str, bytes | Path], tuple[str, ...]
     """({archive name: source path or bytes}, requirement lines).
 
     requirements.txt is the Gradescope lock file (locks/gradescope.txt) without torch, which must agree
-    with the pins of the shipped imports; requirements-torch.txt holds torch's pin.
+    with the pins of the shipped imports; requirements-torch.txt holds torch's pin. An answer key whose
+    files disagree with the manifest is not built (`autograder.core.cases.check_files`).
     """
+    if (root / "solutions").is_dir():
+        disagree = check_files(root)
+        if disagree:
+            raise BuildError("the manifest does not hold:\n  " + "\n  ".join(disagree))
     members = _shipped(root)
     reqs, torch = shipped_requirements(root)
     lock_file = root / "locks" / "gradescope.txt"

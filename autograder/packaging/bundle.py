@@ -34,9 +34,9 @@ from pathlib import Path
 from string import Template
 
 from autograder.authoring import wrong_fixtures
-from autograder.authoring.release import BEGIN, END, build_release
+from autograder.authoring.release import build_release
 from autograder.core.cases import hidden_cases
-from autograder.core.manifest import EXERCISES, ROOT, public_cases_in
+from autograder.core.manifest import BEGIN, END, EXERCISES, ROOT, public_cases_in
 from autograder.packaging.build import pyproject_pins
 from hetero import __version__
 

@@ -23,18 +23,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-EXERCISES: dict[str, str] = {
-    "ex01": "ex01_cost_per_gb",
-    "ex02": "ex02_kv_capacity",
-    "ex03": "ex03_cache_pool",
-    "ex04": "ex04_nic_line_rate",
-    "ex05": "ex05_overload",
-    "ex06": "ex06_expert_bytes",
-    "ex07": "ex07_arithmetic_intensity",
-    "ex08": "ex08_deferral_overlap",
-    "ex09": "ex09_amx_tops",
-    "ex10": "ex10_deferral_accuracy",
-}
+from hetero.exercises import EXERCISES
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 NAMED_IMPLS = ("solutions", "assignments")
