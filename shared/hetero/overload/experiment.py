@@ -117,10 +117,15 @@ def experiment(
             "series": series,
             "dt_s": config.sample_dt_s,
             "prefill_instances": config.prefill_instances,
-            "decode_max_batch": config.decode.max_batch,
+            "decode_instances": config.decode.instances,
+            "decode_max_batch": config.decode_max_batch,
+            "decode_binding": config.decode.binding(config.context_tokens),
             "tbt_slo_s": config.decode.tbt_slo_s,
-            "decode_step_at_max_batch_s": config.decode.step_s(config.decode.max_batch),
-            "decode_kv_capacity_requests": config.decode.kv_capacity_requests * config.decode.instances,
+            "decode_step_at_max_batch_s": config.decode_full_step_s,
+            "decode_tbt_ratio_at_max_batch": config.decode_full_step_s / config.decode.tbt_slo_s,
+            "decode_kv_fraction_at_max_batch": config.decode_full_batch
+            * config.context_tokens
+            / config.decode.kv_capacity_tokens,
             "decode_mean_s": config.decode_mean_s,
             "prefill_capacity_per_s": config.prefill_capacity_per_s,
             "decode_capacity_per_s": config.decode_capacity_per_s,
