@@ -60,7 +60,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m hetero.overload", description=__doc__.split("\n")[0])
     add_impl_argument(parser, "ex05")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
-    parser.add_argument("--plots", type=Path, default=None, help="write PNGs into this folder (simulation mode; trace mode with --sweep)")
+    parser.add_argument(
+        "--plots",
+        type=Path,
+        default=None,
+        help="write PNGs into this folder (simulation mode; trace mode with --sweep)",
+    )
     parser.add_argument(
         "--seeds",
         type=int,
@@ -176,12 +181,12 @@ def main(argv: list[str] | None = None) -> int:
         except ValueError as exc:
             parser.error(f"--sweep-caps / --sweep-tbt-slos: {exc}")
         print(f"exercise files: {resolve_impl_dir(args.impl)}", file=sys.stderr)
-        predict, admit = exercise_functions(args.impl)
+        sweep_predict, sweep_admit = exercise_functions(args.impl)
         try:
             figures = sweep(
                 requests,
-                predict,
-                admit,
+                sweep_predict,
+                sweep_admit,
                 cost,
                 caps,
                 slos,

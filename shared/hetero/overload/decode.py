@@ -162,4 +162,6 @@ def roofline_decode_model(
 
 def paper_rule_tbt_slo_s(model: str, gpu: str, num_gpus: int, context_tokens: int) -> float:
     """Mooncake §8's rule for its end-to-end runs: 5 x the step of a single request of `context_tokens`."""
-    return TBT_SLO_OVER_BATCH_1 * roofline.decode_step(model, gpu, num_gpus, 1, context_tokens, KV_BYTES_PER_TOKEN).time_s
+    return (
+        TBT_SLO_OVER_BATCH_1 * roofline.decode_step(model, gpu, num_gpus, 1, context_tokens, KV_BYTES_PER_TOKEN).time_s
+    )

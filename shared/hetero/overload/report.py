@@ -217,7 +217,11 @@ def render_trace(out: dict[str, Any]) -> str:
         f"{out['prefill_instances']} prefill + {out['decode_instances']} decode instances; mean prefill without "
         f"reuse {out['mean_prefill_s']:.2f} s (prefill capacity {out['prefill_capacity_per_s']:.2f} req/s); prefix "
         f"reuse {'on' if out['prefix_reuse'] else 'off'}"
-        + (f" ({100 * max(cached):.1f} % of the admitted prompt tokens fetched)" if cached and out["prefix_reuse"] else ""),
+        + (
+            f" ({100 * max(cached):.1f} % of the admitted prompt tokens fetched)"
+            if cached and out["prefix_reuse"]
+            else ""
+        ),
         *render_arithmetic(out["decode_arithmetic"], out["cost_model"]["tbt_slo_s"]),
         f"{'policy':<18} {'completed':>10} {'rejected at arrival':>20} {'of which decode':>16} {'wasted prefills':>16} "
         f"{'rejected total':>15} {'max decoding':>13}",

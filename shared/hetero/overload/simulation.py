@@ -238,7 +238,9 @@ def simulate(
             if instances > 1:
                 if stale:
                     views = [
-                        load(seen_n[j] + len(done_since[j]) + len(pending[j]), seen_kv[j] + done_since_kv[j] + pend_kv[j])
+                        load(
+                            seen_n[j] + len(done_since[j]) + len(pending[j]), seen_kv[j] + done_since_kv[j] + pend_kv[j]
+                        )
                         for j in range(instances)
                     ]
                     d = views.index(min(views))
@@ -254,25 +256,23 @@ def simulate(
             elif kind_pred:
                 assert predict is not None and admit is not None  # checked on entry: the predictive policy has both
                 total = 0.0
-                j = 0
-                for dj, pj, dkv, pkv in zip(decoding, pending, dec_kv, pend_kv, strict=True):
+                for j in range(instances):
+                    dj, pj = decoding[j], pending[j]
                     if stale:
                         members = seen_n[j] + len(done_since[j]) + len(pj)
-                        kv = seen_kv[j] + done_since_kv[j] + pkv
-                        starts, ends = list(seen_starts[j]), [*pj.values(), *done_since[j]]
-                    else:
-                        members = len(dj) + len(pj)
-                        kv = dkv + pkv
-                        starts, ends = list(dj.values()), list(pj.values())
-                    if members:
-                        count = predict(done, starts, ends, decode_mean_s)
-                        kv_pred = count * kv / members
+                        if members:
+                            count = predict(done, list(seen_starts[j]), [*pj.values(), *done_since[j]], decode_mean_s)
+                            kv_pred = count * (seen_kv[j] + done_since_kv[j] + pend_kv[j]) / members
+                        else:
+                            count, kv_pred = 0, 0.0
+                    elif dj or pj:
+                        count = predict(done, list(dj.values()), list(pj.values()), decode_mean_s)
+                        kv_pred = count * (dec_kv[j] + pend_kv[j]) / (len(dj) + len(pj))
                     else:
                         count, kv_pred = 0, 0.0
                     if j == d:
                         count += 1
                         kv_pred += c
-                    j += 1
                     if count <= 0:
                         continue  # an idle instance: load 0
                     # DecodeModel.load(count, kv_pred), inline.
@@ -294,7 +294,8 @@ def simulate(
             target[i] = d
             pending[d][i] = done
             pend_kv[d] += c
-            committed[d] = load(len(decoding[d]) + len(pending[d]), dec_kv[d] + pend_kv[d])
+            if instances > 1:
+                committed[d] = load(len(decoding[d]) + len(pending[d]), dec_kv[d] + pend_kv[d])
             prompt_tokens += c
             cached_tokens += hit
             prefill_busy += work
@@ -327,7 +328,8 @@ def simulate(
             else:
                 wasted += 1
                 wasted_s += prefill_of[i]
-                committed[k] = load(len(decoding[k]) + len(pending[k]), dec_kv[k] + pend_kv[k])
+                if instances > 1:
+                    committed[k] = load(len(decoding[k]) + len(pending[k]), dec_kv[k] + pend_kv[k])
         else:
             heap = finish[k]
             while heap and heap[0][0] <= clock_tokens[k] + 1e-9:
@@ -336,7 +338,8 @@ def simulate(
                 dec_kv[k] -= ctx[j]
                 total_decoding -= 1
                 completed += 1
-            committed[k] = load(len(decoding[k]) + len(pending[k]), dec_kv[k] + pend_kv[k])
+            if instances > 1:
+                committed[k] = load(len(decoding[k]) + len(pending[k]), dec_kv[k] + pend_kv[k])
         seq += 1
         decode_seq[k] = seq
         if decoding[k]:
