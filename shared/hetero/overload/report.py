@@ -100,7 +100,7 @@ def render(figures: dict[str, Any]) -> str:
 def render_lag(figures: dict[str, Any]) -> str:
     lines = [
         f"Admission-to-decode lag vs what early and prediction-based rejection achieve ({len(figures['seeds'])} "
-        f"seeds; mean decode time at the threshold {figures['decode_mean_s']:.1f} s; changes against the "
+        f"seeds; mean decode time at a full decode instance {figures['decode_mean_s']:.1f} s; changes against the "
         "baseline, paired by seed)",
         f"{'prefill s':>9} {'P':>3} {'TTFT s':>6} {'lag s':>6} {'early Δwasted %':>16} {'early Δcompl. %':>16} "
         f"{'pred. Δwasted %':>16} {'pred. Δcompl. %':>16} {'wasted b/e/p':>16}",
@@ -137,7 +137,7 @@ def plot(figures: dict[str, Any], outdir: Path) -> list[Path]:
         ax.plot(
             t,
             np.asarray(s["decode"]) / fig_data["decode_max_batch"],
-            label="decode pool (fraction of the threshold batch)",
+            label="decode pool (fraction of its full batch)",
             lw=1,
         )
         ax.axhline(1.0, color="grey", lw=0.6, ls=":")
@@ -155,7 +155,7 @@ def plot(figures: dict[str, Any], outdir: Path) -> list[Path]:
     cfg = figures["configs"]["default"]
     fig.suptitle(
         f"Pool loads per admission policy: {cfg['prefill_instances']} prefill instances, prefills "
-        f"{cfg['prefill_mean_s']:g} s mean, TTFT SLO {cfg['ttft_slo_s']:g} s, decode threshold "
+        f"{cfg['prefill_mean_s']:g} s mean, TTFT SLO {cfg['ttft_slo_s']:g} s, decode full at "
         f"{fig_data['decode_max_batch']} requests; seed {figures['seeds'][0]}",
         fontsize=10,
     )
@@ -185,7 +185,7 @@ def plot_lag(figures: dict[str, Any], outdir: Path) -> list[Path]:
     fig.suptitle(
         f"Early vs prediction-based rejection as the admission-to-decode lag grows (mean decode "
         f"{figures['decode_mean_s']:.1f} s "
-        f"at the threshold; {len(figures['seeds'])} seeds, ± std)",
+        f"at a full decode instance; {len(figures['seeds'])} seeds, ± std)",
         fontsize=10,
     )
     path = plotting.save(fig, outdir, "overload_lag_sweep.png", dpi=110)

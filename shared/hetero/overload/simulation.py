@@ -255,22 +255,34 @@ def simulate(
                     continue
             elif kind_pred:
                 assert predict is not None and admit is not None  # checked on entry: the predictive policy has both
+                # Per instance: ex05's count of the requests there at `done` (with the KV tokens and the number
+                # of the requests committed to it, which price the count at their mean context).
+                if stale:
+                    counts = [
+                        (
+                            predict(done, list(seen_starts[j]), [*pending[j].values(), *done_since[j]], decode_mean_s),
+                            seen_kv[j] + done_since_kv[j] + pend_kv[j],
+                            members,
+                        )
+                        if (members := seen_n[j] + len(done_since[j]) + len(pending[j]))
+                        else (0, 0, 0)
+                        for j in range(instances)
+                    ]
+                else:
+                    counts = [
+                        (
+                            predict(done, list(dj.values()), list(pj.values()), decode_mean_s),
+                            dkv + pkv,
+                            len(dj) + len(pj),
+                        )
+                        if dj or pj
+                        else (0, 0, 0)
+                        for dj, pj, dkv, pkv in zip(decoding, pending, dec_kv, pend_kv, strict=True)
+                    ]
                 total = 0.0
-                for j in range(instances):
-                    dj, pj = decoding[j], pending[j]
-                    if stale:
-                        members = seen_n[j] + len(done_since[j]) + len(pj)
-                        if members:
-                            count = predict(done, list(seen_starts[j]), [*pj.values(), *done_since[j]], decode_mean_s)
-                            kv_pred = count * (seen_kv[j] + done_since_kv[j] + pend_kv[j]) / members
-                        else:
-                            count, kv_pred = 0, 0.0
-                    elif dj or pj:
-                        count = predict(done, list(dj.values()), list(pj.values()), decode_mean_s)
-                        kv_pred = count * (dec_kv[j] + pend_kv[j]) / (len(dj) + len(pj))
-                    else:
-                        count, kv_pred = 0, 0.0
-                    if j == d:
+                for j, (count, kv, members) in enumerate(counts):
+                    kv_pred = count * kv / members if members else 0.0
+                    if j == d:  # this request, at its own context
                         count += 1
                         kv_pred += c
                     if count <= 0:
