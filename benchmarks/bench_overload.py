@@ -6,8 +6,10 @@
    identical counts; then the short-prefill configuration. Target: one simulated hour <= 0.2 s.
 2. Replay of a 12,000-request one-hour trace (generated here with a seeded generator, written as
    Mooncake JSONL and read back with hetero.traces; or the trace given as the first argument) on
-   8 prefill + 8 decode instances at 2x, every policy, one replay each, then the CLI's --policy all
-   (4 policies) and all 5 in one replay_trace call each, as the CLI runs it. Target: <= 1 s.
+   8 prefill + 8 decode instances at 2x (prefix reuse on, the default), every policy, one replay each,
+   then the CLI's --policy all (4 policies) and all 5 in one replay_trace call each, as the CLI runs it.
+   Target: <= 1 s. The predictive replays call ex05's predicted_decode_load once per decode instance
+   per arrival (8 calls).
 
 Run: .venv/bin/python benchmarks/bench_overload.py [TRACE.jsonl]
 """
@@ -32,9 +34,10 @@ from hetero.traces import read_trace
 def naive_simulate(
     w: ov.Workload, config: ov.OverloadConfig, policy: ov.Policy, predict, admit
 ) -> tuple[int, int, int]:
-    """The same model as ov.simulate without heaps: O(events) scans per step."""
+    """The same model as ov.simulate on one decode instance, without heaps: O(events) scans per step."""
     d = config.decode
-    threshold = d.max_batch
+    assert d.instances == 1, "the naive loop models one decode instance (the lecture's toy)"
+    ctx = w.contexts()
     free_at = [0.0] * config.prefill_instances
     pending: list[tuple[float, int, int, int]] = []  # (time, seq, kind, request): arrivals and prefill ends
     in_prefill: dict[int, float] = {}
@@ -46,8 +49,12 @@ def naive_simulate(
     n = w.arrival_s.size
     if n:
         pending.append((float(w.arrival_s[0]), 0, 0, 0))
+
+    def kv() -> int:
+        return sum(ctx[j] for j in decoding)
+
     while pending or decoding:
-        step = d.step_s(len(decoding))
+        step = d.step_s(len(decoding), kv())
         t_done = t_now + min(left.values()) * step if decoding else math.inf
         event = min(pending) if pending else None
         if event is None or t_done < event[0]:
@@ -72,10 +79,13 @@ def naive_simulate(
             done = max(t, free_at[j]) + float(w.prefill_s[i])
             ok = done - t <= config.ttft_slo_s
             if ok and policy.kind == "early":
-                ok = len(decoding) < threshold
+                ok = d.load(len(decoding) + 1, kv() + ctx[i]) <= 1.0
             if ok and policy.kind == "predictive":
-                load = predict(done, list(decoding.values()), list(in_prefill.values()), config.decode_mean_s)
-                ok = admit(load, threshold, policy.oversubscription)
+                members = len(decoding) + len(in_prefill)
+                count = predict(done, list(decoding.values()), list(in_prefill.values()), config.decode_mean_s)
+                committed = kv() + sum(ctx[j] for j in in_prefill)
+                tokens = (count * committed / members if members else 0.0) + ctx[i]
+                ok = admit(d.load(count + 1, tokens), 1, policy.oversubscription)
             if not ok:
                 rejected += 1
                 continue
@@ -85,7 +95,7 @@ def naive_simulate(
             pending.append((done, seq, 1, i))
         else:
             del in_prefill[i]
-            if len(decoding) < threshold:
+            if d.load(len(decoding) + 1, kv() + ctx[i]) <= 1.0:
                 decoding[i] = t
                 left[i] = float(w.decode_tokens[i])
             else:

@@ -3,15 +3,21 @@
 In a disaggregated cluster a request admitted now reaches the decode pool only after it has queued
 for and finished its prefill, often many seconds later. Mooncake (§7 of the paper) therefore admits a
 request by the decode load *predicted* for the moment it will enter decode, using a system-level
-prediction: every request's decode is assumed to take the same (mean) time. Looking only at the
+prediction: every request's decode is assumed to take the same (mean) time t_d. Looking only at the
 *current* decode load ("early rejection") makes the two pools' loads swing in anti-phase.
 
-You write four functions; the overload simulator (`python -m hetero.overload`, experiment 02 part 3)
-calls the first two for every arriving request under the predictive policy, and the last two to
-measure the oscillation of its load time series.
+Mooncake's load is SLO satisfaction: a decode instance's load is its predicted time between tokens (TBT)
+over the TBT SLO (1.0 = exactly at the SLO), and the predicted load of the decode pool is the average of
+its instances' loads. The overload simulator (`python -m hetero.overload`, experiment 02 part 3) builds
+that prediction from your two functions for every arriving request under the predictive policy:
+`predicted_decode_load` counts, for each decode instance, the requests predicted to be decoding there
+when the new request would enter decode; the simulator turns each count into that instance's TBT load
+(the instance's roofline step time for that batch, over the SLO); `admit_predictive` decides on the sum
+of those loads. The last two functions measure the oscillation of its load time series.
 
-Conventions: times are seconds on one simulation clock (`_s`); loads are request counts (or any
-load samples, for the two measures); invalid input raises ValueError naming the argument.
+Conventions: times are seconds on one simulation clock (`_s`); `predicted_decode_load` counts
+requests, `admit_predictive`'s load is a sum of TBT / SLO ratios, and the two measures take any load
+samples; invalid input raises ValueError naming the argument.
 """
 
 from __future__ import annotations
@@ -25,6 +31,8 @@ def predicted_decode_load(enter_decode_s: float, decoding_since_s: list[float],
                           prefill_done_s: list[float], mean_decode_s: float) -> int:
     """Number of requests decoding at time `enter_decode_s`, predicted system-level (lecture §3.2).
 
+    The simulator calls this once per decode instance, with the requests of that instance: the ones
+    decoding there now and the admitted ones still in prefill that were pre-selected for it.
     All times are seconds on the simulation clock.
 
     enter_decode_s:   the moment the new request would enter the decode pool (its prefill end).
@@ -35,9 +43,9 @@ def predicted_decode_load(enter_decode_s: float, decoding_since_s: list[float],
                       (queued or running); each joins the decode pool at its prefill end and is
                       assumed to leave mean_decode_s later. It counts when it has joined by then
                       (done <= enter_decode_s) and has not yet left (done + mean > enter_decode_s).
-    mean_decode_s:    the mean decode time, seconds (> 0).
+    mean_decode_s:    the mean decode time t_d, seconds (> 0).
     Returns:          the predicted number of requests decoding at `enter_decode_s` (int), not
-                      counting the new request itself.
+                      counting the new request itself (the simulator adds it on its own instance).
     Raises ValueError naming the argument: mean_decode_s not finite or <= 0; any time not finite; a
     `decoding_since_s` entry later than `enter_decode_s` (it cannot be decoding already).
     """
@@ -73,12 +81,16 @@ def predicted_decode_load(enter_decode_s: float, decoding_since_s: list[float],
 def admit_predictive(predicted_load: float, decode_slots: int, oversubscription: float = 1.0) -> bool:
     """Admit a request iff the predicted decode load leaves room for it (lecture §3.2).
 
-    predicted_load:   requests predicted to be decoding when this one enters decode (>= 0).
-    decode_slots:     requests the decode pool can batch within its TBT SLO (int >= 1).
-    oversubscription: factor on the threshold (>= 1.0); 1.1 admits up to 10% more than the slots,
-                      trading a few wasted prefills for completions when the prediction errs.
+    predicted_load:   the decode pool's load predicted for the moment this request enters decode, this
+                      request included: the sum over the decode instances of each one's predicted
+                      TBT / TBT SLO (1.0 = an instance exactly at its SLO; the simulator also counts
+                      an instance whose KV would not fit in its memory as over 1) (>= 0).
+    decode_slots:     the number of decode instances (int >= 1): the pool is full at a load of
+                      decode_slots, i.e. when its instances' average load reaches 1.
+    oversubscription: factor on the threshold (>= 1.0); 1.1 admits up to an average predicted load
+                      of 1.1, trading a few wasted prefills for completions when the prediction errs.
     Returns:          True iff predicted_load < decode_slots x oversubscription (strictly: a pool
-                      predicted to be exactly at its threshold has no room left).
+                      predicted to be exactly at its SLO has no headroom left).
     Raises ValueError naming the argument: predicted_load negative or not finite; decode_slots not an
     int or < 1; oversubscription not finite or < 1.
     """

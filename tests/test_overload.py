@@ -26,14 +26,18 @@ SHORT = replace(ov.DEFAULT, duration_s=600.0)
 SHORT_SHORT_PREFILL = replace(ov.SHORT_PREFILL, duration_s=600.0)
 
 
-def _constant(slots: int, step_s: float = 1.0) -> ov.DecodeModel:
-    """A decode pool whose step takes step_s at any batch up to `slots`: output tokens x step_s = seconds."""
-    return ov.DecodeModel(base_s=step_s, kv_s_per_request=0.0, compute_s_per_request=0.0, tbt_slo_s=step_s,
-                          kv_capacity_requests=slots)
+def _constant(slots: int, step_s: float = 1.0, instances: int = 1) -> ov.DecodeModel:
+    """Instances whose step takes step_s at any batch (output tokens x step_s = seconds), at half the TBT SLO,
+    and whose KV room holds `slots` requests of 2 tokens (`_workload`'s default context): 2 x slots + 1
+    tokens, so b requests fill b / (slots + 0.5) of it, below 1 up to `slots` and never exactly 1."""
+    return ov.DecodeModel(base_s=step_s, kv_s_per_token=0.0, compute_s_per_request=0.0, compute_s_per_token=0.0,
+                          tbt_slo_s=2 * step_s, kv_capacity_tokens=2 * slots + 1, instances=instances)
 
 
-def _workload(arrival, prefill, tokens, duration):
-    return ov.Workload(np.array(arrival, float), np.array(prefill, float), np.array(tokens, float), duration)
+def _workload(arrival, prefill, tokens, duration, contexts=None, prefix=None):
+    ctx = np.full(len(arrival), 2, dtype=np.int64) if contexts is None else np.array(contexts, dtype=np.int64)
+    return ov.Workload(np.array(arrival, float), np.array(prefill, float), np.array(tokens, float), duration, ctx,
+                       prefix)
 
 
 def _run(w, policy, prefill_instances=1, slots=1, ttft=100.0, mean_decode=5.0, **kw):
@@ -45,30 +49,33 @@ BASE, EARLY, PRED = ov.POLICIES[0], ov.POLICIES[1], ov.POLICIES[2]
 
 
 # ---------------------------------------------------------------------------------------------
-# The TBT model
+# The TBT model and the load
 
 
-def test_toy_decode_model_is_the_roofline_of_8_h20_and_its_threshold_is_hand_checkable():
+def test_toy_decode_model_is_the_roofline_of_8_h20_and_its_limit_is_hand_checkable():
     # LLaMA-3.1-70B on 8 x H20, every request over the model's 131,072-token window (42.95 GB of KV at
     # 320 KiB a token). Batch 1: (141.11 GB + 42.95 GB) read at 8 x 4.0 TB/s x 0.8 = 7.190 ms; TBT SLO
-    # 5 x 7.190 = 35.95 ms (the paper's rule). KV capacity (lecture §7 Q2's order): (768 GB - 141.11 GB)
-    # x 0.9 / 42.95 GB = 13.14 -> 13 requests, whose step, (141.11 + 13 x 42.95) GB / 25.6 TB/s =
-    # 27.32 ms, is within the SLO (14 would take 29.00 ms): the KV memory, not the TBT SLO, binds.
+    # 5 x 7.190 = 35.95 ms (the paper's rule). KV room (lecture §7 Q2's order): (768 GB - 141.11 GB) x 0.9 /
+    # 327,680 B = 1,721,811 tokens. 13 requests: step (141.11 + 13 x 42.95) GB / 25.6 TB/s = 27.32 ms
+    # (0.760 of the SLO), KV 1,703,936 / 1,721,811 = 0.9896: load 0.9896. 14: KV 1,835,008 / 1,721,811 =
+    # 1.0657 > 1 (the step, 29.00 ms, would still be within the SLO): the KV memory, not the TBT SLO, binds.
     d = ov.TOY_DECODE
     context = ov.TOY_CONTEXT_TOKENS
     assert context == 131_072, f"toy context {context} tokens, expected LLaMA-3.1-70B's 128K window"
     one = roofline.decode_step("LLaMA-3.1-70B", "H20", 8, 1, context, ov.KV_BYTES_PER_TOKEN)
-    assert math.isclose(d.step_s(1), one.time_s, rel_tol=1e-12), (
-        f"step at batch 1 {d.step_s(1)} s must equal hetero.roofline's decode step {one.time_s} s")
+    assert math.isclose(d.step_s(1, context), one.time_s, rel_tol=1e-12), (
+        f"step at batch 1 {d.step_s(1, context)} s must equal hetero.roofline's decode step {one.time_s} s")
     full = roofline.decode_step("LLaMA-3.1-70B", "H20", 8, 13, context, ov.KV_BYTES_PER_TOKEN)
-    assert math.isclose(d.step_s(13), full.time_s, rel_tol=1e-9), (
-        f"step at batch 13 {d.step_s(13)} s vs the roofline's {full.time_s} s (both terms are linear in the batch)")
-    assert math.isclose(d.step_s(1), 0.007190, rel_tol=1e-3), f"batch-1 step {d.step_s(1)} s, expected 7.190 ms"
+    assert math.isclose(d.step_s(13, 13 * context), full.time_s, rel_tol=1e-12)
+    assert math.isclose(d.step_s(1, context), 0.007190, rel_tol=1e-3), f"batch-1 step {d.step_s(1, context)} s"
     assert math.isclose(d.tbt_slo_s, 0.03595, rel_tol=1e-3), f"TBT SLO {d.tbt_slo_s} s, expected 5 x 7.190 ms"
-    assert d.kv_capacity_requests == 13, f"KV capacity {d.kv_capacity_requests} requests, expected 564.2 / 42.95 GB -> 13"
-    assert d.max_batch == 13, f"threshold {d.max_batch} requests, expected 13 (the KV memory binds first)"
-    assert math.isclose(d.step_s(13), 0.02732, rel_tol=1e-3) and d.step_s(13) < d.tbt_slo_s
-    # 2 req/s at the threshold: 13 / (2 x 27.32 ms) = 237.9 -> 238 tokens per request (the lecture's Kimi
+    assert d.kv_capacity_tokens == 1_721_811, d.kv_capacity_tokens
+    assert math.isclose(d.load(13, 13 * context), 1_703_936 / 1_721_811, rel_tol=1e-12)
+    assert math.isclose(d.load(14, 14 * context), 1_835_008 / 1_721_811, rel_tol=1e-12)
+    assert math.isclose(d.step_s(13, 13 * context) / d.tbt_slo_s, 0.760, rel_tol=1e-3)
+    assert d.max_batch_per_instance(context) == 13 and d.binding(context) == "KV memory"
+    assert ov.DEFAULT.decode_max_batch == 13
+    # 2 req/s at the full batch: 13 / (2 x 27.32 ms) = 237.9 -> 238 tokens per request (the lecture's Kimi
     # mean output is 182), 6.50 s of decoding, 2.00 req/s.
     assert ov.TOY_MEAN_OUTPUT_TOKENS == 238.0, f"toy mean output {ov.TOY_MEAN_OUTPUT_TOKENS} tokens, expected 238"
     assert math.isclose(ov.DEFAULT.decode_mean_s, 6.503, rel_tol=1e-3), f"t_d {ov.DEFAULT.decode_mean_s} s"
@@ -79,29 +86,49 @@ def test_toy_decode_model_is_the_roofline_of_8_h20_and_its_threshold_is_hand_che
     assert math.isclose(prefill, 8.639, rel_tol=1e-3), f"131,072-token prefill {prefill} s, expected 8.64 s"
 
 
-def test_decode_model_threshold_by_memory_by_kv_capacity_and_over_instances():
-    # Memory-bound: 10 ms + 5 ms per request, SLO 32 ms -> (32 - 10) / 5 = 4.4 -> 4 requests.
-    d = ov.DecodeModel(0.010, 0.005, 0.0, 0.032, kv_capacity_requests=100)
-    assert d.max_batch == 4 and math.isclose(d.step_s(4), 0.030, rel_tol=1e-12)
-    # The KV memory holds only 3: the threshold is 3.
-    assert replace(d, kv_capacity_requests=3).max_batch == 3
-    # 3 instances, requests spread evenly: 12 in the pool, the per-instance batch of 5 (ceil(13 / 3)) breaks it.
-    pooled = replace(d, instances=3)
-    assert pooled.max_batch == 12 and math.isclose(pooled.step_s(12), 0.030, rel_tol=1e-12)
-    assert math.isclose(pooled.step_s(13), 0.035, rel_tol=1e-12) and pooled.step_s(0) == 0.0
+def test_decode_step_is_the_roofline_with_each_requests_own_context():
+    # The paper's instance (8 x A800 = the catalog's A100-80GB), 7 requests of 3,000 tokens: memory-bound,
+    # (141.11 GB + 21,000 x 327,680 B) / (8 x 2.0 TB/s x 0.8) = 11.56 ms. 200 of 1,000 tokens: compute-bound,
+    # 200 x (2 x 70.55 GFLOP + 4 x 80 x 1,000 x 8,192) / (8 x 312 TFLOP/s x 0.6) = 19.19 ms.
+    d = ov.TraceCostModel().decode_model(8)
+    for b, c, expect in ((7, 3000, 0.01156), (200, 1000, 0.01919)):
+        r = roofline.decode_step("LLaMA-3.1-70B", "A100-80GB", 8, b, c, ov.KV_BYTES_PER_TOKEN)
+        assert math.isclose(d.step_s(b, b * c), r.time_s, rel_tol=1e-12), (b, c, d.step_s(b, b * c), r.time_s)
+        assert math.isclose(r.time_s, expect, rel_tol=1e-3), (b, c, r.time_s)
+    # Contexts enter only through their sum: 1,000 + 20,000 tokens cost what 2 x 10,500 cost.
+    assert d.step_s(2, 21_000) == d.step_s(2, 1_000 + 20_000)
+    assert d.step_s(0, 0) == 0.0 and d.load(0, 0) == 0.0
+
+
+def test_decode_load_is_the_greatest_of_tbt_over_slo_kv_over_room_and_batch_over_cap():
+    # Binary-exact numbers: step = 0.5 s + 0.125 s per token, TBT SLO 1 s, KV room 10 tokens; 2-token requests.
+    d = ov.DecodeModel(0.5, 0.125, 0.0, 0.0, tbt_slo_s=1.0, kv_capacity_tokens=10)
+    assert d.step_s(1, 2) == 0.75 and d.load(1, 2) == 0.75  # TBT 0.75 of the SLO, KV 2 / 10
+    assert d.load(2, 4) == 1.0, "at exactly the SLO the instance can still run the batch (load <= 1)"
+    assert d.load(3, 6) == 1.25 and d.max_batch_per_instance(2) == 2 and d.binding(2) == "TBT SLO"
+    # Per-request contexts: one request of 3 tokens and one of 1 is the same 4 tokens (load 1.0).
+    assert d.load(2, 3 + 1) == 1.0
+    # A KV room of 3 tokens: two 2-token requests need 4 / 3 = 1.33 of it (their TBT, 1.0, would fit).
+    small = replace(d, kv_capacity_tokens=3)
+    assert small.load(2, 4) == 4 / 3 and small.max_batch_per_instance(2) == 1 and small.binding(2) == "KV memory"
+    # An engine cap of 1 request: load 2 / 1 for two of them.
+    capped = replace(d, max_requests=1)
+    assert capped.load(2, 4) == 2.0 and capped.max_batch_per_instance(2) == 1 and capped.binding(2) == "batch cap"
     with pytest.raises(ValueError, match="tbt_slo_s"):
-        replace(d, tbt_slo_s=0.012).validate()  # below the single-request step of 15 ms
+        replace(d, tbt_slo_s=0.5).validate()  # no batch can beat the 0.5 s weights read
+    with pytest.raises(ValueError, match="max_requests"):
+        replace(d, max_requests=0).validate()
 
 
-def test_hand_sequence_the_step_time_grows_with_the_batch_and_the_threshold_wastes_the_third():
-    # Step 10 ms + 10 ms per request, SLO 30 ms: at most 2 requests. One prefill instance.
-    # A: arrives 0, prefill 1 s, decodes from 1 s, 100 tokens. B: arrives 1 s, prefill 1 s, decodes from 2 s,
-    # 100 tokens. 1-2 s: batch 1, 20 ms per step, A emits 50 tokens. From 2 s: batch 2, 30 ms per step; A's
-    # last 50 tokens take 1.5 s (A done at 3.5 s), B has 50 by then and its last 50 take 50 x 20 ms = 1 s
-    # alone (B done at 4.5 s). C: arrives 2.5 s, prefill 0.5 s, reaches decode at 3.0 s with 2 decoding:
-    # a third request would make the step 40 ms > 30 ms, so it is rejected there (wasted).
-    d = ov.DecodeModel(0.010, 0.010, 0.0, 0.030, kv_capacity_requests=10)
-    w = _workload([0.0, 1.0, 2.5], [1.0, 1.0, 0.5], [100.0, 100.0, 100.0], 6.0)
+def test_hand_sequence_the_step_time_grows_with_the_batch_and_the_limit_wastes_the_third():
+    # Step 10 ms + 10 ms per request (1 token each, 10 ms per token), SLO 30 ms: at most 2 requests. One
+    # prefill instance. A: arrives 0, prefill 1 s, decodes from 1 s, 100 tokens. B: arrives 1 s, prefill 1 s,
+    # decodes from 2 s, 100 tokens. 1-2 s: batch 1, 20 ms per step, A emits 50 tokens. From 2 s: batch 2,
+    # 30 ms per step; A's last 50 tokens take 1.5 s (A done at 3.5 s), B has 50 by then and its last 50 take
+    # 50 x 20 ms = 1 s alone (B done at 4.5 s). C: arrives 2.5 s, prefill 0.5 s, reaches decode at 3.0 s
+    # with 2 decoding: a third request would make the step 40 ms > 30 ms, so it is rejected there (wasted).
+    d = ov.DecodeModel(0.010, 0.010, 0.0, 0.0, 0.030, kv_capacity_tokens=10)
+    w = _workload([0.0, 1.0, 2.5], [1.0, 1.0, 0.5], [100.0, 100.0, 100.0], 6.0, contexts=[1, 1, 1])
     r = ov.simulate(w, 1, d, 100.0, 3.0, BASE, sample_dt_s=0.25)
     assert (r.completed, r.wasted_prefills, r.rejected_at_arrival) == (2, 1, 0), (
         f"expected A and B completed and C wasted at decode entry (requests), got {r.counts()}")
@@ -111,10 +138,85 @@ def test_hand_sequence_the_step_time_grows_with_the_batch_and_the_threshold_wast
     assert got == [1, 2, 2, 1, 1, 0], f"decode load at 1.25/2.25/3.25/3.75/4.25/4.75 s: {got}, expected [1, 2, 2, 1, 1, 0]"
     # Mean admission-to-decode lag of the three that finished prefill: (1 + 1 + 0.5) / 3 s.
     assert math.isclose(r.mean_lag_s, 2.5 / 3, rel_tol=1e-12), f"mean lag {r.mean_lag_s} s, expected 0.833 s"
-    # Early rejection sees 2 decoding at C's arrival (2.5 s), the threshold: C is rejected at arrival, unwasted.
+    # Early rejection sees 2 decoding at C's arrival (2.5 s): with C the step would be 40 ms, load 4/3 > 1, so C
+    # is rejected at arrival, unwasted.
     e = ov.simulate(w, 1, d, 100.0, 3.0, EARLY, sample_dt_s=0.25)
     assert (e.completed, e.wasted_prefills, e.rejected_for_decode) == (2, 0, 1), (
-        f"early rejection must reject C at arrival with the same threshold the decode pool uses: {e.counts()}")
+        f"early rejection must reject C at arrival on the instance's TBT load now: {e.counts()}")
+
+
+def test_hand_sequence_heterogeneous_contexts_set_the_tbt():
+    # Step 10 ms + 1 ms per context token, SLO 30 ms. A (15 tokens) decodes alone at 25 ms. B (4 tokens)
+    # arrives while A decodes: 10 + 19 = 29 ms, within the SLO, taken. C (2 tokens) next: 31 ms > 30: wasted,
+    # although a third 1-token request would have fitted (30 ms): each request's own context counts.
+    d = ov.DecodeModel(0.010, 0.001, 0.0, 0.0, 0.030, kv_capacity_tokens=1000)
+    w = _workload([0.0, 1.0, 2.0], [0.5, 0.5, 0.5], [1000.0, 1000.0, 10.0], 5.0, contexts=[15, 4, 2])
+    r = ov.simulate(w, 3, d, 100.0, 3.0, BASE, sample_dt_s=1.0)
+    assert (r.completed, r.wasted_prefills) == (2, 1), r.counts()
+    assert math.isclose(r.max_tbt_s, 0.029, rel_tol=1e-12), f"longest step {r.max_tbt_s} s, expected 29 ms"
+    w1 = _workload([0.0, 1.0, 2.0], [0.5, 0.5, 0.5], [1000.0, 1000.0, 10.0], 5.0, contexts=[15, 4, 1])
+    assert ov.simulate(w1, 3, d, 100.0, 3.0, BASE, sample_dt_s=1.0).wasted_prefills == 0
+
+
+def test_hand_sequence_preselection_double_check_early_now_and_the_average_prediction():
+    # Two decode instances of constant 1 s steps (TBT load 0.5), each with KV room for 5 tokens; 3 prefill
+    # instances (no queueing), TTFT SLO 100 s.
+    #   A: arrives 0.0, prefill 1 s (decode 1-101 s, 100 tokens), 4 tokens -> instance 0 (both idle: lowest index)
+    #   B: arrives 0.1, prefill 0.1 s (decode 0.2-2.2 s, 2 tokens), 4 tokens -> instance 1 (instance 0's committed
+    #      load is A's 4 / 5 = 0.8)
+    #   C: arrives 0.3, prefill 5 s (ends 5.3), 3 tokens -> instance 0: committed loads 0.8 and 0.8 tie.
+    # Baseline: at 5.3 s instance 0 double-checks: A's 4 + C's 3 = 7 tokens > 5, C is rejected (wasted),
+    # although instance 1 has been empty since 2.2 s.
+    d = replace(_constant(2), kv_capacity_tokens=5, instances=2)
+    w = _workload([0.0, 0.1, 0.3], [1.0, 0.1, 5.0], [100.0, 2.0, 2.0], 6.0, contexts=[4, 4, 3])
+
+    def run(policy, t_d):
+        return ov.simulate(w, 3, d, 100.0, t_d, policy, PREDICT, ADMIT, sample_dt_s=1.0)
+
+    assert (run(BASE, 10.0).completed, run(BASE, 10.0).wasted_prefills) == (2, 1)
+    # Early: at 0.3 s A is still in prefill, so instance 0 now holds nothing: C alone loads it 3 / 5 = 0.6 <= 1,
+    # admitted, and wasted at 5.3 s, as the baseline: "the decode load now" misses A.
+    early = run(EARLY, 10.0)
+    assert (early.wasted_prefills, early.rejected_for_decode) == (1, 0), early.counts()
+    # Predictive, t_d = 10 s, t = 5.3 s: instance 0 keeps A (prefill end 1.0 <= 5.3 < 11.0): 1 + C = 2 requests
+    # of 4 + 3 tokens, load 7 / 5 = 1.4; instance 1 keeps B (0.2 + 10 > 5.3): load 4 / 5 = 0.8. The average,
+    # (1.4 + 0.8) / 2 = 1.1, is not below 1: C is rejected at arrival and nothing is wasted.
+    pred = run(PRED, 10.0)
+    assert (pred.completed, pred.rejected_for_decode, pred.wasted_prefills) == (2, 1, 0), pred.counts()
+    # t_d = 4.6 s: B is predicted gone (0.2 + 4.6 = 4.8 <= 5.3), A still there (1.0 + 4.6 = 5.6 > 5.3):
+    # (1.4 + 0) / 2 = 0.7 < 1 admits C, whose own instance was predicted over its limit: wasted. The paper's
+    # rule averages over all decoding instances.
+    short = run(PRED, 4.6)
+    assert (short.rejected_for_decode, short.wasted_prefills) == (0, 1), short.counts()
+
+
+def test_predictive_boundary_a_predicted_load_of_exactly_one_is_rejected():
+    # One instance, step 0.5 s + 0.125 s per token, TBT SLO 1 s (binary-exact). A (2 tokens) decodes 1-101 s.
+    # B (2 tokens) arrives at 2 s: A predicted still decoding at B's entry (t_d 50 s), so the pool would run
+    # 2 requests of 4 tokens: step exactly 1.0 s, load exactly 1.0. admit_predictive's strict "<" rejects it
+    # (no headroom), while the instance itself would take it (load <= 1) and early rejection admits it.
+    d = ov.DecodeModel(0.5, 0.125, 0.0, 0.0, tbt_slo_s=1.0, kv_capacity_tokens=100)
+    w = _workload([0.0, 2.0], [1.0, 1.0], [100.0, 1.0], 200.0)
+    pred = ov.simulate(w, 1, d, 100.0, 50.0, PRED, PREDICT, ADMIT)
+    early = ov.simulate(w, 1, d, 100.0, 50.0, EARLY)
+    assert (pred.rejected_for_decode, pred.completed) == (1, 1), pred.counts()
+    assert (early.rejected_for_decode, early.completed, early.max_tbt_s) == (0, 2, 1.0), early.counts()
+
+
+def test_prefix_reuse_fetches_the_cached_prefix_and_caches_at_prefill_end():
+    # 2-token blocks; prefill = 0.01 s per new token + 0.001 s x (n^2 - p^2) (n tokens, p cached).
+    #   r0 at 0.0:  blocks (1, 2, 3), 6 tokens, nothing cached: 0.06 + 0.036 = 0.096 s (ends 0.096 s)
+    #   r1 at 0.05: blocks (1, 2, 3), 5 tokens, r0 still prefilling, nothing cached: 0.05 + 0.025 = 0.075 s
+    #   r2 at 1.0:  blocks (1, 2, 4), 6 tokens: blocks 1, 2 cached (4 tokens): 0.02 + 0.001 x (36 - 16) = 0.04 s
+    #   r3 at 2.0:  blocks (1, 2, 3), 6 tokens, all cached but the last token is computed (p = 5):
+    #               0.01 + 0.001 x (36 - 25) = 0.021 s
+    prefix = ov.PrefixReuse(((1, 2, 3), (1, 2, 3), (1, 2, 4), (1, 2, 3)), 0.01, 0.001, block_tokens=2)
+    w = _workload([0.0, 0.05, 1.0, 2.0], [9.0] * 4, [1.0] * 4, 3.0, contexts=[6, 5, 6, 6], prefix=prefix)
+    r = ov.simulate(w, 2, _constant(10), 100.0, 1.0, BASE)
+    assert r.completed == 4 and r.prompt_tokens == 23 and r.cached_tokens == 4 + 5, r
+    assert math.isclose(r.prefill_busy_s, 0.096 + 0.075 + 0.04 + 0.021, rel_tol=1e-12), r.prefill_busy_s
+    # prefill_s (9 s, the no-reuse time) is not used when the workload carries the prefix: TTFT 2 s passes.
+    assert ov.simulate(w, 2, _constant(10), 2.0, 1.0, BASE).rejected_at_arrival == 0
 
 
 def test_hand_sequence_baseline_wastes_the_prefill_that_finds_decode_full():
@@ -163,7 +265,7 @@ def test_every_request_is_accounted_for_and_no_step_breaks_the_tbt_slo(policy):
     assert r.arrivals == r.completed + r.rejected_at_arrival + r.wasted_prefills, (
         f"{policy.name}: arrivals must equal completed + rejected + wasted after draining: {r.counts()}")
     d = SHORT.decode
-    assert r.decode_load.max() <= d.max_batch, f"decode load {r.decode_load.max()} above the threshold {d.max_batch}"
+    assert r.decode_load.max() <= SHORT.decode_max_batch, f"decode load {r.decode_load.max()} above the limit"
     assert r.max_tbt_s <= d.tbt_slo_s, f"a step took {r.max_tbt_s * 1e3:.2f} ms, above the TBT SLO {d.tbt_slo_s * 1e3:.2f} ms"
     assert r.decode_load.min() >= 0 and r.prefill_load.min() >= 0
 
@@ -171,7 +273,7 @@ def test_every_request_is_accounted_for_and_no_step_breaks_the_tbt_slo(policy):
 def test_littles_law_on_a_constant_step_pool():
     # With a constant 1 s step, output tokens are decode seconds: mean decode load ~ throughput x mean
     # decode time. Loose (25%): a 10-minute run starts empty and its output lengths are a finite sample.
-    config = replace(SHORT_SHORT_PREFILL, decode=_constant(40, 0.01), decode_mean_tokens=2000.0)
+    config = replace(SHORT_SHORT_PREFILL, decode=_constant(40, 0.01), context_tokens=2, decode_mean_tokens=2000.0)
     r = ov.simulate_config(config, ov.poisson_workload(config, np.random.default_rng(1)), BASE)
     little = r.completed * 20.0 / config.duration_s
     assert math.isclose(r.decode_load.mean(), little, rel_tol=0.25), (
@@ -247,9 +349,10 @@ def test_run_scenario_harness_and_load_series_builder_return_plain_data():
     with pytest.raises(ValueError, match="unknown scenario fields"):
         hov.run_scenario(KEY, {"duration": 300.0}, 3)
     small = {"duration_s": 300.0, "prefill_instances": 2, "prefill_mean_s": 1.0, "ttft_slo_s": 3.0,
-             "decode": {"base_s": 0.01, "kv_s_per_request": 0.002, "compute_s_per_request": 0.0,
-                        "tbt_slo_s": 0.02, "kv_capacity_requests": 100}, "decode_mean_tokens": 150.0}
-    assert hov._scenario_config(small).decode.max_batch == 5, "(20 - 10) / 2 = 5 requests"
+             "decode": {"base_s": 0.01, "kv_s_per_token": 0.002, "compute_s_per_request": 0.0,
+                        "compute_s_per_token": 0.0, "tbt_slo_s": 0.02, "kv_capacity_tokens": 100},
+             "context_tokens": 1, "decode_mean_tokens": 150.0}
+    assert hov._scenario_config(small).decode_max_batch == 5, "(20 - 10) / 2 = 5 requests"
     assert all(type(v) is int for v in hov.run_scenario(KEY, small, 3).values())
     series = hov.load_series("default", "early", 3, "decode", duration_s=300.0)
     assert len(series) == 300 - int(ov.WARMUP_S) and all(type(x) is float for x in series)
@@ -271,7 +374,8 @@ def test_experiment_figures_findings_and_render():
     assert set(figures["findings"]) and all(set(f) == {"measured", "target", "holds"} for f in figures["findings"].values())
     text = ov.render(figures)
     for name in ("baseline", "early", "predictive x1.1", "4,183", "corr(prefill, decode)", "TBT SLO 35.9 ms",
-                 "threshold 13 requests (KV room for 13; step 27.3 ms", "lag s", "max TBT ms", "Short prefills", "holds"):
+                 "full at 13 requests of 131,072 tokens (step 27.3 ms = 0.76 of the TBT SLO", "KV 99.0 % of HBM",
+                 "breaks the KV memory", "lag s", "max TBT ms", "Short prefills", "holds"):
         assert name in text, f"rendered table lacks {name!r}"
 
 
@@ -297,7 +401,7 @@ def test_oscillation_cross_correlation_finds_a_known_shift():
     p = np.round(100 + 50 * np.sin(2 * np.pi * t / 100.0)).astype(np.int64)
     d = np.round(20 - 10 * np.sin(2 * np.pi * (t - 15) / 100.0)).astype(np.int64)
     r = ov.SimResult(0, 0, 0, 0, 0, 0.0, 0.0, 0.0, p, d, 1.0)
-    o = ov.oscillation(r, replace(ov.DEFAULT, prefill_instances=100, decode=_constant(40)), KEY.antiphase_correlation,
+    o = ov.oscillation(r, replace(ov.DEFAULT, prefill_instances=100, decode=_constant(40), context_tokens=2), KEY.antiphase_correlation,
                        KEY.dominant_period_s)
     # Rounding to whole requests perturbs r by < 0.01 and cannot move the extremes by a whole sample.
     assert o["trough_lag_s"] == pytest.approx(15.0, abs=0.5), f"trough at {o['trough_lag_s']} s, expected +15 s"
@@ -352,11 +456,37 @@ def test_trace_cost_model_reproduces_the_lecture_prefill_time_and_scales_to_the_
     a800 = ov.TraceCostModel().prefill_s(np.array([8192]))[0]
     assert math.isclose(a800 / t, 989.0 / 312.0, rel_tol=1e-9), f"A800 / H800 prefill time {a800 / t:.3f}, expected 3.17"
     # Decode at 0.1 s TBT on 8 x 80 GB: the KV memory binds first. (8 x 80 GB - 141.1 GB) x 0.9 / 320 KiB
-    # = 1,370,249 tokens (lecture §7 Q2: about 1.37 M); / 12,000 = 114 requests per instance.
+    # = 1,370,249 tokens (lecture §7 Q2: about 1.37 M); / 12,000 = 114 requests of 12,000 tokens per instance,
+    # whose step, 11.02 ms + 114 x 12,000 x 25.6 ns = 46.0 ms, is within 0.1 s.
     assert ov.trace.PAPER_INSTANCE_KV_TOKENS == 1_370_249
-    d = ov.TraceCostModel().decode_model(12_000, 8)
-    assert d.max_batch_per_instance == 114 and d.max_batch == 912, (d.max_batch_per_instance, d.max_batch)
-    assert d.step_s(912) < ov.PAPER_TBT_SLO_S, "the TBT SLO does not bind before the KV memory on the paper's cluster"
+    d = ov.TraceCostModel().decode_model(8)
+    assert d.kv_capacity_tokens == 1_370_249 and d.instances == 8
+    assert d.max_batch_per_instance(12_000) == 114 and d.max_batch(12_000) == 912 and d.binding(12_000) == "KV memory"
+    assert math.isclose(d.step_s(114, 114 * 12_000), 0.04604, rel_tol=1e-3)
+    # At a 30 ms TBT SLO the TBT binds first: (30 - 11.02) ms / (12,000 x 25.6 ns) = 61.8 -> 61 requests.
+    d30 = ov.TraceCostModel(tbt_slo_s=0.03).decode_model(8)
+    assert d30.max_batch_per_instance(12_000) == 61 and d30.binding(12_000) == "TBT SLO"
+    # The explicit capacities: a batch cap and a KV room of 120,000 tokens (10 such requests).
+    assert ov.TraceCostModel(decode_requests_per_instance=4).decode_model(8).max_batch_per_instance(12_000) == 4
+    assert ov.TraceCostModel(decode_kv_tokens_per_instance=120_000).decode_model(8).max_batch_per_instance(12_000) == 10
+
+
+def test_decode_arithmetic_is_littles_law_on_the_roofline():
+    # 2 instances, step 10 ms + 1 ms per token, TBT SLO 50 ms; 10 requests of 10 tokens and 100 output tokens
+    # over 10 s (1 req/s). Full instance: 10 + 10 b <= 50 ms -> 4 requests at 50 ms: capacity 2 x 4 / (100 x
+    # 0.05 s) = 1.6 req/s. Little's law per instance: b = 1 x 100 x (0.01 + 0.01 b) / 2 = 0.5 + 0.5 b -> b = 1,
+    # step 20 ms, 25 % of a full instance.
+    d = ov.DecodeModel(0.01, 0.001, 0.0, 0.0, tbt_slo_s=0.05, kv_capacity_tokens=10_000, instances=2)
+    w = ov.Workload(np.arange(10.0), np.ones(10), np.full(10, 100.0), 10.0, np.full(10, 10, dtype=np.int64))
+    a = ov.trace.decode_arithmetic(w, d)
+    assert a["full_batch_per_instance"] == 4 and a["binding_at_full_batch"] == "TBT SLO"
+    assert math.isclose(a["capacity_per_s"], 1.6, rel_tol=1e-9) and math.isclose(a["arrival_rate_per_s"], 1.0)
+    assert math.isclose(a["littles_law_batch_per_instance"], 1.0, rel_tol=1e-9), a
+    assert math.isclose(a["step_at_littles_law_batch_s"], 0.02, rel_tol=1e-9)
+    assert math.isclose(a["littles_law_utilisation"], 0.25, rel_tol=1e-9)
+    # At 2.5 req/s the fixed point has no solution (b = 1.25 + 1.25 b): the pool cannot keep up.
+    w2 = replace(w, duration_s=4.0)
+    assert ov.trace.decode_arithmetic(w2, d)["littles_law_batch_per_instance"] == math.inf
 
 
 def test_trace_cli_json_counts(tmp_path, capsys):
@@ -377,6 +507,10 @@ def test_trace_cli_json_counts(tmp_path, capsys):
     (["--speedup", "0"], "--speedup must be > 0"),
     (["--prefill-instances", "0"], "--prefill-instances must be >= 1"),
     (["--decode-instances", "-2"], "--decode-instances must be >= 1"),
+    (["--decode-kv-tokens", "0"], "--decode-kv-tokens must be >= 1"),
+    (["--tbt-slo-s", "0.005"], "decode.tbt_slo_s (0.005 s) must exceed the weights' read time"),
+    (["--sweep", "--sweep-caps", "none,0"], "a batch cap must be >= 1"),
+    (["--sweep", "--sweep-tbt-slos", "0.1,-1"], "TBT SLOs must be > 0"),
 ])
 def test_trace_cli_rejects_bad_arguments(tmp_path, capsys, argv, message):
     trace = _write_trace(tmp_path / "t.jsonl", n=5)
@@ -405,15 +539,41 @@ def test_sample_trace_replays(capsys):
     assert c["arrivals"] == c["completed"] + c["rejected_at_arrival"] + c["wasted_prefills"]
 
 
-def test_sample_trace_on_the_paper_cluster_rejects_in_prefill_only(capsys):
-    # 8 + 8 instances of 8 x A800 at 2x: the prefill pool is overloaded (TTFT rejections for every policy), the
-    # decode pool never reaches its threshold, so the three policies reject the same requests
-    # (docs/figures_overload.md, trace mode).
+def test_sample_trace_on_the_paper_cluster_decode_does_not_bind(capsys):
+    # 8 + 8 instances of 8 x A800 at 2x: the decode pool never reaches its limit, so the three policies reject
+    # the same requests, all at arrival by the TTFT check (docs/figures_overload.md, trace mode). With
+    # prefix reuse the prefill pool keeps up better than without it (fewer TTFT rejections).
     assert ov.main(["--impl", "solutions", "--trace", str(SAMPLE_TRACE), "--speedup", "2", "--policy", "all", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     totals = {name: c["rejected_total"] for name, c in out["policies"].items()}
-    assert all(v > 0 for v in totals.values()), f"every policy must reject some requests: {totals}"
-    assert len(set(totals.values())) == 1 and out["policies"]["baseline"]["wasted_prefills"] == 0, (
-        f"with the decode pool under its threshold all policies must agree: {totals}")
-    assert out["prefill_capacity_per_s"] < out["arrival_rate_per_s"] < out["decode_capacity_per_s"], (
-        "prefill capacity below the 2x arrival rate, decode capacity above it")
+    assert all(c["wasted_prefills"] == 0 and c["rejected_for_decode"] == 0 for c in out["policies"].values())
+    assert len(set(totals.values())) == 1, f"with the decode pool under its limit all policies must agree: {totals}"
+    assert out["prefix_reuse"] and out["policies"]["baseline"]["cached_token_fraction"] > 0.05
+    a = out["decode_arithmetic"]
+    assert a["capacity_over_arrivals"] > 5 and a["littles_law_utilisation"] < 0.1, a
+    assert ov.main(["--impl", "solutions", "--trace", str(SAMPLE_TRACE), "--policy", "baseline", "--no-prefix-reuse",
+                    "--json"]) == 0
+    off = json.loads(capsys.readouterr().out)
+    assert not off["prefix_reuse"] and off["policies"]["baseline"]["cached_token_fraction"] == 0.0
+    assert off["policies"]["baseline"]["rejected_total"] > totals["baseline"] > 0
+
+
+def test_trace_sweep_cli_prints_plots_and_orders(tmp_path, capsys):
+    # A small grid on the shipped sample: no cap (decode never binds: every policy equal) and a cap of 4 per
+    # instance (8 x 4 = 32 slots against a Little's-law need of about 29 requests: decode binds, the
+    # baseline wastes prefills at entry).
+    argv = ["--impl", "solutions", "--trace", str(SAMPLE_TRACE), "--sweep", "--sweep-caps", "none,4",
+            "--sweep-tbt-slos", "0.1", "--json"]
+    assert ov.main(argv) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert [(c["tbt_slo_s"], c["cap_per_instance"]) for c in out["cells"]] == [(0.1, None), (0.1, 4)]
+    free, capped = out["cells"]
+    assert len({p["rejected_total"] for p in free["policies"].values()}) == 1 and "=" in free["ordering"]
+    assert capped["policies"]["baseline"]["wasted_prefills"] > 0 and capped["binding"] == "batch cap"
+    assert out["paper_ordering"] == "baseline > early > predictive"
+    assert ov.main([*argv[:-1], "--plots", str(tmp_path)]) == 0
+    text = capsys.readouterr().out
+    for needle in ("4,183", "3,771", "3,589", "Little's law", "ordering", "TBT SLO ms"):
+        assert needle in text, f"the sweep's table lacks {needle!r}"
+    assert (tmp_path / "overload_trace_sweep.png").stat().st_size > 10_000
+    assert ov.trace.ordering({"a": 3, "b": 3, "c": 1}) == "a = b > c"

@@ -31,12 +31,12 @@ CASES = [
               "whose prefill ends exactly at enter_decode_s has joined (done <= enter)"),
     Case("ex05.admit_predictive.at_threshold", "admit_predictive", (40, 40), expect=False,
          tol_note=BOOL, unit="admit?",
-         hint="a pool predicted at exactly its 40 slots has no room left: admit only if predicted_load < "
-              "decode_slots x oversubscription (strict <, not <=)"),
+         hint="40 decode instances whose predicted loads (TBT / SLO) add up to 40 average exactly 1.0, at the SLO: "
+              "no headroom left, so admit only if predicted_load < decode_slots x oversubscription (strict <, not <=)"),
     Case("ex05.admit_predictive.oversubscribed", "admit_predictive", (43, 40, 1.1), expect=True,
          tol_note=BOOL, unit="admit?",
-         hint="with oversubscription 1.1 the threshold is 40 x 1.1 = 44 requests, and 43 < 44 admits; "
-              "the factor multiplies the threshold"),
+         hint="with oversubscription 1.1 the threshold of 40 instances is 40 x 1.1 = 44, and a summed load of 43 "
+              "(average 1.075) < 44 admits; the factor multiplies the threshold"),
     Case("ex05.antiphase_correlation.three_samples", "antiphase_correlation",
          ([2.0, 4.0, 6.0], [5.0, 3.0, 4.0]), expect=-0.5,
          rel_tol=0.0, abs_tol=1e-9, tol_note=CORR, unit="Pearson r",

@@ -315,8 +315,9 @@ for label, spec, seed, over in (
     ("default_10min", {"duration_s": 600.0}, 3, 1.0),
     ("default_10min_x1_1", {"duration_s": 600.0}, 4, 1.1),
     ("short_prefill_15min", {"base": "short_prefill", "duration_s": 900.0}, 5, 1.0),
-    # A small pool: 10 ms + 2 ms per request per step, TBT SLO 20 ms -> 5
-    # requests; 150 tokens at 20 ms = 3 s of decoding.
+    # A small pool whose TBT SLO binds: 10 ms + 2 ms per request (1,000 tokens of KV at 2 us a token) per
+    # step, TBT SLO 20 ms -> 5 requests, the 5th exactly at the SLO (the instance takes it; a prediction
+    # of exactly 1.0 leaves no headroom); 150 tokens at 20 ms = 3 s of decoding.
     (
         "small_cluster",
         {
@@ -326,11 +327,13 @@ for label, spec, seed, over in (
             "ttft_slo_s": 3.0,
             "decode": {
                 "base_s": 0.01,
-                "kv_s_per_request": 0.002,
+                "kv_s_per_token": 2e-6,
                 "compute_s_per_request": 0.0,
+                "compute_s_per_token": 0.0,
                 "tbt_slo_s": 0.02,
-                "kv_capacity_requests": 100,
+                "kv_capacity_tokens": 100_000,
             },
+            "context_tokens": 1000,
             "decode_mean_tokens": 150.0,
         },
         6,

@@ -4,15 +4,18 @@ A discrete-event simulation of a prefill pool and a decode pool, with the lectur
 (baseline, early rejection, prediction-based rejection with exercise ex05's functions). One file per job,
 in the order they build on each other:
 
-    decode.py       the decode pool's TBT model (`DecodeModel`, roofline step times, one threshold)
+    decode.py       a decode instance's TBT model and load (`DecodeModel`: roofline step time from each
+                    request's own context; load = max(TBT / SLO, KV / HBM, batch / cap))
     config.py       the lecture's cluster and workload (`OverloadConfig`, `DEFAULT`, `SHORT_PREFILL`) and
                     the admission policies (`Policy`, `POLICIES`)
-    workload.py     the requests to replay (`Workload`, `poisson_workload`)
-    simulation.py   the discrete-event simulation (`simulate`, `simulate_config`, `SimResult`)
+    workload.py     the requests to replay (`Workload`, `PrefixReuse`, `poisson_workload`)
+    simulation.py   the discrete-event simulation (`simulate`, `simulate_config`, `SimResult`): decode
+                    instances pre-selected at arrival and double-checking the SLO at entry (Algorithm 1)
     oscillation.py  the two pools' load series measured (`oscillation`)
-    trace.py        trace mode: a Mooncake-format trace on the paper's cluster (`TraceCostModel`, `replay_trace`)
+    trace.py        trace mode: a Mooncake-format trace on the paper's cluster (`TraceCostModel`, `replay_trace`),
+                    its decode arithmetic (`decode_arithmetic`) and the capacity x TBT SLO sweep (`sweep`)
     experiment.py   experiment 02's parts "overload" and "overload_lag" (`experiment`, `lag_sweep`, `PARTS`)
-    report.py       their text and plots (`render`, `render_lag`, `plot`, `plot_lag`)
+    report.py       their text and plots (`render`, `render_lag`, `render_sweep`, `plot`, `plot_lag`, `plot_sweep`)
     cli.py          `python -m hetero.overload` (`main`)
 
 Default configuration (fixed from the lecture's words before it was run; reasons beside each field;
@@ -20,7 +23,8 @@ docs/figures_overload.md): both pools serve about 2 req/s, requests arrive as a 
 2.6 req/s for one hour, output lengths are exponential, and prefills are long (10-20 s, "十几秒"), so
 a request reaches decode 10-30 s after it arrives (queueing within the 30 s TTFT SLO + prefill). The
 requests are long-context ones: the decode pool holds, for each, the KV of a prompt at the model's
-128K-token window, so 13 fit on its one instance of 8 x H20.
+128K-token window, so 13 fit on its one instance of 8 x H20 (its load, max(TBT / SLO, KV / HBM), is
+0.99 with 13 and 1.07 with 14: the KV memory binds before the TBT SLO).
 `SHORT_PREFILL` is the same cluster with 2-6 s prefills; the lag sweep (`lag_sweep`, experiment part
 "overload_lag") varies the prefill time at constant capacity and shows where "look at the decode load
 now" stops predicting it.
@@ -42,10 +46,10 @@ from hetero.overload.config import (
 from hetero.overload.decode import KV_BYTES_PER_TOKEN, PAPER_TBT_SLO_S, PAPER_TTFT_SLO_S, DecodeModel
 from hetero.overload.experiment import LAG_SWEEP_PREFILL_MEAN_S, PARTS, experiment, lag_config, lag_sweep
 from hetero.overload.oscillation import WARMUP_S, oscillation
-from hetero.overload.report import plot, plot_lag, render, render_lag
+from hetero.overload.report import plot, plot_lag, plot_sweep, render, render_lag, render_sweep
 from hetero.overload.simulation import SimResult, simulate, simulate_config
-from hetero.overload.trace import TraceCostModel, replay_trace
-from hetero.overload.workload import Workload, poisson_workload
+from hetero.overload.trace import TraceCostModel, decode_arithmetic, replay_trace, sweep
+from hetero.overload.workload import PrefixReuse, Workload, poisson_workload
 
 __all__ = [
     "DEFAULT",
@@ -65,9 +69,11 @@ __all__ = [
     "DecodeModel",
     "OverloadConfig",
     "Policy",
+    "PrefixReuse",
     "SimResult",
     "TraceCostModel",
     "Workload",
+    "decode_arithmetic",
     "experiment",
     "lag_config",
     "lag_sweep",
@@ -75,10 +81,13 @@ __all__ = [
     "oscillation",
     "plot",
     "plot_lag",
+    "plot_sweep",
     "poisson_workload",
     "render",
     "render_lag",
+    "render_sweep",
     "replay_trace",
     "simulate",
     "simulate_config",
+    "sweep",
 ]

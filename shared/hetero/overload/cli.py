@@ -4,7 +4,10 @@ The command line (the first line above is its description):
     python -m hetero.overload [--seeds 5] [--json] [--plots DIR] [--impl solutions]
     python -m hetero.overload --lag-sweep [--seeds 3] [--json]
     python -m hetero.overload --trace TRACE.jsonl --speedup 2 --prefill-instances 8 \\
-        --decode-instances 8 --policy all --json
+        --decode-instances 8 --policy all [--decode-slots N] [--decode-kv-tokens N] [--tbt-slo-s S] \\
+        [--no-prefix-reuse] [--json]
+    python -m hetero.overload --trace TRACE.jsonl --sweep [--sweep-caps none,32,16,8,4,2] \\
+        [--sweep-tbt-slos 0.1,0.05,0.03,0.02,0.015] [--plots DIR] [--json]
 """
 
 from __future__ import annotations
@@ -18,11 +21,32 @@ from pathlib import Path
 from hetero.impl import MissingExercise, add_impl_argument, exercise_function, resolve_impl_dir
 from hetero.overload.config import POLICIES, Policy
 from hetero.overload.experiment import LAG_SWEEP_SEEDS, SEEDS, exercise_functions, experiment, lag_sweep
-from hetero.overload.report import plot, plot_lag, render, render_lag, render_trace
-from hetero.overload.trace import TraceCostModel, replay_trace
+from hetero.overload.report import plot, plot_lag, plot_sweep, render, render_lag, render_sweep, render_trace
+from hetero.overload.trace import SWEEP_CAPS, SWEEP_TBT_SLOS_S, TraceCostModel, replay_trace, sweep
 from hetero.traces import TraceError, read_trace
 
 CLI_POLICIES = ("all", "baseline", "early", "predictive", "oversubscribed")
+
+
+def _caps(text: str) -> list[int | None]:
+    out: list[int | None] = []
+    for item in text.split(","):
+        item = item.strip()
+        if item == "none":
+            out.append(None)
+            continue
+        value = int(item)
+        if value < 1:
+            raise ValueError(f"a batch cap must be >= 1 or 'none', got {value}")
+        out.append(value)
+    return out
+
+
+def _slos(text: str) -> list[float]:
+    out = [float(x) for x in text.split(",")]
+    if any(not (math.isfinite(x) and x > 0) for x in out):
+        raise ValueError(f"TBT SLOs must be > 0, got {text}")
+    return out
 
 
 def cli_policies(choice: str, oversubscription: float) -> list[Policy]:
@@ -36,7 +60,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m hetero.overload", description=__doc__.split("\n")[0])
     add_impl_argument(parser, "ex05")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
-    parser.add_argument("--plots", type=Path, default=None, help="simulation mode: write PNGs into this folder")
+    parser.add_argument(
+        "--plots",
+        type=Path,
+        default=None,
+        help="write PNGs into this folder (simulation mode; trace mode with --sweep)",
+    )
     parser.add_argument(
         "--seeds",
         type=int,
@@ -56,7 +85,33 @@ def main(argv: list[str] | None = None) -> int:
         "--decode-slots",
         type=int,
         default=None,
-        help="trace mode: at most this many requests per decode instance (default: what its KV memory holds)",
+        help="trace mode: the engine's batch cap, requests per decode instance (default: none; HBM and TBT SLO limit it)",
+    )
+    parser.add_argument(
+        "--decode-kv-tokens",
+        type=int,
+        default=None,
+        help="trace mode: KV tokens one decode instance holds (default: its HBM after the weights, 1,370,249)",
+    )
+    parser.add_argument(
+        "--no-prefix-reuse",
+        action="store_true",
+        help="trace mode: compute every prompt token (default: reuse the prefix already in the global KV pool)",
+    )
+    parser.add_argument(
+        "--sweep",
+        action="store_true",
+        help="trace mode: rejected requests per policy over batch caps x TBT SLOs, beside the paper's",
+    )
+    parser.add_argument(
+        "--sweep-caps",
+        default=",".join("none" if c is None else str(c) for c in SWEEP_CAPS),
+        help="sweep: batch caps per decode instance ('none' or ints, comma-separated)",
+    )
+    parser.add_argument(
+        "--sweep-tbt-slos",
+        default=",".join(f"{x:g}" for x in SWEEP_TBT_SLOS_S),
+        help="sweep: TBT SLOs in s (comma-separated)",
     )
     parser.add_argument(
         "--tbt-slo-s", type=float, default=TraceCostModel.tbt_slo_s, help="trace mode: TBT SLO, s per token"
@@ -78,6 +133,7 @@ def main(argv: list[str] | None = None) -> int:
         ("--prefill-instances", args.prefill_instances),
         ("--decode-instances", args.decode_instances),
         ("--decode-slots", 1 if args.decode_slots is None else args.decode_slots),
+        ("--decode-kv-tokens", 1 if args.decode_kv_tokens is None else args.decode_kv_tokens),
     ):
         if value < 1:
             parser.error(f"{flag} must be >= 1, got {value}")
@@ -112,17 +168,50 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--trace: {exc}")
     if not requests:
         parser.error(f"--trace: {args.trace} holds no requests")
+    cost = TraceCostModel(
+        decode_requests_per_instance=args.decode_slots,
+        decode_kv_tokens_per_instance=args.decode_kv_tokens,
+        tbt_slo_s=args.tbt_slo_s,
+        ttft_slo_s=args.ttft_slo_s,
+        prefix_reuse=not args.no_prefix_reuse,
+    )
+    if args.sweep:
+        try:
+            caps, slos = _caps(args.sweep_caps), _slos(args.sweep_tbt_slos)
+        except ValueError as exc:
+            parser.error(f"--sweep-caps / --sweep-tbt-slos: {exc}")
+        print(f"exercise files: {resolve_impl_dir(args.impl)}", file=sys.stderr)
+        sweep_predict, sweep_admit = exercise_functions(args.impl)
+        try:
+            figures = sweep(
+                requests,
+                sweep_predict,
+                sweep_admit,
+                cost,
+                caps,
+                slos,
+                args.speedup,
+                args.prefill_instances,
+                args.decode_instances,
+            )
+        except ValueError as exc:
+            parser.error(str(exc))
+        if args.plots is not None:
+            for path in plot_sweep(figures, args.plots):
+                print(f"wrote {path}", file=sys.stderr)
+        print(json.dumps(figures, indent=1) if args.json else render_sweep(figures))
+        return 0
     policies = cli_policies(args.policy, args.oversubscription)
     needs_ex05 = any(p.kind == "predictive" for p in policies)
     if needs_ex05:
         print(f"exercise files: {resolve_impl_dir(args.impl)}", file=sys.stderr)
     predict, admit = exercise_functions(args.impl) if needs_ex05 else (None, None)
-    cost = TraceCostModel(
-        decode_requests_per_instance=args.decode_slots, tbt_slo_s=args.tbt_slo_s, ttft_slo_s=args.ttft_slo_s
-    )
-    out = replay_trace(
-        requests, args.speedup, args.prefill_instances, args.decode_instances, policies, predict, admit, cost
-    )
+    try:
+        out = replay_trace(
+            requests, args.speedup, args.prefill_instances, args.decode_instances, policies, predict, admit, cost
+        )
+    except ValueError as exc:
+        parser.error(str(exc))
     print(json.dumps(out, indent=1) if args.json else render_trace(out))
     return 0
 

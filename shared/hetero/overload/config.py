@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from hetero.overload.decode import PAPER_TTFT_SLO_S, DecodeModel, roofline_decode_model
+from hetero.overload.decode import PAPER_TTFT_SLO_S, DecodeModel, paper_rule_tbt_slo_s, roofline_decode_model
 
 # The toy's requests are long-context ones (lecture §3.2: "long-context prefill takes 十几秒", ten-plus
 # seconds): prompts at LLaMA-3.1-70B's context window, 131,072 tokens (128K), the longest it takes. The
@@ -17,19 +17,23 @@ from hetero.overload.decode import PAPER_TTFT_SLO_S, DecodeModel, roofline_decod
 TOY_MODEL = "LLaMA-3.1-70B"
 TOY_CONTEXT_TOKENS = 131_072
 # The toy's decode pool: one decode instance of 8 x H20 (lecture §1.2: H20 decodes), the smallest pool.
-# KV capacity, in the order of the lecture's §7 Q2 answer (weights first, then 10 % headroom):
-# (8 x 96 GB - 141.1 GB) x 0.9 / (131,072 x 320 KiB = 42.95 GB) = 13.1 -> 13 requests. TBT SLO: the
-# paper's rule, 5 x the 7.19 ms single-request step = 35.9 ms; the step of 13 requests is 27.3 ms
-# (memory-bound), so the KV memory, not the SLO, sets the threshold: 13.
+# TBT SLO: the paper's rule, 5 x the 7.19 ms single-request step = 35.9 ms. KV capacity, in the order of
+# the lecture's §7 Q2 answer (weights first, then 10 % headroom): (8 x 96 GB - 141.1 GB) x 0.9 / 320 KiB
+# = 1,721,811 tokens, the KV of 13.1 requests of 131,072 tokens. The instance's load (decode.py) is
+# max(TBT / SLO, KV / HBM): 13 requests read 27.3 ms per step (0.76 of the SLO) and fill 98.96 % of the
+# KV room, 14 would need 106.6 % of it: the KV memory, not the TBT SLO, ends the batch at 13.
 TOY_KV_CAPACITY_REQUESTS = 13
-TOY_DECODE = roofline_decode_model(TOY_MODEL, "H20", 8, TOY_CONTEXT_TOKENS, None, TOY_KV_CAPACITY_REQUESTS)
-# Output lengths (tokens) of the toy: the mean that makes the decode pool serve 2 req/s at its threshold
-# (lecture §3.2: each pool handles about 2 req/s), max_batch / (2 req/s x step at max_batch) = 238 tokens
-# (6.5 s of decoding). The lecture's Kimi mean output is 182 tokens (§2.2): with it this one instance
-# would serve 2.6 req/s; k instances at 2 req/s would need k x 238 tokens.
+TOY_DECODE = roofline_decode_model(
+    TOY_MODEL, "H20", 8, paper_rule_tbt_slo_s(TOY_MODEL, "H20", 8, TOY_CONTEXT_TOKENS), None, 1
+)
+# Output lengths (tokens) of the toy: the mean that makes the decode pool serve 2 req/s at its full batch
+# (lecture §3.2: each pool handles about 2 req/s), 13 / (2 req/s x step of 13) = 238 tokens (6.5 s of
+# decoding). The lecture's Kimi mean output is 182 tokens (§2.2): with it this one instance would serve
+# 2.6 req/s; k instances at 2 req/s would need k x 238 tokens.
 TOY_DECODE_CAPACITY_PER_S = 2.0
+_TOY_FULL = TOY_DECODE.max_batch_per_instance(TOY_CONTEXT_TOKENS)
 TOY_MEAN_OUTPUT_TOKENS = float(
-    round(TOY_DECODE.max_batch / (TOY_DECODE_CAPACITY_PER_S * TOY_DECODE.step_s(TOY_DECODE.max_batch)))
+    round(_TOY_FULL / (TOY_DECODE_CAPACITY_PER_S * TOY_DECODE.step_s(_TOY_FULL, _TOY_FULL * TOY_CONTEXT_TOKENS)))
 )
 
 
@@ -43,7 +47,8 @@ class OverloadConfig:
     prefill_mean_s: float = 15.0  # lecture §3.2: long-context prefill takes "十几秒" (ten-plus seconds)
     prefill_spread: float = 1 / 3  # prefill time ~ Uniform(mean x (1 - spread), mean x (1 + spread)): 10-20 s
     ttft_slo_s: float = PAPER_TTFT_SLO_S  # the TTFT cap of the paper's real-trace runs
-    decode: DecodeModel = TOY_DECODE  # TBT model and threshold (2 req/s at the threshold with the outputs below)
+    decode: DecodeModel = TOY_DECODE  # each decode instance's TBT model, SLO and KV room
+    context_tokens: int = TOY_CONTEXT_TOKENS  # the KV every decoding request holds (tokens)
     decode_mean_tokens: float = TOY_MEAN_OUTPUT_TOKENS  # exponential output lengths: not known in advance
     sample_dt_s: float = 1.0  # load series sampling interval
     # How stale the Conductor's view of the decode pool is. 0: it sees the current occupancy at every
@@ -75,15 +80,36 @@ class OverloadConfig:
             isinstance(interval, (int, float)) and math.isfinite(interval) and interval >= 0
         ):
             raise ValueError(f"load_report_interval_s must be a finite number >= 0, got {interval!r}")
+        value = self.context_tokens
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"context_tokens must be an int >= 1, got {value!r}")
         if not isinstance(self.decode, DecodeModel):
             raise ValueError(f"decode must be a DecodeModel, got {type(self.decode).__name__}")
         self.decode.validate()
+        if self.decode.max_batch_per_instance(self.context_tokens) < 1:
+            raise ValueError(f"context_tokens: one request of {self.context_tokens} tokens overloads a decode instance")
         return self
 
     @property
+    def decode_full_batch(self) -> int:
+        """Requests per decode instance at its limit (load 1), every request at `context_tokens`."""
+        return self.decode.max_batch_per_instance(self.context_tokens)
+
+    @property
+    def decode_max_batch(self) -> int:
+        """Requests the whole decode pool holds at its limit (every instance full)."""
+        return self.decode_full_batch * self.decode.instances
+
+    @property
+    def decode_full_step_s(self) -> float:
+        """Step time of a full decode instance."""
+        b = self.decode_full_batch
+        return self.decode.step_s(b, b * self.context_tokens)
+
+    @property
     def decode_mean_s(self) -> float:
-        """The system-level prediction's t_d: the mean output length at the threshold's step time."""
-        return self.decode_mean_tokens * self.decode.step_s(self.decode.max_batch)
+        """The system-level prediction's t_d: the mean output length at a full instance's step time."""
+        return self.decode_mean_tokens * self.decode_full_step_s
 
     @property
     def prefill_capacity_per_s(self) -> float:
@@ -91,8 +117,8 @@ class OverloadConfig:
 
     @property
     def decode_capacity_per_s(self) -> float:
-        """Requests per second the decode pool finishes when it runs at its threshold (TBT SLO or KV memory)."""
-        return self.decode.max_batch / self.decode_mean_s
+        """Requests per second the decode pool finishes when every instance runs full (TBT SLO or KV memory)."""
+        return self.decode_max_batch / self.decode_mean_s
 
 
 DEFAULT = OverloadConfig()
@@ -108,7 +134,7 @@ class Policy:
 
     name: str  # label in tables and JSON
     kind: str  # "baseline" | "early" | "predictive"
-    oversubscription: float = 1.0  # threshold factor, predictive only
+    oversubscription: float = 1.0  # factor on the predicted-load threshold (1.0: the SLO), predictive only
 
 
 POLICY_KINDS = ("baseline", "early", "predictive")

@@ -1,6 +1,7 @@
 """Experiment 02's overload parts: the figures of part "overload" (every policy on the lecture's
-configuration and the short-prefill one, over seeds; the findings against the lecture's claims) and of
-part "overload_lag" (the lag sweep), and `PARTS`, which `hetero.lecture` runs."""
+configuration and the short-prefill one, over seeds; the findings against the lecture's claims), of
+part "overload_lag" (the lag sweep) and of part "overload_trace" (the trace sweep on the shipped sample),
+and `PARTS`, which `hetero.lecture` runs."""
 
 from __future__ import annotations
 
@@ -22,10 +23,12 @@ from hetero.overload.config import (
     Policy,
 )
 from hetero.overload.oscillation import oscillation
-from hetero.overload.report import plot, plot_lag, render, render_lag
+from hetero.overload.report import plot, plot_lag, plot_sweep, render, render_lag, render_sweep
 from hetero.overload.simulation import AdmitFn, PredictFn, simulate_config
+from hetero.overload.trace import sweep
 from hetero.overload.workload import poisson_workload
 from hetero.parts import Part
+from hetero.traces import SAMPLE_TRACE, read_trace
 
 SEEDS = (0, 1, 2, 3, 4)
 PLOT_WINDOW_S = (600.0, 1500.0)  # 15 minutes of the load series shown per policy (seed 0)
@@ -117,10 +120,15 @@ def experiment(
             "series": series,
             "dt_s": config.sample_dt_s,
             "prefill_instances": config.prefill_instances,
-            "decode_max_batch": config.decode.max_batch,
+            "decode_instances": config.decode.instances,
+            "decode_max_batch": config.decode_max_batch,
+            "decode_binding": config.decode.binding(config.context_tokens),
             "tbt_slo_s": config.decode.tbt_slo_s,
-            "decode_step_at_max_batch_s": config.decode.step_s(config.decode.max_batch),
-            "decode_kv_capacity_requests": config.decode.kv_capacity_requests * config.decode.instances,
+            "decode_step_at_max_batch_s": config.decode_full_step_s,
+            "decode_tbt_ratio_at_max_batch": config.decode_full_step_s / config.decode.tbt_slo_s,
+            "decode_kv_fraction_at_max_batch": config.decode_full_batch
+            * config.context_tokens
+            / config.decode.kv_capacity_tokens,
             "decode_mean_s": config.decode_mean_s,
             "prefill_capacity_per_s": config.prefill_capacity_per_s,
             "decode_capacity_per_s": config.decode_capacity_per_s,
@@ -231,6 +239,12 @@ def _run_lag_part(impl: str) -> dict[str, Any]:
     return lag_sweep(*exercise_functions(impl))
 
 
+def _run_trace_part(impl: str) -> dict[str, Any]:
+    """The trace sweep (capacity per decode instance x TBT SLO) on the shipped sample trace; the public
+    Mooncake traces: `python -m hetero.overload --trace TRACE --sweep`."""
+    return sweep(read_trace(SAMPLE_TRACE), *exercise_functions(impl))
+
+
 PARTS = [
     Part(
         "overload",
@@ -249,5 +263,14 @@ PARTS = [
         _run_lag_part,
         render_lag,
         plot_lag,
+    ),
+    Part(
+        "overload_trace",
+        "Trace mode on the paper's 8 P + 8 D cluster: decode capacity x TBT SLO, beside the paper's rejections",
+        "§3.2",
+        ("ex05",),
+        _run_trace_part,
+        render_sweep,
+        plot_sweep,
     ),
 ]

@@ -27,7 +27,7 @@ def oscillation(result: SimResult, config: OverloadConfig, corr: Callable, perio
     of the threshold). `corr` and `period` are ex05's functions."""
     skip = int(WARMUP_S / result.dt_s)
     p = result.prefill_load[skip:].astype(np.float64) / config.prefill_instances  # (samples,) per instance
-    d = result.decode_load[skip:].astype(np.float64) / config.decode.max_batch  # (samples,) fraction of the threshold
+    d = result.decode_load[skip:].astype(np.float64) / config.decode_max_batch  # (samples,) fraction of the threshold
     # A request admitted now reaches the decode pool about one mean prefill time later.
     lag = max(1, int(round(config.prefill_mean_s / result.dt_s)))
     # Cross-correlation corr(p(t), d(t + k dt)) for |k dt| up to 4 mean prefill times (numpy rather than
@@ -55,5 +55,5 @@ def oscillation(result: SimResult, config: OverloadConfig, corr: Callable, perio
         "prefill_empty": float(np.mean(result.prefill_load[skip:] == 0)),
         # Fraction of the time the decode pool is at its threshold (every arrival then fails the
         # early check; every prefill that ends then is wasted).
-        "decode_at_threshold": float(np.mean(result.decode_load[skip:] >= config.decode.max_batch)),
+        "decode_at_threshold": float(np.mean(result.decode_load[skip:] >= config.decode_max_batch)),
     }

@@ -21,9 +21,12 @@ def _config_line(cfg: dict[str, Any], fig: dict[str, Any]) -> str:
     hi = cfg["prefill_mean_s"] * (1 + cfg["prefill_spread"])
     return (
         f"{cfg['prefill_instances']} prefill instances x {lo:g}-{hi:g} s prefills "
-        f"({fig['prefill_capacity_per_s']:.2f} req/s), TTFT SLO {cfg['ttft_slo_s']:g} s; decode: threshold "
-        f"{fig['decode_max_batch']} requests (KV room for {fig['decode_kv_capacity_requests']}; step "
-        f"{1e3 * fig['decode_step_at_max_batch_s']:.1f} ms within the TBT SLO {1e3 * fig['tbt_slo_s']:.1f} ms), "
+        f"({fig['prefill_capacity_per_s']:.2f} req/s), TTFT SLO {cfg['ttft_slo_s']:g} s; decode: "
+        f"{fig['decode_instances']} instance(s), load = max(TBT / SLO, KV / HBM), full at "
+        f"{fig['decode_max_batch']} requests of {cfg['context_tokens']:,} tokens (step "
+        f"{1e3 * fig['decode_step_at_max_batch_s']:.1f} ms = {fig['decode_tbt_ratio_at_max_batch']:.2f} of the TBT SLO "
+        f"{1e3 * fig['tbt_slo_s']:.1f} ms, KV {100 * fig['decode_kv_fraction_at_max_batch']:.1f} % of HBM; one more "
+        f"breaks the {fig['decode_binding']}), "
         f"mean decode {fig['decode_mean_s']:.1f} s at that batch ({fig['decode_capacity_per_s']:.2f} req/s); "
         f"arrivals {cfg['arrival_rate_per_s']:g} req/s for {cfg['duration_s']:g} s"
     )
@@ -97,7 +100,7 @@ def render(figures: dict[str, Any]) -> str:
 def render_lag(figures: dict[str, Any]) -> str:
     lines = [
         f"Admission-to-decode lag vs what early and prediction-based rejection achieve ({len(figures['seeds'])} "
-        f"seeds; mean decode time at the threshold {figures['decode_mean_s']:.1f} s; changes against the "
+        f"seeds; mean decode time at a full decode instance {figures['decode_mean_s']:.1f} s; changes against the "
         "baseline, paired by seed)",
         f"{'prefill s':>9} {'P':>3} {'TTFT s':>6} {'lag s':>6} {'early Δwasted %':>16} {'early Δcompl. %':>16} "
         f"{'pred. Δwasted %':>16} {'pred. Δcompl. %':>16} {'wasted b/e/p':>16}",
@@ -134,7 +137,7 @@ def plot(figures: dict[str, Any], outdir: Path) -> list[Path]:
         ax.plot(
             t,
             np.asarray(s["decode"]) / fig_data["decode_max_batch"],
-            label="decode pool (fraction of the threshold batch)",
+            label="decode pool (fraction of its full batch)",
             lw=1,
         )
         ax.axhline(1.0, color="grey", lw=0.6, ls=":")
@@ -152,7 +155,7 @@ def plot(figures: dict[str, Any], outdir: Path) -> list[Path]:
     cfg = figures["configs"]["default"]
     fig.suptitle(
         f"Pool loads per admission policy: {cfg['prefill_instances']} prefill instances, prefills "
-        f"{cfg['prefill_mean_s']:g} s mean, TTFT SLO {cfg['ttft_slo_s']:g} s, decode threshold "
+        f"{cfg['prefill_mean_s']:g} s mean, TTFT SLO {cfg['ttft_slo_s']:g} s, decode full at "
         f"{fig_data['decode_max_batch']} requests; seed {figures['seeds'][0]}",
         fontsize=10,
     )
@@ -182,29 +185,122 @@ def plot_lag(figures: dict[str, Any], outdir: Path) -> list[Path]:
     fig.suptitle(
         f"Early vs prediction-based rejection as the admission-to-decode lag grows (mean decode "
         f"{figures['decode_mean_s']:.1f} s "
-        f"at the threshold; {len(figures['seeds'])} seeds, ± std)",
+        f"at a full decode instance; {len(figures['seeds'])} seeds, ± std)",
         fontsize=10,
     )
     path = plotting.save(fig, outdir, "overload_lag_sweep.png", dpi=110)
     return [path]
 
 
+def render_arithmetic(a: dict[str, Any], slo_s: float) -> list[str]:
+    """The decode pool's roofline arithmetic against the trace's demand (trace.decode_arithmetic)."""
+    return [
+        f"Decode pool arithmetic (every request at the trace's mean context {a['mean_context_tokens']:,.0f} tokens and "
+        f"mean output {a['mean_output_tokens']:.0f} tokens; TBT SLO {1e3 * slo_s:g} ms):",
+        f"  one request alone: {1e3 * a['single_request_step_s']:.1f} ms per step; a full instance: "
+        f"{a['full_batch_per_instance']} requests (one more breaks the {a['binding_at_full_batch']}) at "
+        f"{1e3 * a['step_at_full_batch_s']:.1f} ms per step",
+        f"  capacity {a['instances']} x {a['full_batch_per_instance']} / ({a['mean_output_tokens']:.0f} x "
+        f"{1e3 * a['step_at_full_batch_s']:.1f} ms) = {a['capacity_per_s']:.1f} req/s against "
+        f"{a['arrival_rate_per_s']:.2f} req/s arriving ({a['capacity_over_arrivals']:.1f}x)",
+        f"  Little's law: b = {a['arrival_rate_per_s']:.2f} req/s x {a['mean_output_tokens']:.0f} x step(b) / "
+        f"{a['instances']} gives {a['littles_law_batch_per_instance']:.1f} requests per instance at "
+        f"{1e3 * a['step_at_littles_law_batch_s']:.1f} ms per step: "
+        f"{100 * a['littles_law_utilisation']:.1f} % of a full instance",
+    ]
+
+
 def render_trace(out: dict[str, Any]) -> str:
+    cached = [c.get("cached_token_fraction", 0.0) for c in out["policies"].values()]
     lines = [
         f"Trace replay: {out['requests']} requests at {out['speedup']:g}x ({out['arrival_rate_per_s']:.2f} req/s), "
-        f"{out['prefill_instances']} prefill + {out['decode_instances']} decode instances; mean prefill "
-        f"{out['mean_prefill_s']:.2f} s (prefill capacity {out['prefill_capacity_per_s']:.2f} req/s); decode "
-        f"threshold {out['decode_max_batch']} requests at {1e3 * out['decode_step_at_max_batch_s']:.1f} ms per step, "
-        f"mean decode {out['mean_decode_s']:.2f} s (decode capacity {out['decode_capacity_per_s']:.2f} req/s)",
-        f"{'policy':<18} {'completed':>10} {'rejected at arrival':>20} {'wasted prefills':>16} {'rejected total':>15}",
+        f"{out['prefill_instances']} prefill + {out['decode_instances']} decode instances; mean prefill without "
+        f"reuse {out['mean_prefill_s']:.2f} s (prefill capacity {out['prefill_capacity_per_s']:.2f} req/s); prefix "
+        f"reuse {'on' if out['prefix_reuse'] else 'off'}"
+        + (
+            f" ({100 * max(cached):.1f} % of the admitted prompt tokens fetched)"
+            if cached and out["prefix_reuse"]
+            else ""
+        ),
+        *render_arithmetic(out["decode_arithmetic"], out["cost_model"]["tbt_slo_s"]),
+        f"{'policy':<18} {'completed':>10} {'rejected at arrival':>20} {'of which decode':>16} {'wasted prefills':>16} "
+        f"{'rejected total':>15} {'max decoding':>13}",
     ]
     for name, c in out["policies"].items():
         lines.append(
-            f"{name:<18} {c['completed']:>10} {c['rejected_at_arrival']:>20} {c['wasted_prefills']:>16} "
-            f"{c['rejected_total']:>15}"
+            f"{name:<18} {c['completed']:>10} {c['rejected_at_arrival']:>20} {c['rejected_for_decode']:>16} "
+            f"{c['wasted_prefills']:>16} {c['rejected_total']:>15} {c['decode_load_max']:>13}"
         )
     lines.append(
         "Paper (Mooncake §8.2, ~23,000 requests at 2x), rejected: "
         + ", ".join(f"{k} {v:,}" for k, v in PAPER_REJECTED.items())
     )
     return "\n".join(lines)
+
+
+def render_sweep(out: dict[str, Any]) -> str:
+    a = out["decode_arithmetic"]
+    paper = out["paper_rejected"]
+    total_paper = 23_000
+    lines = [
+        f"Sensitivity sweep: {out['requests']} requests at {out['speedup']:g}x ({out['arrival_rate_per_s']:.2f} req/s), "
+        f"{out['prefill_instances']} prefill + {out['decode_instances']} decode instances, prefix reuse "
+        f"{'on' if out['prefix_reuse'] else 'off'}; prefill capacity without reuse {out['prefill_capacity_per_s']:.2f} req/s",
+        *render_arithmetic(a, out["cost_model"]["tbt_slo_s"]),
+        "Rejected requests (rejected at arrival + wasted prefills) per policy; cap: the engine's batch cap per decode "
+        "instance (none: HBM and the TBT SLO only); full: requests of the mean context one instance runs; "
+        "util.: Little's-law batch / full",
+        f"{'TBT SLO ms':>10} {'cap':>5} {'full':>5} {'binds':>10} {'cap. req/s':>10} {'util.':>6} "
+        f"{'baseline':>14} {'early':>14} {'predictive':>14}  ordering",
+    ]
+    n = out["requests"]
+    for cell in out["cells"]:
+        p = cell["policies"]
+        cols = []
+        for name in ("baseline", "early", "predictive"):
+            c = p.get(name)
+            cols.append(f"{c['rejected_total']:>6} ({c['wasted_prefills']:>4}w)" if c else f"{'':>14}")
+        cap = "none" if cell["cap_per_instance"] is None else str(cell["cap_per_instance"])
+        lines.append(
+            f"{1e3 * cell['tbt_slo_s']:>10g} {cap:>5} {cell['full_batch_per_instance']:>5} {cell['binding']:>10} "
+            f"{cell['decode_capacity_per_s']:>10.1f} {100 * cell['littles_law_utilisation']:>5.0f}% "
+            + " ".join(f"{x:>14}" for x in cols)
+            + f"  {cell['ordering']}"
+        )
+    lines.append("(w: of which wasted prefills, rejected by the pre-selected decode instance at entry)")
+    lines.append(
+        "Paper (Mooncake §8.2: 8 P + 8 D A800 instances, ~23,000 real requests at 2x), rejected: "
+        + " / ".join(f"{k} {v:,} ({100 * v / total_paper:.1f} %)" for k, v in paper.items())
+        + f"; ordering {out['paper_ordering']}. This trace: {n:,} requests, so 1 % is {n / 100:.0f} requests."
+    )
+    return "\n".join(lines)
+
+
+def plot_sweep(out: dict[str, Any], outdir: Path, name: str = "overload_trace_sweep.png") -> list[Path]:
+    plt = plotting.pyplot()
+
+    slos = out["tbt_slos_s"]
+    caps = out["caps"]
+    fig, axes = plt.subplots(1, len(slos), figsize=(3.2 * len(slos), 3.6), sharey=True, squeeze=False)
+    x = np.arange(len(caps))
+    n = out["requests"]
+    for ax, slo in zip(axes[0], slos, strict=True):
+        cells = [c for c in out["cells"] if c["tbt_slo_s"] == slo]
+        for policy, marker in (("baseline", "o"), ("early", "s"), ("predictive", "^")):
+            y = [100.0 * c["policies"][policy]["rejected_total"] / n for c in cells]
+            ax.plot(x, y, marker=marker, label=policy)
+        for policy, style in (("baseline", ":"), ("early", "--"), ("predictive", "-.")):
+            ax.axhline(100.0 * out["paper_rejected"][policy] / 23_000, color="grey", lw=0.8, ls=style)
+        ax.set_xticks(x, ["none" if c is None else str(c) for c in caps], fontsize=8)
+        ax.set_xlabel("batch cap per decode instance")
+        ax.set_title(f"TBT SLO {1e3 * slo:g} ms", fontsize=9)
+        ax.grid(alpha=0.3)
+    axes[0, 0].set_ylabel("rejected requests (% of the trace)")
+    axes[0, 0].legend(fontsize=7, loc="upper left")
+    fig.suptitle(
+        f"Rejected requests per policy, {n:,} requests at {out['speedup']:g}x on {out['prefill_instances']} P + "
+        f"{out['decode_instances']} D; grey: the paper's 4,183 / 3,771 / 3,589 of ~23,000 (baseline dotted, "
+        "early dashed, predictive dash-dot)",
+        fontsize=9,
+    )
+    return [plotting.save(fig, outdir, name, dpi=110)]

@@ -1,29 +1,39 @@
-"""The discrete-event simulation of a prefill pool and a decode pool (events in time order, ties in the
-order they were scheduled).
+"""The discrete-event simulation of a prefill pool and a decode pool of several instances (events in time
+order, ties in the order they were scheduled). It follows Mooncake's Conductor (report §3, Algorithm 1;
+§7 for the rejection policies):
 
-* prefill pool: `prefill_instances` instances, each prefilling one request at a time in FIFO order.
-  The prefill time of a request is known when it arrives (it follows from the prompt length), so the
-  Conductor knows exactly when an admitted request will finish prefill; it sends a request to the
-  instance where it finishes first, and turns it away at arrival when that predicted TTFT (queueing +
-  prefill) exceeds `ttft_slo_s` ("the prefill pool admits by its own load");
-* decode pool: continuous batching with a TBT model (`DecodeModel`). Every decode step emits one token
-  for each decoding request and takes `step_s(batch)`. A request that finishes prefill while the decode
-  pool already holds `max_batch` requests (the most whose step stays within the TBT SLO and whose KV
-  fits in memory, whichever binds first) would break one of the two, so the decode pool rejects it
-  there: its prefill was wasted. No request ever decodes over the SLO. Each request's output length
-  (tokens) is not known in advance; all decoding requests advance one token per step, so a request's
-  decode time depends on the batch it shares (tracked exactly with one "tokens emitted per stream"
-  clock).
+* **Prefill pool**: `prefill_instances` instances, each prefilling one request at a time in FIFO order.
+  A request's prefill time is known when it arrives (it follows from the prompt length and, where the
+  workload carries block hashes, from the prefix already in the global KV pool: `PrefixReuse`), so the
+  Conductor knows its TTFT exactly; it sends the request to the instance where it finishes first. The
+  prefill pool's load for the request is that TTFT over the TTFT SLO.
+* **Decode instance pre-selected at arrival** (Algorithm 1): of the `decode.instances` instances, the one
+  with the least load over the requests the Conductor has committed to it (decoding there now, or still
+  in prefill and pre-selected for it); ties go to the lowest index.
+* **Decode pool**: continuous batching per instance. Every step of an instance emits one token for each of
+  its requests and takes `decode.step_s(requests, kv_tokens)`, each request adding its own context's KV
+  (`Workload.context_tokens`). An instance's load is its TBT over the TBT SLO (with its KV room and an
+  optional batch cap as hard limits: `DecodeModel.load`). When a request's prefill ends, its pre-selected
+  instance **double-checks the SLO** (Algorithm 1): it takes the request iff its load with it stays
+  <= 1; otherwise the request is rejected there and its prefill was wasted. No step of any instance
+  exceeds the SLO. Output lengths are not known in advance; all requests of an instance advance one
+  token per step, tracked exactly with one "tokens emitted per stream" clock per instance.
 
-Admission policies (checked at arrival, in addition to the TTFT check every policy makes):
-* baseline:   nothing more; the decode pool is checked only at decode entry;
-* early:      reject when the decode pool is at its threshold *now*;
-* predictive: reject unless `admit_predictive(predicted_load, max_batch, oversubscription)` where
-  `predicted_load = predicted_decode_load(prefill_end, decoding_since, admitted_prefill_ends,
-  decode_mean_s)`: the system-level prediction of Mooncake §7 (every decode is assumed to take the same
-  time t_d, here the mean output length at the threshold's step time). Both functions are exercise
-  ex05's, passed in by the caller. Oversubscription multiplies the threshold.
-The arrival checks and decode entry use the same threshold, `DecodeModel.max_batch`.
+Admission policies, checked at arrival (Mooncake §7):
+* baseline:   the prefill pool admits by its own load (TTFT <= SLO); decode is checked only at entry;
+* early:      reject on the greater of the two pools' loads now: TTFT / SLO, and the pre-selected decode
+              instance's load now with this request added (Algorithm 1's TBT check at arrival);
+* predictive: the TTFT check, and reject unless `admit_predictive(predicted_load, instances, over)` where
+  `predicted_load` is the sum over decode instances of each instance's load predicted for the moment t
+  the request would enter decode (t = its prefill end). Per instance, ex05's
+  `predicted_decode_load(t, decode starts there, prefill ends of the requests pre-selected for it,
+  t_d)` counts the requests decoding there at t under the system-level prediction (every decode takes
+  the same t_d: "add the requests that will have finished prefill, remove those that entered decode
+  more than t_d before t"); this request adds one on its instance. The count is priced at the mean
+  context of the instance's committed requests (the prediction knows how many, not which; this
+  request's own context is exact). So admit iff the mean of the instances' predicted loads ("the average
+  TBT ratio of all decoding instances") is below `over` (x 1.0, the SLO). An instance that holds no
+  request and expects none has load 0 and is not asked.
 """
 
 from __future__ import annotations
@@ -52,13 +62,16 @@ class SimResult:
     completed: int  # finished decoding, every step within the TBT SLO (admitted work drains at the end)
     rejected_at_arrival: int  # TTFT check or the policy's decode check
     rejected_for_decode: int  # the part of rejected_at_arrival due to the decode check
-    wasted_prefills: int  # prefilled, then rejected at decode entry (the batch was at the TBT threshold)
+    wasted_prefills: int  # prefilled, then rejected at decode entry by the pre-selected instance
     wasted_prefill_s: float  # instance-seconds of prefill spent on them
     mean_lag_s: float  # mean admission-to-decode-entry time of the requests that finished prefill
     max_tbt_s: float  # longest decode step of the run (never above the TBT SLO)
     prefill_load: np.ndarray  # (samples,) int: requests queued or prefilling at t = k * dt
-    decode_load: np.ndarray  # (samples,) int: requests decoding at t = k * dt
+    decode_load: np.ndarray  # (samples,) int: requests decoding (all instances) at t = k * dt
     dt_s: float
+    prompt_tokens: int = 0  # prompt tokens of the admitted requests
+    cached_tokens: int = 0  # of which fetched from the prefix pool instead of computed
+    prefill_busy_s: float = 0.0  # instance-seconds of prefill of the admitted requests
 
     def counts(self) -> dict[str, Any]:
         return {
@@ -87,62 +100,91 @@ def simulate(
 ) -> SimResult:
     """Replay `workload` under `policy`. `predict`/`admit` (ex05) are needed by the predictive policy.
 
-    The one threshold `decode.max_batch` (TBT SLO or KV memory) is used by the arrival checks (early: reject
-    while the decode load is at it; predictive: passed to `admit` as its slot count) and at decode
-    entry. `decode_mean_s` is the predictive policy's t_d. `report_interval_s` > 0: the arrival checks
-    see the decode pool as reported at the last multiple of the interval (OverloadConfig); 0: as it is."""
+    `decode_mean_s` is the predictive policy's t_d. `report_interval_s` > 0: the arrival checks see each
+    decode instance as reported at the last multiple of the interval (OverloadConfig); 0: as it is."""
     if policy.kind not in POLICY_KINDS:
         raise ValueError(f"policy kind must be one of {', '.join(POLICY_KINDS)}, got {policy.kind!r}")
     if policy.kind == "predictive" and (predict is None or admit is None):
         raise ValueError("the predictive policy needs the predict and admit functions")
-    threshold = decode.max_batch
-    step_of = decode.step_table()  # step_of[b]: seconds per decode step with b requests decoding
+    step_s, load = decode.step_s, decode.load
+    instances = decode.instances
     # Python floats once: indexing numpy arrays per event costs more than the event's own arithmetic.
     arrival, prefill, tokens = (
         np.asarray(x, dtype=np.float64).tolist()
         for x in (workload.arrival_s, workload.prefill_s, workload.decode_tokens)
     )
+    ctx = workload.contexts()
     n = len(arrival)
+    prefix = workload.prefix
+    cached_blocks: set[int] = set()
+    prompt_tokens = cached_tokens = 0
+    prefill_busy = 0.0
     inf = math.inf
     push, pop, replace_top = heapq.heappush, heapq.heappop, heapq.heapreplace
     free_at = [0.0] * prefill_instances  # min-heap: when each prefill instance finishes its admitted queue
+    prefill_of = [0.0] * n  # each admitted request's prefill time
     in_prefill: dict[int, float] = {}  # admitted request -> its prefill end time
-    decoding: dict[int, float] = {}  # decoding request -> its decode start time
-    # Decode progress: every decoding request gains one token per step, so one clock counts the tokens
-    # emitted per stream; a request that joined at clock v with k tokens to go leaves when it reaches v + k.
-    clock_tokens, clock_t = 0.0, 0.0
-    finish: list[tuple[float, int]] = []  # min-heap of (clock value at which the request finishes, request)
+    target = [0] * n  # each admitted request's pre-selected decode instance
+    pending: list[dict[int, float]] = [{} for _ in range(instances)]  # per instance: request -> prefill end
+    pend_kv = [0] * instances  # KV tokens of those requests
+    decoding: list[dict[int, float]] = [{} for _ in range(instances)]  # per instance: request -> decode start
+    dec_kv = [0] * instances  # KV tokens decoding on each instance
+    step_now = [0.0] * instances  # each instance's current step time
+    # Decode progress per instance: every request there gains one token per step, so one clock counts the
+    # tokens emitted per stream; a request that joined at clock v with k tokens to go leaves at v + k.
+    clock_tokens = [0.0] * instances
+    clock_t = [0.0] * instances
+    finish: list[list[tuple[float, int]]] = [[] for _ in range(instances)]  # (clock value at finish, request)
+    total_decoding = 0
+    # Each instance's load over the requests committed to it (decoding there or pre-selected and still in
+    # prefill), kept up to date as they change: the pre-selection compares these.
+    committed = [0.0] * instances
+    # The load's coefficients as locals: the predictive check evaluates it for every instance per arrival.
+    base_s, kv_s = decode.base_s, decode.kv_s_per_token
+    req_s, tok_s = decode.compute_s_per_request, decode.compute_s_per_token
+    inv_slo, inv_kv = 1.0 / decode.tbt_slo_s, 1.0 / decode.kv_capacity_tokens
+    inv_cap = 0.0 if decode.max_requests is None else 1.0 / decode.max_requests
     samples = int(math.ceil(workload.duration_s / sample_dt_s))
     prefill_load = np.zeros(samples, dtype=np.int64)
     decode_load = np.zeros(samples, dtype=np.int64)
     next_sample, next_sample_s = 0, 0.0  # the next sample's index and instant
     completed = rejected = rejected_decode = wasted = entered = 0
     wasted_s = lag_sum = max_tbt = 0.0
-    # Three event sources, each (time_s, seq); the earliest goes first, and equal times by seq (the
-    # order in which they were scheduled). Arrivals come in trace order, so only the next one is held;
-    # prefill ends wait in a heap; the decode pool has one next completion, rescheduled (so the one
-    # before is dropped) whenever its batch, and so its step time, changes.
+    # Three event sources, each (time_s, seq); the earliest goes first, and equal times by seq (the order
+    # in which they were scheduled). Arrivals come in trace order, so only the next one is held; prefill
+    # ends wait in a heap; each decode instance has one next completion (time, seq), rescheduled whenever
+    # its batch changes; the heap of those holds superseded entries, skipped when their seq is not the
+    # instance's current one.
     seq = 0
     arrival_at, arrival_seq, next_arrival = (arrival[0] if n else inf), 0, 0
     prefill_ends: list[tuple[float, int, int]] = []  # min-heap of (time_s, seq, request)
-    decode_at, decode_seq = inf, 0
+    decode_ends: list[tuple[float, int, int]] = []  # min-heap of (time_s, seq, instance)
+    decode_seq = [-1] * instances
     kind_early, kind_pred = policy.kind == "early", policy.kind == "predictive"
+    over = policy.oversubscription
     stale = report_interval_s > 0
     next_report_s = 0.0
-    seen_decoding = 0  # decode occupancy in the last report
-    seen_starts: list[float] = []  # decode start times in the last report (predictive only)
-    done_since_report: list[float] = []  # prefill ends after the last report (known to the Conductor)
+    seen_n = [0] * instances  # per instance, in the last report: requests decoding
+    seen_kv = [0] * instances  # their KV tokens
+    seen_starts: list[list[float]] = [[] for _ in range(instances)]  # their decode starts (predictive only)
+    # Prefill ends (and KV tokens) after the last report, per pre-selected instance: the Conductor knows them.
+    done_since: list[list[float]] = [[] for _ in range(instances)]
+    done_since_kv = [0] * instances
     while True:
+        while decode_ends and decode_ends[0][1] != decode_seq[decode_ends[0][2]]:
+            pop(decode_ends)  # superseded
+        decode_at = decode_ends[0][0] if decode_ends else inf
         prefill_at = prefill_ends[0][0] if prefill_ends else inf
         if arrival_at < prefill_at or (arrival_at == prefill_at < inf and arrival_seq < prefill_ends[0][1]):
-            first_arrival = arrival_at < decode_at or (arrival_at == decode_at and arrival_seq < decode_seq)
-            kind = _ARRIVAL if first_arrival else _DECODE_DONE
-        elif prefill_at < decode_at or (prefill_at == decode_at < inf and prefill_ends[0][1] < decode_seq):
+            first = arrival_at < decode_at or (arrival_at == decode_at and arrival_seq < decode_ends[0][1])
+            kind = _ARRIVAL if first else _DECODE_DONE
+        elif prefill_at < decode_at or (prefill_at == decode_at < inf and prefill_ends[0][1] < decode_ends[0][1]):
             kind = _PREFILL_DONE
         elif decode_at < inf:
             kind = _DECODE_DONE
         else:
             break  # no arrival, prefill or decode left
+        k = 0
         if kind == _ARRIVAL:
             t, i = arrival_at, next_arrival
             next_arrival += 1
@@ -154,73 +196,171 @@ def simulate(
         elif kind == _PREFILL_DONE:
             t, _, i = pop(prefill_ends)
         else:
-            t, decode_at = decode_at, inf
+            t, _, k = pop(decode_ends)
+            i = -1
         if stale and t >= next_report_s:
             # Reports at k * interval. The state is constant between events, so the last report instant
             # at or before t saw the state as it is now, before this event.
-            seen_decoding = len(decoding)
-            seen_starts = list(decoding.values()) if kind_pred else []
-            done_since_report = []
+            for j in range(instances):
+                seen_n[j] = len(decoding[j])
+                seen_kv[j] = dec_kv[j]
+                seen_starts[j] = list(decoding[j].values()) if kind_pred else []
+                done_since[j] = []
+                done_since_kv[j] = 0
             next_report_s = (math.floor(t / report_interval_s) + 1) * report_interval_s
         # The state is constant between events: record every sample instant before t.
         while next_sample_s < t and next_sample < samples:
             prefill_load[next_sample] = len(in_prefill)
-            decode_load[next_sample] = len(decoding)
+            decode_load[next_sample] = total_decoding
             next_sample += 1
             next_sample_s = next_sample * sample_dt_s
         if kind == _ARRIVAL:
+            c = ctx[i]
+            if prefix is None:
+                work = prefill[i]
+                hit = 0
+            else:
+                ids = prefix.hash_ids[i]
+                blocks = 0
+                for block in ids:
+                    if block not in cached_blocks:
+                        break
+                    blocks += 1
+                hit = min(blocks * prefix.block_tokens, c - 1)
+                work = prefix.s_per_token * (c - hit) + prefix.s_per_token_squared * (c * c - hit * hit)
             free = free_at[0]  # the instance that frees up first (builtin max() is slower here)
-            done = (t if t >= free else free) + prefill[i]
-            if done - t > ttft_slo_s:
+            done = (t if t >= free else free) + work
+            if done - t > ttft_slo_s:  # the prefill pool's load, TTFT / SLO, above 1
                 rejected += 1
                 continue
-            if kind_early and (seen_decoding if stale else len(decoding)) >= threshold:
-                rejected += 1
-                rejected_decode += 1
-                continue
-            if kind_pred:
-                assert predict is not None and admit is not None  # checked on entry: the predictive policy has both
+            # Pre-select the decode instance: the least load over the requests committed to it (lowest index on a tie).
+            d = 0
+            if instances > 1:
                 if stale:
-                    load = predict(done, seen_starts, list(in_prefill.values()) + done_since_report, decode_mean_s)
+                    views = [
+                        load(
+                            seen_n[j] + len(done_since[j]) + len(pending[j]), seen_kv[j] + done_since_kv[j] + pend_kv[j]
+                        )
+                        for j in range(instances)
+                    ]
+                    d = views.index(min(views))
                 else:
-                    load = predict(done, list(decoding.values()), list(in_prefill.values()), decode_mean_s)
-                if not admit(load, threshold, policy.oversubscription):
+                    d = committed.index(min(committed))
+            if kind_early:
+                # The greater of the two pools' loads now: the TTFT ratio is <= 1 here, so the decode one decides.
+                now = load(seen_n[d] + 1, seen_kv[d] + c) if stale else load(len(decoding[d]) + 1, dec_kv[d] + c)
+                if now > 1.0:
+                    rejected += 1
+                    rejected_decode += 1
+                    continue
+            elif kind_pred:
+                assert predict is not None and admit is not None  # checked on entry: the predictive policy has both
+                # Per instance: ex05's count of the requests there at `done` (with the KV tokens and the number
+                # of the requests committed to it, which price the count at their mean context).
+                if stale:
+                    counts = [
+                        (
+                            predict(done, list(seen_starts[j]), [*pending[j].values(), *done_since[j]], decode_mean_s),
+                            seen_kv[j] + done_since_kv[j] + pend_kv[j],
+                            members,
+                        )
+                        if (members := seen_n[j] + len(done_since[j]) + len(pending[j]))
+                        else (0, 0, 0)
+                        for j in range(instances)
+                    ]
+                else:
+                    counts = [
+                        (
+                            predict(done, list(dj.values()), list(pj.values()), decode_mean_s),
+                            dkv + pkv,
+                            len(dj) + len(pj),
+                        )
+                        if dj or pj
+                        else (0, 0, 0)
+                        for dj, pj, dkv, pkv in zip(decoding, pending, dec_kv, pend_kv, strict=True)
+                    ]
+                total = 0.0
+                for j, (count, kv, members) in enumerate(counts):
+                    kv_pred = count * kv / members if members else 0.0
+                    if j == d:  # this request, at its own context
+                        count += 1
+                        kv_pred += c
+                    if count <= 0:
+                        continue  # an idle instance: load 0
+                    # DecodeModel.load(count, kv_pred), inline.
+                    memory = base_s + kv_s * kv_pred
+                    compute = count * req_s + tok_s * kv_pred
+                    ratio = (memory if memory >= compute else compute) * inv_slo
+                    if kv_pred * inv_kv > ratio:
+                        ratio = kv_pred * inv_kv
+                    if count * inv_cap > ratio:
+                        ratio = count * inv_cap
+                    total += ratio
+                if not admit(total, instances, over):
                     rejected += 1
                     rejected_decode += 1
                     continue
             replace_top(free_at, done)
             in_prefill[i] = done
+            prefill_of[i] = work
+            target[i] = d
+            pending[d][i] = done
+            pend_kv[d] += c
+            if instances > 1:
+                committed[d] = load(len(decoding[d]) + len(pending[d]), dec_kv[d] + pend_kv[d])
+            prompt_tokens += c
+            cached_tokens += hit
+            prefill_busy += work
             seq += 1
             push(prefill_ends, (done, seq, i))
             continue
-        # Prefill done or decode done: bring the decode clock to t at the step time of the batch so far.
-        if decoding:
-            clock_tokens += (t - clock_t) / step_of[len(decoding)]
-        clock_t = t
+        if kind == _PREFILL_DONE:
+            k = target[i]
+        # Prefill done or decode done on instance k: bring its clock to t at its step time so far.
+        if decoding[k]:
+            clock_tokens[k] += (t - clock_t[k]) / step_now[k]
+        clock_t[k] = t
         if kind == _PREFILL_DONE:
             del in_prefill[i]
+            del pending[k][i]
+            c = ctx[i]
+            pend_kv[k] -= c
+            if prefix is not None:
+                cached_blocks.update(prefix.hash_ids[i])
             if stale:
-                done_since_report.append(t)
+                done_since[k].append(t)
+                done_since_kv[k] += c
             entered += 1
             lag_sum += t - arrival[i]
-            if len(decoding) < threshold:  # one more request keeps the step within the TBT SLO and its KV in memory
-                decoding[i] = t
-                push(finish, (clock_tokens + tokens[i], i))
+            if load(len(decoding[k]) + 1, dec_kv[k] + c) <= 1.0:  # the instance double-checks the SLO
+                decoding[k][i] = t
+                dec_kv[k] += c
+                total_decoding += 1
+                push(finish[k], (clock_tokens[k] + tokens[i], i))
             else:
                 wasted += 1
-                wasted_s += prefill[i]
+                wasted_s += prefill_of[i]
+                if instances > 1:
+                    committed[k] = load(len(decoding[k]) + len(pending[k]), dec_kv[k] + pend_kv[k])
         else:
-            while finish and finish[0][0] <= clock_tokens + 1e-9:
-                _, j = pop(finish)
-                del decoding[j]
+            heap = finish[k]
+            while heap and heap[0][0] <= clock_tokens[k] + 1e-9:
+                _, j = pop(heap)
+                del decoding[k][j]
+                dec_kv[k] -= ctx[j]
+                total_decoding -= 1
                 completed += 1
-        if decoding:
-            step = step_of[len(decoding)]
+            if instances > 1:
+                committed[k] = load(len(decoding[k]) + len(pending[k]), dec_kv[k] + pend_kv[k])
+        seq += 1
+        decode_seq[k] = seq
+        if decoding[k]:
+            step = step_s(len(decoding[k]), dec_kv[k])
+            step_now[k] = step
             if step > max_tbt:
                 max_tbt = step
-            seq += 1
-            ahead = finish[0][0] - clock_tokens  # tokens until the next request finishes
-            decode_at, decode_seq = t + (ahead if ahead > 0.0 else 0.0) * step, seq
+            ahead = finish[k][0][0] - clock_tokens[k]  # tokens until the instance's next request finishes
+            push(decode_ends, (t + (ahead if ahead > 0.0 else 0.0) * step, seq, k))
     # Samples after the last event stay 0: every admitted request has drained by then.
     return SimResult(
         n,
@@ -234,6 +374,9 @@ def simulate(
         prefill_load,
         decode_load,
         sample_dt_s,
+        prompt_tokens,
+        cached_tokens,
+        prefill_busy,
     )
 
 
