@@ -40,6 +40,10 @@ COMMANDS = {
     ),
     "export-nbgrader": ("autograder.exports.export_nbgrader", "write an nbgrader course"),
     "export-otter": ("autograder.exports.export_otter", "write Otter-Grader master notebooks"),
+    "otter-grade": (
+        "autograder.exports.otter_grade",
+        "the Otter route in one command: assign every master, otter run each student's notebooks, total",
+    ),
     "demo": (
         "autograder.selftest.demo",
         "grade the answer key, the stubs and the wrong fixtures as a class (make demo)",

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import csv
 import io
 import json
 import math
@@ -458,3 +459,50 @@ def test_otter_run_matches_native_grader(tmp_path):
     for (kind, ex_id, _), score in zip(jobs, scores, strict=True):
         tool[kind][ex_id] = score
     _compare("otter", tool, native, kinds)
+
+
+def test_otter_grade_assigns_once_runs_every_notebook_and_totals(tmp_path):
+    """`otter-grade` with stand-ins for `otter assign` / `otter run` (the real tools run in the
+    real_exports proof): every master assigned once, every student's notebook run against its exercise's
+    zip, a missing notebook and a failed run cost that exercise only, totals and CSV as stated."""
+    from autograder.exports import otter_grade
+
+    masters = tmp_path / "masters"
+    ids = [ex for ex in GRADABLE][:2]
+    for ex_id in ids:
+        ex = BY_ID[ex_id]
+        (masters / ex.module).mkdir(parents=True)
+        (masters / ex.module / f"{ex.module}.ipynb").write_text("{}", encoding="utf-8")
+    assigned: list[str] = []
+
+    def fake_assign(master: Path, out: Path) -> tuple[Path, Path]:
+        assigned.append(master.stem)
+        (out / "autograder").mkdir(parents=True)
+        zip_path = out / "autograder" / f"{master.stem}-autograder_1.zip"
+        zip_path.write_bytes(b"zip")
+        return zip_path, out / "student" / master.name
+
+    def fake_run(zip_path: Path, notebook: Path, out: Path, timeout_s: float) -> dict[str, float]:
+        assert zip_path.name.startswith(notebook.stem), "each notebook runs against its own exercise's zip"
+        assert timeout_s > 0
+        if "crash" in notebook.read_text(encoding="utf-8"):
+            raise RuntimeError("kernel died")
+        return {notebook.stem[:4]: float(notebook.read_text(encoding="utf-8"))}
+
+    subs = tmp_path / "subs"
+    first, second = (BY_ID[e].module for e in ids)
+    for student, files in {"alice": {first: "1.5", second: "2.25"}, "bob": {first: "crash"}, "=cmd": {second: "3"}}.items():
+        (subs / student).mkdir(parents=True)
+        for module, text in files.items():
+            (subs / student / f"{module}.ipynb").write_text(text, encoding="utf-8")
+    table = otter_grade.grade_class(masters, subs, tmp_path / "out", 2, run=fake_run, assign=fake_assign)
+    assert sorted(assigned) == sorted([first, second])
+    assert table["alice"] == {ids[0]: (1.5, ""), ids[1]: (2.25, "")}
+    assert table["bob"][ids[0]] == (0.0, "otter run failed: RuntimeError") and table["bob"][ids[1]] == (0.0, "missing")
+    otter_grade.grade_class(masters, subs, tmp_path / "out", 1, run=fake_run, assign=fake_assign)
+    assert len(assigned) == 2, "an exercise whose zip exists is not assigned again"
+    otter_grade.write_csv(table, tmp_path / "grades.csv")
+    rows = list(csv.reader((tmp_path / "grades.csv").open(encoding="utf-8")))
+    assert rows[0] == ["student", *ids, "total"]
+    assert ["alice", "1.50", "2.25", "3.75"] in rows and ["bob", "0.00", "0.00", "0.00"] in rows
+    assert any(r[0] == "'=cmd" for r in rows), f"a student name is a CSV cell, not a formula: {rows}"
