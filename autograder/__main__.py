@@ -40,6 +40,10 @@ COMMANDS = {
     ),
     "export-nbgrader": ("autograder.exports.export_nbgrader", "write an nbgrader course"),
     "export-otter": ("autograder.exports.export_otter", "write Otter-Grader master notebooks"),
+    "wrong-scores": (
+        "autograder.authoring.wrong_scores",
+        "grade the wrong fixtures (--exercises exNN ...): case outcomes vs the stored ones (--write: store)",
+    ),
     "otter-grade": (
         "autograder.exports.otter_grade",
         "the Otter route in one command: assign every master, otter run each student's notebooks, total",

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from hetero.checks import Case, compare, decode
@@ -57,6 +58,7 @@ __all__ = [
     "group_key",
     "live_groups",
     "paid",
+    "payment",
 ]
 GUESS_LIMIT = 16  # whole numbers up to this magnitude (and bools) are answers a student can name blind
 GUESS_ALPHA = 0.01  # a guess may make a group live with at most this probability
@@ -100,6 +102,43 @@ def case_cents(points: float, public_share: float, public: Sequence[Case], hidde
         for case, part in zip(group, split_cents(cents, [c.points for c in group]), strict=False):
             shares[case.id] = part
     return shares
+
+
+@dataclass(frozen=True)
+class Payment:
+    """What one exercise's case outcomes earn: each case's share, the live groups, the cases that pay."""
+
+    shares: Mapping[str, int]  # case id -> centipoints (`case_cents`)
+    live: frozenset[str]  # the groups shown to compute (`live_groups`)
+    pays: Mapping[str, bool]  # case id -> passed and its group live (`paid`)
+
+    @property
+    def cents(self) -> int:
+        return sum(self.shares[cid] for cid, ok in self.pays.items() if ok)
+
+
+def payment(
+    points: float,
+    public_share: float,
+    public: Sequence[Case],
+    hidden: Sequence[Case],
+    data: Mapping[str, Any],
+    passed: Mapping[str, bool],
+) -> Payment:
+    """Which of one exercise's cases pay and what, from which passed (`passed`: case id -> bool).
+
+    data: the exercise's stored answer key (`autograder/expected/exNN.json`: each case's answer class
+    and echo flag, each group's rule). The grader pays a submission through this function, and the
+    stored wrong-fixture outcomes are scored through it under any points (`autograder.authoring.wrong_scores`).
+    """
+    entries = data["cases"]
+    rules = {key: rule_from_data(rule) for key, rule in data["rules"].items()}
+    classes = {cid: entries[cid]["class"] for cid in entries}
+    echo = {cid: bool(entries[cid].get("echo")) for cid in entries}
+    live = live_groups(rules, hidden, classes, passed, echo)
+    return Payment(
+        case_cents(points, public_share, public, hidden), frozenset(live), paid([*public, *hidden], passed, live)
+    )
 
 
 def points_text(cents: int) -> str:

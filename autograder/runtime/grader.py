@@ -229,8 +229,6 @@ def grade_exercise(
     """Grade one exercise. `public_report`: its public phase (`run_public`), run now if not given."""
     public, hidden, data = _cases(ex, root)
     entries = data["cases"]
-    cents = scoring.case_cents(ex.points, ex.public_share, public, hidden)
-    rules = {k: scoring.rule_from_data(v) for k, v in data["rules"].items()}
     report = None
     if found is not None and found.path is not None:
         if public_report is None:
@@ -254,10 +252,8 @@ def grade_exercise(
             verdict = _judge(case, outcome, expect, entry.get("mistakes"))
         judged[case.id] = (verdict, outcome, reason)
     passed_map = {cid: j[0].passed for cid, j in judged.items()}
-    classes = {cid: entries[cid]["class"] for cid in entries}
-    echo = {cid: bool(entries[cid].get("echo")) for cid in entries}
-    live = scoring.live_groups(rules, hidden, classes, passed_map, echo)
-    pays = scoring.paid(public + hidden, passed_map, live)
+    pay = scoring.payment(ex.points, ex.public_share, public, hidden, data, passed_map)
+    cents, pays = pay.shares, pay.pays
     cases = []
     for case in public + hidden:
         verdict, outcome, reason = judged[case.id]
