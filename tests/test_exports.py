@@ -498,7 +498,8 @@ def test_otter_grade_assigns_once_runs_every_notebook_and_totals(tmp_path):
     table = otter_grade.grade_class(masters, subs, tmp_path / "out", 2, run=fake_run, assign=fake_assign)
     assert sorted(assigned) == sorted([first, second])
     assert table["alice"] == {ids[0]: (1.5, ""), ids[1]: (2.25, "")}
-    assert table["bob"][ids[0]] == (0.0, "otter run failed: RuntimeError") and table["bob"][ids[1]] == (0.0, "missing")
+    assert table["bob"][ids[0]][0] == 0.0 and table["bob"][ids[0]][1].startswith("otter run failed: RuntimeError: kernel died")
+    assert (tmp_path / "out" / "bob" / ids[0] / "otter-error.log").is_file() and table["bob"][ids[1]] == (0.0, "missing")
     otter_grade.grade_class(masters, subs, tmp_path / "out", 1, run=fake_run, assign=fake_assign)
     assert len(assigned) == 2, "an exercise whose zip exists is not assigned again"
     otter_grade.write_csv(table, tmp_path / "grades.csv")

@@ -6,7 +6,8 @@ class: `otter assign` of every master under MASTERS (once, into MASTERS/dist/<ex
 its autograder zip is there already), then, per student folder under SUBMISSIONS holding
 `exNN_<name>.ipynb` files, `otter run` of each notebook against its exercise's zip (bounded by a
 timeout, as Otter has none), and the per-exercise points totalled per student. A missing notebook
-scores 0 ("missing"); an `otter run` that fails or times out scores 0 with its reason in the table.
+scores 0 ("missing"); an `otter run` that fails or times out scores 0 with its reason in the table
+(the whole error in OUT/<student>/<exercise>/otter-error.log).
 Several runs go at once (`--workers`). Output: a table on the terminal and, with --csv, one row per
 student (student, one column per exercise, total), student names escaped for the terminal and CSV.
 """
@@ -64,10 +65,14 @@ def grade_class(
         notebook = student / f"{ex.module}.ipynb"
         if not notebook.is_file():
             return 0.0, "missing"
+        where = out / student.name / ex.id
         try:
-            points = run(zips[ex.id], notebook, out / student.name / ex.id, RUN_TIMEOUT_S + 3 * ex.timeout_s)
+            points = run(zips[ex.id], notebook, where, RUN_TIMEOUT_S + 3 * ex.timeout_s)
         except Exception as exc:  # noqa: BLE001 - one student's failed run costs that exercise only
-            return 0.0, f"otter run failed: {type(exc).__name__}"
+            where.mkdir(parents=True, exist_ok=True)
+            (where / "otter-error.log").write_text(f"{type(exc).__name__}: {exc}\n", encoding="utf-8")
+            last = (str(exc).strip().splitlines() or [""])[-1][:160]
+            return 0.0, f"otter run failed: {type(exc).__name__}: {last} (log: {where / 'otter-error.log'})"
         return float(points.get(ex.id, 0.0)), ""
 
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
@@ -104,7 +109,7 @@ def main(argv: list[str]) -> int:
         print(f"otter-grade: {terminal_text(str(exc))}", file=sys.stderr)
         return 1
     for student, row in sorted(table.items()):
-        cells = [f"{e} {p:.2f}" + (f" ({why})" if why else "") for e, (p, why) in row.items()]
+        cells = [f"{e} {p:.2f}" + (f" ({terminal_text(why)})" if why else "") for e, (p, why) in row.items()]
         print(f"{terminal_text(student)}: {sum(p for p, _ in row.values()):.2f}  " + ", ".join(cells))
     if args.csv:
         args.csv.parent.mkdir(parents=True, exist_ok=True)
