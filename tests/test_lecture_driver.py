@@ -85,3 +85,52 @@ def test_a_broken_exercise_costs_only_its_parts(tmp_path):
         data["missing"])
     text = lecture("01", "--impl", str(folder))
     assert text.returncode == 0 and "ZeroDivisionError" in text.stdout and "Traceback" not in text.stderr
+
+
+def _answer_key_folder(folder: Path) -> Path:
+    folder.mkdir()
+    for path in (ROOT / "solutions").glob("ex*.py"):
+        shutil.copyfile(path, folder / path.name)
+    return folder
+
+
+def test_the_answer_keys_files_match_the_reference(tmp_path):
+    folder = _answer_key_folder(tmp_path / "mine")
+    text = lecture("01", "--impl", str(folder))
+    assert text.returncode == 0, text.stderr[-2000:]
+    assert "reference figures (answer key): " + str(ROOT / "assignments" / "reference_figures.json") in text.stderr
+    assert "yours 187.5, reference 187.5" in text.stdout, text.stdout[-3000:]
+    assert "all within 10%" in text.stdout and "<- differs from the reference" not in text.stdout
+    data = json.loads(lecture("01", "--impl", str(folder), "--json").stdout)
+    assert set(data["reference"]) == {"cost", "roofline", "kv_capacity"} and data["gaps"] == []
+
+
+def test_a_wrong_exercise_is_marked_against_the_reference(tmp_path):
+    folder = _answer_key_folder(tmp_path / "mine")
+    ex01 = folder / "ex01_cost_per_gb.py"
+    right = "    return price_usd / capacity_gb\n"
+    assert right in ex01.read_text(encoding="utf-8")
+    ex01.write_text(ex01.read_text(encoding="utf-8").replace(right, "    return 2 * price_usd / capacity_gb\n"),
+                    encoding="utf-8")
+    text = lecture("01", "--impl", str(folder))
+    assert text.returncode == 0, text.stderr[-2000:]
+    assert re.search(r"usd_per_gb: yours 375, reference 187\.5  <- differs from the reference by \+100\.0%",
+                     text.stdout), text.stdout[-3000:]
+    data = json.loads(lecture("01", "--impl", str(folder), "--json").stdout)
+    assert any(g["part"] == "cost" and g["path"].endswith("usd_per_gb") and g["gap"] == "+100.0%"
+               for g in data["gaps"]), data["gaps"]
+
+
+def test_no_reference_file_is_said_once_and_the_figures_still_print(tmp_path):
+    folder = _answer_key_folder(tmp_path / "assignments")
+    result = subprocess.run([sys.executable, "-m", "hetero.lecture", "01"], capture_output=True, text=True,
+                            cwd=tmp_path, timeout=600)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stderr.count("no reference_figures.json") == 1 and str(folder) in result.stderr
+    assert "Experiment 01" in result.stdout and "yours" not in result.stdout
+
+
+def test_the_answer_key_itself_is_not_compared():
+    result = lecture("01", "--impl", "solutions", "--json")
+    data = json.loads(result.stdout)
+    assert "reference" not in data and "gaps" not in data and "reference" not in result.stderr

@@ -9,6 +9,8 @@
 - the public tests (`solutions/tests/`: public_exNN.py, test_public.py, conftest.py) are copied, with
   `tests/exercises.json` (ids, titles, points and the per-case time limit `case_timeout_s` from the
   manifest), so that the public tests need no grader code;
+- `reference_figures.json`: the answer key's driver figures (`autograder.authoring.reference_figures`),
+  recomputed only when what they are computed from changed;
 - the handout `solutions/HANDOUT.md` becomes `assignments/README.md`, `<!-- CASE_LIMITS -->` replaced
   by the manifest's per-case time limits and the line `<!-- EXERCISES -->`
   replaced by one section per exercise generated from the solution file's docstrings (signatures,
@@ -40,11 +42,13 @@ import sys
 import tempfile
 from pathlib import Path
 
+from autograder.authoring import reference_figures
 from autograder.authoring.derived import fill_spans, span_values
 from autograder.core import scoring
 from autograder.core.cases import check_files
 from autograder.core.manifest import BEGIN, BY_ID, END, EXERCISES, ROOT, public_cases_in
 from hetero.impl import load_module_from_path
+from hetero.reference import REFERENCE_FILE
 
 DEF_RE = re.compile(r"^(\s*)(?:async\s+)?def\s+(\w+)\s*\(")
 PUBLIC_TEST_FILES = ("conftest.py", "test_public.py")
@@ -112,8 +116,11 @@ def strip_solutions(source_text: str, ex_id: str, filename: str = "<source>") ->
     return text
 
 
-def build_release(dest: Path, root: Path = ROOT) -> list[Path]:
-    """Write the complete release into `dest` (created; must be empty or absent). Returns the files written."""
+def build_release(dest: Path, root: Path = ROOT, reference_text: str | None = None) -> list[Path]:
+    """Write the complete release into `dest` (created; must be empty or absent). Returns the files written.
+
+    The reference figures are `reference_text`, else the stored ones when their inputs are today's
+    (`autograder.authoring.reference_figures`; StaleReference otherwise)."""
     solutions = root / "solutions"
     written: list[Path] = []
     dest.mkdir(parents=True, exist_ok=True)
@@ -162,6 +169,11 @@ def build_release(dest: Path, root: Path = ROOT) -> list[Path]:
     text = text.replace(EXERCISE_SLOT, sections).replace(LIMITS_SLOT, case_limits_text())
     (dest / "README.md").write_text(text, encoding="utf-8")
     written.append(dest / "README.md")
+    figures = (
+        reference_text if reference_text is not None else reference_figures.stored_text(root / "assignments", root)
+    )
+    (dest / REFERENCE_FILE).write_text(figures, encoding="utf-8")
+    written.append(dest / REFERENCE_FILE)
     return written
 
 
@@ -247,7 +259,10 @@ def drift(assignments: Path, root: Path = ROOT) -> list[str]:
     """Differences between `assignments` and a fresh release, as readable lines (empty: no drift)."""
     with tempfile.TemporaryDirectory() as tmp:
         fresh = Path(tmp) / "release"
-        build_release(fresh, root)
+        try:
+            build_release(fresh, root, reference_figures.stored_text(assignments, root))
+        except reference_figures.StaleReference as exc:
+            return [f"stale: {exc}"]
         have, want = _tree(assignments) if assignments.is_dir() else set(), _tree(fresh)
         problems = [f"missing from assignments/: {name}" for name in sorted(want - have)]
         problems += [f"not part of the release: assignments/{name}" for name in sorted(have - want)]
@@ -304,8 +319,9 @@ def release(out: Path, jobs: int = 2, with_expected: bool = True) -> list[str]:
         raise ReleaseError("the manifest does not hold:\n  " + "\n  ".join(problems))
     with tempfile.TemporaryDirectory() as tmp:
         fresh = Path(tmp) / "release"
-        files = build_release(fresh)
         texts = _expected_texts(jobs) if with_expected else {}
+        figures = reference_figures.current_text(out, ROOT, texts)
+        files = build_release(fresh, reference_text=figures)
         derived_texts = derived.derived_files(ROOT)
         # Everything is computed: from here on only writes.
         _replace_tree(fresh, out)

@@ -1,8 +1,9 @@
 """The student's copy: `python -m autograder student-bundle --out DIR` writes the folder DIR/ and DIR.zip.
 
 The folder is ready to be a course's public starter repository. It holds:
-- `assignments/`: the release (`autograder.authoring.release`: ten stubs, the handout `README.md`, the public tests
-  with `exercises.json`), built afresh from `solutions/`;
+- `assignments/`: the release (`autograder.authoring.release`: the stubs, the handout `README.md`, the public
+  tests with `exercises.json`, the answer key's driver figures `reference_figures.json`: aggregates of the
+  lecture's own configurations, no hidden case's value), built afresh from `solutions/`;
 - `shared/hetero/`: the library's modules and, of its data files, only those the student's commands read
   (`STUDENT_DATA`: the sample trace; the ex10 grading models are for hidden cases and stay out);
 - `pyproject.toml`, `Makefile`, `README.md` and `.gitignore` from `autograder/student_bundle/`: the
@@ -39,6 +40,7 @@ from autograder.core.cases import hidden_cases
 from autograder.core.manifest import BEGIN, END, EXERCISES, ROOT, public_cases_in
 from autograder.packaging.build import pyproject_pins
 from hetero import __version__
+from hetero.reference import REFERENCE_FILE
 
 TEMPLATES = Path(__file__).resolve().parents[1] / "student_bundle"
 STUDENT_DATA = ("sample_trace.jsonl",)  # read by experiment 02 and `python -m hetero.kvcache`
@@ -134,6 +136,7 @@ def library_files(root: Path) -> list[Path]:
 def _expected_paths(root: Path) -> set[str]:
     release = {f"assignments/{ex.filename}" for ex in EXERCISES} | {
         "assignments/README.md",
+        f"assignments/{REFERENCE_FILE}",
         "assignments/tests/exercises.json",
         "assignments/tests/conftest.py",
         "assignments/tests/test_public.py",

@@ -14,6 +14,13 @@ A part whose exercise is still a stub is reported as "exNN missing"; one whose e
 other exception (or does not import) is reported with the file:line and the exception; in both cases
 only the parts needing that exercise are lost and the others still run. In text mode each part is
 printed as soon as it finishes. `--plots DIR` writes each part's PNGs into DIR.
+
+Unless the exercise files are the answer key's (`--impl solutions`), each part's figures are compared
+with the answer key's (`hetero.reference`: `reference_figures.json` beside the exercise files, else in
+the `assignments/` folder found upward): text mode prints "yours X, reference Y" under each table and
+marks every figure more than 10% off or of the other sign with "<- differs from the reference by ...";
+`--json` adds "reference": {"<key>": {reference figures}} and "gaps": [{"part", "path", "yours",
+"reference", "gap"}]. Without a reference file the driver says so once (on stderr) and goes on.
 """
 
 from __future__ import annotations
@@ -28,7 +35,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from hetero.impl import ExerciseError, MissingExercise, add_impl_argument, resolve_impl_dir
+from hetero import reference as ref
+from hetero.impl import ExerciseError, MissingExercise, add_impl_argument, find_named_folder, resolve_impl_dir
 from hetero.parts import Part
 
 EXPERIMENTS: dict[str, tuple[str, tuple[str, ...]]] = {
@@ -63,16 +71,29 @@ def _unavailable(part: Part, exc: Exception) -> str:
     )
 
 
+def is_answer_key(impl_dir: Path) -> bool:
+    """True when `impl_dir` is the `solutions/` folder found from the current directory upward."""
+    solutions = find_named_folder("solutions")
+    return solutions is not None and solutions.resolve() == impl_dir.resolve()
+
+
 def run_experiment(
-    exp: str, impl: str, plots: Path | None = None, emit: Callable[[str], None] | None = None
+    exp: str,
+    impl: str,
+    plots: Path | None = None,
+    emit: Callable[[str], None] | None = None,
+    reference: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Run every part of one experiment; returns the JSON object described in the module docstring.
 
-    `emit` receives each part's text as soon as that part finishes (text mode prints it at once)."""
+    `emit` receives each part's text as soon as that part finishes (text mode prints it at once).
+    `reference` ({part key: figures}, this experiment's part of the reference file) adds the comparison."""
     if exp not in EXPERIMENTS:
         raise KeyError(f"unknown experiment {exp!r}; choose one of {', '.join(EXPERIMENTS)} or all")
     impl_dir = str(resolve_impl_dir(impl))
     result: dict[str, Any] = {"experiment": exp, "impl": impl, "impl_dir": impl_dir, "parts": [], "missing": {}}
+    if reference is not None:
+        result["reference"], result["gaps"] = {}, []
     texts: list[str] = []
     for module_name in EXPERIMENTS[exp][1]:
         module = importlib.import_module(module_name)
@@ -92,7 +113,13 @@ def run_experiment(
             else:
                 _log(f"[{exp}] {part.key}: done in {time.perf_counter() - start:.1f} s")
                 result[part.key] = figures
-                texts.append(f"== {part.title} ({part.lecture})\n{part.render(figures)}\n")
+                compared = ""
+                if reference is not None and part.key in reference:
+                    rows = ref.compare(figures, reference[part.key])
+                    result["reference"][part.key] = reference[part.key]
+                    result["gaps"] += [{"part": part.key, **r.as_json()} for r in rows if r.gap]
+                    compared = ref.render_rows(rows) + "\n"
+                texts.append(f"== {part.title} ({part.lecture})\n{part.render(figures)}\n{compared}")
                 if plots is not None and part.plot is not None:
                     plots.mkdir(parents=True, exist_ok=True)
                     for path in part.plot(figures, plots):
@@ -116,14 +143,26 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(str(exc))
     _log(f"exercise files: {impl_dir}")
     exps = list(EXPERIMENTS) if args.experiment == "all" else [args.experiment]
+    refs: dict[str, Any] = {}
+    if not is_answer_key(impl_dir):
+        found = ref.reference_path(impl_dir)
+        if found is None:
+            _log(
+                f"no {ref.REFERENCE_FILE} beside the exercise files or in assignments/: figures shown without the reference"
+            )
+        else:
+            _log(f"reference figures (answer key): {found}")
+            refs = ref.load_reference(impl_dir) or {}
     if args.json:
-        results = {exp: run_experiment(exp, args.impl, args.plots) for exp in exps}
+        results = {exp: run_experiment(exp, args.impl, args.plots, reference=refs.get(exp)) for exp in exps}
         clean = {exp: {k: v for k, v in r.items() if k != "_text"} for exp, r in results.items()}
         print(json.dumps(clean if args.experiment == "all" else clean[args.experiment], indent=1))
         return 0
     for exp in exps:
         print(f"\n#### {EXPERIMENTS[exp][0]}  [exercise files: {impl_dir}]\n", flush=True)
-        r = run_experiment(exp, args.impl, args.plots, emit=lambda text: print(text, flush=True))
+        r = run_experiment(
+            exp, args.impl, args.plots, emit=lambda text: print(text, flush=True), reference=refs.get(exp)
+        )
         for key, reason in r["missing"].items():
             print(f"skipped part {key!r}: {reason.split(':')[0]}")
     return 0

@@ -1,0 +1,89 @@
+"""The comparison the lecture drivers print beside the student's figures (`hetero.reference`)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from hetero import reference as ref
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _gaps(yours, reference):
+    return {r.path: r.gap for r in ref.compare(yours, reference) if r.gap}
+
+
+def test_numbers_within_tolerance_are_not_flagged():
+    rows = ref.compare({"a": 100.0, "b": {"c": -5, "d": [1.0, 2.0]}, "e": 0.0, "f": True},
+                       {"a": 105.0, "b": {"c": -5.4, "d": [1.0, 2.1]}, "e": 1e-12, "f": True})
+    assert [r.path for r in rows] == ["a", "b.c", "b.d[0]", "b.d[1]", "e", "f"]
+    assert not [r for r in rows if r.gap], rows
+
+
+def test_a_fifty_percent_gap_is_flagged_with_its_size():
+    assert _gaps({"wasted": 3.0}, {"wasted": 2.0}) == {"wasted": "+50.0%"}
+    assert _gaps({"x": {"y": [1.0, 1.0]}}, {"x": {"y": [1.0, 2.0]}}) == {"x.y[1]": "-50.0%"}
+
+
+def test_a_sign_change_is_flagged_even_when_small():
+    assert _gaps({"cut": 0.5}, {"cut": -0.5}) == {"cut": "sign differs"}
+    assert _gaps({"cut": -97.9, "done": -25.6}, {"cut": -50.0, "done": -4.1}) == {"cut": "-95.8%", "done": "-524.4%"}
+
+
+def test_missing_keys_labels_and_timings_are_skipped():
+    rows = ref.compare({"only_yours": 1.0, "name": "A100", "train_seconds": 3.0, "items": [1.0, 9.0, 9.0]},
+                       {"only_ref": 2.0, "name": "H100", "train_seconds": 30.0, "items": [1.0]})
+    assert [(r.path, r.gap) for r in rows] == [("items[0]", None)]
+    assert ref.compare({"a": {"b": 1.0}}, {"a": 3.0}) == [] and ref.compare(None, {"a": 1.0}) == []
+    assert _gaps({"flag": True}, {"flag": False}) == {"flag": "differs"}
+
+
+def test_rendered_rows_show_both_values_and_mark_the_gap():
+    text = ref.render_rows(ref.compare({"a": 2.0, "b": 1.0}, {"a": 1.0, "b": 1.0}))
+    assert "a: yours 2, reference 1  <- differs from the reference by +100.0%" in text
+    assert "b: yours 1, reference 1\n" in text + "\n" and "1 differ" in text
+
+
+def test_the_released_file_holds_aggregates_without_timings_or_series():
+    data = json.loads((ROOT / "assignments" / ref.REFERENCE_FILE).read_text(encoding="utf-8"))
+    assert len(data.pop(ref.INPUTS_KEY)) == 64, "the file records the sha256 of what it was computed from"
+    assert set(data) == {"01", "02", "03"} and "cost" in data["01"] and "overload" in data["02"]
+
+    def walk(x, path=""):
+        if isinstance(x, dict):
+            for k, v in x.items():
+                assert k not in ref.WALL_CLOCK_KEYS, f"{path}.{k}: a wall-clock timing in the reference"
+                walk(v, f"{path}.{k}")
+        elif isinstance(x, list):
+            assert len(x) <= ref.MAX_LIST, f"{path}: a plot series of {len(x)} items in the reference"
+            for v in x:
+                walk(v, path)
+    walk(data)
+
+
+def test_stale_reference_figures_are_reported_not_recomputed(tmp_path):
+    """`release --check` does not rerun the drivers (a minute, and last digits differ between CPUs): it
+    compares the recorded digest of solutions/, hetero and the hidden cases with today's."""
+    import shutil
+
+    from autograder.authoring import reference_figures
+
+    for top in reference_figures.INPUTS:
+        shutil.copytree(ROOT / top, tmp_path / top, ignore=shutil.ignore_patterns("__pycache__", ".cache"))
+    shutil.copytree(ROOT / "assignments", tmp_path / "assignments")
+    text = reference_figures.stored_text(tmp_path / "assignments", tmp_path)
+    assert json.loads(text)[ref.INPUTS_KEY] == reference_figures.inputs_digest(tmp_path)
+    key = tmp_path / "solutions" / "ex01_cost_per_gb.py"
+    key.write_text(key.read_text(encoding="utf-8") + "\n# edited\n", encoding="utf-8")
+    import pytest
+
+    with pytest.raises(reference_figures.StaleReference, match="run `make release`"):
+        reference_figures.stored_text(tmp_path / "assignments", tmp_path)
+
+
+def test_hidden_values_are_left_out_of_the_figures():
+    from autograder.authoring.reference_figures import without
+
+    tree = {"a": 1.2345678, "b": [3.14159265, 2.0], "c": {"d": 1.2345678, "e": "label"}}
+    assert without(tree, frozenset({1.2345678, 3.14159265})) == {"b": [None, 2.0], "c": {"e": "label"}}
