@@ -13,7 +13,7 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 $(STAMP): pyproject.toml $(LOCK)
 	test -x $(VPY) || $(PYTHON) -m venv $(VENV)
 	# torch first, alone: its CPU build from PyTorch's CPU index on Linux, PyPI's wheel on macOS and Windows;
-	# A2_TORCH_INDEX_URL overrides the index (README, "Which Python, which torch").
+	# A2_TORCH_INDEX_URL overrides the index (README, "How torch is installed").
 	$(VPY) shared/hetero/install_torch.py --rerun "make setup" --other-python "rm -rf $(VENV) && make setup PYTHON=python{v}" $(LOCK)
 	# The lock as it stands, unresolved: what it leaves out (locks/excludes.txt) stays out. The torch
 	# just installed satisfies its pin and is kept.
