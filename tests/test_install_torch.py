@@ -182,7 +182,15 @@ def test_main_installs_with_pip_and_reports_a_pip_failure(monkeypatch, capsys, t
     assert commands == [[sys.executable, "-m", "pip", "install", "--no-deps", f"torch=={PIN}"]]
     assert it.main(["--quiet", "--rerun", "bash setup.sh", str(ROOT / "pyproject.toml")], run=lambda c: 1) == 1
     err = capsys.readouterr().err
-    assert "pip failed (status 1" in err and "A2_TORCH_INDEX_URL= bash setup.sh" in err
+    assert "pip failed (status 1" in err and "pip's configured index" in err
+    assert "A2_TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu bash setup.sh" in err
+    monkeypatch.setenv("A2_TORCH_INDEX_URL", "https://mirror.example/cpu")
+    monkeypatch.setattr(it, "fetch", lambda url: PAGE)  # the page lists a wheel for every target below
+    monkeypatch.setattr(it.Target, "here", classmethod(lambda cls: LINUX_311))
+    assert it.main([str(ROOT / "pyproject.toml")], run=lambda c: commands.append(c) or 2) == 1
+    assert commands[-1][-3:] == ["--index-url", "https://mirror.example/cpu", f"torch=={PIN}"]
+    err = capsys.readouterr().err
+    assert "The index https://mirror.example/cpu lists a wheel" in err and "A2_TORCH_INDEX_URL= make setup" in err
     monkeypatch.setattr(it, "installed_version", lambda: "2.13.0+cpu")
     assert it.main([str(ROOT / "pyproject.toml")], run=lambda c: pytest.fail("pip must not run")) == 0
     assert "already installed: kept" in capsys.readouterr().out

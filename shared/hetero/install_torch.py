@@ -1,6 +1,6 @@
 """Install the pinned torch, alone, into the Python that runs this script: its CPU build on Linux.
 
-    <venv>/bin/python shared/hetero/install_torch.py [--quiet] [--rerun CMD] [--other-python CMD] PIN_FILE
+    <venv>/bin/python shared/hetero/install_torch.py [--quiet] [--dry-run] [--rerun CMD] [--other-python CMD] PIN_FILE
 
 One mechanism for the three set-ups that install torch: the instructor's `make setup` (PIN_FILE
 locks/instructor.txt), the student copy's `make setup` (its pyproject.toml) and the Gradescope image's
@@ -235,9 +235,10 @@ def offered_pythons(names: list[str], pin: str, target: Target) -> list[str]:
     return sorted(tags, key=lambda t: (len(t), t))
 
 
-def check_index(index_url: str, pin: str, target: Target, fetcher: Callable[[str], str] = fetch) -> list[str]:
-    """The wheels of torch==pin for `target` that the index lists; SetupError when it cannot be
-    reached, has no torch page, or lists no such wheel."""
+def check_index(index_url: str, pin: str, target: Target, fetcher: Callable[[str], str] | None = None) -> list[str]:
+    """The wheels of torch==pin for `target` that the index lists (read with `fetcher`, default `fetch`);
+    SetupError when it cannot be reached, has no torch page, or lists no such wheel."""
+    fetcher = fetcher or fetch
     url = project_url(index_url)
     page: str | None = None
     error: Exception | None = None
@@ -329,16 +330,20 @@ def no_wheel_message(exc: NoWheel, pin: str, rerun: str, other_python: str) -> s
     return "\n".join(lines)
 
 
-def pip_failed_message(index: str, pin: str, status: int, rerun: str) -> str:
-    return "\n".join(
-        [
-            RULE,
-            f"torch=={pin} was NOT installed: pip failed (status {status}; its output is above) although",
-            f"  {index} lists a wheel for this Python. Run again: {rerun}",
-            f"  or take torch from PyPI (pip's configured index): {_rerun_with('', rerun)} ({PYPI_LINUX_SIZE} on Linux)",
-            RULE,
+def pip_failed_message(chosen: Plan, pin: str, status: int, rerun: str) -> str:
+    lines = [RULE, f"torch=={pin} was NOT installed: pip failed (status {status}; its output is above)."]
+    if chosen.index_url is None:
+        lines += [
+            "  It looked in pip's configured index (PyPI unless configured otherwise). Run again when it is",
+            f"  reachable, or name a torch index: {_rerun_with('https://download.pytorch.org/whl/cpu', rerun)}",
         ]
-    )
+    else:
+        lines += [
+            f"  The index {chosen.index_url} lists a wheel for this Python. Run again: {rerun}",
+            f"  or take torch from PyPI (pip's configured index): {_rerun_with('', rerun)}",
+            f"  (on Linux PyPI's CUDA build: {PYPI_LINUX_SIZE})",
+        ]
+    return "\n".join(lines + [RULE])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -391,7 +396,7 @@ def main(argv: list[str] | None = None, run: Callable[[list[str]], int] = subpro
             return 0
         status = run(command)
         if status != 0:
-            print(pip_failed_message(where, pin, status, args.rerun), file=sys.stderr, flush=True)
+            print(pip_failed_message(chosen, pin, status, args.rerun), file=sys.stderr, flush=True)
             return 1
         say(f"installed torch {installed_version()}")
         return 0
