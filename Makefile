@@ -1,5 +1,6 @@
 # Two entry points (README Quick start): `make demo` and `make test`. Both create .venv if missing
-# and install the package with the dependencies locked in locks/instructor.txt (plain pip).
+# and install the package with the dependencies locked in locks/instructor.txt (plain pip; torch first,
+# from PyTorch's CPU index on Linux: shared/hetero/install_torch.py). PYTHON picks the venv's interpreter.
 PYTHON ?= python3
 VENV := .venv
 VPY := $(VENV)/bin/python
@@ -11,7 +12,11 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
 $(STAMP): pyproject.toml $(LOCK)
 	test -x $(VPY) || $(PYTHON) -m venv $(VENV)
-	# The lock as it stands, unresolved: what it leaves out (locks/excludes.txt) stays out.
+	# torch first, alone: its CPU build from PyTorch's CPU index on Linux, PyPI's wheel on macOS and Windows;
+	# A2_TORCH_INDEX_URL overrides the index (README, "How torch is installed").
+	$(VPY) shared/hetero/install_torch.py --rerun "make setup" --other-python "rm -rf $(VENV) && make setup PYTHON=python{v}" $(LOCK)
+	# The lock as it stands, unresolved: what it leaves out (locks/excludes.txt) stays out. The torch
+	# just installed satisfies its pin and is kept.
 	$(VPY) -m pip install --no-deps -r $(LOCK)
 	# torch once more, resolved: adds the libraries its platform's wheel needs (none for the CPU build).
 	$(VPY) -m pip install "$$(grep '^torch==' $(LOCK))"

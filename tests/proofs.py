@@ -70,6 +70,29 @@ def _python310_version() -> str:
     ).stdout.strip()
 
 
+def local_torch_index(dest: Path, version: str) -> str | None:
+    """A PEP 503 file index under `dest` (`file://.../simple`, whose torch/index.html links this machine's
+    local CPU wheels of torch `version`, found in pip's find-links folders), standing in for PyTorch's CPU
+    index where that cannot be reached: the proofs set A2_TORCH_INDEX_URL to it, so torch goes through
+    install_torch.py's index route. None when there is no such wheel here (then the real index is used)."""
+    folders = os.environ.get("PIP_FIND_LINKS", "").split()
+    listed = subprocess.run(
+        [sys.executable, "-m", "pip", "config", "list"], capture_output=True, text=True, timeout=60
+    ).stdout
+    for line in listed.splitlines():
+        key, _, value = line.partition("=")
+        if key.endswith("find-links"):
+            folders += value.strip().strip("'\"").split()
+    wheels = sorted({w for f in folders if Path(f).is_dir() for w in Path(f).glob(f"torch-{version}+cpu-*.whl")})
+    if not wheels:
+        return None
+    page = dest / "simple" / "torch"
+    page.mkdir(parents=True, exist_ok=True)
+    links = "".join(f'<a href="{w.resolve().as_uri()}">{w.name}</a>\n' for w in wheels)
+    (page / "index.html").write_text(f"<!DOCTYPE html>\n<html><body>\n{links}</body></html>\n", encoding="utf-8")
+    return (dest / "simple").resolve().as_uri()
+
+
 @dataclass(frozen=True)
 class Proof:
     name: str
@@ -81,6 +104,7 @@ class Proof:
 # The Gradescope zip's install route: what setup.sh installs and how, and the files that pick them.
 _GRADESCOPE_INSTALL = (
     "autograder/gradescope/*",
+    "shared/hetero/install_torch.py",
     "autograder/packaging/build.py",
     "autograder/packaging/audiences.py",
     "autograder/packaging/locks.py",

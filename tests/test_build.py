@@ -3,9 +3,11 @@
 Gradescope unpacks the zip into /autograder/source, runs setup.sh once to build the image, copies
 run_autograder to /autograder/run_autograder and runs it with the student's files in
 /autograder/submission; it reads /autograder/results/results.json. The slow test reproduces that in
-a temporary root (A2_AUTOGRADER_ROOT), with a fresh virtual environment made by setup.sh (torch from
-pip's configured index here: A2_TORCH_INDEX_URL=""), and grades the answer key, the unfilled stubs
-and one wrong fixture, validating every results.json against the schema.
+a temporary root (A2_AUTOGRADER_ROOT), with a fresh virtual environment made by setup.sh (torch by
+install_torch.py: on this Python from a file index of the local CPU wheel standing in for PyTorch's CPU
+index; on Python 3.10, which has no CPU wheel here, by its documented fallback, A2_TORCH_INDEX_URL="",
+from the image's own wheels), and grades the answer key, the unfilled stubs and one wrong fixture,
+validating every results.json against the schema.
 """
 
 from __future__ import annotations
@@ -115,7 +117,8 @@ def test_requirements_come_from_imports_and_pins():
         build.requirements_for({"requests"}, pins)
 
 
-PYTHON310 = load_module_from_path(Path(__file__).with_name("proofs.py"), "_a2_proofs").python310()
+PROOFS = load_module_from_path(Path(__file__).with_name("proofs.py"), "_a2_proofs")
+PYTHON310 = PROOFS.python310()
 
 
 def test_shipped_code_compiles_under_python_310(built, tmp_path):
@@ -221,8 +224,9 @@ def test_gradescope_layout_end_to_end(built, tmp_path, python):
         assert PYTHON310 is not None, "a Python 3.10 interpreter is needed (pyenv install 3.10)"
         extra = {"A2_PYTHON": PYTHON310, "A2_TORCH_INDEX_URL": "", "PIP_NO_INDEX": "1",
                  "PIP_FIND_LINKS": str(_wheelhouse_310(zip_path, tmp_path))}
-    else:
-        extra = {"A2_TORCH_INDEX_URL": ""}  # this machine's pip finds torch 2.13.0+cpu on local disk
+    else:  # torch through the installer's index route: a file index of the local CPU wheel, else the real one
+        index = PROOFS.local_torch_index(tmp_path / "torch-index", "2.13.0")
+        extra = {"A2_TORCH_INDEX_URL": index} if index else {}
     # Like /autograder, the root must be traversable by the sandbox's unprivileged uids (the grader
     # drops to them when it runs as root); pytest's tmp_path lies under a 0700 folder.
     root = Path(tempfile.mkdtemp(prefix="a2-gradescope-"))
@@ -247,6 +251,10 @@ def _end_to_end(root: Path, tmp_path: Path, extra: dict[str, str], label: str) -
                              capture_output=True, text=True).stdout.strip()
     if label == "python3.10":
         assert version.startswith("3.10."), f"the venv runs Python {version}, not 3.10"
+        assert "from pip's configured index" in setup.stdout, setup.stdout[-3000:]
+    else:
+        assert "[install_torch] the index lists torch-2.13.0+cpu" in setup.stdout, setup.stdout[-3000:]
+    torch_line = next(line for line in setup.stdout.splitlines() if line.startswith("[install_torch] torch=="))
 
     timings = {}
     start = time.monotonic()
@@ -279,7 +287,7 @@ def _end_to_end(root: Path, tmp_path: Path, extra: dict[str, str], label: str) -
         f"{fixture.name}: Gradescope run gave {wrong['score']}, in-repo grading {direct['score']}")
     assert wrong["score"] < 100, f"{fixture.name} must lose points"
     print(f"\n[{label}] Python {version}: setup.sh {setup_s:.0f} s; run_autograder " +
-          ", ".join(f"{k} {v:.1f} s" for k, v in timings.items()))
+          ", ".join(f"{k} {v:.1f} s" for k, v in timings.items()) + f"\n[{label}] {torch_line}")
 
 
 def test_fallback_keeps_good_results_and_replaces_broken_ones(tmp_path):

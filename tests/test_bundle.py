@@ -3,8 +3,9 @@ source, and, from nothing, a set-up that runs its public tests and the lecture d
 own files. Also the instructor package itself: a non-editable install and a built wheel carry every
 subpackage and data file.
 
-The slow tests build real virtual environments (torch installs from pip's configured local wheel
-here); each module-scoped fixture installs once and the tests after it reuse it.
+The slow tests build real virtual environments (the student copy's torch through its installer, from a
+file index of this machine's local CPU wheel standing in for PyTorch's CPU index); each module-scoped
+fixture installs once and the tests after it reuse it.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from autograder.authoring.wrong_fixtures import for_exercise, source
 from autograder.core.cases import hidden_cases, public_cases
 from autograder.core.manifest import EXERCISES, ROOT
 from autograder.packaging import bundle
+from hetero.impl import load_module_from_path
 
 STUB_RE = re.compile(r'raise NotImplementedError\("ex\d\d: \w+"\)')
 
@@ -76,8 +78,13 @@ def test_readme_quick_start_has_exactly_two_commands(members):
     quick = readme.split("## Quick start", 1)[1].split("```")[1]
     commands = [line.split("#")[0].strip() for line in quick.strip().splitlines()]
     assert commands == ["make demo", "make test"], f"Quick start must be `make demo` and `make test`, got {commands}"
-    assert "--index-url https://download.pytorch.org/whl/cpu" in readme, "the laptop CPU-torch step is missing"
-    assert "3.10 to 3.13" in readme
+    assert "3.10 to 3.13" in readme and "make test PYTHON=python3.12" in readme, "how to choose the Python"
+    for words in ("https://download.pytorch.org/whl/cpu", "A2_TORCH_INDEX_URL=https://", "A2_TORCH_INDEX_URL= make",
+                  "1.4 GB", "shared/hetero/install_torch.py"):
+        assert words in readme, f"the README must say how torch is installed ({words!r})"
+    recipe = _text(members, "Makefile").split("$(STAMP): pyproject.toml", 1)[1].split("\n\n", 1)[0]
+    installer, rest = recipe.index("shared/hetero/install_torch.py"), recipe.index("pip install -e .")
+    assert installer < rest, "the set-up must install torch with the installer before `pip install -e .`"
 
 
 def test_handout_states_the_limits_the_types_and_the_differences(members):
@@ -219,14 +226,26 @@ def _run(cmd: list[str], cwd: Path, timeout_s: float = 900, **env: str) -> subpr
     return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout_s, env=_clean_env(**env))
 
 
+PROOFS = load_module_from_path(Path(__file__).with_name("proofs.py"), "_a2_proofs")
+
+
 @pytest.fixture(scope="module")
 def student_copy(tmp_path_factory) -> Path:
-    """The copy, built into a temporary folder and set up with its own Makefile (`make setup`)."""
+    """The copy, built into a temporary folder and set up with its own Makefile (`make setup`). torch goes
+    through install_torch.py's index route: PyTorch's CPU index, or where this machine holds the CPU wheel
+    locally, a file index of it standing in (A2_TORCH_INDEX_URL)."""
     out = tmp_path_factory.mktemp("copy") / "student"
     bundle.build_bundle(out)
+    index = PROOFS.local_torch_index(tmp_path_factory.mktemp("torch-index"), bundle._torch_version(
+        bundle.student_requirements()))
+    torch_env = {"A2_TORCH_INDEX_URL": index} if index else {}
     result = _run(["make", "setup", f"PYTHON={shutil.which('python3', path=_clean_env()['PATH']) or 'python3'}"], out,
-                  timeout_s=1800)
+                  timeout_s=1800, **torch_env)
     assert result.returncode == 0, f"make setup failed in the student's copy:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
+    assert "[install_torch] the index lists torch-" in result.stdout, result.stdout[-3000:]
+    torch = _run([_vpy(out), "-c", "import torch; print(torch.__version__)"], out).stdout.strip()
+    assert torch.endswith("+cpu"), f"the copy's torch is {torch}, not the CPU build"
+    print(f"\n[student copy] torch {torch} from {index or 'PyTorch CPU index'} ({'local stand-in' if index else 'real'})")
     return out
 
 

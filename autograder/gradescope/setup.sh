@@ -3,9 +3,11 @@
 #
 # Installs bubblewrap (the sandbox's allow-list root) with apt-get when it is missing, then creates a
 # virtual environment beside the autograder source and installs the grading dependencies
-# into it: torch's pin (requirements-torch.txt) first, then the rest of the repository's lock file
-# locks/gradescope.txt (requirements.txt, every distribution at one version). The system python3 that
-# Gradescope's harness uses is left untouched.
+# into it: torch's pin (requirements-torch.txt) first and alone, by shared/hetero/install_torch.py (the
+# installer the instructor's and the student's `make setup` run too: torch's CPU build from PyTorch's CPU
+# index on Linux), then the rest of the repository's lock file locks/gradescope.txt (requirements.txt,
+# every distribution at one version) resolved together with torch's pin, which keeps that torch and adds
+# what it needs. The system python3 that Gradescope's harness uses is left untouched.
 # The source tree (autograder/, shared/hetero/) is put on the venv's path with a .pth file, so
 # the sandboxed child processes find `hetero` even when they run with a scrubbed environment.
 #
@@ -13,15 +15,17 @@
 #   A2_AUTOGRADER_ROOT  Gradescope root holding source/, submission/, results/ (default /autograder)
 #   A2_VENV             where the virtual environment goes (default $A2_AUTOGRADER_ROOT/venv)
 #   A2_PYTHON           interpreter that creates the venv (default python3)
-#   A2_TORCH_INDEX_URL  pip index for torch (default: PyTorch's CPU-only wheels). Set it to the
-#                       empty string to install torch from pip's configured index instead.
+#   A2_TORCH_INDEX_URL  pip index for torch (default: PyTorch's CPU index, https://download.pytorch.org/whl/cpu;
+#                       see install_torch.py). Set it to the empty string to install torch from pip's
+#                       configured index instead (PyPI: its CUDA build, about 1.4 GB to download, 5 GB venv).
+#                       When the index cannot be reached, or has no wheel for this Python, the build stops
+#                       and says what to do.
 set -euo pipefail
 
 SRC="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="${A2_AUTOGRADER_ROOT:-/autograder}"
 VENV="${A2_VENV:-$ROOT/venv}"
 PY="${A2_PYTHON:-python3}"
-TORCH_INDEX_URL="${A2_TORCH_INDEX_URL-https://download.pytorch.org/whl/cpu}"
 
 echo "[setup] source: $SRC; venv: $VENV; interpreter: $("$PY" --version 2>&1)"
 
@@ -57,12 +61,10 @@ echo "[setup] $(bwrap --version)"
 VPY="$VENV/bin/python"
 
 # torch first, CPU build: the CUDA wheels from PyPI are several GB and useless on Gradescope.
-if [ -n "$TORCH_INDEX_URL" ]; then
-    "$VPY" -m pip install --no-input --quiet --index-url "$TORCH_INDEX_URL" -r "$SRC/requirements-torch.txt"
-else
-    "$VPY" -m pip install --no-input --quiet -r "$SRC/requirements-torch.txt"
-fi
-"$VPY" -m pip install --no-input --quiet -r "$SRC/requirements.txt"
+"$VPY" "$SRC/shared/hetero/install_torch.py" --quiet \
+    --rerun "bash setup.sh   # on Gradescope: export A2_TORCH_INDEX_URL=... at the top of setup.sh, rebuild" \
+    --other-python "A2_PYTHON=python{v} bash setup.sh" "$SRC/requirements-torch.txt"
+"$VPY" -m pip install --no-input --quiet -r "$SRC/requirements.txt" -r "$SRC/requirements-torch.txt"
 
 SITE="$("$VPY" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
 printf '%s\n%s\n' "$SRC" "$SRC/shared" > "$SITE/a2_autograder_source.pth"
