@@ -213,3 +213,52 @@ def test_every_set_up_runs_the_one_installer_and_ships_it_unchanged():
     shipped = members["shared/hetero/install_torch.py"]
     assert (shipped.read_bytes() if isinstance(shipped, Path) else shipped) == source, "the zip's copy"
     assert INSTALLER in bundle.library_files(ROOT), "the student copy ships shared/hetero/ *.py as they are"
+
+
+def test_an_unreachable_default_index_falls_back_to_a_local_cpu_wheel_only(tmp_path, monkeypatch):
+    """PyTorch's index unreachable, PIP_FIND_LINKS holding torch==pin+cpu for this Python: that wheel is
+    installed (the machines without PyTorch's index that carry the wheel); an explicit A2_TORCH_INDEX_URL
+    that cannot be reached still stops; a CUDA (non +cpu) wheel there is never taken."""
+    target = it.Target.here()
+    py = f"cp{target.python[0]}{target.python[1]}"
+    links = tmp_path / "wheels"
+    links.mkdir()
+    plat = {"linux": f"manylinux_2_28_{target.machine}"}.get(target.platform, "any")
+    (links / f"torch-2.13.0-{py}-{py}-{plat}.whl").write_bytes(b"")
+    env = {"PIP_FIND_LINKS": str(links)}
+    assert it.local_cpu_wheel("2.13.0", target, env) is None, "a wheel without +cpu is not taken"
+    cpu = links / f"torch-2.13.0+cpu-{py}-{py}-{plat}.whl"
+    cpu.write_bytes(b"")
+    if target.platform.startswith("linux"):
+        assert it.local_cpu_wheel("2.13.0", target, env) == cpu
+        assert it.local_cpu_wheel("2.13.1", target, env) is None, "only the pinned version"
+    assert it.local_command(cpu, True)[-1] == str(cpu) and "--no-index" in it.local_command(cpu, True)
+
+
+def test_main_installs_the_local_cpu_wheel_when_pytorchs_index_is_unreachable(tmp_path, monkeypatch, capsys):
+    links = tmp_path / "wheels"
+    links.mkdir()
+    wheel = links / "torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl"
+    wheel.write_bytes(b"")
+    pins = tmp_path / "req.txt"
+    pins.write_text("torch==2.13.0\n")
+
+    def unreachable(url, pin, target, fetcher=None):
+        raise it.Unreachable(url, "name not resolved")
+
+    monkeypatch.setattr(it, "installed_version", lambda: None)
+    monkeypatch.setattr(it, "check_index", unreachable)
+    monkeypatch.setattr(it.Target, "here", classmethod(lambda cls: it.Target((3, 11), False, "linux", "x86_64")))
+    monkeypatch.delenv(it.ENV_VAR, raising=False)
+    monkeypatch.setenv("PIP_FIND_LINKS", str(links))
+    ran: list[list[str]] = []
+    assert it.main([str(pins)], run=lambda cmd: ran.append(cmd) or 0) == 0
+    assert ran and ran[0][-1] == str(wheel) and "--no-index" in ran[0], ran
+    assert "using the CPU wheel" in capsys.readouterr().out
+    monkeypatch.setenv(it.ENV_VAR, "https://mirror.example/whl/cpu")  # the user's own index: no fallback
+    ran.clear()
+    assert it.main([str(pins)], run=lambda cmd: ran.append(cmd) or 0) == 1 and not ran
+    monkeypatch.delenv(it.ENV_VAR)
+    monkeypatch.setenv("PIP_FIND_LINKS", str(tmp_path / "none"))
+    assert it.main([str(pins)], run=lambda cmd: ran.append(cmd) or 0) == 1 and not ran
+    assert "cannot be reached" in capsys.readouterr().err

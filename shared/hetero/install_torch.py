@@ -22,7 +22,9 @@ pinned version for this Python and platform, the script says so and what to do, 
 1 without calling pip (pip would report a missing version or a resolver conflict instead). torch's own
 dependencies are left to the caller's next, resolved pip call (`pip install -e .`, or the lock), which
 keeps the torch installed here because it satisfies the pin (`torch==2.13.0` admits `2.13.0+cpu`).
-A torch of the pinned version already installed is kept as it is (no network).
+A torch of the pinned version already installed is kept as it is (no network). When PyTorch's own
+index (not one named by A2_TORCH_INDEX_URL) cannot be reached and pip's configured find-links
+(PIP_FIND_LINKS) hold a CPU wheel of the pin for this Python, that wheel is installed instead.
 """
 
 from __future__ import annotations
@@ -349,6 +351,19 @@ def pip_failed_message(chosen: Plan, pin: str, status: int, rerun: str) -> str:
 # ---------------------------------------------------------------------------------------------
 
 
+def local_cpu_wheel(pin: str, target: Target, environ: Mapping[str, str]) -> Path | None:
+    """A CPU build of torch==pin for `target` in a local folder of pip's configured find-links
+    (PIP_FIND_LINKS, space-separated), or None: what a machine without PyTorch's index may hold."""
+    for entry in environ.get("PIP_FIND_LINKS", "").split():
+        folder = Path(urllib.parse.urlparse(entry).path if entry.startswith("file:") else entry)
+        if not folder.is_dir():
+            continue
+        for wheel in sorted(folder.glob("torch-*.whl")):
+            if "+cpu" in wheel.name and fits(wheel.name, pin, target):
+                return wheel
+    return None
+
+
 def pip_command(pin: str, chosen: Plan, quiet: bool) -> list[str]:
     command = [sys.executable, "-m", "pip", "install", "--no-deps"]
     if quiet:
@@ -357,6 +372,11 @@ def pip_command(pin: str, chosen: Plan, quiet: bool) -> list[str]:
         url = chosen.index_url if "://" in chosen.index_url else Path(chosen.index_url).resolve().as_uri()
         command += ["--index-url", url]
     return command + [f"torch=={pin}"]
+
+
+def local_command(wheel: Path, quiet: bool) -> list[str]:
+    command = [sys.executable, "-m", "pip", "install", "--no-deps", "--no-index"]
+    return command + (["--quiet", "--no-input"] if quiet else []) + [str(wheel)]
 
 
 def say(text: str) -> None:
@@ -387,10 +407,19 @@ def main(argv: list[str] | None = None, run: Callable[[list[str]], int] = subpro
         chosen = plan(target, os.environ)
         where = chosen.index_url or "pip's configured index (PyPI unless configured otherwise)"
         say(f"torch=={pin} for {target.describe()} from {where}: {chosen.why}")
+        local = None
         if chosen.index_url is not None:
-            found = check_index(chosen.index_url, pin, target)
-            say(f"the index lists {found[0]}" + (f" (+{len(found) - 1} more)" if len(found) > 1 else ""))
-        command = pip_command(pin, chosen, args.quiet)
+            try:
+                found = check_index(chosen.index_url, pin, target)
+                say(f"the index lists {found[0]}" + (f" (+{len(found) - 1} more)" if len(found) > 1 else ""))
+            except Unreachable:
+                # PyTorch's own index only (an explicit A2_TORCH_INDEX_URL is the user's choice): a CPU
+                # wheel of the pin in pip's configured find-links does the same job.
+                local = local_cpu_wheel(pin, target, os.environ) if chosen.index_url == DEFAULT_INDEX_URL else None
+                if local is None:
+                    raise
+                say(f"PyTorch's CPU index cannot be reached; using the CPU wheel {local} (PIP_FIND_LINKS)")
+        command = pip_command(pin, chosen, args.quiet) if local is None else local_command(local, args.quiet)
         if args.dry_run:
             say("would run: " + " ".join(command))
             return 0
