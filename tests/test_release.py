@@ -96,3 +96,25 @@ def test_handout_states_the_manifests_case_limits():
     assert case_limits_text() == "10 s; ex05 20 s; ex10 30 s", case_limits_text()
     for ex in EXERCISES:
         assert f"Each case may run for at most {ex.case_timeout_s:g} s" in handout, ex.id
+
+
+def test_a_failing_release_writes_nothing(tmp_path, monkeypatch):
+    """`make release` is atomic: when anything fails (here the expected values, after the release was
+    built in its temporary tree), the release folder and the stored files are left as they were, and the
+    message names what to edit."""
+    from autograder.authoring import release as release_tool
+
+    out = tmp_path / "assignments"
+    out.mkdir()
+    (out / "sentinel.txt").write_text("before", encoding="utf-8")
+
+    def failing(jobs: int) -> dict[str, str]:
+        raise release_tool.ReleaseError("autograder/tests/ex02_hidden.py or solutions/ex02_kv_capacity.py: boom")
+
+    monkeypatch.setattr(release_tool, "_expected_texts", failing)
+    stored = {p: p.stat().st_mtime_ns for p in (ROOT / "autograder" / "expected").glob("*.json")}
+    with pytest.raises(release_tool.ReleaseError, match="ex02_hidden.py"):
+        release_tool.release(out)
+    assert [p.name for p in out.iterdir()] == ["sentinel.txt"], "the release folder was changed"
+    assert stored == {p: p.stat().st_mtime_ns for p in stored}, "stored expected values were rewritten"
+
