@@ -66,3 +66,46 @@ def test_hints_name_the_mistake_not_the_answer_code():
             text = re.sub(r"\s+", "", case.hint + case.tol_note)
             quoted += [f"{case.id}: {line}" for line in answer if line in text]
     assert not quoted, "hints quote the answer key verbatim (say what is wrong instead):\n" + "\n".join(quoted[:10])
+
+
+def _trivial(encoded) -> bool:
+    """An answer a guess names anyway: None, a bool, a small whole number (0, 1, an instance index, a
+    count; the grader's `scoring.guessable`): a hidden case cannot avoid sharing those with a public one."""
+    from autograder.core.scoring import guessable
+
+    return encoded is None or guessable(encoded)
+
+
+@pytest.mark.parametrize("ex_id", available_exercises())
+def test_no_hidden_case_expects_a_public_answer(ex_id):
+    """A hidden case whose answer is exactly a public case's (same function) is passed by a table of the
+    public answers; its inputs must change. Exact equality of the stored values; raising cases and trivial
+    answers (None, bools, whole numbers up to the grader's guess limit, 0 and 1 among them) aside."""
+    import json
+
+    from autograder.core.cases import public_cases
+
+    data = json.loads((ROOT / "autograder" / "expected" / f"{ex_id}.json").read_text(encoding="utf-8"))
+    entries = data["cases"]
+    public: dict[str, list[tuple[str, object]]] = {}
+    for case in public_cases(ex_id):
+        entry = entries[case.id]
+        if entry["raises"] is None and not _trivial(entry["expect"]):
+            public.setdefault(case.func, []).append((case.id, entry["expect"]))
+    repeats = [
+        f"{hidden['id']} expects {json.dumps(entries[hidden['id']]['expect'])[:80]}, the answer of {pid}"
+        for hidden in data["hidden"]
+        if entries[hidden["id"]]["raises"] is None
+        for pid, value in public.get(hidden["func"], [])
+        if entries[hidden["id"]]["expect"] == value
+    ]
+    assert not repeats, "hidden cases expecting a public answer (change their inputs):\n" + "\n".join(repeats)
+
+
+def test_trivial_answers_are_only_guessable_ones():
+    from hetero.checks import encode
+
+    assert _trivial(None) and _trivial(encode(True)) and _trivial(encode(0)) and _trivial(encode(1.0))
+    assert _trivial(encode(3)), "an instance index or a count is named by a guess"
+    assert not _trivial(encode(16.7400645328896)) and not _trivial(encode(44_040_192))
+    assert not _trivial(encode(["routed experts", "shared expert", "attention"])) and not _trivial(encode(100.0))

@@ -416,3 +416,36 @@ def test_hot_block_part_renders_every_configuration():
         "the sender limit changes times, not what is cached")
     assert by["replication, threshold 1"]["remote_blocks_per_request"] < by["sender-limited, no replication"][
         "remote_blocks_per_request"], "replicas turn remote hits into local ones"
+
+
+def test_hot_block_plot_tick_labels_do_not_overlap(monkeypatch, tmp_path):
+    """Issue 22: the five configuration names overlapped under every panel of cache_pool_hot_blocks.png."""
+    from hetero import plotting
+    from hetero.kvcache import experiment
+
+    keys = ("transfer_wait_mean", "transfer_wait_p99", "ttft_mean", "ttft_p99", "remote_blocks_per_request",
+            "busiest_sender_share")
+    values = [(4.15, 8.0, 11.54, 42.0, 20.74, 0.3), (4.9, 18.32, 12.25, 42.0, 20.74, 0.3)]
+    values += [(1.57, 8.0, 13.2, 52.46, 7.86, 0.13)] * 3  # the part's figures (y tick labels take room too)
+    rows = [{"name": cfg.name, **dict(zip(keys, v, strict=True))}
+            for cfg, v in zip(kvcache.HOT_BLOCK_CONFIGS, values, strict=True)]
+    boxes = {}
+    save = plotting.save
+
+    def measured_save(figure, *args, **kwargs):
+        figure.tight_layout()  # as `save` lays it out, then the labels' boxes as drawn
+        figure.canvas.draw()
+        renderer = figure.canvas.get_renderer()
+        for n, ax in enumerate(figure.axes):
+            boxes[f"panel {n} ({ax.get_ylabel()})"] = [
+                t.get_window_extent(renderer) for t in ax.get_xticklabels() if t.get_text()]
+        return save(figure, *args, **kwargs)
+
+    monkeypatch.setattr(plotting, "save", measured_save)
+    (path,) = experiment.plot_hot_blocks({"rows": rows}, tmp_path)
+    assert path.name == "cache_pool_hot_blocks.png" and path.is_file() and len(boxes) == 4
+    for panel, labels in boxes.items():
+        assert len(labels) == len(rows), panel
+        # the labels' boxes (axis-aligned, rotated text included) at least 4 px apart at the figure's dpi
+        close = [(i, i + 1) for i in range(len(labels) - 1) if labels[i + 1].x0 - labels[i].x1 < 4]
+        assert not close, f"{panel}: tick labels {close} overlap or touch"

@@ -134,3 +134,33 @@ def test_the_answer_key_itself_is_not_compared():
     result = lecture("01", "--impl", "solutions", "--json")
     data = json.loads(result.stdout)
     assert "reference" not in data and "gaps" not in data and "reference" not in result.stderr
+
+
+def test_every_part_of_every_experiment_has_a_plot():
+    import importlib
+
+    from hetero.lecture import EXPERIMENTS
+
+    parts = [p for _, modules in EXPERIMENTS.values() for m in modules for p in importlib.import_module(m).PARTS]
+    assert parts and all(callable(p.plot) for p in parts), [p.key for p in parts if not callable(p.plot)]
+
+
+def test_plots_of_every_part_that_ran_with_stub_ex08_and_ex10(tmp_path):
+    """Issue 22: `lecture 03 --plots` wrote no PNG when ex08 and ex10 were stubs, though placement and amx ran."""
+    folder = tmp_path / "work"
+    folder.mkdir()
+    for path in (ROOT / "solutions").glob("ex*.py"):
+        stub = path.name.startswith(("ex08_", "ex10_"))
+        shutil.copyfile((ROOT / "assignments" / path.name) if stub else path, folder / path.name)
+    out = tmp_path / "plots"
+    result = lecture("03", "--impl", str(folder), "--json", "--plots", str(out))
+    assert result.returncode == 0, result.stderr[-2000:]
+    data = json.loads(result.stdout)
+    assert set(data["missing"]) == {"decode", "deferral"}, data["missing"]
+    ran = [k for k in data["parts"] if k not in data["missing"]]
+    assert ran == ["placement", "amx"], ran
+    for key in ran:
+        written = re.findall(rf"\[03\] {key}: wrote (\S+\.png)", result.stderr)
+        assert written and all(Path(w).is_file() and Path(w).stat().st_size > 10_000 for w in written), (
+            f"part {key} ran but wrote no plot:\n{result.stderr[-2000:]}")
+    assert sorted(p.name for p in out.glob("*.png")) == ["exp03_amx.png", "exp03_placement.png"]

@@ -66,8 +66,11 @@ def test_unfilled_release_fails_every_public_test_with_not_implemented(release_c
     assert "short test summary" not in out, "each message is printed once, in its block"
     summary = out[out.index("per-exercise summary"):]
     assert summary.rstrip().endswith("make up the rest."), "the per-exercise summary must be printed last"
+    assert re.search(r"^exercise\s+passed\s+failed\s+passed / max\s+max\s+status$", summary, flags=re.M), summary
     for ex in EXERCISES:
-        assert re.search(rf"^{ex.id}\s.*FAILING$", summary, flags=re.M), ex.id
+        assert re.search(rf"^{ex.id}\s+0\s+[1-9]\d*\s+0 / [\d.]+\s+{ex.points:g}\s+FAILING$", summary, flags=re.M), (
+            f"{ex.id}: no public points earned, the exercise's maximum, FAILING:\n{summary}")
+    assert "public points: what your passed public cases are worth / what all public cases give" in summary
 
 
 @pytest.mark.slow
@@ -114,7 +117,8 @@ def test_a_loop_costs_only_its_cases_and_mistakes_are_one_block_each(release_cop
     loops = {k for k, b in blocks.items() if "stopped after 1 s" in b}
     assert loops and loops == {k for k in blocks if k.startswith("ex01.usd_per_gb.")}, (
         f"every usd_per_gb case must stop after 1 s and nothing else; stopped: {sorted(loops)}")
-    assert re.search(r"^ex01\s+\S+\s+[1-9]\d*\s+\d+\s+FAILING$", result.stdout, flags=re.M), (
+    # columns: exercise, public cases passed, failed, public points passed / max, exercise max, status
+    assert re.search(r"^ex01\s+[1-9]\d*\s+\d+\s+[1-9][\d.]* / 2\.4\s+6\s+FAILING$", result.stdout, flags=re.M), (
         "after the loop the other ex01 cases must still run and pass:\n" + result.stdout[-2000:])
     f32 = blocks["ex02.kv_bytes_per_token.llama3_70b"]
     assert "type mistake" in f32 and "numpy.float32" in f32 and "expected: 327680.0 bytes per token" in f32, f32

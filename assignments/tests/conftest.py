@@ -3,6 +3,7 @@ short block per failure, and the per-exercise summary as the last thing printed.
 
 from __future__ import annotations
 
+import functools
 from collections import defaultdict
 from pathlib import Path
 
@@ -12,11 +13,13 @@ from hetero.publictest import load_listing
 
 HERE = Path(__file__).resolve().parent
 IMPL_DIR = HERE.parent
-_RESULTS: dict[str, dict[str, int]] = defaultdict(lambda: {"passed": 0, "failed": 0})
+_RESULTS: dict[str, dict[str, float]] = defaultdict(lambda: {"passed": 0, "failed": 0, "points": 0.0})
 LEGEND = (
-    "max points: the most an exercise can give, not your score. ok: its public cases passed, nothing more.",
-    "A function's passed cases pay only once it also returns correct, different answers on hidden inputs",
-    "(README, Grading); public tests are part of the grade, hidden tests on other inputs make up the rest.",
+    "public points: what your passed public cases are worth / what all public cases give (points earned",
+    "by public cases, not yet your score: a function's passed cases pay only once it also returns correct,",
+    "different answers on hidden inputs; README, Grading). exercise max: public and hidden cases together.",
+    "ok: every public case passed, nothing more. Public tests are part of the grade; hidden tests on other",
+    "inputs make up the rest.",
 )
 
 
@@ -62,6 +65,19 @@ def pytest_runtest_logreport(report):
     for ex_id in EXERCISES:
         if f"[{ex_id}." in report.nodeid:
             _RESULTS[ex_id]["passed" if report.passed else "failed"] += 1
+            if report.passed:
+                case_id = report.nodeid.rsplit("[", 1)[1].rstrip("]")
+                info = _listing().get(ex_id)
+                _RESULTS[ex_id]["points"] += info.case_points.get(case_id, 0.0) if info else 0.0
+
+
+@functools.lru_cache(maxsize=1)
+def _listing() -> dict:
+    return load_listing(HERE)
+
+
+def _points(value: float) -> str:
+    return f"{value:.2f}".rstrip("0").rstrip(".")
 
 
 def pytest_unconfigure(config):
@@ -71,14 +87,16 @@ def pytest_unconfigure(config):
         return
     listing = load_listing(HERE)
     reporter.write_sep("=", "per-exercise summary (public tests)")
-    reporter.write_line(f"{'exercise':<10}{'max points':>12}{'public passed':>15}{'public failed':>15}  "
-                        "public cases")
+    reporter.write_line(f"{'':<10}{'public cases':>16}{'public points':>16}{'exercise':>10}")
+    reporter.write_line(f"{'exercise':<10}{'passed':>8}{'failed':>8}{'passed / max':>16}{'max':>10}  status")
     for ex_id in EXERCISES:
         if ex_id not in _RESULTS:
             continue
         r = _RESULTS[ex_id]
         status = "ok" if r["failed"] == 0 else "FAILING"
-        pts = f"{listing[ex_id].points:g}" if ex_id in listing else ""
-        reporter.write_line(f"{ex_id:<10}{pts:>12}{r['passed']:>15}{r['failed']:>15}  {status}")
+        info = listing.get(ex_id)
+        public = f"{_points(r['points'])} / {_points(info.public_points)}" if info else ""
+        most = f"{info.points:g}" if info else ""
+        reporter.write_line(f"{ex_id:<10}{r['passed']:>8}{r['failed']:>8}{public:>16}{most:>10}  {status}")
     for line in LEGEND:
         reporter.write_line(line)

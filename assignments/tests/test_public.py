@@ -2,9 +2,10 @@
 
 Run them from the folder that holds `assignments/`: `pytest assignments` (or `pytest assignments -m ex02`
 for one exercise). The cases are in `public_exNN.py` beside this file; a failing case prints one block:
-the call, the expected value with its unit, what your code returned, and the likely mistake. The
-exercise files are loaded from the folder above `tests/`; each case has the time limit of its exercise
-(`exercises.json`, the same limit Gradescope grading uses).
+the call, the expected value with its unit, what your code returned, and the likely mistake (or, when
+your value is exactly what a known mistake returns on that case, that mistake: `public_mistakes.json`,
+the same words Gradescope gives the case). The exercise files are loaded from the folder above `tests/`;
+each case has the time limit of its exercise (`exercises.json`, the same limit Gradescope grading uses).
 """
 
 from __future__ import annotations
@@ -14,11 +15,12 @@ from pathlib import Path
 import pytest
 
 from hetero.impl import EXERCISES, load_module_from_path
-from hetero.publictest import load_listing, run_public_case
+from hetero.publictest import load_listing, load_mistakes, run_public_case
 
 HERE = Path(__file__).resolve().parent
 IMPL_DIR = HERE.parent
 LISTING = load_listing(HERE)
+MISTAKES = load_mistakes(HERE)
 
 
 def _public_cases() -> list:
@@ -34,7 +36,7 @@ def _public_cases() -> list:
 
 @pytest.mark.parametrize("case", _public_cases())
 def test_public(case):
-    report = run_public_case(case, IMPL_DIR, LISTING[case.ex_id].case_timeout_s)
+    report = run_public_case(case, IMPL_DIR, LISTING[case.ex_id].case_timeout_s, MISTAKES.get(case.id))
     if not report.passed:
         pytest.fail(report.text, pytrace=False)
 

@@ -14,8 +14,10 @@ arguments, or scales a public case's answer: `autograder.core.scoring`). `class`
 what `autograder.core.scoring` needs to decide which passed cases pay.
 `mistakes` holds what each known-wrong submission (a fixture of `autograder.authoring.wrong_fixtures`, the
 answer key with one declared mistake, keyed by its name with its `mistake` sentence) returns where
-that differs from the answer key, so feedback can name the mistake. Grading reads only these files:
-it never imports `solutions/`.
+that differs from the answer key, so feedback can name the mistake (only where the returned value matches
+that output: `hetero.checks.diagnosis`). The public cases' `mistakes` also ship to students, by the
+release, as `assignments/tests/public_mistakes.json`; the hidden cases' never do. Grading reads only
+these files: it never imports `solutions/`.
 
 `--check` recomputes everything and fails when a stored file is stale: any difference but the last bits
 of a float (`drift`), which differ between CPUs' vector kernels (numpy's power on AVX-512 and AVX2, torch's

@@ -7,8 +7,11 @@
       raise NotImplementedError("exNN: <function>")
   where <function> is the function the block sits in;
 - the public tests (`solutions/tests/`: public_exNN.py, test_public.py, conftest.py) are copied, with
-  `tests/exercises.json` (ids, titles, points and the per-case time limit `case_timeout_s` from the
-  manifest), so that the public tests need no grader code;
+  `tests/exercises.json` (ids, titles, points, the public cases' points and the per-case time limit
+  `case_timeout_s` from the manifest), so that the public tests need no grader code, and
+  `tests/public_mistakes.json`: the stored known-mistake outputs (`autograder/expected/exNN.json`) of the
+  public cases only, so that a failed public case names the same known mistake in `pytest` as in
+  grading (`hetero.checks.diagnosis`); no hidden case's id, input or value is in it;
 - `reference_figures.json`: the answer key's driver figures (`autograder.authoring.reference_figures`),
   recomputed only when what they are computed from changed;
 - the handout `solutions/HANDOUT.md` becomes `assignments/README.md`, `<!-- CASE_LIMITS -->` replaced
@@ -143,21 +146,26 @@ def build_release(dest: Path, root: Path = ROOT, reference_text: str | None = No
             raise MarkerError(f"{src}: public tests must not contain solution markers")
         shutil.copyfile(src, tests_dest / name)
         written.append(tests_dest / name)
-    listing = [
-        {
-            "id": ex.id,
-            "module": ex.module,
-            "title": ex.title,
-            "lecture": ex.lecture,
-            "points": ex.points,
-            "case_timeout_s": ex.case_timeout_s,
-        }
-        for ex in EXERCISES
-    ]
+    listing = []
+    for ex in EXERCISES:
+        shares = scoring.case_cents(ex.points, ex.public_share, _public_cases(ex, solutions), [])
+        listing.append(
+            {
+                "id": ex.id,
+                "module": ex.module,
+                "title": ex.title,
+                "lecture": ex.lecture,
+                "points": ex.points,
+                "public_points": scoring.cents_to_points(sum(shares.values())),
+                "public_case_points": {cid: scoring.cents_to_points(c) for cid, c in shares.items()},
+                "case_timeout_s": ex.case_timeout_s,
+            }
+        )
     (tests_dest / "exercises.json").write_text(
         json.dumps(listing, indent=1, ensure_ascii=False) + "\n", encoding="utf-8"
     )
     written.append(tests_dest / "exercises.json")
+    written.append(write_public_mistakes(tests_dest, _stored_texts(root), solutions))
     handout = solutions / HANDOUT
     if not handout.is_file():
         raise FileNotFoundError(f"{handout}: the handout source is missing")
@@ -175,6 +183,31 @@ def build_release(dest: Path, root: Path = ROOT, reference_text: str | None = No
     (dest / REFERENCE_FILE).write_text(figures, encoding="utf-8")
     written.append(dest / REFERENCE_FILE)
     return written
+
+
+def _stored_texts(root: Path) -> dict[str, str]:
+    """exNN -> the text of its stored expected values, for the exercises that have them."""
+    folder = root / "autograder" / "expected"
+    return {
+        ex.id: (folder / f"{ex.id}.json").read_text(encoding="utf-8")
+        for ex in EXERCISES
+        if (folder / f"{ex.id}.json").is_file()
+    }
+
+
+def write_public_mistakes(tests_dest: Path, texts: dict[str, str], solutions: Path) -> Path:
+    """Write `tests_dest/public_mistakes.json`: {public case id: {mistake: [description, encoded output]}}
+    from the expected values' texts `texts` (exNN -> text), public cases only, in case order."""
+    mistakes: dict[str, dict] = {}
+    for ex in EXERCISES:
+        entries = json.loads(texts[ex.id])["cases"] if ex.id in texts else {}
+        for case in _public_cases(ex, solutions):
+            table = entries.get(case.id, {}).get("mistakes")
+            if table:
+                mistakes[case.id] = table
+    path = tests_dest / "public_mistakes.json"
+    path.write_text(json.dumps(mistakes, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    return path
 
 
 def case_limits_text() -> str:
@@ -320,18 +353,24 @@ def release(out: Path, jobs: int = 2, with_expected: bool = True) -> list[str]:
     with tempfile.TemporaryDirectory() as tmp:
         fresh = Path(tmp) / "release"
         texts = _expected_texts(jobs) if with_expected else {}
-        figures = reference_figures.current_text(out, ROOT, texts)
+        stored = _stored_texts(ROOT)
+        changed = {
+            ex_id: text
+            for ex_id, text in texts.items()
+            if ex_id not in stored or expected.drift(json.loads(stored[ex_id]), json.loads(text), ex_id)
+        }
+        figures = reference_figures.current_text(out, ROOT, {**stored, **changed})
         files = build_release(fresh, reference_text=figures)
+        # the public cases' mistake outputs as the expected files will hold them after this release
+        write_public_mistakes(fresh / "tests", {**stored, **changed}, ROOT / "solutions")
         derived_texts = derived.derived_files(ROOT)
         # Everything is computed: from here on only writes.
         _replace_tree(fresh, out)
         written = [f"released {len(files)} files into {out}"]
-    for ex_id, text in texts.items():
+    for ex_id, text in changed.items():
         path = expected.EXPECTED_DIR / f"{ex_id}.json"
-        old = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
-        if old is None or expected.drift(old, json.loads(text), ex_id):
-            path.write_text(text, encoding="utf-8")
-            written.append(f"wrote {path.relative_to(ROOT)}")
+        path.write_text(text, encoding="utf-8")
+        written.append(f"wrote {path.relative_to(ROOT)}")
     for rel, text in derived_texts.items():
         path = ROOT / rel
         if not path.is_file() or path.read_text(encoding="utf-8") != text:

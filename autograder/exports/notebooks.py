@@ -178,13 +178,17 @@ def case_source(case: Case, with_expect: bool = True) -> str:
 
 
 def entry_source(src: ExerciseSources, case: Case, hidden: bool, cents: int) -> str:
-    """`Entry(...)` source of one case for a test cell (hidden: with its stored value and known mistakes)."""
+    """`Entry(...)` source of one case for a test cell: its known mistakes' outputs (named when the
+    returned value matches one, as in grading and in the public tests: `hetero.checks.diagnosis`), and for
+    a hidden case its stored value."""
     stored = src.expected.get(case.id, {})
     fields = [case_source(case, with_expect=not hidden), repr(hidden), repr(cents), repr(stored.get("class", 0))]
+    mistakes = json.dumps(stored.get("mistakes") or {}, ensure_ascii=False)
     if hidden:
         expect = json.dumps(stored.get("expect"))
-        mistakes = json.dumps(stored.get("mistakes") or {}, ensure_ascii=False)
         fields += [repr(bool(stored.get("echo"))), f"json.loads({expect!r})", f"json.loads({mistakes!r})"]
+    elif stored.get("mistakes"):  # public inputs only: a literal, as the public tests ship them
+        fields.append(f"mistakes={stored['mistakes']!r}")
     return "Entry(" + ", ".join(fields) + ")"
 
 

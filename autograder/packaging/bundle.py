@@ -16,7 +16,8 @@ solution block of `solutions/`; a file identical to one in `solutions/` or `auto
 stored expected values, adversarial fixtures, grader modules; the copy's templates aside), to a
 materialised wrong fixture (`autograder.authoring.wrong_fixtures`) or to an answer-key exercise file; a hidden case
 id; a `MISTAKE:` fixture docstring; a module importing `autograder`; a dependency outside the student's
-list; a Python file that does not compile. Same source, same bytes: files are written in sorted order,
+list; a Python file that does not compile; a known-mistake table (`tests/public_mistakes.json`, what each
+known mistake returns on a public case) keyed by anything but a public case id. Same source, same bytes: files are written in sorted order,
 and the zip has fixed timestamps, permissions and compression.
 """
 
@@ -26,6 +27,7 @@ import argparse
 import ast
 import functools
 import hashlib
+import json
 import re
 import shutil
 import sys
@@ -36,7 +38,7 @@ from string import Template
 
 from autograder.authoring import wrong_fixtures
 from autograder.authoring.release import build_release
-from autograder.core.cases import hidden_cases
+from autograder.core.cases import hidden_cases, public_cases
 from autograder.core.manifest import BEGIN, END, EXERCISES, ROOT, public_cases_in
 from autograder.packaging.build import pyproject_pins
 from hetero import __version__
@@ -138,6 +140,7 @@ def _expected_paths(root: Path) -> set[str]:
         "assignments/README.md",
         f"assignments/{REFERENCE_FILE}",
         "assignments/tests/exercises.json",
+        "assignments/tests/public_mistakes.json",
         "assignments/tests/conftest.py",
         "assignments/tests/test_public.py",
     }
@@ -253,12 +256,27 @@ def audit(members: dict[str, bytes], root: Path = ROOT) -> list[str]:
                 problems.append(f"{name}: a wrong-submission fixture (its docstring starts with MISTAKE:)")
             if _imports_autograder(tree):
                 problems.append(f"{name}: imports the grader package autograder")
+    problems += _mistake_table_problems(members, root)
     if "pyproject.toml" in members:
         names = _requirement_names(members["pyproject.toml"].decode("utf-8"))
         extra = sorted(set(names) - set(STUDENT_DISTRIBUTIONS))
         if extra:
             problems.append(f"pyproject.toml: depends on {', '.join(extra)}, which a student does not need")
     return problems
+
+
+def _mistake_table_problems(members: dict[str, bytes], root: Path) -> list[str]:
+    """The shipped known-mistake outputs must be of public cases only (hidden ones are answers to inputs
+    the student has not seen)."""
+    name = "assignments/tests/public_mistakes.json"
+    if name not in members:
+        return []
+    try:
+        table = json.loads(members[name].decode("utf-8"))
+    except ValueError as exc:
+        return [f"{name}: not JSON ({exc})"]
+    public = {c.id for ex in EXERCISES for c in public_cases(ex.id, root)}
+    return [f"{name}: {case_id} is not a public case" for case_id in table if case_id not in public]
 
 
 # ---------------------------------------------------------------------------------------------

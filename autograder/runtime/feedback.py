@@ -187,7 +187,10 @@ def _no_result_reason(
     return f"no result: {stop_words(report, during_hidden) or 'the process stopped'} {stage}"
 
 
-def _judge(case: Case, outcome: Outcome, expect: Any, mistakes: Any) -> Verdict:
+def judge_case(case: Case, outcome: Outcome, expect: Any, mistakes: Any) -> Verdict:
+    """The grader's verdict on one case: `hetero.checks.judge` with the case's stored known mistakes, the
+    call the public tests make too (`hetero.publictest`, with the same public cases' mistakes shipped
+    beside them), so a public case is worded alike in both (`hetero.checks.diagnosis`)."""
     try:
         return judge(case, outcome, expect, {k: tuple(v) for k, v in (mistakes or {}).items()})
     except Exception as exc:  # e.g. a returned value nested too deeply to decode

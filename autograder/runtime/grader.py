@@ -52,10 +52,10 @@ from autograder.runtime import results as res
 from autograder.runtime.feedback import (
     _call_text,
     _hidden_message,
-    _judge,
     _no_result_reason,
     _outcome_text,
     _short,
+    judge_case,
     shown_hints,
     stop_words,
 )
@@ -249,7 +249,7 @@ def grade_exercise(
         if outcome is None:
             verdict = Verdict(False, f"{case.func}: {case.id}: {reason}.")
         else:
-            verdict = _judge(case, outcome, expect, entry.get("mistakes"))
+            verdict = judge_case(case, outcome, expect, entry.get("mistakes"))
         judged[case.id] = (verdict, outcome, reason)
     passed_map = {cid: j[0].passed for cid, j in judged.items()}
     pay = scoring.payment(ex.points, ex.public_share, public, hidden, data, passed_map)

@@ -21,7 +21,7 @@ BOUND_HINT = "efficiency x bandwidth_gb_per_s x 1e9 bytes/s / bytes per token (G
 
 # (label, hidden, expert_dim, matrices_per_expert)
 _SHAPES = [
-    ("kimi_k2", 7168, 2048, 3),
+    ("dbrx", 6144, 10752, 3),  # Kimi K2's experts are DeepSeek-V3's shape (the public answer)
     ("qwen3_235b_a22b", 4096, 1536, 3),
     ("mixtral_8x7b", 4096, 14336, 3),
     ("deepseek_v2", 5120, 1536, 3),

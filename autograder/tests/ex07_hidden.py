@@ -84,7 +84,11 @@ _rng = np.random.default_rng(707)
 _random_parts = {f"part{i}": float(v) for i, v in enumerate(_rng.uniform(0.01, 100.0, size=6))}
 # (label, tokens_per_param)
 _ORDER = [
-    ("kimi_k2_b64", {"routed experts": 64 * 8 / 384, "shared expert": 64.0, "attention": 64.0}),
+    # the embedding table: each token reads one of its 163,840 rows (Kimi K2's vocabulary), so it goes first
+    (
+        "kimi_k2_b64_with_embedding",
+        {"routed experts": 64 * 8 / 384, "shared expert": 64.0, "attention": 64.0, "embedding": 64 / 163840},
+    ),
     ("tie_in_reverse_listing", {"attention": 64.0, "shared expert": 64.0, "routed experts": 2.0}),
     ("mixtral_no_shared", {"attention": 32.0, "experts": 8.0}),
     ("single_part", {"attention": 1.0}),

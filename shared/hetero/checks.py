@@ -407,9 +407,10 @@ def run_call(case: Case, module: Any) -> Outcome:
 @dataclass(frozen=True)
 class Verdict:
     passed: bool
-    message: str  # what was checked, expected vs got with units, likely mistake
+    message: str  # what was checked, expected vs got with units, then `advice`
     not_implemented: bool = False
     known_mistake: str = ""  # the sentence naming the known mistake the result matches ("" if none)
+    advice: str = ""  # what `message` ends with: `diagnosis` of a failed case ("" if none applies)
 
 
 def judge(
@@ -450,9 +451,29 @@ def judge(
 
 
 def _failed(message: str, outcome: Outcome, case: Case, mistakes: Mapping[str, tuple[str, Any]] | None) -> Verdict:
-    """A failed verdict naming the known mistake the returned value matches, else giving the case's hint."""
+    """A failed verdict ending with its `diagnosis`."""
     known = known_mistake(outcome, case, mistakes)
-    return Verdict(False, f"{message} {known}" if known else _join(message, case.hint), known_mistake=known)
+    advice = diagnosis(outcome, case, mistakes, known)
+    return Verdict(False, f"{message} {advice}" if advice else message, known_mistake=known, advice=advice)
+
+
+def diagnosis(
+    outcome: Outcome, case: Case, mistakes: Mapping[str, tuple[str, Any]] | None, known: str | None = None
+) -> str:
+    """What the feedback on a failed case suggests: the one rule of the public tests, the grader and the
+    notebooks alike (each calls `judge`, which calls this).
+
+    A known mistake is named only when the returned value matches that mistake's own output on this very
+    case (`mistakes`: {name: (description, encoded output)}, compared with the case's tolerance); else
+    the case's hint ("Likely mistake: ..."); else "". Public cases' mistake outputs ship beside the public
+    tests (`hetero.publictest.load_mistakes`), so a student's `pytest` names the same mistake as the grader.
+    `known`: `known_mistake(outcome, case, mistakes)` when the caller has it already.
+    """
+    known = known_mistake(outcome, case, mistakes) if known is None else known
+    if known:
+        return known
+    hint = case.hint
+    return hint if not hint or "Likely mistake" in hint or hint.startswith("Your") else f"Likely mistake: {hint}"
 
 
 def known_mistake(outcome: Outcome, case: Case, mistakes: Mapping[str, tuple[str, Any]] | None) -> str:
@@ -474,14 +495,6 @@ def known_mistake(outcome: Outcome, case: Case, mistakes: Mapping[str, tuple[str
         if matched:
             return "Your result matches a known mistake, one of: " + " | ".join(matched)
     return ""
-
-
-def _join(message: str, hint: str) -> str:
-    return (
-        f"{message} Likely mistake: {hint}"
-        if hint and "Likely mistake" not in hint and not hint.startswith("Your")
-        else (f"{message} {hint}" if hint else message)
-    )
 
 
 def check_call(case: Case, module: Any) -> Verdict:

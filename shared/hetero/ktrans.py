@@ -1,4 +1,5 @@
-"""KTransformers accounting: experiment 03 parts 1-3 (lecture §4.2 placement, §4.3 decode, §4.5 AMX).
+"""KTransformers accounting: experiment 03 parts 1-3 (lecture §4.2 placement, §4.3 decode, §4.5 AMX),
+their tables and their plots (exp03_placement.png, exp03_decode_breakdown.png, exp03_amx.png).
 
 The figures come from the students' exercise functions (ex06 expert bytes, ex07 arithmetic
 intensity, ex08 deferral overlap, ex09 AMX), called through `hetero.impl.exercise_function`; a stub
@@ -195,6 +196,36 @@ def render_placement(fig: dict[str, Any]) -> str:
         f"(slides' machine: {fig['slides_cpu_memory_gb']:g} GB of DRAM)",
     ]
     return "\n".join(lines)
+
+
+def plot_placement(fig: dict[str, Any], outdir: Path) -> list[Path]:
+    """Tokens per parameter against the batch (why routed experts go to the CPU first) and where the
+    weights land (GB beside each memory's capacity)."""
+    plt = plotting.pyplot()
+
+    tp = fig["tokens_per_param"]
+    figure, (left, right) = plt.subplots(1, 2, figsize=(10, 4.2))
+    left.loglog(tp["batch"], tp["shared"], "o-", label="shared expert, attention (every token)")
+    left.loglog(tp["batch"], tp["routed"], "s-", label="routed expert (its share of the tokens)")
+    left.axvline(fig["order_batch"], color="grey", linestyle=":")
+    left.set_xlabel("batch B (tokens per step)")
+    left.set_ylabel("tokens per parameter read")
+    left.set_title(f"offload order at B={fig['order_batch']}: " + " > ".join(fig["offload_order"]), fontsize=9)
+    left.legend(fontsize=8)
+    names = [
+        f"GPU: other params\n{fig['gpu_bits_per_param']:g} bits",
+        f"CPU: routed experts\n{fig['cpu_bits_per_param']:g} bits",
+    ]
+    sizes = [fig["gpu_gb"], fig["cpu_gb"]]
+    right.bar(names, sizes, color=["tab:green", "tab:blue"])
+    for i, (size, room) in enumerate(zip(sizes, [fig["gpu_capacity_gb"], fig["slides_cpu_memory_gb"]], strict=True)):
+        right.hlines(room, i - 0.4, i + 0.4, colors="black", linestyles="--")
+        right.text(i, room, f"{size:.0f} GB of {room:g} GB", ha="center", va="bottom", fontsize=8)
+    right.set_ylim(0, 1.12 * max(sizes + [fig["slides_cpu_memory_gb"]]))
+    right.set_ylabel("weights (GB); dashed: that memory's size")
+    right.set_title(f"{MODEL}: where the weights live", fontsize=9)
+    figure.suptitle("Placement by arithmetic intensity (lecture §4.2)", fontsize=10)
+    return [plotting.save(figure, outdir, "exp03_placement.png")]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -432,6 +463,32 @@ def render_amx(fig: dict[str, Any]) -> str:
     )
 
 
+def plot_amx(fig: dict[str, Any], outdir: Path) -> list[Path]:
+    """Ops per cycle per core (AMX vs AVX-512) and the 1K-token prefill of the routed experts on each."""
+    plt = plotting.pyplot()
+
+    p = fig["prefill"]
+    figure, (left, right) = plt.subplots(1, 2, figsize=(10, 4.2))
+    units = ["AVX-512", "AMX"]
+    for ax, values, label, fmt in (
+        (left, [fig["avx512_ops_per_cycle"], fig["amx_ops_per_cycle"]], "ops per cycle per core", "{:,.0f}"),
+        (right, [p["avx512_s"], p["amx_s"]], f"prefill of a {p['num_tokens']}-token prompt (s)", "{:.1f} s"),
+    ):
+        ax.bar(units, values, color=["tab:grey", "tab:orange"])
+        for i, value in enumerate(values):
+            ax.text(i, value, fmt.format(value), ha="center", va="bottom", fontsize=9)
+        ax.set_ylim(0, 1.15 * max(values))
+        ax.set_ylabel(label)
+    left.set_title(
+        f"peak {fig['peak_tops']:.0f} TOPS per socket, measured {fig['measured_tops']:g} "
+        f"({100 * fig['fraction_of_peak']:.0f}%)",
+        fontsize=9,
+    )
+    right.set_title(f"routed experts on the CPU: {p['flop']:.3g} FLOP", fontsize=9)
+    figure.suptitle("AMX: the CPU's prefill becomes compute-bound (lecture §4.5)", fontsize=10)
+    return [plotting.save(figure, outdir, "exp03_amx.png")]
+
+
 PARTS: list[Part] = [
     Part(
         "placement",
@@ -440,6 +497,7 @@ PARTS: list[Part] = [
         ("ex06", "ex07"),
         placement,
         render_placement,
+        plot_placement,
     ),
     Part(
         "decode",
@@ -450,5 +508,5 @@ PARTS: list[Part] = [
         render_decode,
         plot_decode,
     ),
-    Part("amx", "AMX: the CPU's prefill becomes compute-bound", "§4.5", ("ex09",), amx, render_amx),
+    Part("amx", "AMX: the CPU's prefill becomes compute-bound", "§4.5", ("ex09",), amx, render_amx, plot_amx),
 ]

@@ -13,7 +13,8 @@ directory upward), `solutions`, or a folder; the absolute folder used is printed
 A part whose exercise is still a stub is reported as "exNN missing"; one whose exercise raises any
 other exception (or does not import) is reported with the file:line and the exception; in both cases
 only the parts needing that exercise are lost and the others still run. In text mode each part is
-printed as soon as it finishes. `--plots DIR` writes each part's PNGs into DIR.
+printed as soon as it finishes. `--plots DIR` writes the PNGs of every part that ran into DIR (each part
+has at least one; a skipped part writes none).
 
 Unless the exercise files are the answer key's (`--impl solutions`), each part's figures are compared
 with the answer key's (`hetero.reference`: `reference_figures.json` beside the exercise files, else in
@@ -77,6 +78,20 @@ def is_answer_key(impl_dir: Path) -> bool:
     return solutions is not None and solutions.resolve() == impl_dir.resolve()
 
 
+def _plot(exp: str, part: Part, figures: dict[str, Any], plots: Path) -> None:
+    """Write the part's PNGs into `plots`; a figure a student's value cannot draw costs only that plot."""
+    plots.mkdir(parents=True, exist_ok=True)
+    try:
+        paths = part.plot(figures, plots)
+    except Exception as exc:  # values from an exercise this part needs; a part needing none is a bug
+        if not part.needs:
+            raise
+        _log(f"[{exp}] {part.key}: no plot, {_unavailable(part, exc)}")
+        return
+    for path in paths:
+        _log(f"[{exp}] {part.key}: wrote {path}")
+
+
 def run_experiment(
     exp: str,
     impl: str,
@@ -120,10 +135,8 @@ def run_experiment(
                     result["gaps"] += [{"part": part.key, **r.as_json()} for r in rows if r.gap]
                     compared = ref.render_rows(rows) + "\n"
                 texts.append(f"== {part.title} ({part.lecture})\n{part.render(figures)}\n{compared}")
-                if plots is not None and part.plot is not None:
-                    plots.mkdir(parents=True, exist_ok=True)
-                    for path in part.plot(figures, plots):
-                        _log(f"[{exp}] {part.key}: wrote {path}")
+                if plots is not None:  # every part that ran writes its figures
+                    _plot(exp, part, figures, plots)
             if emit is not None:
                 emit(texts[-1])
     result["_text"] = "\n".join(texts)

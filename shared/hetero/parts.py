@@ -25,4 +25,4 @@ class Part:
     needs: tuple[str, ...]  # exercise ids whose functions it calls
     run: Callable[[str], dict[str, Any]]  # impl -> JSON-able figures (floats, ints, lists, dicts)
     render: Callable[[dict[str, Any]], str]  # figures -> text table(s)
-    plot: Callable[[dict[str, Any], Path], list[Path]] | None = None  # figures, dir -> PNGs written
+    plot: Callable[[dict[str, Any], Path], list[Path]]  # figures, dir -> PNGs written (every part has some)

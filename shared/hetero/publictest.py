@@ -16,7 +16,10 @@ on with the next case. The limit uses SIGALRM, so it holds on Linux and macOS; w
 exist (Windows) only pytest-timeout's global limit applies.
 
 The per-exercise limits and points come from `exercises.json` beside the public tests, which the release
-tool writes from the manifest, so the student's copy needs no grader code.
+tool writes from the manifest, so the student's copy needs no grader code. `public_mistakes.json`, also
+written by the release, holds what each known mistake returns on each public case (public inputs only):
+a failed case's last line is `hetero.checks.diagnosis`, the same words the grader gives that case
+(the known mistake whose output the returned value matches, else the case's hint).
 """
 
 from __future__ import annotations
@@ -26,16 +29,17 @@ import linecache
 import signal
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hetero.checks import Case, EncodeError, Outcome, encode, invoke, judge
+from hetero.checks import Case, EncodeError, Outcome, decode, encode, invoke, judge
 from hetero.impl import EXERCISES, MissingExercise, load_exercise, student_location
 
 DEFAULT_CASE_TIMEOUT_S = 10.0
+MISTAKES_FILE = "public_mistakes.json"  # {public case id: {mistake: [description, encoded output]}}
 _UNLOADABLE: dict[tuple[str, str], str] = {}  # (exercise, folder) -> why its file could not be loaded
 
 
@@ -47,6 +51,8 @@ class ExerciseInfo:
     title: str
     points: float
     case_timeout_s: float
+    public_points: float = 0.0  # what all its public cases give together
+    case_points: Mapping[str, float] = field(default_factory=dict)  # public case id -> its share
 
 
 def load_listing(tests_dir: Path) -> dict[str, ExerciseInfo]:
@@ -60,10 +66,25 @@ def load_listing(tests_dir: Path) -> dict[str, ExerciseInfo]:
     entries = json.loads(listing.read_text(encoding="utf-8"))
     return {
         e["id"]: ExerciseInfo(
-            e["id"], e["title"], float(e["points"]), float(e.get("case_timeout_s", DEFAULT_CASE_TIMEOUT_S))
+            e["id"],
+            e["title"],
+            float(e["points"]),
+            float(e.get("case_timeout_s", DEFAULT_CASE_TIMEOUT_S)),
+            float(e.get("public_points", 0.0)),
+            {k: float(v) for k, v in e.get("public_case_points", {}).items()},
         )
         for e in entries
     }
+
+
+def load_mistakes(tests_dir: Path) -> dict[str, dict[str, tuple[str, Any]]]:
+    """Public case id -> {mistake: (description, its encoded output on that case)}, from
+    `tests_dir/public_mistakes.json` (written by the release tool; none without it)."""
+    path = Path(tests_dir) / MISTAKES_FILE
+    if not path.is_file():
+        return {}
+    data = json.loads(path.read_text(encoding="utf-8"))
+    return {case_id: {k: (v[0], v[1]) for k, v in table.items()} for case_id, table in data.items()}
 
 
 class CaseTimeout(BaseException):
@@ -103,6 +124,7 @@ def time_limit(seconds: float) -> Iterator[None]:
 class CaseReport:
     passed: bool
     text: str  # empty when passed; else the block the test prints
+    advice: str = ""  # its last line's words: `hetero.checks.diagnosis`, as the grader words the case
 
 
 def _short(value: Any, limit: int = 160) -> str:
@@ -137,17 +159,22 @@ def _exception_text(exc: BaseException, path: str) -> str:
     return text
 
 
-def _block(case: Case, got: str, problem: str) -> str:
+def _block(case: Case, got: str, problem: str, advice: str = "") -> str:
     lines = [f"call:     {_call_text(case)}", f"expected: {_expected_text(case)}", f"got:      {got}"]
-    problem, _, hint = problem.partition(" Likely mistake: ")
     lines.append(f"problem:  {problem}")
-    if hint:
-        lines.append(f"likely mistake: {hint}")
+    if advice.startswith("Likely mistake: "):
+        lines.append(f"likely mistake: {advice.removeprefix('Likely mistake: ')}")
+    elif advice:
+        lines.append(f"mistake:  {advice}")
     return "\n".join(lines)
 
 
-def run_public_case(case: Case, impl_dir: Path, limit_s: float) -> CaseReport:
-    """Load the exercise from `impl_dir`, run one public case under `limit_s`, judge it."""
+def run_public_case(
+    case: Case, impl_dir: Path, limit_s: float, mistakes: Mapping[str, tuple[str, Any]] | None = None
+) -> CaseReport:
+    """Load the exercise from `impl_dir`, run one public case under `limit_s`, judge it.
+
+    mistakes: the case's known mistakes and their outputs (`load_mistakes(tests_dir)[case.id]`)."""
     filename = f"{EXERCISES[case.ex_id]}.py"
     key = (case.ex_id, str(Path(impl_dir).resolve()))
     if key in _UNLOADABLE:  # imported once already and failed: the same reason, without running it again
@@ -204,21 +231,40 @@ def run_public_case(case: Case, impl_dir: Path, limit_s: float) -> CaseReport:
             outcome = Outcome(encode(value))
         except EncodeError as exc:
             outcome = Outcome(None, "EncodeError", str(exc))
+    got = _exception_text(error, path) if error is not None else _short(value)
+    return report_outcome(case, outcome, mistakes, got, filename)
+
+
+def report_outcome(
+    case: Case,
+    outcome: Outcome,
+    mistakes: Mapping[str, tuple[str, Any]] | None = None,
+    got: str | None = None,
+    filename: str = "",
+) -> CaseReport:
+    """The public test's report of one call's outcome, judged as the grader judges it (`judge` with the
+    case's known mistakes). got: how the returned value or exception is shown (default: the value)."""
     if outcome.error_type == "NotImplementedError":
-        return CaseReport(
-            False, f"NotImplementedError: {outcome.error_message} is not implemented yet; fill it in {filename}"
-        )
-    verdict = judge(case, outcome)
+        where = f"; fill it in {filename}" if filename else ""
+        return CaseReport(False, f"NotImplementedError: {outcome.error_message} is not implemented yet{where}")
+    verdict = judge(case, outcome, None, mistakes)
     if verdict.passed:
         return CaseReport(True, "")
-    if error is not None:
-        got = _exception_text(error, path)
-    elif outcome.error_type == "EncodeError":
+    if outcome.error_type == "EncodeError":
         got = f"a value that is not plain data ({outcome.error_message})"
-    else:
-        got = _short(value)
+    elif got is None:
+        got = f"raised {outcome.error_type}: {outcome.error_message}" if outcome.error_type else _shown(outcome)
     prefix = f"{case.func}: {case.id}: "
     problem = verdict.message[len(prefix) :] if verdict.message.startswith(prefix) else verdict.message
-    if error is not None and not case.raises:
+    if verdict.advice and problem.endswith(f" {verdict.advice}"):
+        problem = problem[: -len(verdict.advice) - 1]
+    if outcome.error_type and outcome.error_type != "EncodeError" and not case.raises:
         problem = "your function raised an exception instead of returning a value (see the line above)"
-    return CaseReport(False, _block(case, got, problem))
+    return CaseReport(False, _block(case, got, problem, verdict.advice), verdict.advice)
+
+
+def _shown(outcome: Outcome) -> str:
+    try:
+        return _short(decode(outcome.value))
+    except Exception:  # a malformed value is reported, not fatal
+        return "a value that could not be read"
