@@ -10,8 +10,8 @@ Prints, in one run and on the same data and config:
   a plain evaluation (padded batches of 256 length-sorted names, each mode a separate forward), and
   the largest difference between their losses;
 - the checkpoint size on disk.
-Targets: training <= 20 s, evaluation <= 3 s. Wall times depend on how busy the machine is; the
-load average is printed next to them.
+Targets: training <= 70 s (issue 23: the lecture's "about one minute" on 2 cores), evaluation <= 3 s.
+Wall times depend on how busy the machine is; the load average is printed next to them.
 
 Usage: python benchmarks/bench_moe.py [--steps N]   (N defaults to the default config's steps)
 """
@@ -28,6 +28,8 @@ from collections.abc import Iterator, Sequence
 import torch
 
 from hetero import moe
+
+TRAIN_TARGET_S = 70.0  # training the default config on the 2-core machine (issue 23)
 
 
 def forward_flops_per_name(cfg: moe.ModelConfig, n_tokens: int) -> float:
@@ -119,8 +121,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"loss {fast.final_loss_nats:.4f} vs {slow.final_loss_nats:.4f} nats/char"
     )
     print(
-        f"  target <= 20 s: {'met' if fast.train_seconds <= 20 else 'NOT met'}; load average now "
-        f"{os.getloadavg()[0]:.1f}"
+        f"  target <= {TRAIN_TARGET_S:.0f} s: {'met' if fast.train_seconds <= TRAIN_TARGET_S else 'NOT met'}; "
+        f"load average now {os.getloadavg()[0]:.1f}"
     )
 
     path = moe.ensure_checkpoint(config, progress=False)

@@ -144,6 +144,51 @@ def test_last_layer_never_defers(fns):
         f"(layer, last_layer, carried) = {seen}; the last layer must return no carry")
 
 
+def one_token_router(temperature: float) -> moe.MoEFeedForward:
+    """A 1-wide MoE layer of 3 experts (top-2) whose router logits for x = [[1]] are ln 4, ln 2, 0."""
+    cfg = moe.ModelConfig(vocab_size=4, d_model=1, n_layers=1, n_heads=1, n_experts=3, top_k=2, expert_hidden=1,
+                          shared_hidden=1, router_temperature=temperature)
+    layer = moe.MoEFeedForward(cfg, torch.Generator().manual_seed(0), torch.float64)
+    with torch.no_grad():
+        layer.router.copy_(torch.tensor([[math.log(4.0), math.log(2.0), 0.0]], dtype=torch.float64))
+    return layer
+
+
+@pytest.mark.parametrize(("temperature", "want"), [
+    (1.0, [2 / 3, 1 / 3]),  # softmax of (ln 4, ln 2, 0) is 4:2:1; top-2 renormalised: 4/6, 2/6
+    (0.5, [0.8, 0.2]),      # logits / 0.5 = (ln 16, ln 4, 0): 16:4:1; top-2: 16/20, 4/20
+    (2.0, [2 / (2 + math.sqrt(2)), math.sqrt(2) / (2 + math.sqrt(2))]),  # (ln 2, ln sqrt 2, 0): 2:1.414:1
+])
+def test_router_temperature_divides_the_router_logits(temperature, want):
+    weights, ids = one_token_router(temperature).route(torch.ones(1, 1, dtype=torch.float64))
+    assert ids.tolist() == [[0, 1]], f"experts chosen {ids.tolist()}, expected the two largest logits [[0, 1]]"
+    assert torch.allclose(weights, torch.tensor([want], dtype=torch.float64), rtol=1e-12, atol=0), (
+        f"router_temperature {temperature}: top-2 weights {weights.tolist()}, expected {want} "
+        "(softmax of logits / temperature, top-2 renormalised)")
+
+
+def test_router_temperature_field_rules(tmp_path, monkeypatch):
+    assert moe.DEFAULT_CONFIG.model_config(10).router_temperature == moe.DEFAULT_CONFIG.router_temperature
+    for bad in (0.0, -1.0, float("inf"), float("nan"), "1"):
+        with pytest.raises(ValueError, match="router_temperature"):
+            moe.TrainConfig(router_temperature=bad)
+    data = moe.build_data()
+    one = dataclasses.replace(moe.TINY_CONFIG, router_temperature=1)
+    assert moe.cache_key(one, data) == moe.cache_key(dataclasses.replace(one, router_temperature=1.0), data), (
+        "router_temperature 1 and 1.0 must give the same checkpoint cache key")
+    half = dataclasses.replace(moe.TINY_CONFIG, router_temperature=0.5)
+    assert moe.cache_key(half, data) != moe.cache_key(one, data), "the temperature must be part of the cache key"
+    # A checkpoint stores its temperature; one written before the field existed was trained at 1.
+    monkeypatch.setenv("A2_CACHE_DIR", str(tmp_path))
+    path = moe.ensure_checkpoint(half, progress=False)
+    model, meta = moe.load_checkpoint(path)
+    assert meta["config"]["router_temperature"] == 0.5 and model.block(0).moe.temperature == 0.5
+    blob = torch.load(path, weights_only=True)
+    del blob["meta"]["config"]["router_temperature"]
+    torch.save(blob, path)
+    assert moe.load_model(path).block(0).moe.temperature == 1.0, "a citymoe-2 checkpoint must load with T = 1"
+
+
 def padded_reference(model: moe.CityMoE, seqs, fns: moe.Ex10Functions) -> dict:
     """The evaluation written the plain way: every mode is a separate padded forward of every name."""
     batch = moe.pad_batch(seqs)  # [B, L]
@@ -347,18 +392,22 @@ def test_default_model_figures_and_lecture_findings():
     """Trains the default model once (cached under A2_CACHE_DIR); checks the lecture's qualitative findings."""
     fig = moe.deferral_figures("solutions", progress=False)
     d = fig["delta_mnats"]
-    # 2.7155 +- 0.0066 over seeds 0-2; 2.75 is the smoothed bigram model's validation loss (the model
-    # must beat it), 2.0 is far below what 20 s of training reaches.
+    # 2.5637 +- 0.0108 over seeds 0-2 (1,140 steps, router temperature 0.5); 2.75 is the smoothed bigram
+    # model's validation loss (the model must beat it), 2.0 is far below what a minute of training reaches.
     assert 2.0 < fig["full_loss_nats"] < 2.75, f"full loss {fig['full_loss_nats']:.4f} nats/char, expected 2.0-2.75"
-    # Seed spread of the default config over seeds 0-2 (docs/figures_moe.md): defer_1 within 0.1 mnats,
-    # defer_3 1.3 +- 0.4, skip_3 13 +- 4. The bounds are the lecture's qualitative findings with room
+    # Seed spread of the default config over seeds 0-2 (docs/figures_moe.md): defer_1 within 0.2 mnats,
+    # defer_3 1.9 +- 0.5, skip_3 17.9 +- 1.9. The bounds are the lecture's qualitative findings with room
     # for that spread: deferring 1 is lossless (< 0.5), deferring costs a small fraction of skipping.
     assert abs(d["defer_1"]) < 0.5, f"defer_1 changes the loss by {d['defer_1']:.2f} mnats (expected |.| < 0.5)"
     for k in (1, 2, 3):
         assert abs(d[f"defer_{k}"]) <= 0.25 * abs(d[f"skip_{k}"]) + 0.5, (
             f"defer_{k} ({d[f'defer_{k}']:.2f} mnats) should cost far less than skip_{k} "
             f"({d[f'skip_{k}']:.2f} mnats): expected |defer| <= 0.25 |skip| + 0.5")
-    assert d["skip_3"] > 5.0, f"skipping 3 of 4 experts costs only {d['skip_3']:.2f} mnats (expected > 5)"
+    assert d["skip_3"] > 10.0, f"skipping 3 of 4 experts costs only {d['skip_3']:.2f} mnats (expected > 10)"
     assert d["skip_3"] > d["skip_2"] > d["skip_1"], f"skipping more experts should cost more: {d}"
+    # The router temperature is in effect: seed 0 routes with a mean top-1 weight of 0.79 at temperature
+    # 0.5 and 0.71 at temperature 1 with the same steps (docs/figures_moe.md, the grid).
+    top1 = sum(fig["top1_weight_by_layer"]) / len(fig["top1_weight_by_layer"])
+    assert top1 > 0.75, f"mean top-1 routing weight {top1:.3f} (expected > 0.75 at router temperature 0.5)"
     path = moe.checkpoint_path()
     assert path.stat().st_size < 2_000_000, f"checkpoint {path} is {path.stat().st_size} bytes (expected < 2 MB)"

@@ -41,6 +41,7 @@ def tiny_layer(
         top_k=top_k,
         expert_hidden=d_model,
         shared_hidden=2 * d_model,
+        router_temperature=1.0,  # the plain softmax: the case inputs stay what they were before the field
     )
     gen = torch.Generator().manual_seed(seed)
     float_dtype = torch_dtype(dtype)

@@ -23,7 +23,7 @@ from hetero.moe.model import CityMoE
 from hetero.moe.train import TrainResult, train
 
 # Bump when the data pipeline, model or trainer changes meaning: it is part of the cache key.
-CODE_VERSION = "citymoe-2"
+CODE_VERSION = "citymoe-3"  # 3: router_temperature (router logits divided by it), 1,140 steps
 
 
 class CheckpointError(RuntimeError):
@@ -77,7 +77,9 @@ def load_checkpoint(path: Path, expect_key: str | None = None) -> tuple[CityMoE,
         raise CheckpointError(f"{path}: made for another config/data/code (key {str(meta.get('key'))[:12]}...)")
     if state_digest(state) != meta.get("state_sha256"):
         raise CheckpointError(f"{path}: weights do not match their stored sha256 (corrupt file)")
-    config = TrainConfig(**meta["config"])
+    # Checkpoints written before router_temperature existed (code citymoe-2) were trained with the plain
+    # softmax router: read them with temperature 1, not with today's default.
+    config = TrainConfig(**{"router_temperature": 1.0, **meta["config"]})
     model = CityMoE(
         config.model_config(int(meta["vocab_size"])), torch.Generator().manual_seed(0), torch_dtype(config.dtype)
     )

@@ -1,6 +1,8 @@
-"""The command line `python -m hetero.moe train|evaluate [--impl solutions] [--seeds 0 1 2] [--json]`:
-train (or load from the cache) the default checkpoint per seed, or print the skip/defer loss table
-per seed and its mean and standard deviation over the seeds.
+"""The command line `python -m hetero.moe train|evaluate [--impl solutions] [--seeds 0 1 2] [--json]
+[--steps N] [--router-temperature T]`: train (or load from the cache) the default checkpoint per seed,
+or print the skip/defer loss table per seed and its mean and standard deviation over the seeds.
+`--steps` and `--router-temperature` replace those two fields of the default config (the runs that
+chose the default, docs/figures_moe.md).
 """
 
 from __future__ import annotations
@@ -46,10 +48,20 @@ def main(argv: list[str] | None = None) -> int:
     for p in (p_train, p_eval):
         p.add_argument("--seeds", type=int, nargs="+", default=[DEFAULT_CONFIG.seed], help="training seeds")
         p.add_argument("--quiet", action="store_true", help="no progress bar")
+        p.add_argument("--steps", type=int, default=DEFAULT_CONFIG.steps, help="optimizer steps (default %(default)s)")
+        p.add_argument(
+            "--router-temperature",
+            type=float,
+            default=DEFAULT_CONFIG.router_temperature,
+            help="router logits are divided by this before the softmax (default %(default)s)",
+        )
     add_impl_argument(p_eval, "ex10")
     p_eval.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args(argv)
-    configs = [dataclasses.replace(DEFAULT_CONFIG, seed=s) for s in args.seeds]
+    configs = [
+        dataclasses.replace(DEFAULT_CONFIG, seed=s, steps=args.steps, router_temperature=args.router_temperature)
+        for s in args.seeds
+    ]
     if args.command == "train":
         for config in configs:
             path = ensure_checkpoint(config, progress=not args.quiet)

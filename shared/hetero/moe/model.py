@@ -1,6 +1,6 @@
 """The model: a decoder-only transformer over characters whose feed-forward blocks are MoE layers
-(16 routed experts, top-4 softmax routing with the top-4 weights renormalised to sum to 1, plus 1
-shared expert), with a pluggable MoE residual update per layer, and the training loss.
+(16 routed experts, top-4 softmax routing of the router logits divided by the router temperature,
+with the top-4 weights renormalised to sum to 1, plus 1 shared expert), with a pluggable MoE residual update per layer, and the training loss.
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ class MoEFeedForward(nn.Module):
         super().__init__()
         d, e, h = cfg.d_model, cfg.n_experts, cfg.expert_hidden
         self.top_k = cfg.top_k
+        self.temperature = cfg.router_temperature  # router logits are divided by it (dimensionless)
         self.router = _param(generator, dtype, d, e, std=0.02)  # [D, E]
         self.w_in = _param(generator, dtype, e, d, h, std=d**-0.5)  # [E, D, H]
         self.w_out = _param(generator, dtype, e, h, d, std=h**-0.5 / (2 * cfg.n_layers) ** 0.5)  # [E, H, D]
@@ -46,8 +47,11 @@ class MoEFeedForward(nn.Module):
         )
 
     def route(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """x [T, D] -> (weights [T, K] descending, renormalised to sum 1; expert ids [T, K])."""
-        probs = torch.softmax(x @ self.router, dim=-1)  # [T, E]
+        """x [T, D] -> (weights [T, K] descending, renormalised to sum 1; expert ids [T, K]).
+
+        The gate is softmax((x @ router) / temperature) over the E experts (temperature 1: plain softmax;
+        dividing by 1.0 is exact, so such a model routes bit for bit as before the field existed)."""
+        probs = torch.softmax(x @ self.router / self.temperature, dim=-1)  # [T, E]
         top_w, top_i = probs.topk(self.top_k, dim=-1)  # [T, K] each, descending
         return top_w / top_w.sum(dim=-1, keepdim=True), top_i
 
