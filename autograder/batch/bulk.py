@@ -1,4 +1,4 @@
-"""Grade a whole class: `python -m autograder grade-all SUBMISSIONS --csv grades.csv [--out DIR] [--workers N] [--force]`.
+"""Grade a whole class: `python -m autograder grade-all SUBMISSIONS --csv grades.csv [--out DIR] [--workers N | --cluster ADDRESS] [--force]`.
 
 SUBMISSIONS is one of:
 - a folder with one entry per student: a folder or a .zip (the student is the folder name or the
@@ -74,6 +74,11 @@ to record a grading or to write a student's files is recorded for that student a
 failure (0 points, said as such) and the batch goes on. At the end, a summary table (per-exercise
 mean and distribution) is printed and, with --csv, the gradebook rows of this batch are exported.
 
+`--cluster ADDRESS` runs every grader process on a Dask cluster instead (a scheduler's address, or `local:N`:
+N worker processes on this machine): the same processes, phases, barrier and records, the batch alone writing
+the gradebook and the students' folders; what the workers need, and how the sealed states travel, is in
+`autograder.batch.cluster`.
+
 `--dry-run` grades into a temporary folder instead and prints whose grade would change, and which
 tests moved, against DIR's gradebook, writing nothing under DIR (`autograder.batch.regrade`).
 """
@@ -94,6 +99,7 @@ from typing import Any, TypeVar
 
 from tqdm import tqdm
 
+from autograder.batch.cluster import Cluster, Remote, connect
 from autograder.batch.gradebook import Gradebook, Record
 from autograder.batch.outputs import summary_table, write_outputs
 from autograder.batch.processes import (
@@ -114,6 +120,7 @@ from autograder.batch.submissions import (
     content_hash,
     discover,
     grader_fingerprint,
+    names_under,
 )
 from autograder.core.manifest import BY_ID, EXERCISES
 from autograder.core.safetext import clean_text, terminal_text
@@ -170,27 +177,13 @@ def _record(book: Gradebook, sub: Submission, digest: str, result: Graded, out: 
     return failed
 
 
-def _names_under(out: Path, paths: Sequence[Path]) -> list[str]:
-    """For each of `paths` that lies inside `out`, the name of its entry directly under `out`."""
-    top = Path(os.path.abspath(out))
-    names = []
-    for path in paths:
-        child = Path(os.path.abspath(path))
-        for parent in child.parents:
-            if parent == top or (parent.exists() and top.exists() and os.path.samefile(parent, top)):
-                names.append(clean_text(child.name))
-                break
-            child = parent
-    return names
-
-
 Store = Callable[[Submission, str, Graded], None]
 
 Job = TypeVar("Job", bound=tuple)  # a submission's job: (Submission, digest, whatever its phase needs)
 
 
 def _failed_to_start(sub: Submission, exc: Exception) -> Graded:
-    return _failure(sub.student, f"could not start grading ({type(exc).__name__}: {clean_text(exc)})")
+    return _failure(sub.student, f"could not run grading ({type(exc).__name__}: {clean_text(exc)})")
 
 
 def _each_in_pool(
@@ -200,21 +193,31 @@ def _each_in_pool(
     desc: str,
     n_workers: int,
     progress: bool,
+    remote: Remote | None = None,
 ) -> None:
     """`run(item)` for every item (a tuple whose first element is its Submission), `n_workers` at once,
     with a progress bar; `done(item, result)` as each ends. A job that raised (the submission could not
-    even be handed to the grader) ends with the student's failure."""
+    even be handed to the grader) ends with the student's failure. With `remote` (a phase on a Dask
+    cluster, `autograder.batch.cluster`) each item goes to the cluster's executor instead: `remote.ship(item)`
+    is run there by `remote.run`, and `remote.receive` turns the answer into what `run` would have returned."""
     with (
-        ThreadPoolExecutor(max_workers=n_workers) as pool,
+        ThreadPoolExecutor(max_workers=n_workers) if remote is None else remote.executor() as pool,
         tqdm(total=len(items), desc=desc, unit="submission", file=sys.stderr, disable=not progress) as bar,
     ):
-        futures = {pool.submit(run, item): item for item in items}
-        for future in as_completed(futures):
-            item = futures[future]
+        futures = {}
+        for item in items:
             try:
-                result = future.result()
+                futures[pool.submit(run, item) if remote is None else pool.submit(remote.run, remote.ship(item))] = item
+            except Exception as exc:
+                done(item, _failed_to_start(item[0], exc))
+                bar.update(1)
+        for future in as_completed(futures):
+            item = futures.pop(future)  # the last reference to it: a cluster forgets a result once received
+            try:
+                result = future.result() if remote is None else remote.receive(item, future.result())
             except Exception as exc:
                 result = _failed_to_start(item[0], exc)
+            del future
             done(item, result)
             bar.update(1)
 
@@ -228,6 +231,7 @@ def _grade_unsealed(
     progress: bool,
     python: str,
     exercises: Sequence[str] | None,
+    cluster: Cluster | None = None,
 ) -> None:
     """Each submission in one grader process (`grade_one`), `n_workers` at once; `store` each grading."""
     _each_in_pool(
@@ -237,6 +241,7 @@ def _grade_unsealed(
         "grading",
         n_workers,
         progress,
+        None if cluster is None else cluster.one(out, timeout_s, python, exercises),
     )
 
 
@@ -249,6 +254,7 @@ def _grade_sealed(
     progress: bool,
     python: str,
     exercises: Sequence[str] | None,
+    cluster: Cluster | None = None,
 ) -> None:
     """Every submission's public phase (`grade_public`, `n_workers` at once), then, once the last has
     ended and is sealed, every hidden phase (`grade_hidden`); `store` each grading as it is complete.
@@ -288,8 +294,11 @@ def _grade_sealed(
             "public phases",
             n_workers,
             progress,
+            None if cluster is None else cluster.public(out, timeout_s, python, exercises, specs),
         )
         # the barrier: every public phase above has ended and is sealed; no hidden case ran before this line
+        if cluster is not None:  # and none runs anywhere in the cluster (a worker's rerun, say)
+            cluster.close_public(timeout_s)
         _each_in_pool(
             sorted(ready, key=lambda job: job[0].student),
             lambda job: grade_hidden(job[0], out / job[0].out_folder, job[2], timeout_s, python),
@@ -297,6 +306,7 @@ def _grade_sealed(
             "hidden phases",
             n_workers,
             progress,
+            None if cluster is None else cluster.hidden(out, timeout_s, python),
         )
     finally:
         remove_tree(states)
@@ -314,6 +324,7 @@ def grade_all(
     also_writes: Sequence[Path] = (),
     not_submissions: Sequence[Path] = (),
     sealed: bool = True,
+    cluster: str | None = None,
 ) -> BatchReport:
     """Grade every submission under `submissions` into `out` (see the module docstring).
 
@@ -324,11 +335,12 @@ def grade_all(
     real --out of a dry run, which grades into a temporary folder; like every folder outside the
     sandbox's allow-list, the children do not see it). `sealed=False` grades each submission with both phases in one grader process, side by side
     with the others (the batch before the seal: one student's public phase may run while another's
-    hidden phase does), for measurements and for the tests that show what the seal closes.
+    hidden phase does), for measurements and for the tests that show what the seal closes. `cluster`: a Dask
+    scheduler's address, or `local:N`, for the grader processes (`autograder.batch.cluster`; `workers` unused).
     """
     out.mkdir(parents=True, exist_ok=True)
     sweep_stale_scratch()
-    subs, refused = discover(submissions, out, _names_under(out, also_writes), not_submissions)
+    subs, refused = discover(submissions, out, names_under(out, also_writes), not_submissions)
     for item in refused:
         print(f"grade-all: refused {terminal_text(item.entry)}: {terminal_text(item.reason)}", file=sys.stderr)
     refused_path = out / REFUSED_NAME
@@ -370,39 +382,15 @@ def grade_all(
             if result.grader_failed:
                 failed.append(sub.student)
 
-        if sealed:
-            _grade_sealed(todo, out, store, n_workers, timeout_s, progress, python, exercises)
+        grade = _grade_sealed if sealed else _grade_unsealed
+        if cluster is None or not todo:
+            grade(todo, out, store, n_workers, timeout_s, progress, python, exercises)
         else:
-            _grade_unsealed(todo, out, store, n_workers, timeout_s, progress, python, exercises)
+            with connect(cluster) as where:  # distributed: in the instructor's extra only
+                grade(todo, out, store, n_workers, timeout_s, progress, python, exercises, where)
         wanted = {s.student for s in subs}
         records = [r for r in book.records() if r.student in wanted]
     return BatchReport(sorted(graded), skipped, sorted(failed), records, time.perf_counter() - start, refused)
-
-
-def _dry_run(args: argparse.Namespace) -> int:
-    """--dry-run: grade into a temporary folder, print what would change against --out (see autograder.batch.regrade)."""
-    from autograder.batch import regrade
-
-    if args.csv is not None:
-        print(
-            "grade-all: --dry-run writes nothing: leave out --csv (it regrades everyone, as --force)", file=sys.stderr
-        )
-        return 2
-    try:
-        diffs, graded = regrade.dry_run(
-            args.submissions,
-            args.out,
-            args.workers,
-            args.timeout,
-            not args.no_progress,
-            args.python,
-            args.exercises,
-        )
-    except (OSError, ValueError, zipfile.BadZipFile) as exc:
-        print(f"grade-all: {clean_text(exc)}", file=sys.stderr)
-        return 2
-    regrade.print_dry_run(diffs, graded, args.out)
-    return 0
 
 
 def main(argv: list[str]) -> int:
@@ -420,6 +408,11 @@ def main(argv: list[str]) -> int:
         help="per-student results, feedback and gradebook.sqlite (default out/graded)",
     )
     parser.add_argument("--workers", type=int, default=None, help="parallel graders (default: number of cores)")
+    parser.add_argument(
+        "--cluster",
+        metavar="ADDRESS",
+        help="grade on Dask: tcp://scheduler:8786, or local:N (autograder/batch/cluster.py)",
+    )
     parser.add_argument("--force", action="store_true", help="regrade submissions whose content is unchanged")
     parser.add_argument(
         "--timeout",
@@ -452,7 +445,9 @@ def main(argv: list[str]) -> int:
         print(f"grade-all: --csv {args.csv} is a folder, not a file to write", file=sys.stderr)
         return 2
     if args.dry_run:
-        return _dry_run(args)
+        from autograder.batch import regrade
+
+        return regrade.dry_run_cli(args)
     try:
         report = grade_all(
             args.submissions,
@@ -464,6 +459,7 @@ def main(argv: list[str]) -> int:
             args.python,
             args.exercises,
             [args.csv] if args.csv is not None else [],
+            cluster=args.cluster,
         )
     except (OSError, ValueError, zipfile.BadZipFile) as exc:
         print(f"grade-all: {terminal_text(exc)}", file=sys.stderr)

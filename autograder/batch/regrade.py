@@ -17,8 +17,10 @@ returns version n's results, oldest first, -2 the one before the latest).
 
 from __future__ import annotations
 
+import argparse
 import sys
 import tempfile
+import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -145,6 +147,7 @@ def dry_run(
     progress: bool = True,
     python: str = sys.executable,
     exercises: Sequence[str] | None = None,
+    cluster: str | None = None,
 ) -> tuple[list[StudentDiff], int]:
     """Grade `submissions` into a temporary folder and compare with `out`'s gradebook; return the
     students whose grade would change and the number of students graded. Nothing under `out` is written."""
@@ -162,6 +165,7 @@ def dry_run(
             python=python,
             exercises=exercises,
             not_submissions=[out],
+            cluster=cluster,
         )
         for item in report.refused:
             print(f"refused {terminal_text(item.entry)}: {terminal_text(item.reason)}")
@@ -179,3 +183,28 @@ def print_dry_run(diffs: Sequence[StudentDiff], graded: int, out: Path) -> None:
         f"dry run: {len(diffs) - new} of {graded} students would change, {new} graded for the first time; "
         f"nothing was written to {out}"
     )
+
+
+def dry_run_cli(args: argparse.Namespace) -> int:
+    """`grade-all --dry-run` (its arguments parsed by `autograder.batch.bulk.main`): `dry_run`, then `print_dry_run`."""
+    if args.csv is not None:
+        print(
+            "grade-all: --dry-run writes nothing: leave out --csv (it regrades everyone, as --force)", file=sys.stderr
+        )
+        return 2
+    try:
+        diffs, graded = dry_run(
+            args.submissions,
+            args.out,
+            args.workers,
+            args.timeout,
+            not args.no_progress,
+            args.python,
+            args.exercises,
+            args.cluster,
+        )
+    except (OSError, ValueError, zipfile.BadZipFile) as exc:
+        print(f"grade-all: {clean_text(exc)}", file=sys.stderr)
+        return 2
+    print_dry_run(diffs, graded, args.out)
+    return 0
