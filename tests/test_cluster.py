@@ -122,7 +122,19 @@ def _graded(out: Path) -> dict[str, tuple]:
 STUDENTS = {"a_slow": 6, "b": 2, "c": 4, "d_crash": 3, "e": 0}
 
 
-def test_the_cluster_grades_as_the_process_pool(tmp_path, grader_python):
+def test_the_cluster_grades_as_the_process_pool(tmp_path, grader_python, monkeypatch):
+    held = []
+    close_public = cluster.Cluster.close_public
+
+    def at_the_barrier(self, timeout_s):
+        results = lambda: sorted(str(k) for k in self.client.futures if k != self._specs.key)  # noqa: E731
+        deadline = time.monotonic() + 5.0  # the client drops a released future on its event loop, soon after
+        while results() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        held.append(results())
+        close_public(self, timeout_s)
+
+    monkeypatch.setattr(cluster.Cluster, "close_public", at_the_barrier)
     pool_subs = _batch(tmp_path / "pool", STUDENTS)
     pool = bulk.grade_all(pool_subs, tmp_path / "pool" / "out", workers=2, progress=False, python=grader_python)
     dask_subs = _batch(tmp_path / "dask", STUDENTS)
@@ -145,6 +157,7 @@ def test_the_cluster_grades_as_the_process_pool(tmp_path, grader_python):
         if student != "d_crash":
             assert f"grading {student} (hidden)" in log, log
     assert "without writing its sealed public phase" in (tmp_path / "dask" / "out" / "d_crash" / "results.json").read_text()
+    assert held == [[]], f"the cluster still held results at the barrier (a lost worker would rerun them): {held}"
     events = _events(dask_subs)
     _assert_sealed_order(events)
     ran_in = {pid for *_, pid in events}
@@ -289,7 +302,8 @@ def test_a_task_lost_on_every_worker_fails_only_its_student(tmp_path):
     remote = cluster.Remote(lambda: pool, lambda name: f"graded {name}", lambda job: job[0].student, lambda job, r: r)
     done = {}
     jobs = [(Submission(name, tmp_path / name), "digest") for name in ("alice", "bob", "carol")]
-    bulk._each_in_pool(jobs, lambda job: pytest.fail("runs locally"), lambda job, r: done.update({job[0].student: r}), "x", 1, False, remote)
+    local = lambda job: pytest.fail("a job with a remote runs on the cluster")  # noqa: E731
+    bulk._each_in_pool(jobs, local, lambda job, r: done.update({job[0].student: r}), "x", 1, False, remote)
     assert pool.shipped == ["alice", "bob", "carol"]
     assert done["alice"] == "graded alice" and done["carol"] == "graded carol"
     assert isinstance(done["bob"], Graded) and done["bob"].grader_failed

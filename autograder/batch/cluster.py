@@ -32,16 +32,19 @@ it elsewhere; failing everywhere, the student gets grade-all's failure, graded a
 
 The batch-wide seal across the cluster: the coordinator hands out the hidden phases only once every public
 phase's result has come back (`bulk._grade_sealed`'s barrier). A worker that dies during a task costs that
-task a rerun on another worker (Dask's scheduler reschedules it, up to `ALLOWED_FAILURES` worker deaths per
-task with `local:N`; a remote scheduler's `distributed.scheduler.allowed-failures` decides there; `RETRIES`
-more for a task that raised); its grader processes die with it. A result is forgotten by the cluster as soon
-as it is received, so a worker lost later never makes Dask recompute a public phase; and at the barrier
-(`Cluster.close_public`) the coordinator closes the batch's public gate (a Dask Event) and waits until no
-worker is still running one of its public tasks: a public task counts itself as running before it reads the
-gate and runs no grader once the gate is closed. So no hidden phase starts on any connected worker while a
-public phase of the batch runs anywhere in the cluster. Not covered: a worker cut off from the scheduler but
-still running (its public grader may go on until its time limit, on its own machine), and other batches or
-programs on the same workers (give a batch its own workers, as one batch per machine locally).
+task a rerun on another worker, and its grader processes die with it (Dask's scheduler reschedules the
+task up to `ALLOWED_FAILURES` times with `local:N`, a remote scheduler's `distributed.scheduler.allowed-failures`
+times otherwise, and fails it at the next death; a task that raised is tried `RETRIES` more times). Dask
+would also recompute a finished task whose result was lost with its worker while a client still holds
+it: each result is dropped as soon as it is received, and at the barrier (`Cluster.close_public`) the
+coordinator closes the batch's public gate (a Dask Event) and waits until no worker runs one of its public
+tasks. A public task counts itself as running before it reads the gate, and runs no grader once the gate
+is closed: either the barrier's poll sees it or it sees the gate. So no hidden phase starts on a connected
+worker while a public phase of the batch runs anywhere in the cluster. Not covered: a worker cut off from
+the scheduler but still running (its public grader may go on until its time limit, on its own machine),
+and other batches or programs on the same workers (give a batch its own workers, as one batch per machine
+locally). A script calling `grade_all(cluster="local:N")` needs an `if __name__ == "__main__":` guard
+(Dask starts its worker processes with multiprocessing's spawn).
 """
 
 from __future__ import annotations
@@ -80,7 +83,7 @@ from autograder.runtime.sandbox.users import remove_tree
 
 LOCAL_PREFIX = "local:"  # --cluster local:N: a LocalCluster of N worker processes, one thread each
 RETRIES = 2  # further tries for a task that raised (a worker that cannot see the submission, ...)
-ALLOWED_FAILURES = 3  # worker deaths a task may cost before it fails (local:N; Dask's default too)
+ALLOWED_FAILURES = 3  # reruns of a task whose worker died; the next death fails it (local:N; Dask's default too)
 CONNECT_TIMEOUT_S = 60.0  # to reach the scheduler, then to see a first worker
 GATE_POLL_S = 0.2  # how often the barrier asks the workers whether a public task still runs
 GATE_MARGIN_S = 120.0  # the barrier waits at most the grading time limit and this for the last public task
@@ -309,7 +312,8 @@ def _received_public(out: Path, job: tuple[Submission, str, Path], returned: Ret
 
 def _received(out: Path, job: tuple, returned: Returned) -> Graded:
     _write_log(out, job[0], returned)
-    assert returned.graded is not None
+    if returned.graded is None:
+        raise RuntimeError("a worker returned no grading")
     return returned.graded
 
 
@@ -354,8 +358,8 @@ class Cluster:
         runs one of its public tasks (see the module docstring); RuntimeError after `timeout_s` + GATE_MARGIN_S."""
         from distributed import Event
 
-        Event(self.gate, client=self.client).set()
         self._specs = None
+        Event(self.gate, client=self.client).set()
         deadline = time.monotonic() + timeout_s + GATE_MARGIN_S
         while True:
             counts = self.client.run(running_public, self.gate, on_error="return")
