@@ -327,3 +327,31 @@ def test_local_addresses():
     for bad in ("local:0", "local:x", "local:"):
         with pytest.raises(ValueError):
             cluster.local_workers(bad)
+
+
+@pytest.mark.slow  # the real grader (ex01, ex02), four submissions graded twice: 6.5 s on a quiet machine
+def test_the_real_grader_on_the_cluster_grades_as_the_process_pool(tmp_path):
+    import shutil
+
+    from autograder.authoring.wrong_fixtures import materialise
+    from autograder.core.manifest import BY_ID, ROOT
+
+    exercises = ["ex01", "ex02"]
+    subs = tmp_path / "subs"
+    for name, source in (("key", "solutions"), ("stubs", "assignments"), ("gib", "solutions"), ("tokens", "solutions")):
+        (subs / name).mkdir(parents=True)
+        for ex in exercises:
+            shutil.copyfile(ROOT / source / BY_ID[ex].filename, subs / name / BY_ID[ex].filename)
+    materialise("ex01_gib", subs / "gib")
+    materialise("ex02_fractional_tokens", subs / "tokens")
+    pool = bulk.grade_all(subs, tmp_path / "pool", workers=2, progress=False, exercises=exercises)
+    dask = bulk.grade_all(subs, tmp_path / "dask", progress=False, exercises=exercises, cluster="local:2")
+    assert pool.failed == dask.failed == [], (pool.failed, dask.failed)
+    assert _graded(tmp_path / "dask") == _graded(tmp_path / "pool")
+    scores = {r.student: r.score for r in dask.records}
+    points = BY_ID["ex01"].points + BY_ID["ex02"].points
+    assert scores["key"] == pytest.approx(points) and scores["stubs"] == pytest.approx(0), scores
+    assert 0 < scores["gib"] < points and 0 < scores["tokens"] < points, scores
+    for student in ("key", "gib"):
+        texts = [(tmp_path / route / student / "feedback.md").read_text() for route in ("pool", "dask")]
+        assert texts[0] == texts[1], f"{student}'s feedback differs between the pool and the cluster"
