@@ -20,7 +20,7 @@ COMMANDS = {
     ),
     "grade": ("autograder.runtime.grader", "grade one submission (folder or zip) into results.json"),
     "grade-all": (
-        "autograder.batch.bulk",
+        "autograder.batch.cli",
         "grade a folder of submissions in parallel into a gradebook + CSV (--dry-run: diff)",
     ),
     "export-lms": ("autograder.batch.lms", "export the gradebook's latest grades as a Canvas or Gradescope CSV"),

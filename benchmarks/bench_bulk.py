@@ -15,7 +15,13 @@ each one's grading time and score, and the peak bytes the zip bomb put on disk w
 (the staging folder sampled every millisecond during `autograder.runtime.intake.locate`; extracting every
 exercise-named member, as the reader once did, wrote 202 MiB for this zip).
 
-    python benchmarks/bench_bulk.py [--n 20] [--workers N] [--unsealed] [--hostile]
+`--compare` grades one batch (default 6: the answer key, the stubs, four wrong fixtures; the real grader, every
+exercise) three ways, one after the other, and prints submissions/min side by side with the load average
+before and after each: the local process pool (`--workers`, default 2), `--cluster local:1` and `--cluster
+local:2` (a Dask LocalCluster of one or two worker processes, one thread each; its start-up counts, as it does
+for `grade-all`). It also says whether the three gave every student the same score.
+
+    python benchmarks/bench_bulk.py [--n 20] [--workers N] [--unsealed] [--hostile] [--compare]
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ from pathlib import Path
 
 from autograder.authoring.wrong_fixtures import FIXTURES
 from autograder.batch import bulk
+from autograder.batch.cluster import connect
 from autograder.core.manifest import BY_ID, EXERCISES, ROOT
 from autograder.runtime import intake
 from autograder.selftest.attacks import (
@@ -174,21 +181,68 @@ def hostile(workers: int) -> int:
     return 0
 
 
+def compare(n: int, workers: int) -> int:
+    """--compare: the same batch through the process pool and Dask LocalClusters of 1 and 2 workers."""
+    routes: list[tuple[str, str | None]] = [
+        (f"process pool, --workers {workers}", None),
+        ("--cluster local:1", "local:1"),
+        ("--cluster local:2", "local:2"),
+    ]
+    rows = []
+    scores: dict[str, dict[str, float]] = {}
+    with tempfile.TemporaryDirectory(prefix="a2-bench-compare-") as tmp:
+        subs = Path(tmp) / "submissions"
+        names = assemble(subs, n)
+        for i, (label, cluster) in enumerate(routes):
+            start_s = 0.0
+            if cluster is not None:  # its start-up alone, once before the run (the run starts its own)
+                start = time.perf_counter()
+                with connect(cluster):
+                    start_s = time.perf_counter() - start
+            load = os.getloadavg()[0]
+            report = bulk.grade_all(subs, Path(tmp) / f"graded{i}", workers, progress=False, cluster=cluster)
+            after = os.getloadavg()[0]
+            rows.append((label, len(report.graded), report.wall_s, start_s, load, after, len(report.failed)))
+            scores[label] = {r.student: round(r.score, 6) for r in report.records}
+    cores = os.cpu_count() or 1
+    print(f"bulk grading, one batch three ways: {n} submissions ({', '.join(names)}), real grader, every exercise")
+    print(f"  {cores} cores shared with other processes: the load average says how busy they were\n")
+    print(
+        f"  {'route':<28}{'graded':>7}{'wall s':>9}{'subs/min':>10}{'start-up s':>12}{'load before':>13}"
+        f"{'load after':>12}{'failed':>8}"
+    )
+    for label, graded, wall, start_s, before, after, failed in rows:
+        print(
+            f"  {label:<28}{graded:>7}{wall:>9.1f}{graded / wall * 60:>10.2f}{start_s:>12.1f}{before:>13.2f}"
+            f"{after:>12.2f}{failed:>8}"
+        )
+    print("  (wall s includes the cluster's start-up; start-up s: the same start-up timed alone just before)")
+    first = next(iter(scores.values()))
+    differ = sorted({s for other in scores.values() for s in first if other.get(s) != first[s]})
+    print("  same score for every student in every route: " + ("yes" if not differ else f"NO: {differ}"))
+    return 0 if not differ else 1
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--n", type=int, default=20, help="number of submissions (>= 20 for the figure)")
+    parser.add_argument("--n", type=int, default=None, help="number of submissions (default 20; >= 20 for the figure)")
     parser.add_argument("--workers", type=int, default=None, help="parallel graders (default: cores)")
     parser.add_argument("--hostile", action="store_true", help="grade one submission per hostile class instead")
+    parser.add_argument(
+        "--compare", action="store_true", help="one batch (--n, default 6): process pool, --cluster local:1, local:2"
+    )
     parser.add_argument(
         "--unsealed", action="store_true", help="one grader process per submission, no barrier (before the seal)"
     )
     args = parser.parse_args(argv)
     if args.hostile:
         return hostile(args.workers or os.cpu_count() or 1)
+    if args.compare:
+        return compare(6 if args.n is None else args.n, args.workers or 2)
     workers = args.workers or os.cpu_count() or 1
     with tempfile.TemporaryDirectory(prefix="a2-bench-bulk-") as tmp:
         subs = Path(tmp) / "submissions"
-        assemble(subs, args.n)
+        assemble(subs, args.n or 20)
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         report = bulk.grade_all(subs, Path(tmp) / "graded", workers=workers, progress=False, sealed=not args.unsealed)
         after = resource.getrusage(resource.RUSAGE_CHILDREN)

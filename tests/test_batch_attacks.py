@@ -32,7 +32,7 @@ from pathlib import Path
 import pytest
 
 from autograder.authoring.wrong_fixtures import for_exercise, source
-from autograder.batch import bulk, outputs, processes, submissions
+from autograder.batch import bulk, cli, outputs, processes, submissions
 from autograder.batch.gradebook import Gradebook
 from autograder.core.manifest import BY_ID, ROOT
 from autograder.core.safetext import clean_text, csv_cell
@@ -372,7 +372,7 @@ def test_surrogates_everywhere_and_reruns_never_stop_the_batch(tmp_path, fake_py
         results = json.loads((out / student / "results.json").read_text(encoding="utf-8"))
         json.dumps(results, ensure_ascii=False).encode("utf-8")  # no lone surrogate left, even escaped
     assert "odd \\udcff\\ud800 text" in (out / "alice_surrogate" / "feedback.md").read_text(encoding="utf-8")
-    assert bulk.main([str(subs), "--out", str(out), "--csv", str(tmp_path / "g.csv"), "--no-progress",
+    assert cli.main([str(subs), "--out", str(out), "--csv", str(tmp_path / "g.csv"), "--no-progress",
                       "--python", fake_python]) == 0
     rows = list(csv.DictReader((tmp_path / "g.csv").open(encoding="utf-8")))
     assert sorted(r["student"] for r in rows) == ["alice_surrogate", "bob\\udcff", "carol"]
@@ -391,7 +391,7 @@ def test_names_colliding_with_outputs_are_refused_and_formulas_neutralised(tmp_p
             zf.writestr("f.py", "x = 1\n")
     (subs / "+tab\there").mkdir()
     out = tmp_path / "graded"
-    code = bulk.main([str(subs), "--out", str(out), "--csv", str(tmp_path / "g.csv"), "--no-progress",
+    code = cli.main([str(subs), "--out", str(out), "--csv", str(tmp_path / "g.csv"), "--no-progress",
                       "--python", fake_python])
     assert code == 0
     with Gradebook(out / "gradebook.sqlite") as book:
@@ -602,7 +602,7 @@ def test_gradescope_export_zip_is_graded_by_student_with_history(tmp_path, fake_
     export = gradescope_export(tmp_path / "export.zip", {"submission_111": "x = 1\n", "submission_222": "x = 2\n"},
                                GRADESCOPE_YML)
     out = tmp_path / "graded"
-    assert bulk.main([str(export), "--out", str(out), "--csv", str(tmp_path / "g.csv"), "--no-progress",
+    assert cli.main([str(export), "--out", str(out), "--csv", str(tmp_path / "g.csv"), "--no-progress",
                       "--python", fake_python]) == 0
     rows = {r["student"]: r for r in csv.DictReader((tmp_path / "g.csv").open())}
     assert sorted(rows) == ["alice@example.edu", "bob@example.edu+carol@example.edu"], rows

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.batch import bulk, outputs, regrade, submissions
+from autograder.batch import bulk, cli, outputs, regrade, submissions
 from autograder.batch.gradebook import Gradebook, exercise_scores
 from autograder.core.manifest import EXERCISES, ROOT
 from hetero.impl import load_module_from_path
@@ -235,7 +235,7 @@ def test_gradebook_csv_and_summary(tmp_path):
 def test_cli_writes_csv_and_prints_summary(tmp_path, fake_python, capsys):
     subs = tmp_path / "subs"
     _folder(subs, "alice", 6)
-    code = bulk.main([str(subs), "--csv", str(tmp_path / "g.csv"), "--out", str(tmp_path / "graded"),
+    code = cli.main([str(subs), "--csv", str(tmp_path / "g.csv"), "--out", str(tmp_path / "graded"),
                       "--workers", "1", "--no-progress", "--python", fake_python])
     assert code == 0
     out = capsys.readouterr().out
@@ -297,7 +297,7 @@ def test_dry_run_prints_what_a_regrade_would_change_and_writes_nothing(tmp_path,
     watched = [out / "gradebook.sqlite", out / "bob" / "results.json", out / "bob" / "feedback.md", out / "calls.txt"]
     before = [(p.read_bytes(), p.stat().st_mtime_ns) for p in watched]
     capsys.readouterr()
-    code = bulk.main([str(subs), "--out", str(out), "--dry-run", "--workers", "2", "--no-progress",
+    code = cli.main([str(subs), "--out", str(out), "--dry-run", "--workers", "2", "--no-progress",
                       "--python", fake_python])
     printed = capsys.readouterr().out
     assert code == 0, printed
@@ -309,7 +309,7 @@ def test_dry_run_prints_what_a_regrade_would_change_and_writes_nothing(tmp_path,
     assert not (out / "carol").exists()
     with Gradebook(out / "gradebook.sqlite") as book:
         assert book.version_results("bob")["score"] == 2.0 and book.version_results("bob", -2) is None
-    assert bulk.main([str(subs), "--out", str(out), "--dry-run", "--csv", str(tmp_path / "g.csv")]) == 2
+    assert cli.main([str(subs), "--out", str(out), "--dry-run", "--csv", str(tmp_path / "g.csv")]) == 2
 
 
 # ---------------------------------------------------------------------------------------------
@@ -368,7 +368,7 @@ def _run_grade_all(subs: Path, out: Path, csv_path: Path) -> int:
     argv = [str(subs), "--out", str(out), "--csv", str(csv_path), "--workers", "1", "--exercises", "ex01",
             "--no-progress"]
     try:
-        return bulk.main(argv)
+        return cli.main(argv)
     except Exception as exc:  # the batch must end with its report, whatever the students' names
         pytest.fail(f"grade-all must finish with exit code 0 for {sorted(p.name for p in subs.iterdir())}, "
                     f"it raised {type(exc).__name__}: {exc}")

@@ -21,7 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
-from autograder.batch import bulk, outputs, submissions
+from autograder.batch import cli, outputs, submissions
 from autograder.batch.gradebook import Record
 from autograder.core import safetext
 from autograder.core.manifest import ROOT
@@ -231,7 +231,7 @@ def test_refused_names_reach_the_terminal_and_refused_txt_escaped(tmp_path, caps
     subs = tmp_path / "subs"
     (subs / NAME.replace("\n", " ")).mkdir(parents=True)
     (subs / (NAME.replace("\n", " ") + ".zip")).write_bytes(b"PK\x05\x06" + b"\0" * 18)
-    assert bulk.main([str(subs), "--out", str(tmp_path / "out"), "--no-progress", "--workers", "1"]) == 0
+    assert cli.main([str(subs), "--out", str(tmp_path / "out"), "--no-progress", "--workers", "1"]) == 0
     said = capsys.readouterr()
     assert "refused" in said.out and "refused" in said.err, said
     for text in (said.out, said.err, (tmp_path / "out" / "refused.txt").read_text(encoding="utf-8")):

@@ -90,9 +90,9 @@ def _for_python(text: str, python: str) -> list[str]:
 @pytest.mark.proof("resolvers")
 @pytest.mark.parametrize("lock", locks.LOCKS, ids=IDS)
 def test_lock_resolves_to_itself(lock, tmp_path):
-    pins = [p for p in _for_python(lock.path.read_text(encoding="utf-8"), lock.python) if not p.startswith("torch==")]
+    locked_pins = [p for p in _for_python(lock.path.read_text(encoding="utf-8"), lock.python) if not p.startswith("torch==")]
     reqs = tmp_path / "requirements.txt"
-    reqs.write_text("\n".join(pins) + "\n")
+    reqs.write_text("\n".join(locked_pins) + "\n")
     report = tmp_path / "report.json"
     platforms = [arg for platform in audiences.LINUX_X86_64 for arg in ("--platform", platform)]
     run = subprocess.run(
@@ -124,7 +124,7 @@ def test_lock_resolves_to_itself(lock, tmp_path):
     assert run.returncode == 0, f"pip cannot install {lock.path.name} on Python {lock.python}:\n{errors[-3000:]}"
     items = json.loads(report.read_text())["install"]
     resolved = {pins.norm(i["metadata"]["name"]): i["metadata"]["version"] for i in items}
-    locked = dict(p.split("==") for p in pins)
+    locked = dict(p.split("==") for p in locked_pins)
     assert {n: resolved.get(n) for n in locked} == locked, "pip moved locked versions"
     requires = {
         pins.norm(i["metadata"]["name"]): {

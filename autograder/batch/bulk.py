@@ -1,4 +1,4 @@
-"""Grade a whole class: `python -m autograder grade-all SUBMISSIONS --csv grades.csv [--out DIR] [--workers N] [--force]`.
+"""Grade a whole class: `python -m autograder grade-all SUBMISSIONS --csv grades.csv [--out DIR] [--workers N | --cluster ADDRESS] [--force]`.
 
 SUBMISSIONS is one of:
 - a folder with one entry per student: a folder or a .zip (the student is the folder name or the
@@ -74,18 +74,21 @@ to record a grading or to write a student's files is recorded for that student a
 failure (0 points, said as such) and the batch goes on. At the end, a summary table (per-exercise
 mean and distribution) is printed and, with --csv, the gradebook rows of this batch are exported.
 
+`--cluster ADDRESS` runs every grader process on a Dask cluster instead (a scheduler's address, or `local:N`:
+N worker processes on this machine): the same processes, phases, barrier and records, the batch alone writing
+the gradebook and the students' folders; what the workers need, and how the sealed states travel, is in
+`autograder.batch.cluster`.
+
 `--dry-run` grades into a temporary folder instead and prints whose grade would change, and which
 tests moved, against DIR's gradebook, writing nothing under DIR (`autograder.batch.regrade`).
 """
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 import tempfile
 import time
-import zipfile
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
@@ -94,9 +97,9 @@ from typing import Any, TypeVar
 
 from tqdm import tqdm
 
-from autograder.batch import regrade
+from autograder.batch.cluster import Cluster, Remote, connect
 from autograder.batch.gradebook import Gradebook, Record
-from autograder.batch.outputs import summary_table, write_outputs
+from autograder.batch.outputs import write_outputs
 from autograder.batch.processes import (
     SCRATCH_PREFIX,
     Graded,
@@ -109,14 +112,14 @@ from autograder.batch.processes import (
 from autograder.batch.submissions import (
     GRADEBOOK_NAME,
     REFUSED_NAME,
-    RESERVED_NAMES,
     Refused,
     Submission,
     content_hash,
     discover,
     grader_fingerprint,
+    names_under,
 )
-from autograder.core.manifest import BY_ID, EXERCISES
+from autograder.core.manifest import EXERCISES
 from autograder.core.safetext import clean_text, terminal_text
 from autograder.gradescope.fallback import failure_results
 from autograder.runtime.sandbox.users import remove_tree
@@ -171,27 +174,13 @@ def _record(book: Gradebook, sub: Submission, digest: str, result: Graded, out: 
     return failed
 
 
-def _names_under(out: Path, paths: Sequence[Path]) -> list[str]:
-    """For each of `paths` that lies inside `out`, the name of its entry directly under `out`."""
-    top = Path(os.path.abspath(out))
-    names = []
-    for path in paths:
-        child = Path(os.path.abspath(path))
-        for parent in child.parents:
-            if parent == top or (parent.exists() and top.exists() and os.path.samefile(parent, top)):
-                names.append(clean_text(child.name))
-                break
-            child = parent
-    return names
-
-
 Store = Callable[[Submission, str, Graded], None]
 
 Job = TypeVar("Job", bound=tuple)  # a submission's job: (Submission, digest, whatever its phase needs)
 
 
 def _failed_to_start(sub: Submission, exc: Exception) -> Graded:
-    return _failure(sub.student, f"could not start grading ({type(exc).__name__}: {clean_text(exc)})")
+    return _failure(sub.student, f"could not run grading ({type(exc).__name__}: {clean_text(exc)})")
 
 
 def _each_in_pool(
@@ -201,21 +190,31 @@ def _each_in_pool(
     desc: str,
     n_workers: int,
     progress: bool,
+    remote: Remote | None = None,
 ) -> None:
     """`run(item)` for every item (a tuple whose first element is its Submission), `n_workers` at once,
     with a progress bar; `done(item, result)` as each ends. A job that raised (the submission could not
-    even be handed to the grader) ends with the student's failure."""
+    even be handed to the grader) ends with the student's failure. With `remote` (a phase on a Dask
+    cluster, `autograder.batch.cluster`) each item goes to the cluster's executor instead: `remote.ship(item)`
+    is run there by `remote.run`, and `remote.receive` turns the answer into what `run` would have returned."""
     with (
-        ThreadPoolExecutor(max_workers=n_workers) as pool,
+        ThreadPoolExecutor(max_workers=n_workers) if remote is None else remote.executor() as pool,
         tqdm(total=len(items), desc=desc, unit="submission", file=sys.stderr, disable=not progress) as bar,
     ):
-        futures = {pool.submit(run, item): item for item in items}
-        for future in as_completed(futures):
-            item = futures[future]
+        futures = {}
+        for item in items:
             try:
-                result = future.result()
+                futures[pool.submit(run, item) if remote is None else pool.submit(remote.run, remote.ship(item))] = item
+            except Exception as exc:
+                done(item, _failed_to_start(item[0], exc))
+                bar.update(1)
+        for future in as_completed(futures):
+            item = futures.pop(future)  # the last reference to it: a cluster forgets a result once received
+            try:
+                result = future.result() if remote is None else remote.receive(item, future.result())
             except Exception as exc:
                 result = _failed_to_start(item[0], exc)
+            del future
             done(item, result)
             bar.update(1)
 
@@ -229,6 +228,7 @@ def _grade_unsealed(
     progress: bool,
     python: str,
     exercises: Sequence[str] | None,
+    cluster: Cluster | None = None,
 ) -> None:
     """Each submission in one grader process (`grade_one`), `n_workers` at once; `store` each grading."""
     _each_in_pool(
@@ -238,6 +238,7 @@ def _grade_unsealed(
         "grading",
         n_workers,
         progress,
+        None if cluster is None else cluster.one(out, timeout_s, python, exercises),
     )
 
 
@@ -250,6 +251,7 @@ def _grade_sealed(
     progress: bool,
     python: str,
     exercises: Sequence[str] | None,
+    cluster: Cluster | None = None,
 ) -> None:
     """Every submission's public phase (`grade_public`, `n_workers` at once), then, once the last has
     ended and is sealed, every hidden phase (`grade_hidden`); `store` each grading as it is complete.
@@ -289,8 +291,11 @@ def _grade_sealed(
             "public phases",
             n_workers,
             progress,
+            None if cluster is None else cluster.public(out, timeout_s, python, exercises, specs),
         )
         # the barrier: every public phase above has ended and is sealed; no hidden case ran before this line
+        if cluster is not None:  # and none runs anywhere in the cluster (a worker's rerun, say)
+            cluster.close_public(timeout_s)
         _each_in_pool(
             sorted(ready, key=lambda job: job[0].student),
             lambda job: grade_hidden(job[0], out / job[0].out_folder, job[2], timeout_s, python),
@@ -298,6 +303,7 @@ def _grade_sealed(
             "hidden phases",
             n_workers,
             progress,
+            None if cluster is None else cluster.hidden(out, timeout_s, python),
         )
     finally:
         remove_tree(states)
@@ -315,6 +321,7 @@ def grade_all(
     also_writes: Sequence[Path] = (),
     not_submissions: Sequence[Path] = (),
     sealed: bool = True,
+    cluster: str | None = None,
 ) -> BatchReport:
     """Grade every submission under `submissions` into `out` (see the module docstring).
 
@@ -325,11 +332,12 @@ def grade_all(
     real --out of a dry run, which grades into a temporary folder; like every folder outside the
     sandbox's allow-list, the children do not see it). `sealed=False` grades each submission with both phases in one grader process, side by side
     with the others (the batch before the seal: one student's public phase may run while another's
-    hidden phase does), for measurements and for the tests that show what the seal closes.
+    hidden phase does), for measurements and for the tests that show what the seal closes. `cluster`: a Dask
+    scheduler's address, or `local:N`, for the grader processes (`autograder.batch.cluster`; `workers` unused).
     """
     out.mkdir(parents=True, exist_ok=True)
     sweep_stale_scratch()
-    subs, refused = discover(submissions, out, _names_under(out, also_writes), not_submissions)
+    subs, refused = discover(submissions, out, names_under(out, also_writes), not_submissions)
     for item in refused:
         print(f"grade-all: refused {terminal_text(item.entry)}: {terminal_text(item.reason)}", file=sys.stderr)
     refused_path = out / REFUSED_NAME
@@ -371,148 +379,12 @@ def grade_all(
             if result.grader_failed:
                 failed.append(sub.student)
 
-        if sealed:
-            _grade_sealed(todo, out, store, n_workers, timeout_s, progress, python, exercises)
+        grade = _grade_sealed if sealed else _grade_unsealed
+        if cluster is None or not todo:
+            grade(todo, out, store, n_workers, timeout_s, progress, python, exercises)
         else:
-            _grade_unsealed(todo, out, store, n_workers, timeout_s, progress, python, exercises)
+            with connect(cluster) as where:  # distributed: in the instructor's extra only
+                grade(todo, out, store, n_workers, timeout_s, progress, python, exercises, where)
         wanted = {s.student for s in subs}
         records = [r for r in book.records() if r.student in wanted]
     return BatchReport(sorted(graded), skipped, sorted(failed), records, time.perf_counter() - start, refused)
-
-
-def dry_run(
-    submissions: Path,
-    out: Path,
-    workers: int | None = None,
-    timeout_s: float | None = None,
-    progress: bool = True,
-    python: str = sys.executable,
-    exercises: Sequence[str] | None = None,
-) -> tuple[list[regrade.StudentDiff], int]:
-    """Grade `submissions` into a temporary folder and compare with `out`'s gradebook; return the
-    students whose grade would change and the number of students graded. Nothing under `out` is written."""
-    with tempfile.TemporaryDirectory(prefix="a2-dry-run-") as scratch:
-        tmp_out = Path(scratch) / "graded"
-        report = grade_all(
-            submissions,
-            tmp_out,
-            workers,
-            force=True,
-            timeout_s=DEFAULT_TIMEOUT_S if timeout_s is None else timeout_s,
-            progress=progress,
-            python=python,
-            exercises=exercises,
-            not_submissions=[out],
-        )
-        for item in report.refused:
-            print(f"refused {terminal_text(item.entry)}: {terminal_text(item.reason)}")
-        students = [r.student for r in report.records]
-        diffs = regrade.compare(out / GRADEBOOK_NAME, tmp_out / GRADEBOOK_NAME, students, exercises)
-    return diffs, len(students)
-
-
-def _dry_run(args: argparse.Namespace) -> int:
-    """--dry-run: grade into a temporary folder, print what would change against --out (see autograder.batch.regrade)."""
-
-    if args.csv is not None:
-        print(
-            "grade-all: --dry-run writes nothing: leave out --csv (it regrades everyone, as --force)", file=sys.stderr
-        )
-        return 2
-    try:
-        diffs, graded = dry_run(
-            args.submissions,
-            args.out,
-            args.workers,
-            args.timeout,
-            not args.no_progress,
-            args.python,
-            args.exercises,
-        )
-    except (OSError, ValueError, zipfile.BadZipFile) as exc:
-        print(f"grade-all: {clean_text(exc)}", file=sys.stderr)
-        return 2
-    regrade.print_dry_run(diffs, graded, args.out)
-    return 0
-
-
-def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="python -m autograder grade-all", description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "submissions",
-        type=Path,
-        help="folder with one sub-folder or .zip per student, or a Gradescope export (zip or folder)",
-    )
-    parser.add_argument("--csv", type=Path, help="export this batch's gradebook rows to this CSV file")
-    parser.add_argument(
-        "--out",
-        type=Path,
-        default=Path("out/graded"),
-        help="per-student results, feedback and gradebook.sqlite (default out/graded)",
-    )
-    parser.add_argument("--workers", type=int, default=None, help="parallel graders (default: number of cores)")
-    parser.add_argument("--force", action="store_true", help="regrade submissions whose content is unchanged")
-    parser.add_argument(
-        "--timeout",
-        type=float,
-        default=DEFAULT_TIMEOUT_S,
-        help=f"wall-clock limit per submission, s (default {DEFAULT_TIMEOUT_S:.0f})",
-    )
-    parser.add_argument("--exercises", nargs="+", choices=list(BY_ID), help="grade only these exercises")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
-    parser.add_argument(
-        "--dry-run",
-        action="store_true",
-        help="grade into a temporary folder and print whose grade would change (and which tests); "
-        "writes nothing under --out",
-    )
-    parser.add_argument(
-        "--python", default=sys.executable, help="interpreter that runs `-m autograder grade` (default: this one)"
-    )
-    args = parser.parse_args(argv)
-    for stream in (sys.stdout, sys.stderr):  # student names in the summary never stop the report
-        if hasattr(stream, "reconfigure"):
-            stream.reconfigure(errors="backslashreplace")
-    if args.csv is not None and (
-        args.csv.name.lower() in {n.lower() for n in RESERVED_NAMES}
-        or args.csv.resolve() == (args.out / GRADEBOOK_NAME).resolve()
-    ):
-        print(f"grade-all: --csv {args.csv} would overwrite grade-all's own output", file=sys.stderr)
-        return 2
-    if args.csv is not None and args.csv.is_dir():
-        print(f"grade-all: --csv {args.csv} is a folder, not a file to write", file=sys.stderr)
-        return 2
-    if args.dry_run:
-        return _dry_run(args)
-    try:
-        report = grade_all(
-            args.submissions,
-            args.out,
-            args.workers,
-            args.force,
-            args.timeout,
-            not args.no_progress,
-            args.python,
-            args.exercises,
-            [args.csv] if args.csv is not None else [],
-        )
-    except (OSError, ValueError, zipfile.BadZipFile) as exc:
-        print(f"grade-all: {terminal_text(exc)}", file=sys.stderr)
-        return 2
-    print(summary_table(report.records, args.exercises))
-    print(
-        f"graded {len(report.graded)}, skipped {len(report.skipped)} unchanged, "
-        f"grader failed on {len(report.failed)}, refused {len(report.refused)}; {report.wall_s:.1f} s; "
-        f"gradebook {args.out / GRADEBOOK_NAME}"
-    )
-    for item in report.refused:
-        print(f"refused {terminal_text(item.entry)}: {terminal_text(item.reason)}")
-    if args.csv:
-        try:
-            with Gradebook(args.out / GRADEBOOK_NAME) as book:
-                rows = book.export_csv(args.csv, [r.student for r in report.records])
-        except OSError as exc:  # the gradebook holds every grading: export it again with another --csv
-            print(f"grade-all: the CSV {args.csv} could not be written: {terminal_text(exc)}", file=sys.stderr)
-            return 1
-        print(f"wrote {args.csv} ({rows} rows)")
-    return 0

@@ -428,3 +428,17 @@ def _zip_is_readable(path: Path) -> bool:
         return True
     except Exception:  # a damaged central directory raises many types
         return False
+
+
+def names_under(out: Path, paths: Sequence[Path]) -> list[str]:
+    """For each of `paths` that lies inside `out`, the name of its entry directly under `out`."""
+    top = Path(os.path.abspath(out))
+    names = []
+    for path in paths:
+        child = Path(os.path.abspath(path))
+        for parent in child.parents:
+            if parent == top or (parent.exists() and top.exists() and os.path.samefile(parent, top)):
+                names.append(clean_text(child.name))
+                break
+            child = parent
+    return names
