@@ -92,7 +92,7 @@ def test_moving_points_never_forces_a_regrade(monkeypatch):
     for ex_id, points in moved.items():
         monkeypatch.setitem(manifest.BY_ID, ex_id, dataclasses.replace(BY_ID[ex_id], points=points))
     monkeypatch.setattr(manifest, "EXERCISES", tuple(manifest.BY_ID[e.id] for e in EXERCISES))
-    manifest.check()
+    assert manifest.problems(manifest.EXERCISES) == [], "the moved points must still add up to 100"
 
     def no_grading(*args, **kwargs):
         raise AssertionError("moving points graded a fixture")
