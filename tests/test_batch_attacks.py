@@ -24,6 +24,7 @@ import shutil
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 import zipfile
@@ -467,13 +468,18 @@ def test_timeout_ends_the_graders_whole_tree_and_says_so(tmp_path, fake_python):
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="PR_SET_PDEATHSIG is Linux only")
-def test_graders_die_with_a_killed_batch(tmp_path, fake_python):
+def test_graders_die_with_a_killed_batch(tmp_path, fake_python, monkeypatch):
     subs = tmp_path / "subs"
     _folder(subs, "spawn")
     out = tmp_path / "graded"
+    # A TMPDIR of its own: a batch that other tests start meanwhile sweeps /tmp's stale scratch folders,
+    # this killed batch's included, before this test could see the sweep below do it.
+    own_tmp = tmp_path / "tmp"
+    own_tmp.mkdir()
     script = (f"from pathlib import Path\nfrom autograder.batch import bulk\n"
               f"bulk.grade_all(Path({str(subs)!r}), Path({str(out)!r}), progress=False, python={fake_python!r})\n")
-    batch = subprocess.Popen([sys.executable, "-c", script], cwd=str(ROOT))
+    batch = subprocess.Popen([sys.executable, "-c", script], cwd=str(ROOT), env={**os.environ, "TMPDIR": str(own_tmp)})
+    monkeypatch.setattr(tempfile, "tempdir", str(own_tmp))
     pid_file = out / "spawn" / "pids.txt"
     deadline = time.monotonic() + 60
     while not (out / "spawn" / "scratch.txt").is_file() and time.monotonic() < deadline:
