@@ -163,3 +163,16 @@ def test_fixture_fails_a_public_case_of_its_own_function(name, wrong_dir):
 
 def test_allow_list_names_declared_fixtures():
     assert set(NO_PUBLIC_CASE) <= set(BY_NAME), sorted(set(NO_PUBLIC_CASE) - set(BY_NAME))
+
+
+def test_public_cases_see_every_arithmetic_term_of_every_formula():
+    """Issue 22 item 2's sweep: every mutant of the answer key that changes an arithmetic operator (a term
+    of a formula added instead of subtracted, multiplied instead of divided, ...) is killed by the public
+    cases alone, so that mistake fails `make test` where students look, not only in grading. Boundary
+    and invalid-input changes may be left to hidden cases (`make mutation` lists them)."""
+    from autograder.authoring import mutation
+
+    report = mutation.run([e.id for e in EXERCISES])
+    arithmetic = ("Add->", "Sub->", "Mult->", "Div->", "FloorDiv->", "Mod->", "Pow->")
+    blind = [h["key"] for r in report.values() for h in r["hidden_only"] if h["change"].startswith(arithmetic)]
+    assert not blind, f"formula terms only hidden cases check (add a public case that changes its answer): {blind}"

@@ -38,6 +38,12 @@ CASES = [
               "fetch those 20 blocks at the default 5 per block-time: 0 + 20 / 5 + 4 = 8, so instance 0. "
               "Answering 1 means pool fetches are not free: add the transfer time (pool blocks the instance "
               "lacks / transfer_blocks_per_prefill_block) to its estimate"),
+    Case("ex03.ttft_dispatch.cached_prefix_beats_an_idle_instance", "ttft_dispatch",
+         ([0, 8], [0.0, 5.0], 10), expect=1,
+         tol_note=INDEX, unit="instance index",
+         hint="instance 1 reuses 8 of the 10 blocks: 5 queued + 2 to prefill = 7 beats instance 0's 0 + 10 = 10. "
+              "Answering 0 means the terms are not added up: ttft = queued + transfer + (request_blocks - reused), "
+              "the blocks NOT reused are the ones to prefill"),
     Case("ex03.duplication_factor.empty_cluster", "duplication_factor", ([[], []],), raises="ValueError",
          hint="a cluster that holds no block has no duplication factor (0 / 0): raise ValueError naming "
               "instance_blocks"),

@@ -30,6 +30,10 @@ CASES = [
          hint="the GPU part (0.9 s) would hide 7 experts, but 2 must stay immediate: at most 8 - 2 = 6"),
     Case("ex08.deferral_speedup.just_enough", "deferral_speedup", (G, C, K, 4), expect=1.5, rel_tol=1e-9,
          tol_note=EXACT, unit="x", hint="1.5 s without deferral / 1.0 s with 4 deferred = 1.5x (not 0.667)"),
+    Case("ex08.deferral_speedup.defer_2", "deferral_speedup", (G, C, K, 2), expect=1.2, rel_tol=1e-9,
+         tol_note=EXACT, unit="x",
+         hint="layer time without deferral / with 2 deferred = 1.5 s / 1.25 s = 1.2x; 1.875 means the two times "
+              "were multiplied, 0.833 that the ratio is upside down"),
     Case("ex08.layer_time_s.defer_too_many", "layer_time_s", (G, C, K, 9), raises="ValueError",
          hint="9 deferred experts out of 8 active is impossible: raise ValueError naming deferred"),
     Case("ex08.best_deferred.min_immediate_too_large", "best_deferred", (G, C, K),

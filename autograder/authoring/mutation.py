@@ -12,7 +12,9 @@ The exercise files are loaded by path and graded through stored values, not as i
 by pytest, so this runner mutates the AST directly instead of driving mutmut's import trampolines.
 
 `python -m autograder.authoring.mutation [exNN ...] [--report out/mutation.md]` prints the kill rate per exercise
-and in total, and every survivor.
+and in total, every survivor, and every killed mutant that the public cases alone do not kill (a term of a
+formula the public tests are blind to: a student's mistake there passes `make test` and loses points only
+in grading).
 """
 
 from __future__ import annotations
@@ -202,10 +204,15 @@ def run(ex_ids: list[str]) -> dict:
         source = (ROOT / "solutions" / BY_ID[ex_id].filename).read_text(encoding="utf-8")
         cases, stored = all_cases(ex_id), expected_values(ex_id)
         start = time.perf_counter()
-        survivors, total = [], 0
+        public = [c for c in cases if c[0] == "public"]
+        survivors, hidden_only, total = [], [], 0
         for mutant, text in enumerate_mutants(ex_id, source):
             total += 1
-            if killed_by(text, ex_id, cases, stored) is None:
+            by = killed_by(text, ex_id, cases, stored)
+            if by is not None and not by.startswith("import failed") and killed_by(text, ex_id, public, stored) is None:
+                # a change only hidden cases see: the public cases are blind to this term of the formula
+                hidden_only.append({"key": mutant.key, "line": mutant.line, "change": mutant.change, "by": by})
+            if by is None:
                 survivors.append(
                     {
                         "key": mutant.key,
@@ -218,11 +225,13 @@ def run(ex_ids: list[str]) -> dict:
             "mutants": total,
             "killed": total - len(survivors),
             "survivors": survivors,
+            "hidden_only": hidden_only,
             "seconds": time.perf_counter() - start,
         }
         print(
             f"{ex_id}: {total - len(survivors)}/{total} killed "
-            f"({(total - len(survivors)) / max(total, 1):.1%}) in {report[ex_id]['seconds']:.1f} s",
+            f"({(total - len(survivors)) / max(total, 1):.1%}), {len(hidden_only)} by hidden cases only, "
+            f"in {report[ex_id]['seconds']:.1f} s",
             flush=True,
         )
     return report
@@ -236,11 +245,14 @@ def render(report: dict) -> str:
         "",
         f"Total: {killed}/{total} mutants killed ({killed / max(total, 1):.1%}).",
         "",
-        "| exercise | mutants | killed | kill rate |",
-        "|---|---|---|---|",
+        "| exercise | mutants | killed | kill rate | killed by hidden cases only |",
+        "|---|---|---|---|---|",
     ]
     for ex_id, r in report.items():
-        lines.append(f"| {ex_id} | {r['mutants']} | {r['killed']} | {r['killed'] / max(r['mutants'], 1):.1%} |")
+        lines.append(
+            f"| {ex_id} | {r['mutants']} | {r['killed']} | {r['killed'] / max(r['mutants'], 1):.1%} "
+            f"| {len(r.get('hidden_only', []))} |"
+        )
     lines += ["", "## Survivors", ""]
     for r in report.values():
         for s in r["survivors"]:
@@ -249,6 +261,9 @@ def render(report: dict) -> str:
                 or "NOT EXPLAINED: add a case that kills it, or explain it in autograder/authoring/mutation_notes.json"
             )
             lines.append(f"- `{s['key']}`: {why}")
+    lines += ["", "## Changes the public cases do not see (a hidden case kills them)", ""]
+    for r in report.values():
+        lines += [f"- `{h['key']}` (killed by {h['by']})" for h in r.get("hidden_only", [])]
     return "\n".join(lines) + "\n"
 
 
