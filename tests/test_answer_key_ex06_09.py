@@ -34,7 +34,9 @@ def test_solution_passes_public_cases(ex_id):
 @pytest.mark.parametrize("ex_id", OWN)
 def test_public_cases_are_complete(ex_id):
     cases = public_cases(ex_id)
-    assert 4 <= len(cases) <= 8, f"{ex_id}: expected 4-8 public cases, found {len(cases)}"
+    # 4-8, and ex08 one more: deferral_speedup's ratio needs a case where a product differs (issue 22)
+    most = 9 if ex_id == "ex08" else 8
+    assert 4 <= len(cases) <= most, f"{ex_id}: expected 4-{most} public cases, found {len(cases)}"
     assert any(c.raises == "ValueError" for c in cases), f"{ex_id}: no invalid-input public case"
     for c in cases:
         assert c.hint, f"{c.id}: every public case needs a hint naming the likely mistake"
