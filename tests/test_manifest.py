@@ -120,13 +120,20 @@ def test_new_exercise_writes_an_entry_and_three_files_that_pass_lint_types_and_t
         shutil.copytree(ROOT / rel, tmp_path / rel, ignore=shutil.ignore_patterns("__pycache__"))
     (tmp_path / "autograder" / "core").mkdir(parents=True)
     shutil.copy(ROOT / "autograder" / "core" / "manifest.py", tmp_path / "autograder" / "core" / "manifest.py")
-    touched = new_exercise.write("ex11_break_even", 5, "§2.4", "Fetch vs recompute", tmp_path)
-    assert len(touched) == 4
+    (tmp_path / "autograder" / "authoring").mkdir(parents=True)
+    shutil.copy(ROOT / "autograder" / "authoring" / "wrong_fixtures.py", tmp_path / "autograder" / "authoring")
+    new_id = next(f"ex{n:02d}" for n in range(11, 100) if f"ex{n:02d}" not in manifest.BY_ID)
+    touched = new_exercise.write(f"{new_id}_break_even", 5, "§2.4", "Fetch vs recompute", tmp_path)
+    assert len(touched) == 5, touched
+    assert f'"{new_id}_inverted"' in touched[4].read_text(encoding="utf-8"), "a template wrong fixture"
     with pytest.raises(ValueError, match="declared already"):
-        new_exercise.write("ex11_other", 5, "§2.4", "again", tmp_path)
+        new_exercise.write(f"{new_id}_other", 5, "§2.4", "again", tmp_path)
     with pytest.raises(ValueError, match="exNN_slug"):
         new_exercise.write("ex12-Bad", 5, "§2.4", "bad", tmp_path)
     files = [str(p) for p in touched[:3]]
+    fmt = subprocess.run([sys.executable, "-m", "ruff", "format", "--check", "--config", str(ROOT / "pyproject.toml"), *files],
+                         capture_output=True, text=True)
+    assert fmt.returncode == 0, fmt.stdout + fmt.stderr
     lint = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-fix", "--config", str(ROOT / "pyproject.toml"), *files],
                           capture_output=True, text=True)
     assert lint.returncode == 0, lint.stdout
@@ -139,12 +146,12 @@ def test_new_exercise_writes_an_entry_and_three_files_that_pass_lint_types_and_t
     table = tmp_path / "table.py"  # the same source without its import-time validation
     table.write_text(touched[3].read_text(encoding="utf-8").split("_problems = problems(EXERCISES)")[0], encoding="utf-8")
     entries = load_module_from_path(table, "_a2_manifest_table").EXERCISES
-    ex11 = next(e for e in entries if e.id == "ex11")
+    ex11 = next(e for e in entries if e.id == new_id)
     fixed = tuple(dataclasses.replace(e, points=e.points - 5) if e.id == "ex10" else e for e in entries)
     assert problems(fixed) == []
     assert check_files(tmp_path, (ex11,)) == [], "the templates' function, public and hidden cases agree"
-    solution = load_module_from_path(touched[0], "_a2_new_ex11")
-    public = load_module_from_path(touched[1], "_a2_new_ex11_public")
+    solution = load_module_from_path(touched[0], f"_a2_new_{new_id}")
+    public = load_module_from_path(touched[1], f"_a2_new_{new_id}_public")
     for case in public.CASES:
         verdict = check_call(case, solution)
         assert verdict.passed, f"the answer key must pass its own public case {case.id}: {verdict.message}"

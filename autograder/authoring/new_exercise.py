@@ -5,7 +5,10 @@ and grade the answer key at full marks as they stand:
 - `solutions/exNN_slug.py`: one function with a `# BEGIN SOLUTION` block, typed, units in its names;
 - `solutions/tests/public_exNN.py`: public cases (a value and an invalid input);
 - `autograder/tests/exNN_hidden.py`: hidden cases (expected values come from the answer key);
-- the manifest entry, appended to `EXERCISES` in autograder/core/manifest.py with `--points P`.
+- the manifest entry, appended to `EXERCISES` in autograder/core/manifest.py with `--points P`;
+- a wrong fixture of the template (its division inverted), appended to `FIXTURES` in
+  autograder/authoring/wrong_fixtures.py: every exercise has a declared mistake (`make release` grades
+  the fixtures that have no stored outcomes yet); replace it with the real exercise's mistakes.
 The points then add up to 100 + P: every command stops with a message naming the manifest's file and
 line until P points are taken from other entries. Then `make release` derives everything else (the
 student release, expected values, hetero's exercise list, the counts in the prose). Replace the
@@ -54,10 +57,23 @@ from hetero.checks import Case
 EXACT = "one division of exact inputs: correct code agrees to ~1e-16; 1e-9 allows only float rounding"
 
 CASES = [
-    Case("{id}.bytes_per_second.one_gb_in_two_s", "bytes_per_second", (1e9, 2.0), expect=5e8, rel_tol=1e-9,
-         tol_note=EXACT, unit="bytes/s", hint="1e9 bytes / 2 s = 5e8 bytes/s; 2e9 means the division is inverted"),
-    Case("{id}.bytes_per_second.zero_time", "bytes_per_second", (1e9, 0.0), raises="ValueError",
-         hint="time_s = 0 is invalid: raise ValueError naming time_s"),
+    Case(
+        "{id}.bytes_per_second.one_gb_in_two_s",
+        "bytes_per_second",
+        (1e9, 2.0),
+        expect=5e8,
+        rel_tol=1e-9,
+        tol_note=EXACT,
+        unit="bytes/s",
+        hint="1e9 bytes / 2 s = 5e8 bytes/s; 2e9 means the division is inverted",
+    ),
+    Case(
+        "{id}.bytes_per_second.zero_time",
+        "bytes_per_second",
+        (1e9, 0.0),
+        raises="ValueError",
+        hint="time_s = 0 is invalid: raise ValueError naming time_s",
+    ),
 ]
 '''
 
@@ -72,15 +88,36 @@ EXACT = "one division of exact inputs: correct code agrees to ~1e-16; 1e-9 allow
 HINT = "size_bytes / time_s, as a float in bytes/s"
 
 CASES = [
-    Case(f"{id}.bytes_per_second.{{label}}", "bytes_per_second", (size, time), rel_tol=1e-9, tol_note=EXACT,
-         unit="bytes/s", hint=HINT)
+    Case(
+        f"{id}.bytes_per_second.{{label}}",
+        "bytes_per_second",
+        (size, time),
+        rel_tol=1e-9,
+        tol_note=EXACT,
+        unit="bytes/s",
+        hint=HINT,
+    )
     for label, size, time in [("small", 3.0, 4.0), ("large", 7.5e12, 3.0), ("slow", 1e6, 250.0), ("empty", 0.0, 1.0)]
 ]
 CASES += [
-    Case("{id}.bytes_per_second.negative_size", "bytes_per_second", (-1.0, 1.0), raises="ValueError",
-         hint="size_bytes = -1 must raise ValueError naming size_bytes", points=0.5),
+    Case(
+        "{id}.bytes_per_second.negative_size",
+        "bytes_per_second",
+        (-1.0, 1.0),
+        raises="ValueError",
+        hint="size_bytes = -1 must raise ValueError naming size_bytes",
+        points=0.5,
+    ),
 ]
 '''
+
+FIXTURE = """    WrongFixture(
+        "{id}_inverted",
+        "{id}",
+        "bytes_per_second divides the time by the size (seconds per byte) instead of the size by the time.",
+        (Edit("    return float(size_bytes) / float(time_s)\\n", "    return float(time_s) / float(size_bytes)\\n"),),
+    ),
+"""
 
 ENTRY = """    Exercise(
         id="{id}",
@@ -116,11 +153,20 @@ def write(module: str, points: float, lecture: str, title: str, root: Path = ROO
     existing = [str(p) for p in files if p.exists()]
     if existing:
         raise ValueError(f"would overwrite {', '.join(existing)}")
+    fixtures = root / "autograder" / "authoring" / "wrong_fixtures.py"
+    fixture_text = fixtures.read_text(encoding="utf-8") if fixtures.is_file() else ""
     end = text.index("\n)\n", text.index("EXERCISES: tuple[Exercise, ...] = ("))
     for path, template in files.items():
         path.write_text(template.format(**values), encoding="utf-8")
     manifest.write_text(text[: end + 1] + ENTRY.format(**values) + text[end + 1 :], encoding="utf-8")
-    return [*files, manifest]
+    touched = [*files, manifest]
+    if "FIXTURES: tuple[WrongFixture, ...] = (" in fixture_text:
+        close = fixture_text.index("\n)\n", fixture_text.index("FIXTURES: tuple[WrongFixture, ...] = ("))
+        fixtures.write_text(
+            fixture_text[: close + 1] + FIXTURE.format(**values) + fixture_text[close + 1 :], encoding="utf-8"
+        )
+        touched.append(fixtures)
+    return touched
 
 
 def main(argv: list[str]) -> int:

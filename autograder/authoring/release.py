@@ -376,7 +376,25 @@ def release(out: Path, jobs: int = 2, with_expected: bool = True) -> list[str]:
         if not path.is_file() or path.read_text(encoding="utf-8") != text:
             path.write_text(text, encoding="utf-8")
             written.append(f"wrote {rel}")
+    written += _grade_new_fixtures()
     return written
+
+
+def _grade_new_fixtures() -> list[str]:
+    """Grade the wrong fixtures that have no stored outcomes yet (a new exercise's, a new mistake) and store
+    them; changed cases of existing fixtures are `wrong-scores --exercises ... --write`'s (the tests say so)."""
+    from autograder.authoring import wrong_scores
+    from autograder.authoring.wrong_fixtures import FIXTURES
+
+    try:
+        entries = wrong_scores.load()
+    except wrong_scores.StaleEntry:
+        return ["wrong-fixture outcomes unreadable: run `python -m autograder wrong-scores --write`"]
+    new = {f.name: wrong_scores.grade(f.name) for f in FIXTURES if f.name not in entries}
+    if not new:
+        return []
+    wrong_scores.dump({**entries, **new})
+    return [f"graded and stored the new wrong fixtures {', '.join(sorted(new))}"]
 
 
 def main(argv: list[str]) -> int:
