@@ -125,7 +125,7 @@ def test_new_exercise_writes_an_entry_and_three_files_that_pass_lint_types_and_t
     new_id = next(f"ex{n:02d}" for n in range(11, 100) if f"ex{n:02d}" not in manifest.BY_ID)
     touched = new_exercise.write(f"{new_id}_break_even", 5, "§2.4", "Fetch vs recompute", tmp_path)
     assert len(touched) == 5, touched
-    assert f'"{new_id}_inverted"' in touched[4].read_text(encoding="utf-8"), "a template wrong fixture"
+    assert f'"{new_id}_zero_time"' in touched[4].read_text(encoding="utf-8"), "a template wrong fixture"
     with pytest.raises(ValueError, match="declared already"):
         new_exercise.write(f"{new_id}_other", 5, "§2.4", "again", tmp_path)
     with pytest.raises(ValueError, match="exNN_slug"):

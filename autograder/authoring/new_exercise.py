@@ -6,7 +6,7 @@ and grade the answer key at full marks as they stand:
 - `solutions/tests/public_exNN.py`: public cases (a value and an invalid input);
 - `autograder/tests/exNN_hidden.py`: hidden cases (expected values come from the answer key);
 - the manifest entry, appended to `EXERCISES` in autograder/core/manifest.py with `--points P`;
-- a wrong fixture of the template (its division inverted), appended to `FIXTURES` in
+- a wrong fixture of the template (zero time accepted), appended to `FIXTURES` in
   autograder/authoring/wrong_fixtures.py: every exercise has a declared mistake (`make release` grades
   the fixtures that have no stored outcomes yet); replace it with the real exercise's mistakes.
 The points then add up to 100 + P: every command stops with a message naming the manifest's file and
@@ -108,14 +108,22 @@ CASES += [
         hint="size_bytes = -1 must raise ValueError naming size_bytes",
         points=0.5,
     ),
+    Case(
+        "{id}.bytes_per_second.no_time",
+        "bytes_per_second",
+        (5.0, 0.0),
+        raises="ValueError",
+        hint="time_s = 0 must raise ValueError naming time_s (not ZeroDivisionError)",
+        points=0.5,
+    ),
 ]
 '''
 
 FIXTURE = """    WrongFixture(
-        "{id}_inverted",
+        "{id}_zero_time",
         "{id}",
-        "bytes_per_second divides the time by the size (seconds per byte) instead of the size by the time.",
-        (Edit("    return float(size_bytes) / float(time_s)\\n", "    return float(time_s) / float(size_bytes)\\n"),),
+        "bytes_per_second accepts time_s = 0 (< instead of <=) and divides by zero instead of raising ValueError.",
+        (Edit("    if time_s <= 0:\\n", "    if time_s < 0:\\n"),),
     ),
 """
 

@@ -21,12 +21,13 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from autograder.authoring.derived import HETERO_LIST
+from autograder.authoring.derived import HETERO_LIST, PROSE_FILES
 from autograder.core.manifest import EXERCISES, ROOT
 from hetero import reference
 
 INPUTS = ("solutions", "shared/hetero", "autograder/tests")  # the figures, and the hidden cases the filter reads
 SKIPPED_PARTS = ("__pycache__",)
+DERIVED = {HETERO_LIST, *PROSE_FILES}  # written by the release after the figures are computed
 
 
 class StaleReference(RuntimeError):
@@ -39,8 +40,8 @@ def inputs_digest(root: Path = ROOT) -> str:
     for top in INPUTS:
         for path in sorted((root / top).rglob("*")):
             if path.is_file() and not set(path.parts) & set(SKIPPED_PARTS) and path.suffix not in (".pyc",):
-                if path.name == reference.REFERENCE_FILE or path.relative_to(root) == HETERO_LIST:
-                    continue  # the file itself; hetero's exercise list, which the release derives afterwards
+                if path.name == reference.REFERENCE_FILE or path.relative_to(root) in DERIVED:
+                    continue  # the file itself; files the release derives from the manifest afterwards
                 digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()
 
