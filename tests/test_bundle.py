@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from autograder.authoring.expected import drift
-from autograder.authoring.reference_figures import distinctive
+from autograder.authoring.reference_figures import distinctive, numbers
 from autograder.authoring.wrong_fixtures import for_exercise, source
 from autograder.core.cases import hidden_cases, public_cases
 from autograder.core.manifest import EXERCISES, ROOT
@@ -147,14 +147,6 @@ def test_hidden_cases_expected_values_and_fixtures_fail_the_audit(members):
     assert any("identical to solutions/ex01_cost_per_gb.py" in p for p in bundle.audit(answer))
 
 
-def _numbers(tree) -> list[float]:
-    if isinstance(tree, dict):
-        return [x for v in tree.values() for x in _numbers(v)]
-    if isinstance(tree, list):
-        return [x for v in tree for x in _numbers(v)]
-    return [float(tree)] if isinstance(tree, (int, float)) and not isinstance(tree, bool) else []
-
-
 def test_the_reference_figures_ship_and_hold_no_hidden_case(members):
     name = "assignments/reference_figures.json"
     assert name in members and not [p for p in bundle.audit(members) if p.startswith(name)]
@@ -164,13 +156,13 @@ def test_the_reference_figures_ship_and_hold_no_hidden_case(members):
             assert case.id not in text, f"{name} names the hidden case {case.id}"
     # no stored expected value of a hidden case: every distinctive one (six or more significant digits,
     # not a simple fraction such as 1/3, not also a public case's value) is absent from the reference
-    reference = set(_numbers(json.loads(text)))
+    reference = set(numbers(json.loads(text)))
     for ex in EXERCISES:
         stored = json.loads((ROOT / "autograder" / "expected" / f"{ex.id}.json").read_text(encoding="utf-8"))
         hidden_ids = {case["id"] for case in stored["hidden"]}
-        public = {x for cid, c in stored["cases"].items() if cid not in hidden_ids for x in _numbers(c["expect"])}
+        public = {x for cid, c in stored["cases"].items() if cid not in hidden_ids for x in numbers(c["expect"])}
         for cid in sorted(hidden_ids):
-            for value in _numbers(stored["cases"][cid]["expect"]):
+            for value in numbers(stored["cases"][cid]["expect"]):
                 if distinctive(value) and value not in public:
                     assert value not in reference, f"{name} holds {value!r}, the stored expected value of {cid}"
     # and the audit still refuses hidden data planted in it

@@ -207,6 +207,18 @@ def _rendered(ex_id: str) -> tuple[str, str]:
         return "", str(exc)
 
 
+def rendered_all(ids: list[str], jobs: int = 1) -> dict[str, tuple[str, str]]:
+    """{exercise id: (the stored file's text, "") or ("", why the answer key and the cases disagree)},
+    `jobs` exercises at once, each in its own process; nothing is written."""
+    with (
+        concurrent.futures.ProcessPoolExecutor(jobs, mp_context=_SPAWN)
+        if jobs > 1
+        else contextlib.nullcontext() as pool
+    ):
+        computed = pool.map(_rendered, ids) if pool else map(_rendered, ids)
+        return dict(zip(ids, computed, strict=True))
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m autograder expected", description=__doc__.split("\n")[0])
     parser.add_argument("exercises", nargs="*", help="exercise ids (default: every exercise with cases)")
@@ -217,26 +229,20 @@ def main(argv: list[str]) -> int:
         parser.error(f"--jobs must be >= 1, got {args.jobs}")
     ids = args.exercises or available_exercises()
     stale = []
-    with (
-        concurrent.futures.ProcessPoolExecutor(args.jobs, mp_context=_SPAWN)
-        if args.jobs > 1
-        else contextlib.nullcontext() as pool
-    ):
-        computed = pool.map(_rendered, ids) if pool else map(_rendered, ids)
-        for ex_id, (text, error) in zip(ids, computed, strict=True):
-            if error:
-                print(f"expected values for {ex_id}: {error}", file=sys.stderr)
-                return 1
-            path = EXPECTED_DIR / f"{ex_id}.json"
-            if args.check:
-                old = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
-                problems = ["missing"] if old is None else drift(old, json.loads(text), ex_id)
-                if problems:
-                    stale.append(f"{path.relative_to(ROOT)} ({'; '.join(problems[:3])})")
-                continue
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text, encoding="utf-8")
-            print(f"wrote {path.relative_to(ROOT)}")
+    for ex_id, (text, error) in rendered_all(ids, args.jobs).items():
+        if error:
+            print(f"expected values for {ex_id}: {error}", file=sys.stderr)
+            return 1
+        path = EXPECTED_DIR / f"{ex_id}.json"
+        if args.check:
+            old = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+            problems = ["missing"] if old is None else drift(old, json.loads(text), ex_id)
+            if problems:
+                stale.append(f"{path.relative_to(ROOT)} ({'; '.join(problems[:3])})")
+            continue
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        print(f"wrote {path.relative_to(ROOT)}")
     if stale:
         print("stale expected values (run `python -m autograder expected`): " + ", ".join(stale), file=sys.stderr)
         return 1

@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import argparse
 import ast
-import concurrent.futures
 import filecmp
 import json
 import re
@@ -311,9 +310,7 @@ def _expected_texts(jobs: int) -> dict[str, str]:
     """Every exercise's stored expected values, computed from the answer key (nothing written)."""
     from autograder.authoring import expected
 
-    ids = [ex.id for ex in EXERCISES]
-    with concurrent.futures.ProcessPoolExecutor(jobs, mp_context=expected._SPAWN) as pool:
-        results = dict(zip(ids, pool.map(expected._rendered, ids), strict=True))
+    results = expected.rendered_all([ex.id for ex in EXERCISES], jobs)
     errors = [
         f"{BY_ID[ex_id].hidden_cases_path.relative_to(ROOT)} or solutions/{BY_ID[ex_id].filename}: {error}"
         for ex_id, (_, error) in results.items()

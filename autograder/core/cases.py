@@ -17,7 +17,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from autograder.core.manifest import EXERCISES, ROOT, SOLUTION_BLOCK, Exercise, public_cases_in, where
+from autograder.core.manifest import BEGIN, EXERCISES, ROOT, Exercise, public_cases_in, where
 from hetero.checks import Case, decode, encode, unwrap
 from hetero.impl import load_module_from_path
 
@@ -100,7 +100,7 @@ def _defined(path: Path) -> dict[str, bool]:
     """{top-level function: whether it holds a solution block} of a solution file."""
     source = path.read_text(encoding="utf-8")
     return {
-        node.name: SOLUTION_BLOCK in (ast.get_source_segment(source, node) or "")
+        node.name: BEGIN in (ast.get_source_segment(source, node) or "")
         for node in ast.parse(source, filename=str(path)).body
         if isinstance(node, ast.FunctionDef)
     }
@@ -129,7 +129,7 @@ def check_files(root: Path = ROOT, exercises: tuple[Exercise, ...] | None = None
             if name not in defined:
                 found.append(f"{solution.relative_to(root)}: no function {name} (declared at {here})")
             elif not defined[name]:
-                found.append(f"{solution.relative_to(root)}: {name} has no solution block ({SOLUTION_BLOCK} ...)")
+                found.append(f"{solution.relative_to(root)}: {name} has no solution block ({BEGIN} ...)")
         try:
             public_funcs = {c.func for c in public_cases(e.id, root)}
             hidden_funcs = {c.func for c in hidden_cases_from_source(e.id, root)}

@@ -224,7 +224,6 @@ ID_RE = re.compile(r"ex\d\d")
 # The answer key's solution-block markers, spelled in two: the zip refuses a file holding the marker text.
 BEGIN = "# BEGIN" + " SOLUTION"
 END = "# END" + " SOLUTION"
-SOLUTION_BLOCK = BEGIN
 
 
 class ManifestError(ValueError):
@@ -233,8 +232,9 @@ class ManifestError(ValueError):
 
 def entry_line(ex_id: str) -> int:
     """The line of `id="exNN"` in this file (1 when it cannot be found)."""
-    match = re.search(rf'^\s*id="{re.escape(ex_id)}"', MANIFEST.read_text(encoding="utf-8"), re.M)
-    return MANIFEST.read_text(encoding="utf-8")[: match.start()].count("\n") + 1 if match else 1
+    text = MANIFEST.read_text(encoding="utf-8")
+    match = re.search(rf'^\s*id="{re.escape(ex_id)}"', text, re.M)
+    return text[: match.start()].count("\n") + 1 if match else 1
 
 
 def where(ex_id: str | None = None) -> str:

@@ -163,15 +163,7 @@ def export(
     feedback_shows_hidden: bool = False,
 ) -> list[Path]:
     """Write the course into `dest`; returns the files written."""
-    chosen = [ex for ex in nb.gradable_exercises(root) if ex_ids is None or ex.id in ex_ids]
-    if ex_ids is not None:
-        unknown = sorted(set(ex_ids) - {ex.id for ex in chosen})
-        if unknown:
-            raise ValueError(
-                f"not exportable (no solution, public cases, hidden cases or expected values): {', '.join(unknown)}"
-            )
-    if not chosen:
-        raise ValueError("no exercise has a solution, public and hidden cases and expected values yet")
+    chosen = nb.chosen_exercises(ex_ids, root)
     dest.mkdir(parents=True, exist_ok=True)
     config = dest / "nbgrader_config.py"
     config.write_text(config_text(chosen, feedback_shows_hidden), encoding="utf-8")

@@ -161,15 +161,7 @@ def export(
     dest: Path, ex_ids: list[str] | None = None, package: str | None = None, root: Path = ROOT, run_tests: bool = True
 ) -> list[Path]:
     """Write the master notebooks (and requirements.txt with --package) into `dest`."""
-    chosen = [ex for ex in nb.gradable_exercises(root) if ex_ids is None or ex.id in ex_ids]
-    if ex_ids is not None:
-        unknown = sorted(set(ex_ids) - {ex.id for ex in chosen})
-        if unknown:
-            raise ValueError(
-                f"not exportable (no solution, public cases, hidden cases or expected values): {', '.join(unknown)}"
-            )
-    if not chosen:
-        raise ValueError("no exercise has a solution, public and hidden cases and expected values yet")
+    chosen = nb.chosen_exercises(ex_ids, root)
     dest.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
     if package:

@@ -93,6 +93,21 @@ def gradable_exercises(root: Path = ROOT) -> list[Exercise]:
     return [ex for ex in available_exercises(root) if (root / "autograder" / "expected" / f"{ex.id}.json").is_file()]
 
 
+def chosen_exercises(ex_ids: list[str] | None, root: Path = ROOT) -> list[Exercise]:
+    """The gradable exercises an export writes (all, or those of `ex_ids`); ValueError naming any that
+    cannot be exported, or when none can."""
+    chosen = [ex for ex in gradable_exercises(root) if ex_ids is None or ex.id in ex_ids]
+    if ex_ids is not None:
+        unknown = sorted(set(ex_ids) - {ex.id for ex in chosen})
+        if unknown:
+            raise ValueError(
+                f"not exportable (no solution, public cases, hidden cases or expected values): {', '.join(unknown)}"
+            )
+    if not chosen:
+        raise ValueError("no exercise has a solution, public and hidden cases and expected values yet")
+    return chosen
+
+
 def load_sources(ex_id: str, root: Path = ROOT, with_hidden: bool = True) -> ExerciseSources:
     """Read the solution, stub, public and (if asked and present) hidden cases of one exercise."""
     from autograder.authoring.release import strip_solutions  # imported here: release is a sibling tool
