@@ -78,11 +78,13 @@ def _trivial(encoded) -> bool:
 
 @pytest.mark.parametrize("ex_id", available_exercises())
 def test_no_hidden_case_expects_a_public_answer(ex_id):
-    """A hidden case whose answer is exactly a public case's (same function) is passed by a table of the
-    public answers; its inputs must change. Exact equality of the stored values; raising cases and trivial
+    """A hidden case whose answer is exactly a public case's (same function), or a known mistake's output on
+    a public case (shipped in public_mistakes.json), is passed by a table of what students can read; its
+    inputs must change. Exact equality of the stored values; raising cases and trivial
     answers (None, bools, whole numbers up to the grader's guess limit, 0 and 1 among them) aside."""
     import json
 
+    from autograder.authoring.reference_figures import distinctive
     from autograder.core.cases import public_cases
 
     data = json.loads((ROOT / "autograder" / "expected" / f"{ex_id}.json").read_text(encoding="utf-8"))
@@ -92,6 +94,12 @@ def test_no_hidden_case_expects_a_public_answer(ex_id):
         entry = entries[case.id]
         if entry["raises"] is None and not _trivial(entry["expect"]):
             public.setdefault(case.func, []).append((case.id, entry["expect"]))
+    # A known mistake's output on a public case ships to students too (assignments/tests/public_mistakes.json)
+    for case in public_cases(ex_id):
+        for fixture, (_, value) in entries[case.id].get("mistakes", {}).items():
+            # a wrong value of a public case betrays a hidden one only when it is distinctive (not 16384 = 2 x 8192)
+            if isinstance(value, float) and distinctive(value):
+                public.setdefault(case.func, []).append((f"{case.id} as {fixture} answers it", value))
     repeats = [
         f"{hidden['id']} expects {json.dumps(entries[hidden['id']]['expect'])[:80]}, the answer of {pid}"
         for hidden in data["hidden"]
