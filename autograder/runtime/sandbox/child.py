@@ -1,7 +1,7 @@
 """What runs inside the sandboxed child process: load one student exercise file, run the calls it is sent.
 
 `autograder.runtime.sandbox.runner` copies this file into the child's read-only folder and `autograder.runtime.sandbox.jail` starts
-it, inside the child's namespaces, as `python -s -B -u child.py RESULT_FD` (as an unprivileged user
+it, inside the child's namespaces, as `python -S -s -B -u child.py RESULT_FD` (as an unprivileged user
 when the grader is root). It must not import `autograder` (out of the child's sight); it imports
 only the standard library and `hetero.checks`. The protocol, one JSON object per line:
 
@@ -101,7 +101,16 @@ def _import_student(path: str, name: str) -> Any:
     return module
 
 
+def _packages() -> None:
+    """Put the child's own site folder (links to the packages the student's environment holds, and to
+    hetero: `allowlist.site_links`) on sys.path, after this folder. The interpreter runs with -S: no
+    site-packages, no .pth file, nothing of the grader's venv beyond these packages."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    sys.path.insert(1, os.path.join(here, "site"))
+
+
 def main(argv: list[str]) -> int:
+    _packages()
     result_fd = int(argv[1])
     control = os.fdopen(os.dup(0), "rb")
     null = os.open(os.devnull, os.O_RDONLY)

@@ -1,70 +1,60 @@
-"""Start the sandboxed harness (`child.py`): the trusted code between the grader and student code.
+"""Start one sandboxed child: the trusted code between the grader and student code, run as `jail.py SETUP`.
 
-`autograder.runtime.sandbox.runner` runs this file with the child's environment, stdin (the control pipe),
-stdout/stderr (the output pipe), the result fd and the status fd, and the setup as one JSON argument.
-It imports only the standard library (it runs before any student code, with the grader's privileges).
-Two ways, as `sandbox.isolation_mode` found here:
+`autograder.runtime.sandbox.process` runs this file with the child's environment, stdin (the control
+pipe), stdout/stderr (the output pipe), the result fd, the status fd and, on the Landlock rungs, a
+Landlock ruleset fd; SETUP is one JSON argument the grader computed (`ladder`, `syscalls`, `cgroup`).
+It imports only the standard library: it runs with the grader's privileges, before any student code.
 
-- "bwrap": the grader runs `bwrap ARGS -- python -I -S -B /sandbox/code/jail.py SETUP`. bubblewrap
-  makes the namespaces (mount, PID, network, IPC, UTS, cgroup; a user namespace too when the grader
-  is not root) and a new root that holds only an allow-list, read-only (`sandbox.bwrap_args`: /usr
-  and the /lib, /bin symlinks, a few files of /etc, the interpreter, the venv, `hetero`, the child's
-  own copies of its exercise file, child.py and this file under /sandbox/code), with a fresh /proc
-  and a minimal /dev; it dies with the grader (--die-with-parent). This file then runs as PID 1 of
-  the new PID namespace (--as-pid-1), the namespace's init, with the capabilities bwrap leaves root
-  inside: it caps the size of the tmpfs bwrap made (/tmp, /var/tmp, /dev/shm and the work folder
-  /sandbox/work) by remounting them (bubblewrap 0.6, Ubuntu 22.04's, has no --size, so the sizes are
-  set here, the same way on every version), hands the work folder to the child's uid, takes the
-  loopback device down, starts the harness, writes the line `SETUP {json}` on the result fd once the
-  harness's exec succeeded, and reaps every orphan until the harness exits. It then writes the
-  harness's raw wait status (4 bytes) on the status fd and exits; the kernel kills every process left
-  in the namespace (double forks, `setsid`, relays that re-fork every few milliseconds). Without
-  root, bwrap sizes those tmpfs itself (--size, from bubblewrap 0.8 on) and this init needs no
-  capability (bwrap drops them all: --cap-drop ALL).
-- "none" (no bubblewrap, or it fails here): the grader runs `python -I -S -B jail.py SETUP` on the
-  host: this launcher starts the harness itself, writes SETUP and the status the same way; the grader
-  ends leftovers by uid (`sandbox.kill_uid`) and says what is not isolated.
+Stages, in one process until the harness forks:
+1. enter (on the host, as the grader's child): die with the grader (PR_SET_PDEATHSIG), join the exercise's
+   cgroups (a memory cap for every process of the exercise, where the grader could make one), raise
+   its own oom_score_adj to 1000 (inherited by everything it starts; a student cannot lower it), then
+   - rung "bwrap": exec bubblewrap, which makes the namespaces and the allow-list root and runs this file
+     again inside as PID 1 of the new PID namespace (stage 2, `init`): it resizes the private tmpfs,
+     hands the work folder to the child's uid and takes the loopback device down (`prepare`);
+   - any other rung: stay on the host as the launcher (stage 2, `launch`), a child subreaper: an orphan
+     of student code (double fork, `setsid`) is re-parented here, never to the machine's init.
+2. supervise: fork the harness, write the `SETUP {json}` line on the result fd once its exec succeeded
+   (the grader sends the child nothing before it, so no student code runs before it and none can forge
+   it), then until the harness exits: reap, and every WATCH_S sum the memory (PSS) of every descendant;
+   past the exercise's cap, kill them all. Then kill every descendant that is left, reap them, write
+   the harness's raw wait status (4 bytes) and why it was ended (1 byte: `ENDED`) on the status fd, and
+   exit. SIGTERM (from the grader, at a limit) ends it the same way. Inside bubblewrap the kernel also
+   kills whatever is left in the PID namespace when this init exits.
+3. harness (the forked child): resource limits; as root the sandbox uid without supplementary groups;
+   PR_SET_NO_NEW_PRIVS; the Landlock ruleset (landlock_restrict_self on the fd the grader built);
+   PR_SET_PDEATHSIG; RLIMIT_AS; the seccomp program the grader compiled with libseccomp
+   (`autograder.runtime.sandbox.syscalls`), installed last; exec of the interpreter on child.py. Each
+   layer reports one note (what it covers) on the exec pipe; a layer the rung requires that fails stops
+   the child before any student code runs.
 
-The harness (a fork of init or of the launcher): resource limits, then (as root) the sandbox uid
-without groups, PR_SET_NO_NEW_PRIVS, a seccomp filter (`keyring_filter`: add_key, request_key, keyctl
-and foreign ABIs fail with EPERM, since keyrings are not namespaced and a uid's persistent keyring
-outlives the child), PR_SET_PDEATHSIG, RLIMIT_AS last, and exec of the interpreter on child.py. The
-uid change drops every capability, so student code can undo no mount. The harness tells its parent
-how the filter went (a note for the SETUP line: "keyrings: not isolated (...)" where there is no filter
-for this architecture or the kernel refused it; grading goes on).
-
-`jail.py --probe SETUP` (run inside bwrap by `sandbox.isolation_mode`, once per grader process) does
-what init does before the harness (the size caps, the work folder, the loopback) and prints "ok".
+`jail.py --probe SETUP` (run inside bwrap by the ladder, once per grader process) does what init does
+before the harness and prints "ok".
 """
 
 from __future__ import annotations
 
 import ctypes
-import errno
 import json
 import os
 import resource
 import signal
 import sys
+import time
 
 MS_NOSUID, MS_NODEV, MS_REMOUNT = 2, 4, 32
 PR_SET_PDEATHSIG = 1
 PR_SET_NO_NEW_PRIVS = 38
 PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
+PR_SET_CHILD_SUBREAPER = 36
 SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
+LANDLOCK_RESTRICT_SELF = 446  # the same number on every architecture (asm-generic)
 
-# The seccomp filter: classic BPF over struct seccomp_data {int nr; u32 arch; u64 ip; u64 args[6]}
-BPF_LD_W_ABS, BPF_JEQ_K, BPF_JGE_K, BPF_RET_K = 0x20, 0x15, 0x35, 0x06  # BPF_LD|BPF_W|BPF_ABS, BPF_JMP|...
-SECCOMP_DATA_NR, SECCOMP_DATA_ARCH = 0, 4  # offsets in struct seccomp_data
-SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO = 0x7FFF0000, 0x00050000
-X32_SYSCALL_BIT = 0x40000000
-# os.uname().machine: (AUDIT_ARCH_*, the numbers of add_key, request_key, keyctl, whether x32 numbers exist)
-SECCOMP_ARCHES = {
-    "x86_64": (0xC000003E, (248, 249, 250), True),
-    "aarch64": (0xC00000B7, (217, 218, 219), False),
-}
+WATCH_S = 0.05  # how often the memory of the child's processes is summed
+ENDED = {"finished": 0, "memory": 1, "terminated": 2}  # the byte after the wait status
 
 _libc = ctypes.CDLL(None, use_errno=True)
+_libc.syscall.restype = ctypes.c_long
 
 
 def _check(result: int, what: str) -> None:
@@ -87,43 +77,17 @@ def prctl(option: int, value: int) -> None:
     )
 
 
-class _SockFilter(ctypes.Structure):
-    _fields_ = [("code", ctypes.c_uint16), ("jt", ctypes.c_uint8), ("jf", ctypes.c_uint8), ("k", ctypes.c_uint32)]
-
-
 class _SockFprog(ctypes.Structure):
-    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(_SockFilter))]
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
 
 
-def keyring_filter(machine: str | None = None) -> list[tuple[int, int, int, int]] | None:
-    """The seccomp program (code, jt, jf, k) for `machine` (default: this one's), None where unknown.
-
-    A foreign ABI (i386 `int 0x80` on x86_64), an x32 number, add_key, request_key and keyctl return
-    EPERM; everything else is allowed. Jumps go to the last instruction, the denial.
-    """
-    if machine is None:
-        machine = os.uname().machine
-    if machine not in SECCOMP_ARCHES:
-        return None
-    arch, keyring_nrs, x32 = SECCOMP_ARCHES[machine]
-    tests = [(BPF_JGE_K, X32_SYSCALL_BIT)] if x32 else []
-    tests += [(BPF_JEQ_K, nr) for nr in keyring_nrs]
-    deny = 3 + len(tests) + 1  # ld arch, jeq arch, ld nr, the tests, ret allow, then ret deny
-    program = [
-        (BPF_LD_W_ABS, 0, 0, SECCOMP_DATA_ARCH),
-        (BPF_JEQ_K, 0, deny - 2, arch),
-        (BPF_LD_W_ABS, 0, 0, SECCOMP_DATA_NR),
-    ]
-    for code, k in tests:
-        program.append((code, deny - (len(program) + 1), 0, k))
-    program += [(BPF_RET_K, 0, 0, SECCOMP_RET_ALLOW), (BPF_RET_K, 0, 0, SECCOMP_RET_ERRNO | errno.EPERM)]
-    return program
-
-
-def install_filter(program: list[tuple[int, int, int, int]]) -> None:
-    """Install a seccomp program on this process (needs PR_SET_NO_NEW_PRIVS or CAP_SYS_ADMIN); for good."""
-    filters = (_SockFilter * len(program))(*(_SockFilter(*insn) for insn in program))
-    fprog = _SockFprog(len(program), filters)
+def install_seccomp(program: bytes) -> None:
+    """Install a compiled seccomp program (struct sock_filter[], as libseccomp exports it) on this process,
+    for good; needs PR_SET_NO_NEW_PRIVS (or CAP_SYS_ADMIN)."""
+    if not program or len(program) % 8:
+        raise OSError(22, "seccomp: not a compiled filter")
+    buffer = ctypes.create_string_buffer(program, len(program))
+    fprog = _SockFprog(len(program) // 8, ctypes.cast(buffer, ctypes.c_void_p))
     _check(
         _libc.prctl(
             ctypes.c_int(PR_SET_SECCOMP),
@@ -136,36 +100,11 @@ def install_filter(program: list[tuple[int, int, int, int]]) -> None:
     )
 
 
-def install_keyring_filter() -> str:
-    """Install `keyring_filter` on this process; the isolation note saying whether it is there."""
-    machine = os.uname().machine
-    program = keyring_filter(machine)
-    if program is None:
-        return f"keyrings: not isolated (no seccomp filter for the {machine} architecture)"
-    try:
-        install_filter(program)
-    except OSError as exc:
-        return f"keyrings: not isolated (the seccomp filter was refused: {exc})"
-    return "keyrings: denied (seccomp filter on add_key, request_key, keyctl)"
-
-
-def probe_keyring_filter() -> str:
-    """The note `install_keyring_filter` gives here, from a forked process (this one stays unfiltered)."""
-    read_fd, write_fd = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        os.close(read_fd)
-        try:
-            prctl(PR_SET_NO_NEW_PRIVS, 1)
-            os.write(write_fd, install_keyring_filter().encode("utf-8", "replace"))
-        except BaseException as exc:
-            os.write(write_fd, f"keyrings: not isolated ({exc})".encode("utf-8", "replace"))
-        os._exit(0)
-    os.close(write_fd)
-    with os.fdopen(read_fd, "rb") as handle:
-        note = handle.read().decode("utf-8", "replace")
-    _wait_for(pid)
-    return note
+def landlock_restrict(ruleset_fd: int) -> None:
+    """Enforce the Landlock ruleset `ruleset_fd` on this process and everything it starts, for good."""
+    if _libc.syscall(ctypes.c_long(LANDLOCK_RESTRICT_SELF), ctypes.c_int(ruleset_fd), ctypes.c_uint(0)) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"landlock_restrict_self: {os.strerror(err)}")
 
 
 def resize_tmpfs(path: str, data: str) -> None:
@@ -186,7 +125,7 @@ def loopback_down() -> None:
 
 
 def prepare(setup: dict) -> list[str]:
-    """Inside the new namespaces, before the harness: the size caps of `setup["resize"]` ({"path",
+    """Inside bubblewrap's namespaces, before the harness: the size caps of `setup["resize"]` ({"path",
     "data"}: tmpfs bwrap made), the folders of `setup["owned"]` ({"path", "uid", "gid"}) made if need be
     and handed to that owner, mode 0700, and, if `setup["loopback_down"]`, the loopback device down.
     Returns notes (what could not be done and is not fatal)."""
@@ -205,6 +144,10 @@ def prepare(setup: dict) -> list[str]:
     return notes
 
 
+# ---------------------------------------------------------------------------------------------
+# The harness: the forked child that becomes the student's interpreter.
+
+
 def _set_limits(limits: dict) -> None:
     resource.setrlimit(resource.RLIMIT_CPU, (limits["cpu_s"], limits["cpu_s"] + 2))
     resource.setrlimit(resource.RLIMIT_FSIZE, (limits["file_bytes"],) * 2)
@@ -214,20 +157,25 @@ def _set_limits(limits: dict) -> None:
 
 
 def _harness(setup: dict, exec_fd: int) -> None:
-    """Limits, identity, filter, exec of the harness. On `exec_fd` (closed by a good exec), one JSON line
-    each: {"note": the filter's note}, then {"failure": why it did not start} if it did not."""
+    """Limits, identity, Landlock, seccomp, exec. On `exec_fd` (closed by a good exec), one JSON line each:
+    {"note": ...} per layer, then {"failure": why it did not start} if it did not."""
+    harness = setup["harness"]
     try:
-        _set_limits(setup["limits"])
-        if setup["uid"] is not None:
+        _set_limits(harness["limits"])
+        if harness["uid"] is not None:
             os.setgroups([])
-            os.setgid(setup["gid"])
-            os.setuid(setup["uid"])
+            os.setgid(harness["gid"])
+            os.setuid(harness["uid"])
         prctl(PR_SET_NO_NEW_PRIVS, 1)
-        _send(exec_fd, {"note": install_keyring_filter()})
+        if harness.get("landlock_fd") is not None:
+            landlock_restrict(harness["landlock_fd"])
+            os.close(harness["landlock_fd"])
         prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-        resource.setrlimit(resource.RLIMIT_AS, (setup["limits"]["memory_bytes"],) * 2)
-        os.chdir(setup["cwd"])
-        os.execve(setup["argv"][0], setup["argv"], dict(os.environ))
+        resource.setrlimit(resource.RLIMIT_AS, (harness["limits"]["memory_bytes"],) * 2)
+        os.chdir(harness["cwd"])
+        if harness.get("seccomp"):
+            install_seccomp(bytes.fromhex(harness["seccomp"]))
+        os.execve(harness["argv"][0], harness["argv"], dict(os.environ))
     except BaseException as exc:
         _send(exec_fd, {"failure": f"the harness could not start: {exc}"})
     os._exit(126)
@@ -238,18 +186,16 @@ def _send(fd: int, message: dict) -> None:
 
 
 def _start_harness(setup: dict, notes: list[str]) -> int:
-    """Fork and exec the harness, then write the SETUP line (ok only if exec succeeded, with the
-    harness's notes after `notes`); its pid.
-
-    The grader sends the harness its first message only after this line, so student code never runs
-    before it and nothing the student writes can pass for it.
-    """
+    """Fork and exec the harness, then write the SETUP line (ok only if exec succeeded); its pid."""
     exec_r, exec_w = os.pipe()  # close-on-exec: end-of-file means the exec succeeded or failed
     harness = os.fork()
     if harness == 0:
         os.close(exec_r)
         _harness(setup, exec_w)
     os.close(exec_w)
+    landlock_fd = setup["harness"].get("landlock_fd")
+    if landlock_fd is not None:
+        os.close(landlock_fd)  # only the harness holds the ruleset
     data = b""
     while True:
         chunk = os.read(exec_r, 4096)
@@ -257,21 +203,17 @@ def _start_harness(setup: dict, notes: list[str]) -> int:
             break
         data += chunk
     os.close(exec_r)
-    told, failed = [], False
+    failures = []
     for line in data.decode("utf-8", "replace").splitlines():
         try:
             message = json.loads(line)
         except ValueError:
-            message = None
-        if isinstance(message, dict) and isinstance(message.get("note"), str):
-            told.append(message["note"])
-        else:
-            told.append(message["failure"] if isinstance(message, dict) and "failure" in message else line)
-            failed = True
-    if failed:
-        _setup_line(setup["result_fd"], False, notes + told)
+            message = {"failure": line}
+        failures.append(str(message.get("failure", line)) if isinstance(message, dict) else line)
+    if failures:
+        _setup_line(setup["result_fd"], False, notes + failures)
         os._exit(125)
-    _setup_line(setup["result_fd"], True, notes + told)
+    _setup_line(setup["result_fd"], True, notes)
     return harness
 
 
@@ -280,73 +222,167 @@ def _setup_line(fd: int, ok: bool, notes: list[str]) -> None:
     os.write(fd, data)
 
 
-def _report_status(setup: dict, status: int) -> None:
-    """Write the harness's raw wait status on the status fd (the grader reads it once this process is gone)."""
-    os.write(setup["status_fd"], status.to_bytes(4, "little"))
+# ---------------------------------------------------------------------------------------------
+# Supervising: every process the harness starts is a descendant of this process until it ends.
 
 
-def _init(setup: dict) -> None:
-    """PID 1 of bwrap's PID namespace: mounts, SETUP line, harness, reaping; reports the harness's status.
+def _process_table() -> dict[int, int]:
+    """{pid: parent pid} of every process this /proc shows."""
+    table = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as handle:
+                fields = handle.read().rsplit(b")", 1)[1].split()
+            table[int(entry)] = int(fields[1])
+        except (OSError, IndexError, ValueError):
+            continue
+    return table
 
-    When it exits (or is killed: it dies with bwrap, bwrap with the grader), the kernel kills every
-    other process of the namespace."""
-    try:
-        prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-        os.set_inheritable(setup["status_fd"], False)  # the harness's exec closes it
-        notes = prepare(setup)
-    except BaseException as exc:
-        _setup_line(setup["result_fd"], False, [f"the sandbox could not be prepared: {exc}"])
-        os._exit(125)
+
+def descendants(pid: int) -> list[int]:
+    """Every live descendant of `pid` (orphans of a subreaper's descendants come back to it)."""
+    children: dict[int, list[int]] = {}
+    for child, parent in _process_table().items():
+        children.setdefault(parent, []).append(child)
+    found, todo = [], list(children.get(pid, []))
+    while todo:
+        current = todo.pop()
+        found.append(current)
+        todo.extend(children.get(current, []))
+    return found
+
+
+def memory_bytes(pids: list[int]) -> int:
+    """Summed proportional set size (PSS) of `pids` (RSS where smaps_rollup cannot be read)."""
+    total = 0
+    page = os.sysconf("SC_PAGE_SIZE")
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/smaps_rollup", "rb") as handle:
+                for line in handle:
+                    if line.startswith(b"Pss:"):
+                        total += int(line.split()[1]) * 1024
+                        break
+        except (OSError, ValueError):
+            try:
+                with open(f"/proc/{pid}/statm", "rb") as handle:
+                    total += int(handle.read().split()[1]) * page
+            except (OSError, ValueError, IndexError):
+                continue
+    return total
+
+
+def kill_descendants() -> None:
+    """SIGKILL every descendant and reap them, until this process has no child left: a process killed while
+    forking leaves an orphan, which comes back here (a subreaper, or PID 1) and is caught next round."""
+    me = os.getpid()
+    while True:
+        for pid in descendants(me):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        try:
+            while os.waitpid(-1, os.WNOHANG)[0] > 0:
+                pass
+        except ChildProcessError:
+            return
+        time.sleep(0.005)
+
+
+_TERMINATE: list[bool] = []
+
+
+def supervise(setup: dict, notes: list[str]) -> None:
+    """Stage 2 (module docstring): run the harness, watch it, end everything it left; never returns."""
+    signal.signal(signal.SIGTERM, lambda *_: _TERMINATE.append(True))
     harness = _start_harness(setup, notes)
     os.close(setup["result_fd"])
     for fd in (0, 1, 2):  # the pipes stay with the harness only
         os.close(fd)
-    while True:
+    cap = setup.get("memory_bytes")
+    status, ended = None, "finished"
+    next_watch = time.monotonic()
+    while status is None:
+        if _TERMINATE:
+            ended = "terminated"
+            break
         try:
-            pid, status = os.wait()
+            while True:
+                pid, raw = os.waitpid(-1, os.WNOHANG)
+                if pid == 0:
+                    break
+                if pid == harness:
+                    status = raw
         except ChildProcessError:
-            os._exit(125)
-        except InterruptedError:
-            continue
-        if pid == harness:
-            _report_status(setup, status)
-            os._exit(0)  # the kernel now kills everything else in the namespace
-
-
-def launch(setup: dict) -> None:
-    """Mode "none", on the host: start the harness, report its status, exit."""
-    prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-    if os.getppid() != setup["grader_pid"]:
-        os._exit(125)  # the grader is already gone
-    os.set_inheritable(setup["status_fd"], False)
-    harness = _start_harness(setup, [])
-    os.close(setup["result_fd"])
-    for fd in (0, 1, 2):
-        os.close(fd)
-    _report_status(setup, _wait_for(harness))
+            break
+        if status is not None:
+            break
+        now = time.monotonic()
+        if cap and now >= next_watch:
+            next_watch = now + WATCH_S
+            if memory_bytes(descendants(os.getpid())) > cap:
+                ended = "memory"
+                break
+        time.sleep(0.01)
+    kill_descendants()
+    if status is None:
+        status = signal.SIGKILL  # a raw wait status: killed by SIGKILL
+    os.write(setup["status_fd"], status.to_bytes(4, "little") + bytes([ENDED[ended]]))
     os._exit(0)
 
 
-def _wait_for(pid: int) -> int:
-    while True:
-        try:
-            return os.waitpid(pid, 0)[1]
-        except InterruptedError:
-            continue
+def _join_cgroups(setup: dict) -> None:
+    for procs in setup.get("cgroup", []):
+        with open(procs, "w") as handle:
+            handle.write(str(os.getpid()))
+
+
+def enter(setup: dict) -> None:
+    """Stage 1, on the host (module docstring)."""
+    prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != setup["grader_pid"]:
+        os._exit(125)  # the grader is already gone
+    try:
+        _join_cgroups(setup)
+        with open("/proc/self/oom_score_adj", "w") as handle:
+            handle.write("1000")
+    except OSError as exc:
+        _setup_line(setup["result_fd"], False, [f"the sandbox could not be entered: {exc}"])
+        os._exit(125)
+    if setup["rung"] == "bwrap":
+        inside = json.dumps({**setup, "stage": "init"})
+        os.execv(setup["bwrap"][0], [*setup["bwrap"], setup["python"], "-I", "-S", "-B", setup["jail"], inside])
+    os.set_inheritable(setup["status_fd"], False)  # the harness's exec closes it
+    _libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    supervise(setup, [])
+
+
+def init(setup: dict) -> None:
+    """Stage 2 inside bubblewrap: PID 1 of its PID namespace."""
+    try:
+        prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        os.set_inheritable(setup["status_fd"], False)
+        notes = prepare(setup.get("prepare", {}))
+    except BaseException as exc:
+        _setup_line(setup["result_fd"], False, [f"the sandbox could not be prepared: {exc}"])
+        os._exit(125)
+    supervise(setup, notes)
 
 
 def main(argv: list[str]) -> None:
-    """`jail.py SETUP_JSON` starts a child (init inside bwrap, or the launcher for mode "none");
-    `jail.py --probe SETUP_JSON` only prepares the namespace and prints "ok"."""
+    """`jail.py SETUP_JSON` starts a child; `jail.py --probe SETUP_JSON` only prepares bwrap's namespaces."""
     if argv[1:2] == ["--probe"]:
         notes = prepare(json.loads(argv[2]))
         print(json.dumps({"ok": True, "notes": notes}), flush=True)
         return
     setup = json.loads(argv[1])
-    if setup["mode"] == "bwrap":
-        _init(setup)
+    if setup.get("stage") == "init":
+        init(setup)
     else:
-        launch(setup)
+        enter(setup)
 
 
 if __name__ == "__main__":

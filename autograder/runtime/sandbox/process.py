@@ -20,17 +20,21 @@ import tempfile
 import time
 from pathlib import Path
 
-from autograder.runtime.sandbox import isolation, users
+from autograder.runtime.sandbox import allowlist, isolation, ladder, syscalls, users
 from autograder.runtime.sandbox.limits import ChildReport, Limits
 from autograder.runtime.sandbox.records import _describe_exit, _Run
 
 CHILD_SOURCE = Path(__file__).with_name("child.py")
 
-PASSED_ENV_PREFIXES = ("A2_", "HETERO_")  # configuration of hetero (data locations) reaches the child
-
 EXIT_GRACE_S = 2.0  # after the last record: time the child gets to exit by itself
 
+TERM_GRACE_S = 3.0  # after SIGTERM: time the launcher gets to end every process of the child
+
 READ_CHUNK_BYTES = 1 << 16
+
+# The child's whole environment: nothing of the grader's reaches it (an index URL with a token, a
+# cluster's address, the instructor's paths). A2_TEST_TAG only marks processes for the package's tests.
+PASSED_ENV = ("A2_TEST_TAG",)
 
 
 def _child_env(work: Path) -> dict[str, str]:
@@ -49,7 +53,7 @@ def _child_env(work: Path) -> dict[str, str]:
         "MPLBACKEND": "Agg",
         "MPLCONFIGDIR": str(work / ".config" / "matplotlib"),
     }
-    env.update({k: v for k, v in os.environ.items() if k.startswith(PASSED_ENV_PREFIXES)})
+    env.update({k: v for k, v in os.environ.items() if k in PASSED_ENV})
     return env
 
 
@@ -77,7 +81,7 @@ class _Output:
 
 
 class _Child:
-    """One child process: its folder, its uid, its pipes; `run` exchanges specs and records with it."""
+    """One child process: its folders, its uid, its cgroup, its pipes; `run` exchanges specs and records."""
 
     def __init__(
         self,
@@ -88,57 +92,62 @@ class _Child:
         limits: Limits,
         report: ChildReport,
         output: _Output,
-        mode: dict,
+        rung: ladder.Rung,
     ):
         self.student_file, self.module_name = student_file, module_name
         self.specs, self.hidden_from, self.limits = specs, hidden_from, limits
-        self.report, self.output, self.mode = report, output, mode
-        if mode["mode"] == "none":
-            users.become_subreaper()
-        self.user = users.SandboxUser() if isolation.is_root() else None
-        self.notes = isolation._isolation_notes(mode, self.user.uid if self.user else None)
+        self.report, self.output, self.rung = report, output, rung
+        self.user = users.SandboxUser() if rung.separate_uid else None
+        self.notes = list(rung.notes) + [f"uid: {self.user.uid}" if self.user else "uid: the grader's own"]
         self.status_r = -1  # the read end of the status pipe of the child running now
+        self.ended_by_jail = 0  # the byte after the wait status (jail.ENDED)
+
+    def _folders(self, base: Path) -> tuple[Path, str, str, Path]:
+        """The child's code folder (its file, child.py, jail.py, site/ of links to its packages; read-only
+        for it), its paths as it sees them (code, work) and the work folder on the host (a tmpfs in bwrap)."""
+        ro, work = base / "ro", base / "work"
+        ro.mkdir(mode=0o755)
+        target = ro / f"{self.module_name}.py"
+        shutil.copyfile(self.student_file, target)
+        shutil.copyfile(CHILD_SOURCE, ro / "child.py")
+        shutil.copyfile(isolation.JAIL_SOURCE, ro / "jail.py")
+        for path in (target, ro / "child.py", ro / "jail.py"):
+            path.chmod(0o644)
+        site = ro / "site"
+        site.mkdir(mode=0o755)
+        for name, dest in allowlist.site_links().items():
+            os.symlink(dest, site / name)
+        if self.rung.name == "bwrap":
+            return ro, isolation.SANDBOX_CODE, isolation.SANDBOX_WORK, work
+        (work / "tmp").mkdir(parents=True)
+        owner = (self.user.uid, self.user.gid) if self.user else (os.getuid(), os.getgid())
+        base.chmod(0o711)
+        for path in (work, work / "tmp"):
+            os.chown(path, *owner)
+            path.chmod(0o700)
+        return ro, str(ro), str(work), work
 
     def run(self, first: int, deadline: float, cpu_left_s: float, skipped_funcs: frozenset[str]) -> int | None:
         """Run cases from index `first`; returns the index of a case stopped at the per-case limit, if any."""
         base = Path(tempfile.mkdtemp(prefix=f"a2grade-{os.getpid()}-"))
         proc: subprocess.Popen | None = None
         fds: list[int] = []
-        jailed = self.mode["mode"] == "bwrap"
+        group = None
+        ruleset = None
+        rung = self.rung
         try:
-            ro, work = base / "ro", base / "work"
-            ro.mkdir(mode=0o755)
-            target = ro / f"{self.module_name}.py"
-            shutil.copyfile(self.student_file, target)
-            shutil.copyfile(CHILD_SOURCE, ro / "child.py")
-            copies = [target, ro / "child.py"]
-            if jailed:
-                shutil.copyfile(isolation.JAIL_SOURCE, ro / "jail.py")
-                copies.append(ro / "jail.py")
-            for path in copies:
-                path.chmod(0o644)
-            ro.chmod(0o755)
-            owner = (self.user.uid, self.user.gid) if self.user else (os.getuid(), os.getgid())
-            if jailed:  # the child's paths inside its root; its work folder is a tmpfs there
-                code, cwd = isolation.SANDBOX_CODE, isolation.SANDBOX_WORK
-            else:  # on the host: its work folder is on disk, deleted at any depth by users.remove_tree
-                code, cwd = str(ro), str(work)
-                (work / "tmp").mkdir(parents=True)
-                if self.user is not None:
-                    blocked = isolation.unreachable_folders()
-                    if blocked:
-                        raise users.SandboxError(
-                            f"the sandbox uid cannot reach the interpreter ({', '.join(blocked)} is private) "
-                            "and without bubblewrap nothing opens a way"
-                        )
-                    base.chmod(0o711)
-                    for path in (work, work / "tmp"):
-                        os.chown(path, *owner)
-                    work.chmod(0o700)
+            ro, code, cwd, work = self._folders(base)
+            if rung.groups is not None:
+                group = rung.groups.make(self.limits.memory_mib * 2**20, self.limits.max_processes)
             result_r, result_w = os.pipe()
             out_r, out_w = os.pipe()
             status_r, status_w = os.pipe()
             fds = [result_r, result_w, out_r, out_w, status_r, status_w]
+            passed = [result_w, status_w]
+            if rung.landlock_abi:
+                ruleset = ladder.rules_for([*allowlist.compute().read, str(ro)], [str(work)], rung.landlock_abi)
+                os.set_inheritable(ruleset.fileno(), True)
+                passed.append(ruleset.fileno())
             key = secrets.token_bytes(32)
 
             def mark_public() -> None:
@@ -147,42 +156,14 @@ class _Child:
                     self.output.public_bytes = self.output.total
 
             run = _Run(self.specs, key, self.hidden_from, self.report, first, mark_public, skipped_funcs)
-            hello = {"key": key.hex(), "path": f"{code}/{target.name}", "name": self.module_name}  # sent after SETUP
-            nproc = self.limits.max_processes if self.user else users._own_task_count() + self.limits.max_processes
-            setup = {
-                "mode": self.mode["mode"],
-                "grader_pid": os.getpid(),
-                "result_fd": result_w,
-                "status_fd": status_w,
-                "cwd": cwd,
-                "uid": self.user.uid if self.user else None,
-                "gid": self.user.gid if self.user else None,
-                "argv": [sys.executable, "-s", "-B", "-u", f"{code}/child.py", str(result_w)],
-                "limits": {
-                    "cpu_s": max(1, int(cpu_left_s + 0.999)),
-                    "file_bytes": self.limits.output_bytes,
-                    "open_files": self.limits.open_files,
-                    "processes": nproc,
-                    "memory_bytes": self.limits.memory_mib * 2**20,
-                },
-            }
-            if jailed:
-                setup.update(isolation._namespace_setup(self.mode, owner))
-                command = [
-                    self.mode["bwrap"],
-                    *isolation.bwrap_args(self.mode, ro),
-                    "--",
-                    *isolation._jail_command(self.mode),
-                ]
-            else:
-                command = isolation._jail_command(self.mode)
-            command.append(json.dumps(setup))
+            hello = {"key": key.hex(), "path": f"{code}/{self.module_name}.py", "name": self.module_name}
+            setup = self._setup(code, cwd, result_w, status_w, cpu_left_s, ruleset, group, ro)
             proc = subprocess.Popen(
-                command,
+                [*isolation.jail_command(False), json.dumps(setup)],
                 stdin=subprocess.PIPE,
                 stdout=out_w,
                 stderr=out_w,
-                pass_fds=(result_w, status_w),
+                pass_fds=tuple(passed),
                 cwd=str(base),
                 env=_child_env(Path(cwd)),
                 start_new_session=True,
@@ -190,19 +171,73 @@ class _Child:
             for fd in (result_w, out_w, status_w):
                 os.close(fd)
                 fds.remove(fd)
+            if ruleset is not None:
+                ruleset.close()
+                ruleset = None
             self.status_r = status_r
             stopped = self._pump(proc, run, hello, result_r, out_r, deadline)
             self.report.survivors_killed += self._reap(proc)
             self._drain(out_r)
+            if group is not None and group.memory_events().get("oom_kill", 0):
+                self._stop("memory", self._memory_detail())
             return stopped
         finally:
             for fd in fds:
                 os.close(fd)
+            if ruleset is not None:
+                ruleset.close()
             if proc is not None and proc.returncode is None:
                 self._reap(proc)
+            if group is not None:
+                group.remove()
             if self.user is not None:
                 self.user.release()
             users.remove_tree(base)
+
+    def _setup(
+        self, code: str, cwd: str, result_w: int, status_w: int, cpu_left_s: float, ruleset, group, ro: Path
+    ) -> dict:  # type: ignore[no-untyped-def]
+        """jail.py's SETUP (its module docstring says what each stage does with it)."""
+        rung = self.rung
+        if self.user:
+            nproc = self.limits.max_processes
+        else:  # RLIMIT_NPROC counts every process of the grader's uid
+            nproc = users._own_task_count() + self.limits.max_processes
+        setup: dict = {
+            "stage": "enter",
+            "rung": "bwrap" if rung.name == "bwrap" else "host",
+            "grader_pid": os.getpid(),
+            "result_fd": result_w,
+            "status_fd": status_w,
+            "cgroup": [str(p) for p in group.procs] if group is not None else [],
+            "memory_bytes": self.limits.memory_mib * 2**20,
+            "harness": {
+                "uid": self.user.uid if self.user else None,
+                "gid": self.user.gid if self.user else None,
+                "cwd": cwd,
+                "argv": [sys.executable, "-S", "-s", "-B", "-u", f"{code}/child.py", str(result_w)],
+                "landlock_fd": ruleset.fileno() if ruleset is not None else None,
+                "seccomp": syscalls.program(rung.seccomp).hex() if rung.seccomp else "",
+                "limits": {
+                    "cpu_s": max(1, int(cpu_left_s + 0.999)),
+                    "file_bytes": self.limits.output_bytes,
+                    "open_files": self.limits.open_files,
+                    "processes": nproc,
+                    "memory_bytes": self.limits.memory_mib * 2**20,
+                },
+            },
+        }
+        if rung.name == "bwrap":
+            assert rung.bwrap is not None
+            owner = (self.user.uid, self.user.gid) if self.user else (os.getuid(), os.getgid())
+            setup["prepare"] = isolation.namespace_setup(rung.bwrap, owner)
+            setup["bwrap"] = [rung.bwrap["bwrap"], *isolation.bwrap_args(rung.bwrap, ro), "--"]
+            setup["python"] = sys.executable
+            setup["jail"] = f"{isolation.SANDBOX_CODE}/jail.py"
+        return setup
+
+    def _memory_detail(self) -> str:
+        return f"the memory limit ({self.limits.memory_mib} MiB for all the processes of the exercise) was exceeded"
 
     def _drain(self, out_r: int) -> bool:
         """Read whatever printed output is waiting in the pipe, without blocking; False at its end."""
@@ -341,7 +376,10 @@ class _Child:
                 f"{self.output.text(self.output.total, 2000)}"
             )
         if run.next_seq < len(run.specs) or run.imported is None:
-            self._stop(*_describe_exit(report.returncode or 0, report.cpu_s, limits))
+            if self.ended_by_jail == 1:  # jail.ENDED["memory"]: the watchdog ended it
+                self._stop("memory", self._memory_detail())
+            else:
+                self._stop(*_describe_exit(report.returncode or 0, report.cpu_s, limits))
         return None
 
     def _wait(self, proc: subprocess.Popen) -> bool:
@@ -362,15 +400,26 @@ class _Child:
         SIGXCPU, SIGXFSZ or an exit code whatever bwrap's own status is); `status` when none came."""
         os.set_blocking(self.status_r, False)
         try:
-            raw = os.read(self.status_r, 4)
+            raw = os.read(self.status_r, 5)
         except OSError:
             raw = b""
-        return int.from_bytes(raw, "little") if len(raw) == 4 else status
+        if len(raw) == 5:
+            self.ended_by_jail = raw[4]
+        return int.from_bytes(raw[:4], "little") if len(raw) >= 4 else status
 
     def _reap(self, proc: subprocess.Popen) -> int:
-        """Kill bwrap's process group (so, by PR_SET_PDEATHSIG, the namespace's init, so everything in it;
-        in mode "none" the launcher's), reap it, and as root kill every process left with the child's uid;
-        returns how many were left."""
+        """End the child: on the host rungs, ask the launcher (SIGTERM) to kill every process the child
+        started (its descendants, orphans included) and wait for it; then kill the jail's process group
+        (inside bwrap: so, by PR_SET_PDEATHSIG, the namespace's init, so everything in it), reap it, and
+        as root kill every process left with the child's uid; returns how many were left."""
+        if self.rung.name != "bwrap" and proc.returncode is None:
+            try:
+                os.kill(proc.pid, signal.SIGTERM)
+                deadline = time.monotonic() + TERM_GRACE_S
+                while time.monotonic() < deadline and not self._wait(proc):
+                    time.sleep(0.01)
+            except ProcessLookupError:
+                pass
         try:
             os.killpg(proc.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):

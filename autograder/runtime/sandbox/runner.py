@@ -96,7 +96,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from autograder.runtime.sandbox import isolation
+from autograder.runtime.sandbox import ladder, pagecache
 from autograder.runtime.sandbox.limits import ChildReport, Limits
 from autograder.runtime.sandbox.process import _Child, _Output
 
@@ -111,16 +111,22 @@ def run_exercise(
 ) -> ChildReport:
     """Run `specs` (call specs, public first; hidden from index `hidden_from`) on `student_file`.
 
-    skip_funcs: functions whose cases are not sent (stopped at the per-case limit in an earlier run)."""
+    skip_funcs: functions whose cases are not sent (stopped at the per-case limit in an earlier run).
+    Raises ladder.Refused (before any student code runs) where no isolation works and --unsafe-no-sandbox
+    was not given."""
     report = ChildReport()
-    mode = isolation.isolation_mode()
+    rung = ladder.current()
+    if hidden_from > 0:
+        pagecache.reset_if_marked()  # public cases: nothing an earlier hidden phase left in the cache
+    if hidden_from < len(specs):
+        pagecache.mark()  # hidden inputs may reach the cache from now on
     output = _Output(limits.kept_output_bytes)
     start = time.monotonic()
     deadline = start + limits.timeout_s
     first, stopped = 0, []
     notes: list[str] = []
     while True:
-        child = _Child(student_file, module_name, specs, hidden_from, limits, report, output, mode)
+        child = _Child(student_file, module_name, specs, hidden_from, limits, report, output, rung)
         notes = notes or child.notes
         first_stopped = child.run(
             first,

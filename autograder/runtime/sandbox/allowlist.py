@@ -1,0 +1,247 @@
+"""What a sandboxed child may read: the one allow-list every isolation layer is built from.
+
+bubblewrap binds these paths (and nothing else of the host) into the child's new root, Landlock grants
+read access to them (and to nothing else), and the page-cache reset (`pagecache`) sweeps their files.
+They are computed here, once per grader process, from the interpreter and the package, never listed:
+
+- the interpreter: `sys.executable` and every link on the way to the binary, the standard library
+  (`sysconfig`'s stdlib folder, lib-dynload included) and libpython where the interpreter is shared;
+- the venv: pyvenv.cfg and the installed files of the distributions the student's environment holds:
+  the third-party modules `hetero` imports (the student copy's dependencies; the build checks each has
+  a pin) and everything they require, by their metadata; not the site-packages folder itself, nor its
+  .pth files: the child finds these packages through a site folder of links (`site_links`);
+- `hetero` (its folder);
+- the shared libraries: the multiarch library folders, /lib64, the C.UTF-8 locale, ld.so.cache, the
+  time zone /etc/localtime names (with its link chain);
+- devices (`DEVICES`, read and write) and /proc/cpuinfo.
+
+The grader's own package (hidden cases, stored expected values) is never among them, nor is anything
+of the checkout beside `hetero`; `check()` refuses an allow-list that reaches it.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import importlib.metadata
+import os
+import re
+import sys
+import sysconfig
+from dataclasses import dataclass
+from pathlib import Path
+
+AUTOGRADER_DIR = Path(__file__).resolve().parents[2]  # the grader's own package: never readable by a child
+
+DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom")
+
+# Shared libraries and what the C library reads at start-up, where they exist on this machine.
+SYSTEM_FOLDERS = ("/lib64", "/usr/lib64", "/usr/lib/locale/C.utf8", "/usr/lib/locale/C.UTF-8")
+SYSTEM_FILES = ("/etc/ld.so.cache", "/proc/cpuinfo")
+
+
+@dataclass(frozen=True)
+class AllowList:
+    read: tuple[str, ...]  # files and folders (with everything below) the child may read and execute
+    packages: tuple[str, ...]  # what the child's own site folder links to: the allowed site-packages entries, hetero
+    devices: tuple[str, ...]  # character devices it may read and write
+
+
+def link_chain(path: str) -> list[str]:
+    """`path` and every path its symlinks (at any component) lead through, to the file itself."""
+    chain = [os.path.abspath(path)]
+    current = chain[0]
+    for _ in range(40):
+        parent, name = os.path.split(current)
+        real_parent = os.path.realpath(parent)
+        candidate = os.path.join(real_parent, name)
+        if candidate != current:
+            chain.append(candidate)
+        try:
+            target = os.readlink(candidate)
+        except OSError:
+            break
+        current = os.path.normpath(os.path.join(real_parent, target))
+        chain.append(current)
+    return list(dict.fromkeys(chain))
+
+
+def _hetero_dir() -> str:
+    import hetero
+
+    return os.path.dirname(os.path.abspath(hetero.__file__))
+
+
+def _imported_modules(folder: str) -> set[str]:
+    """Top-level third-party module names imported anywhere under `folder`."""
+    stdlib = set(sys.stdlib_module_names)
+    names: set[str] = set()
+    for path in Path(folder).rglob("*.py"):
+        try:
+            tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        except (OSError, SyntaxError, UnicodeDecodeError):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names.update(alias.name.split(".")[0] for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names.add(node.module.split(".")[0])
+    return {n for n in names if n not in stdlib and n not in ("hetero", "autograder")}
+
+
+def _requirement_names(dist: importlib.metadata.Distribution) -> list[str]:
+    """The distributions `dist` requires unconditionally (markers evaluated here, extras left out)."""
+    names = []
+    for req in dist.requires or []:
+        spec, _, marker = req.partition(";")
+        if "extra" in marker:
+            continue
+        if marker.strip() and not _marker_holds(marker.strip()):
+            continue
+        match = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", spec)
+        if match:
+            names.append(match.group(1))
+    return names
+
+
+def _marker_holds(marker: str) -> bool:
+    """Evaluate a requirement marker for this interpreter; unknown syntax counts as true (allow more)."""
+    try:
+        from packaging.markers import Marker  # type: ignore[import-not-found]
+
+        return bool(Marker(marker).evaluate())
+    except Exception:  # packaging absent, or a marker it cannot read: keep the requirement
+        return True
+
+
+def distributions() -> list[importlib.metadata.Distribution]:
+    """The installed distributions a child may use: those providing `hetero`'s third-party imports and,
+    recursively, everything they require (as installed here)."""
+    todo = []
+    providers: dict[str, list[str]] | None = None
+    for module in sorted(_imported_modules(_hetero_dir())):
+        try:
+            importlib.metadata.distribution(module)  # most import names are their distribution's name
+            todo.append(module)
+        except importlib.metadata.PackageNotFoundError:
+            providers = providers if providers is not None else importlib.metadata.packages_distributions()
+            todo.extend(providers.get(module, []))
+    seen: dict[str, importlib.metadata.Distribution] = {}
+    while todo:
+        name = todo.pop()
+        key = re.sub(r"[-_.]+", "-", name).lower()
+        if key in seen:
+            continue
+        try:
+            dist = importlib.metadata.distribution(name)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+        seen[key] = dist
+        todo.extend(_requirement_names(dist))
+    return [seen[k] for k in sorted(seen)]
+
+
+def _installed_entries(dist: importlib.metadata.Distribution, site: str) -> set[str]:
+    """The top-level entries (folders, modules, the .dist-info) of `dist` in `site`, from its RECORD."""
+    entries = set()
+    for line in (dist.read_text("RECORD") or "").splitlines():
+        first = line.split(",", 1)[0].split("/", 1)[0]
+        if first and first not in (".", ".."):
+            entries.add(os.path.join(site, first))
+    return entries
+
+
+def _inside(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip("/") + "/")
+
+
+def _interpreter_paths() -> set[str]:
+    paths = set(link_chain(sys.executable))
+    paths.add(sysconfig.get_paths()["stdlib"])
+    if sysconfig.get_config_var("Py_ENABLE_SHARED"):
+        libdir, soname = sysconfig.get_config_var("LIBDIR"), sysconfig.get_config_var("INSTSONAME")
+        if libdir and soname and os.path.exists(os.path.join(libdir, soname)):
+            paths.update(link_chain(os.path.join(libdir, soname)))
+    cfg = os.path.join(sys.prefix, "pyvenv.cfg")
+    if os.path.exists(cfg):
+        paths.add(cfg)
+    return paths
+
+
+def _system_paths() -> set[str]:
+    paths = set()
+    multiarch = sysconfig.get_config_var("MULTIARCH") or ""
+    folders = list(SYSTEM_FOLDERS)
+    if multiarch:
+        folders += [f"/lib/{multiarch}", f"/usr/lib/{multiarch}"]
+    for folder in folders:
+        if os.path.isdir(folder):
+            paths.update(link_chain(folder))
+    for file in SYSTEM_FILES:
+        if os.path.exists(file):
+            paths.update(link_chain(file))
+    if os.path.lexists("/etc/localtime"):
+        paths.update(p for p in link_chain("/etc/localtime") if os.path.exists(p))
+    return paths
+
+
+@functools.lru_cache(maxsize=1)
+def compute() -> AllowList:
+    """The allow-list of this grader process (see the module docstring); checked by `check`."""
+    packages = {_hetero_dir()}
+    for dist in distributions():
+        base = os.path.normpath(str(dist.locate_file("")))
+        packages |= {e for e in _installed_entries(dist, base) if os.path.lexists(e) and not e.endswith(".pth")}
+    read = {os.path.normpath(p) for p in _interpreter_paths() | _system_paths() | packages if os.path.lexists(p)}
+    allow = AllowList(
+        read=tuple(_outermost(read)),
+        packages=tuple(sorted(packages)),
+        devices=tuple(d for d in DEVICES if os.path.exists(d)),
+    )
+    check(allow)
+    return allow
+
+
+def site_links(allow: AllowList | None = None) -> dict[str, str]:
+    """{name: target}: the child's own site folder, a folder of links to `allow.packages` that it puts first
+    on sys.path. The venv's site-packages cannot be listed by a child (names of packages it may not read
+    would make optional imports fail on a denied read), so only this folder says what is installed."""
+    allow = allow or compute()
+    links: dict[str, str] = {}
+    for path in allow.packages:
+        name = os.path.basename(path)
+        if name == "__pycache__" or name in links:
+            continue
+        links[name] = path
+    return links
+
+
+def _outermost(paths: set[str]) -> list[str]:
+    """`paths` without those inside another of them."""
+    kept: list[str] = []
+    for path in sorted(paths, key=lambda p: (p.count("/"), p)):
+        if not any(_inside(path, k) for k in kept):
+            kept.append(path)
+    return kept
+
+
+def check(allow: AllowList) -> None:
+    """Refuse an allow-list that lets a child read the grader's own package (hidden cases, expected values)."""
+    secret = str(AUTOGRADER_DIR)
+    for path in allow.read:
+        real = os.path.realpath(path)
+        if _inside(secret, real) or _inside(real, secret):
+            raise RuntimeError(f"the sandbox's allow-list would expose the grader's package {secret} (through {path})")
+
+
+def files(allow: AllowList | None = None) -> list[str]:
+    """Every regular file a child may read (what the page-cache reset sweeps), links not followed."""
+    allow = allow or compute()
+    found: list[str] = []
+    for root in allow.read:
+        if os.path.isfile(root) and not os.path.islink(root):
+            found.append(root)
+            continue
+        for folder, dirs, names in os.walk(root):
+            found.extend(os.path.join(folder, n) for n in names)
+    return found
