@@ -282,3 +282,33 @@ def test_a_scratch_folder_is_locked_while_held_and_removed_with_its_lock(shared_
     held.remove()
     held.remove()  # once only: a second call does nothing
     assert not held.path.exists()
+
+
+# ---------------------------------------------------------------------------------------------
+# Dask's own folder (grade-all --cluster local:N).
+
+
+def test_a_local_cluster_keeps_its_dask_folder_in_a_scratch_folder_of_its_own(shared_tmp, tmp_path, monkeypatch):
+    """Dask's default folder is $TMPDIR/dask-scratch-space, a fixed name used whoever made it, whose lock files
+    (global.lock, purge.lock) it opens through links: a local cluster must use a folder of the batch's own."""
+    pytest.importorskip("distributed")
+    from autograder.batch import cluster
+
+    monkeypatch.setenv("TMPDIR", str(shared_tmp))  # the spawned worker processes read it
+    targets = tmp_path / "targets"
+    targets.mkdir()
+    planted = shared_tmp / "dask-scratch-space"
+    planted.mkdir()
+    for name in ("global.lock", "purge.lock"):
+        (planted / name).symlink_to(targets / name)
+    planted.chmod(0o777)
+    if IS_ROOT:
+        os.lchown(planted, NOBODY, NOBODY)
+    with cluster.connect("local:1"):
+        during = sorted(os.listdir(shared_tmp))
+    assert not os.listdir(targets), (
+        f"the local cluster opened lock files through links planted in {planted}: {os.listdir(targets)}")
+    assert during == sorted(["dask-scratch-space", *[n for n in during if n.startswith(processes.SCRATCH_PREFIX)]]) \
+        and len(during) == 2, f"while the cluster ran, the temporary folder held more than its Scratch: {during}"
+    assert os.listdir(shared_tmp) == ["dask-scratch-space"] and sorted(os.listdir(planted)) == [
+        "global.lock", "purge.lock"], "the cluster's folder must be removed when it closes, the planted one untouched"

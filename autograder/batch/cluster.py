@@ -399,11 +399,14 @@ def connect(address: str) -> Iterator[Cluster]:
 
     n_local = local_workers(address)
     local = None
-    # Dask's default worker folder is $TMPDIR/dask-scratch-space, a fixed name used whoever made it, with lock
-    # files opened through links: the local workers get a folder of the batch's own instead.
+    # Dask's default folder for a scheduler or worker is $TMPDIR/dask-scratch-space, a fixed name used whoever
+    # made it, with lock files opened through links: a local cluster gets a folder of the batch's own instead.
     workspace = Scratch(0o700) if n_local is not None else None
     try:
-        with dask.config.set({"distributed.scheduler.allowed-failures": ALLOWED_FAILURES}):
+        settings: dict[str, object] = {"distributed.scheduler.allowed-failures": ALLOWED_FAILURES}
+        if workspace is not None:  # the local scheduler's folder too
+            settings["temporary-directory"] = str(workspace.path)
+        with dask.config.set(settings):
             if workspace is not None:
                 local = LocalCluster(
                     local_directory=str(workspace.path),
