@@ -57,7 +57,8 @@ tree and the group is the sandbox's to end: its children die with the grader, se
 `autograder.runtime.sandbox.runner`.) Each grader process runs with a TMPDIR of its own, removed once it has ended
 (killed or not), and on Linux dies with the batch process (PR_SET_PDEATHSIG), so a killed batch
 leaves no grader running; the TMPDIRs and sealed states a killed batch left behind are removed by
-the next batch.
+the next batch (a folder is live while a lock on it is held, whatever PID namespace holds it:
+`processes.Scratch`; other users' folders and links are never touched).
 
 Per student, DIR/<student>/ receives results.json (Gradescope format), grader.log, feedback.md (what
 the student may see now: tests whose visibility is "visible") and feedback_instructor.md (every
@@ -87,7 +88,6 @@ from __future__ import annotations
 
 import os
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -101,8 +101,8 @@ from autograder.batch.cluster import Cluster, Remote, connect
 from autograder.batch.gradebook import Gradebook, Record
 from autograder.batch.outputs import write_outputs
 from autograder.batch.processes import (
-    SCRATCH_PREFIX,
     Graded,
+    Scratch,
     Sealed,
     grade_hidden,
     grade_one,
@@ -257,12 +257,12 @@ def _grade_sealed(
     ended and is sealed, every hidden phase (`grade_hidden`); `store` each grading as it is complete.
     The public cases' call specs are computed once, here, and handed to every public phase.
 
-    The sealed states live in one grader-only folder (mode 0700, a SCRATCH_PREFIX name: a killed batch's
-    is swept by the next), outside every sandbox's root and removed at the end, also on an error.
+    The sealed states live in one grader-only folder (mode 0700, a `Scratch`, locked while the batch lives: a
+    killed batch's is swept by the next), outside every sandbox's root and removed at the end, also on an error.
     """
-    states = Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{os.getpid()}-"))
+    held = Scratch(0o700)
+    states = held.path
     try:
-        states.chmod(0o700)
         specs: Path | None = states / "public_specs.json"
         try:  # once for the batch (ex10's cases import torch: 1.5 s of CPU in every process that loads them)
             from autograder.runtime import grader
@@ -306,7 +306,7 @@ def _grade_sealed(
             None if cluster is None else cluster.hidden(out, timeout_s, python),
         )
     finally:
-        remove_tree(states)
+        held.remove()
 
 
 def grade_all(

@@ -5,8 +5,8 @@ What goes where:
 - A worker runs the very grader process a local batch runs (`autograder.batch.processes`: `grade_public`,
   `grade_hidden`, `grade_one`: the sandboxed `python -m autograder grade ... --phase public|hidden --state ...`,
   its time limit, the process-tree sweep, death with the worker through PR_SET_PDEATHSIG), in a scratch
-  folder of its own (mode 0700, a SCRATCH_PREFIX name, removed after the task; a killed worker's is swept at
-  the next batch's start). It writes nothing else: it returns the grading, the grader's log and, for a
+  folder of its own (mode 0700, a `processes.Scratch`, locked while the worker process lives, removed after the
+  task; a killed worker's is swept at the next batch's start, also by a worker in another PID namespace). It writes nothing else: it returns the grading, the grader's log and, for a
   sealed public phase, the sealed state's files (`Returned`).
 - The coordinator alone writes the gradebook and every student's folder (grader.log from the returned log,
   results.json and the feedback from the returned grading, as a local batch does).
@@ -54,7 +54,6 @@ import logging
 import os
 import shutil
 import socket
-import tempfile
 import threading
 import time
 import uuid
@@ -68,8 +67,8 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from autograder.batch.processes import (
-    SCRATCH_PREFIX,
     Graded,
+    Scratch,
     Sealed,
     grade_hidden,
     grade_one,
@@ -79,7 +78,6 @@ from autograder.batch.processes import (
 from autograder.batch.submissions import Submission, grader_fingerprint
 from autograder.gradescope.fallback import failure_results
 from autograder.runtime import phases
-from autograder.runtime.sandbox.users import remove_tree
 
 LOCAL_PREFIX = "local:"  # --cluster local:N: a LocalCluster of N worker processes, one thread each
 RETRIES = 2  # further tries for a task that raised (a worker that cannot see the submission, ...)
@@ -174,12 +172,8 @@ def _gate_closed(gate: str) -> bool:
 
 @contextmanager
 def _scratch() -> Iterator[Path]:
-    folder = Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{os.getpid()}-"))
-    try:
-        folder.chmod(0o700)
+    with Scratch(0o700) as folder:  # locked while this worker process lives (a killed worker's is swept)
         yield folder
-    finally:
-        remove_tree(folder)
 
 
 def _check_worker(sub: Submission, python: str, fingerprint: str, needs_submission: bool) -> None:
@@ -405,28 +399,39 @@ def connect(address: str) -> Iterator[Cluster]:
 
     n_local = local_workers(address)
     local = None
-    with dask.config.set({"distributed.scheduler.allowed-failures": ALLOWED_FAILURES}):
-        if n_local is not None:
-            local = LocalCluster(
-                n_workers=n_local,
-                threads_per_worker=1,
-                processes=True,
-                host="127.0.0.1",
-                dashboard_address=None,
-                memory_limit=0,  # the graders' own limits apply; the worker process itself stays small
-                silence_logs=logging.ERROR,
-            )
+    # Dask's default folder for a scheduler or worker is $TMPDIR/dask-scratch-space, a fixed name used whoever
+    # made it, with lock files opened through links: a local cluster gets a folder of the batch's own instead.
+    workspace = Scratch(0o700) if n_local is not None else None
     try:
-        client = Client(local if local is not None else address, timeout=CONNECT_TIMEOUT_S)
+        settings: dict[str, object] = {"distributed.scheduler.allowed-failures": ALLOWED_FAILURES}
+        if workspace is not None:  # the local scheduler's folder too
+            settings["temporary-directory"] = str(workspace.path)
+        with dask.config.set(settings):
+            if workspace is not None:
+                local = LocalCluster(
+                    local_directory=str(workspace.path),
+                    n_workers=n_local,
+                    threads_per_worker=1,
+                    processes=True,
+                    host="127.0.0.1",
+                    dashboard_address=None,
+                    memory_limit=0,  # the graders' own limits apply; the worker process itself stays small
+                    silence_logs=logging.ERROR,
+                )
         try:
+            client = Client(local if local is not None else address, timeout=CONNECT_TIMEOUT_S)
             try:
-                client.wait_for_workers(1, timeout=CONNECT_TIMEOUT_S)
-            except TimeoutError as exc:
-                raise ValueError(f"--cluster {address}: no worker connected in {CONNECT_TIMEOUT_S:.0f} s") from exc
-            client.run(prepare_worker, on_error="return")
-            yield Cluster(client)
+                try:
+                    client.wait_for_workers(1, timeout=CONNECT_TIMEOUT_S)
+                except TimeoutError as exc:
+                    raise ValueError(f"--cluster {address}: no worker connected in {CONNECT_TIMEOUT_S:.0f} s") from exc
+                client.run(prepare_worker, on_error="return")
+                yield Cluster(client)
+            finally:
+                client.close()
         finally:
-            client.close()
+            if local is not None:
+                local.close()
     finally:
-        if local is not None:
-            local.close()
+        if workspace is not None:
+            workspace.remove()

@@ -8,10 +8,10 @@ docstring; the sealed two-phase order is the batch's (`bulk.grade_all`).
 from __future__ import annotations
 
 import dataclasses
+import fcntl
 import os
 import re
 import signal
-import stat
 import subprocess
 import sys
 import tempfile
@@ -32,7 +32,7 @@ LOG_TAIL_CHARS = 6000
 
 WAIT_POLL_S = 0.05
 
-SCRATCH_PREFIX = "a2batch-"  # + the batch's pid: a grader's TMPDIR
+SCRATCH_PREFIX = "a2batch-"  # + the pid of the process that made it + "-" + mkdtemp's random part (`Scratch`)
 
 # Starts the grader so that it dies with the batch (PR_SET_PDEATHSIG survives execve): argv is the
 # batch's pid, then the grader's command. The check after prctl closes the race with an early death.
@@ -133,34 +133,105 @@ def _wait_unreaped(proc: subprocess.Popen, timeout_s: float) -> bool:
         time.sleep(WAIT_POLL_S)
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+class Scratch:
+    """A scratch folder in the temporary folder (a grader's TMPDIR, a batch's sealed states, a worker's task
+    folder), live while this object holds an exclusive flock on the folder itself.
+
+    The lock is taken right after mkdtemp, before anything is put in the folder, and kept (on a close-on-exec
+    fd) until `remove` has deleted the folder. A process that dies, in whatever PID namespace, drops it, and
+    the next `sweep_stale_scratch` removes the folder; a live one never loses its folder to a sweep. A sweep
+    that takes the lock of a fresh folder in the instant before its maker does wins it: the maker sees it
+    lost (the lock is held or the folder is gone) and makes another.
+    """
+
+    def __init__(self, mode: int = 0o700) -> None:
+        for _ in range(100):
+            path = Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{os.getpid()}-"))
+            try:
+                fd = os.open(path, _FOLDER_FLAGS)
+            except FileNotFoundError:
+                continue
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                held, there = os.fstat(fd), os.lstat(path)
+                kept = (held.st_dev, held.st_ino) == (there.st_dev, there.st_ino)
+            except OSError:  # a sweep holds it, or removed it meanwhile
+                kept = False
+            if kept:
+                self.path, self._fd = path, fd
+                try:
+                    os.fchmod(fd, mode)
+                except BaseException:
+                    self.remove()
+                    raise
+                return
+            os.close(fd)
+        raise OSError(f"no scratch folder could be kept in {tempfile.gettempdir()} (100 were swept as made)")
+
+    def remove(self) -> None:
+        """Delete the folder at any depth (never following links), then drop the lock; once."""
+        if self._fd < 0:
+            return
+        try:
+            remove_tree(self.path)
+        finally:
+            os.close(self._fd)
+            self._fd = -1
+
+    def __enter__(self) -> Path:
+        return self.path
+
+    def __exit__(self, *exc: object) -> None:
+        self.remove()
+
+
+_FOLDER_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+
+_SCRATCH_NAME = re.compile(re.escape(SCRATCH_PREFIX) + r"\d+-\w+")
 
 
 def sweep_stale_scratch() -> int:
-    """Remove the graders' TMPDIRs left by batches that died without cleaning up (killed); return
-    how many. Only folders of this user named SCRATCH_PREFIX + the pid of a process that no longer
-    exists are touched (never links: /tmp is shared with the sandboxed code)."""
+    """Remove the scratch folders (`Scratch`) that processes which died without cleaning up left in the
+    temporary folder (a killed batch or worker); return how many.
+
+    A folder is removed only when it is named like a Scratch, is a folder (never a link: the name is opened
+    with O_NOFOLLOW), belongs to this process's effective uid (never another user's), and its lock can be
+    taken without waiting: nobody holds it, whatever PID namespace made it (graders in containers that share
+    /tmp). The lock is held, and the name checked to still be that folder, while it is removed.
+    """
+    top = tempfile.gettempdir()
+    try:
+        top_fd = os.open(top, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError:
+        return 0
     removed = 0
-    for entry in Path(tempfile.gettempdir()).glob(SCRATCH_PREFIX + "*"):
-        match = re.fullmatch(re.escape(SCRATCH_PREFIX) + r"(\d+)-\w+", entry.name)
-        try:
-            info = entry.lstat()
-        except OSError:
-            continue
-        if match is None or not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
-            continue
-        pid = int(match.group(1))
-        if pid == os.getpid() or _alive(pid):
-            continue
-        remove_tree(entry)
-        removed += 1
+    try:
+        for name in os.listdir(top_fd):
+            if _SCRATCH_NAME.fullmatch(name) is None:
+                continue
+            try:
+                fd = os.open(name, _FOLDER_FLAGS, dir_fd=top_fd)
+            except OSError:  # a link, a file, another user's private folder, gone
+                continue
+            try:
+                held = os.fstat(fd)
+                if held.st_uid != os.geteuid():
+                    continue
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except OSError:  # live: its maker holds the lock
+                    continue
+                there = os.stat(name, dir_fd=top_fd, follow_symlinks=False)
+                if (there.st_dev, there.st_ino) != (held.st_dev, held.st_ino):
+                    continue
+                remove_tree(Path(top) / name)
+                removed += 1
+            except OSError:
+                continue
+            finally:
+                os.close(fd)
+    finally:
+        os.close(top_fd)
     return removed
 
 
@@ -192,10 +263,9 @@ def run_grader(
     """
     cmd = [sys.executable, "-c", DIE_WITH_BATCH, str(os.getpid()), *grade] if sys.platform == "linux" else list(grade)
     start = time.perf_counter()
-    scratch = Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{os.getpid()}-"))
+    held = Scratch(0o711)  # the sandbox user may pass through to its own folder, not list or write here
     try:
-        scratch.chmod(0o711)  # the sandbox user may pass through to its own folder, not list or write here
-        env = dict(os.environ, TMPDIR=str(scratch))
+        env = dict(os.environ, TMPDIR=str(held.path))
         with log_path.open("ab" if append else "wb") as log:
             proc = subprocess.Popen(
                 cmd,
@@ -210,7 +280,7 @@ def run_grader(
             leftovers = end_process_tree(proc.pid)
             status = proc.wait()
     finally:
-        remove_tree(scratch)
+        held.remove()
     return Ended(finished, leftovers, status, time.perf_counter() - start)
 
 

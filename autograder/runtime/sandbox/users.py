@@ -15,13 +15,18 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from autograder.runtime import statedir
+
 # One uid per child (two or more per exercise). Below 65000: Debian reserves 65000-65533, and 65534 is
 # `nobody`, whose processes kill_uid would end; a uid with an account on this machine is skipped too.
 SANDBOX_UIDS = range(63000, 65000)
 
 # One lock folder for every grader on the machine, whatever its TMPDIR (grade-all gives each grader a
-# TMPDIR of its own; locks kept there would let two graders hold the same uid at once).
-UID_LOCK_DIR = Path(os.environ.get("A2_UID_LOCK_DIR", "/tmp")) / "a2grader-uids"
+# TMPDIR of its own; locks kept there would let two graders hold the same uid at once). Under /run as root,
+# where only root writes; A2_UID_LOCK_DIR replaces the parent (graders in containers that share no /run but
+# one host's uids: a folder they all mount). A folder another user made or may write in is refused
+# (`autograder.runtime.statedir`): planted links would make a root grader create files where they point.
+UID_LOCK_DIR = Path(os.environ.get("A2_UID_LOCK_DIR") or statedir.machine_parent()) / "a2grader-uids"
 
 KILL_ROUNDS = 5000  # kill(-1) passes before kill_uid gives up on a uid
 
@@ -231,14 +236,30 @@ def used_uids() -> set[int]:
 
 
 class SandboxUser:
-    """A uid from SANDBOX_UIDS held (by an fcntl lock) for one child; root only."""
+    """A uid from SANDBOX_UIDS held (by a flock on its file in UID_LOCK_DIR) for one child; root only.
+
+    SandboxError when UID_LOCK_DIR is not the grader's own (`statedir.open_private_folder`); lock files are
+    opened relative to the checked folder, never through a link (a link or anything but a file there: that
+    uid is skipped)."""
 
     def __init__(self) -> None:
-        UID_LOCK_DIR.mkdir(mode=0o700, parents=True, exist_ok=True)
+        try:
+            folder = statedir.open_private_folder(UID_LOCK_DIR)
+        except statedir.UnsafeFolder as exc:
+            raise SandboxError(
+                f"the sandbox uid lock folder is refused: {exc}. Remove it, or set A2_UID_LOCK_DIR to a folder "
+                "that only root can write in (the lock folder is made there)"
+            ) from None
+        try:
+            self.uid, self.gid, self._fd = self._take(folder)
+        finally:
+            os.close(folder)
 
+    @staticmethod
+    def _take(folder: int) -> tuple[int, int, int]:
         def released_at(uid: int) -> float:
             try:
-                return (UID_LOCK_DIR / f"{uid}.lock").stat().st_mtime
+                return os.stat(f"{uid}.lock", dir_fd=folder, follow_symlinks=False).st_mtime
             except OSError:
                 return 0.0
 
@@ -248,8 +269,10 @@ class SandboxUser:
                 continue  # an account of this machine: never run student code as it, never kill its processes
             except KeyError:
                 pass
-            lock = UID_LOCK_DIR / f"{uid}.lock"
-            fd = os.open(lock, os.O_CREAT | os.O_RDWR, 0o600)
+            try:
+                fd = statedir.open_file(folder, f"{uid}.lock")
+            except OSError:
+                continue  # a link, a folder, ...: never followed, and not this uid
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError:
@@ -261,9 +284,7 @@ class SandboxUser:
             if _owned(uid, zombies=True):
                 os.close(fd)  # zombies nobody reaps: they would count against this uid's RLIMIT_NPROC
                 continue
-            self.uid = self.gid = uid
-            self._fd = fd
-            return
+            return uid, uid, fd
         raise SandboxError(
             "no free sandbox uid (too many graders in parallel, or more than "
             f"{len(SANDBOX_UIDS)} children in one grader process)"
