@@ -23,10 +23,9 @@ $(STAMP): pyproject.toml $(LOCK)
 	$(VPY) -m pip install --no-deps -e .
 	touch $(STAMP)
 
-# The grader's sandbox needs bubblewrap (bwrap); without it student code is not kept from the machine's
-# files (autograder.runtime.sandbox.runner, mode "none"). A warning only: installing system packages is yours to do.
+# The grader's sandbox needs nothing installed system-wide: its layers come with the venv
+# (autograder/runtime/sandbox/ladder.py says which one works here: `python -m autograder sandbox`).
 setup: $(STAMP)
-	@command -v bwrap >/dev/null 2>&1 || echo "warning: bubblewrap (bwrap) is not installed: the grader will not isolate student code from this machine's files. Install it: apt-get install bubblewrap (Debian, Ubuntu) or dnf install bubblewrap (Fedora, RHEL); there is none for macOS (grade on Linux)." >&2
 
 # Regenerate locks/*.txt from pyproject.toml's pins with uv (asks PyPI; existing versions are kept where they fit).
 lock: setup

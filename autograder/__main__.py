@@ -19,6 +19,10 @@ COMMANDS = {
         "compute hidden-case expected values from solutions/ (--check: freshness)",
     ),
     "grade": ("autograder.runtime.grader", "grade one submission (folder or zip) into results.json"),
+    "sandbox": (
+        "autograder.runtime.sandbox.ladder",
+        "say which isolation rung grading uses on this machine, and why the better ones do not work",
+    ),
     "grade-all": (
         "autograder.batch.cli",
         "grade a folder of submissions in parallel into a gradebook + CSV (--dry-run: diff)",

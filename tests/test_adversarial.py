@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -23,11 +24,12 @@ import pytest
 from autograder.core.manifest import BY_ID, ROOT
 from autograder.runtime import grader
 from autograder.runtime import results as res
-from autograder.runtime.sandbox import isolation, jail
+from autograder.runtime.sandbox import isolation, ladder
 from hetero.impl import load_module_from_path as load_file_module
 
 # the helpers live in test_grader.py; pytest's importlib mode does not put tests/ on sys.path
 _helpers = load_file_module(Path(__file__).with_name("test_grader.py"), "_a2_grader_test_helpers")
+rungs = load_file_module(Path(__file__).with_name("rungs.py"), "_a2_rungs")
 SCORE_TOL, SOLUTIONS, root_for = _helpers.SCORE_TOL, _helpers.SOLUTIONS, _helpers.root_for
 exercise_score, autograder_failures, sandbox_survivors = (_helpers.exercise_score, _helpers.autograder_failures,
                                                           _helpers.sandbox_survivors)
@@ -66,8 +68,12 @@ OWN_TEST = {"one_function_loops", "loop_skips_hidden_start", "page_cache_relay",
 ATTACKS = sorted(p.name for p in ADVERSARIAL.iterdir() if p.is_dir() and p.name not in OWN_TEST)
 
 
+@pytest.mark.parametrize("rung", rungs.in_process_rungs())
 @pytest.mark.parametrize("attack", [pytest.param(a, marks=pytest.mark.slow) if a in SLOW else a for a in ATTACKS])
-def test_attack_scores_what_it_deserves(attack, tmp_path, monkeypatch):
+def test_attack_scores_what_it_deserves(attack, rung, tmp_path, monkeypatch):
+    """Every attack on bubblewrap (this machine, an instructor's) and on Landlock (Gradescope's container),
+    emulated here (tests/rungs.py); test_rung_attacks_on_every_rung adds the two other rungs."""
+    rungs.use(rung, monkeypatch)
     # opt in to the hidden-detail entry: it carries everything the attack printed, which the checks read
     monkeypatch.setitem(grader.BY_ID, ATTACKED, dataclasses.replace(BY_ID[ATTACKED],
                                                                     hidden_detail_visibility="after_due_date"))
@@ -80,6 +86,55 @@ def test_attack_scores_what_it_deserves(attack, tmp_path, monkeypatch):
     assert json.loads((tmp_path / "results.json").read_text()) == data
     limit = BY_ID[ATTACKED].timeout_s * TIME_SCALE.get(attack, 1.0) + BY_ID[UNTOUCHED].timeout_s
     assert elapsed < limit, f"{attack}: grading took {elapsed:.1f} s, more than the time limits ({limit:g} s)"
+    attack_checks(data, attack, ladder.current())
+
+
+# Attacks on what differs between rungs (files, network, processes, memory, kernel state, how a child ends).
+RUNG_ATTACKS = ("background_process", "deep_tree", "exit_at_import", "fork_bomb", "keyring", "leave_files",
+                "memory_bomb", "network_probe", "os_exit_in_function", "other_checkout_key", "read_grader_outputs",
+                "read_hidden", "relay")
+
+
+@pytest.mark.parametrize("rung", [r for r in rungs.cli_rungs() if r not in rungs.IN_PROCESS])
+@pytest.mark.parametrize("attack", RUNG_ATTACKS)
+def test_rung_attacks_on_every_rung(attack, rung, tmp_path):
+    """The attacks on what differs between rungs, on the two rungs a test process cannot take itself:
+    seccomp-uid (a container with neither namespaces nor Landlock: the checkout private but for shared/
+    and the venv, as Gradescope's run_autograder leaves source/) and same-uid (a grader that is not root),
+    each through the grader's command line in its emulated view (tests/rungs.py)."""
+    tag = f"a2adv-{os.getpid()}-{attack}-{rung}"
+    data = rungs.grade_cli(build(attack, tmp_path), tmp_path / "cli", [UNTOUCHED, ATTACKED], rung,
+                           extra_env={"A2_TEST_TAG": tag})
+    data.pop("_stderr")
+    res.validate(data)
+    assert not autograder_failures(data), f"{attack} on {rung}: the grader failed: {data['output'][-3000:]}"
+    assert exercise_score(data, ATTACKED)[0] == 0, f"{attack} on {rung}: {data['output'][-2000:]}"
+    assert abs(exercise_score(data, UNTOUCHED)[0] - BY_ID[UNTOUCHED].points) < SCORE_TOL, data["output"][-2000:]
+    environment = [t["output"] for t in data["tests"] if t["name"] == "grading environment (staff only)"]
+    assert all(f"rung: {rung}" in e for e in environment), f"the staff entry must name the rung {rung}: {environment}"
+    deadline = time.monotonic() + 10
+    while _tagged(tag) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not _tagged(tag), f"{attack} on {rung}: processes of the grading survived it: {_tagged(tag)}"
+    attack_checks(data, attack, None)
+
+
+def _tagged(tag: str) -> list[int]:
+    needle = f"A2_TEST_TAG={tag}".encode()
+    found = []
+    for entry in os.listdir("/proc"):
+        try:
+            if entry.isdigit() and needle in Path(f"/proc/{entry}/environ").read_bytes():
+                if Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[0] not in "ZX":
+                    found.append(int(entry))
+        except (OSError, IndexError):
+            continue
+    return found
+
+
+def attack_checks(data: dict, attack: str, rung) -> None:  # type: ignore[no-untyped-def]
+    """What each attack must not have achieved, read from every entry of results.json (`rung`: the
+    in-process rung, whose filter says what a keyring call must have got)."""
     detail = "\n".join(t["output"] for t in data["tests"] if t["name"].startswith(f"{ATTACKED} "))  # every entry
     if attack == "read_hidden":
         assert "READ-OK" not in detail and "READ-OK" not in data["output"], \
@@ -94,13 +149,13 @@ def test_attack_scores_what_it_deserves(attack, tmp_path, monkeypatch):
     if attack == "keyring":
         assert "KEYRING-OK" not in detail and "KEYRING-OK" not in data["output"], \
             f"the student's code could store or read a key in a kernel keyring: {detail[-1500:]}"
-        if jail.probe_keyring_filter().startswith("keyrings: denied"):
+        if rung is None or rung.seccomp:
             for call in ("session", "user", "user-session", "get-persistent(-3)", "get-persistent(-2)", "request_key"):
                 assert f"KEYRING-DENIED {call} EPERM" in data["output"], \
                     f"with a seccomp filter here, {call} must fail with EPERM in the sandbox: {data['output'][-1500:]}"
             environment = [t["output"] for t in data["tests"] if t["name"] == "grading environment (staff only)"]
-            assert any("keyrings: denied (seccomp filter" in e for e in environment), \
-                f"the staff-only entry must say the keyrings were filtered: {environment}"
+            assert any("system calls: seccomp allow-list" in e for e in environment), \
+                f"the staff-only entry must say the system calls were filtered: {environment}"
     first = [t for t in data["tests"] if t["name"].startswith(f"{ATTACKED} ")][0]["output"]
     if attack == "syntax_error":
         assert "SyntaxError" in first and "line" in first, f"the syntax error must be shown: {first}"

@@ -90,28 +90,17 @@ def _imported_modules(folder: str) -> set[str]:
 
 
 def _requirement_names(dist: importlib.metadata.Distribution) -> list[str]:
-    """The distributions `dist` requires unconditionally (markers evaluated here, extras left out)."""
+    """The distributions `dist` requires outside its extras. Markers are not evaluated: a requirement
+    whose marker leaves it out here is simply not installed, and is skipped by `distributions`."""
     names = []
     for req in dist.requires or []:
         spec, _, marker = req.partition(";")
         if "extra" in marker:
             continue
-        if marker.strip() and not _marker_holds(marker.strip()):
-            continue
         match = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", spec)
         if match:
             names.append(match.group(1))
     return names
-
-
-def _marker_holds(marker: str) -> bool:
-    """Evaluate a requirement marker for this interpreter; unknown syntax counts as true (allow more)."""
-    try:
-        from packaging.markers import Marker  # type: ignore[import-not-found]
-
-        return bool(Marker(marker).evaluate())
-    except Exception:  # packaging absent, or a marker it cannot read: keep the requirement
-        return True
 
 
 def distributions() -> list[importlib.metadata.Distribution]:

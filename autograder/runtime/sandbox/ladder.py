@@ -28,6 +28,7 @@ from __future__ import annotations
 import errno
 import os
 import socket
+import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -64,7 +65,6 @@ def allow_unsafe(allowed: bool = True) -> None:
     """Let this grader process run student code on the "unsafe" rung when no other works (the command's
     --unsafe-no-sandbox; never set on a Dask worker)."""
     _STATE["unsafe"] = allowed
-    _STATE.pop("rung", None)
 
 
 def unsafe_allowed() -> bool:
@@ -74,11 +74,12 @@ def unsafe_allowed() -> bool:
 def current() -> Rung:
     """This grader process's rung (probed once; again if root-ness or the unsafe permission changes).
     Raises Refused when there is none."""
-    key = (os.geteuid(), unsafe_allowed(), os.environ.get(RUNGS_ENV, ""))
-    if _STATE.get("key") != key:
-        _STATE["key"] = key
-        _STATE["rung"] = _choose()
-    rung = _STATE["rung"]
+    key = (os.geteuid(), unsafe_allowed(), os.environ.get(RUNGS_ENV, ""), os.getpid())
+    probed = _STATE.setdefault("probed", {})
+    assert isinstance(probed, dict)
+    if key not in probed:
+        probed[key] = _choose()
+    rung = probed[key]
     if isinstance(rung, Refused):
         raise rung
     assert isinstance(rung, Rung)
@@ -202,6 +203,10 @@ def describe(rung: Rung, groups_why: str = "") -> list[str]:
         notes.append("processes: ended with the child (subreaper)")
     notes.append("system calls: " + (f"seccomp allow-list ({rung.seccomp})" if rung.seccomp else "not filtered (libseccomp missing)"))
     notes.append(
+        "page cache: emptied of what a child can read before a public phase that follows a hidden one "
+        "(drop_caches as root outside a container, else each allowed file evicted)"
+    )
+    notes.append(
         f"memory: one cap for the exercise's processes ({rung.groups.describe()})"
         if rung.groups is not None
         else f"memory: summed PSS of the child's processes checked every 50 ms, RLIMIT_AS per process (no cgroup: {groups_why})"
@@ -319,23 +324,44 @@ def _in_fork(work) -> str:  # type: ignore[no-untyped-def]
 
 
 def secret_files() -> list[Path]:
-    """Files a child must never read, one per place the grader keeps secrets: a stored expected value, a
-    hidden case, the answer key (where this checkout has it)."""
-    root = isolation.PACKAGE_ROOT
+    """Files a child must never read, one per place the grader keeps what is not the student's: a stored
+    expected value, a hidden case, and one file of every entry of the package's root folder but shared/
+    and the venv (the answer key, the .git history, the grader's sources, as Gradescope's run_autograder
+    makes source/ private but for these)."""
+    venv = Path(sys.prefix).resolve()
     found = []
-    for pattern, folder in (("*.json", allowlist.AUTOGRADER_DIR / "expected"), ("*.py", allowlist.AUTOGRADER_DIR / "tests"), ("*.py", root / "solutions")):
+    for pattern, folder in (("*.json", allowlist.AUTOGRADER_DIR / "expected"), ("*.py", allowlist.AUTOGRADER_DIR / "tests")):
         found += sorted(folder.glob(pattern))[:1]
+    for entry in sorted(isolation.PACKAGE_ROOT.iterdir()):
+        if entry.name == "shared" or entry.resolve() == venv or entry.is_symlink():
+            continue
+        if entry.is_file():
+            found.append(entry)
+        elif entry.is_dir():
+            first = _first_file(entry)
+            if first is not None:
+                found.append(first)
     return found
+
+
+def _first_file(folder: Path) -> Path | None:
+    for parent, _, names in os.walk(folder):
+        for name in sorted(names):
+            path = Path(parent, name)
+            if path.is_file() and not path.is_symlink():
+                return path
+    return None
 
 
 def secrets_readable(uid: int = SANDBOX_UIDS[-1]) -> str:
     """The first of `secret_files` a process of `uid` (no groups) could open, or ""."""
+    files = secret_files()
 
     def work() -> str:
         os.setgroups([])
         os.setgid(uid)
         os.setuid(uid)
-        for path in secret_files():
+        for path in files:
             try:
                 with open(path, "rb") as handle:
                     handle.read(1)
@@ -346,3 +372,21 @@ def secrets_readable(uid: int = SANDBOX_UIDS[-1]) -> str:
         return ""
 
     return _in_fork(work)
+
+
+def main(argv: list[str]) -> int:
+    """`python -m autograder sandbox`: this machine's rung, what it covers, why better rungs were skipped."""
+    if argv:
+        print("usage: python -m autograder sandbox", file=sys.stderr)
+        return 2
+    try:
+        rung = current()
+    except Refused as exc:
+        print(exc)
+        return 2
+    print(f"grading here runs student code on rung {rung.name!r}:")
+    print("\n".join(f"  {note}" for note in rung.notes))
+    if rung.skipped:
+        print("better rungs not used:")
+        print("\n".join(f"  - {why}" for why in rung.skipped))
+    return 0

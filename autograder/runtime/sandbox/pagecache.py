@@ -29,6 +29,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from autograder.runtime import statedir
 from autograder.runtime.sandbox import allowlist
 
 MARKER = "hidden-phase-since-reset"
@@ -42,62 +43,46 @@ class Reset:
     seconds: float = 0.0
 
 
-def state_dir() -> Path:
-    """The grader's private folder for machine-wide state: /run/a2grader as root where /run exists, else
-    a2grader-<uid> in the temporary folder; made with mode 0700 and refused unless it is a real folder
-    owned by this uid that no one else can write."""
-    if os.geteuid() == 0 and os.path.isdir("/run"):
-        folder = Path("/run/a2grader")
-    else:
-        folder = Path(os.environ.get("TMPDIR", "/tmp")) / f"a2grader-{os.geteuid()}"
-    try:
-        folder.mkdir(mode=0o700)
-    except FileExistsError:
-        pass
-    info = os.lstat(folder)
-    import stat
-
-    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o022:
-        raise PermissionError(
-            f"{folder} is not a private folder of this user (a link, another owner, or writable by others): "
-            "remove it, or set TMPDIR to a private folder"
-        )
-    return folder
+def state_folder() -> Path:
+    """The marker's folder: shared by every root grader of the machine (under /run), else by this user's."""
+    parent = statedir.machine_parent()
+    return parent / ("a2grader-pagecache" if os.geteuid() == 0 else f"a2grader-pagecache-{os.geteuid()}")
 
 
-def _locked(folder: Path) -> int:
-    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+def _locked() -> int:
+    """The state folder's fd (`statedir.open_private_folder`), with an exclusive flock held on it."""
+    fd = statedir.open_private_folder(state_folder())
     fcntl.flock(fd, fcntl.LOCK_EX)
     return fd
 
 
 def mark() -> None:
     """Before a hidden phase's child: hidden inputs may reach the cache from now on."""
-    folder = state_dir()
-    fd = _locked(folder)
+    fd = _locked()
     try:
-        marker = os.open(MARKER, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, 0o600, dir_fd=fd)
-        os.close(marker)
+        os.close(statedir.open_file(fd, MARKER, os.O_WRONLY | os.O_CREAT))
     finally:
         os.close(fd)
 
 
 def marked() -> bool:
+    fd = _locked()
     try:
-        os.lstat(state_dir() / MARKER)
+        os.stat(MARKER, dir_fd=fd, follow_symlinks=False)
         return True
     except FileNotFoundError:
         return False
+    finally:
+        os.close(fd)
 
 
 def reset_if_marked() -> Reset:
     """Before a public phase's child: empty the cache of what a child could read if a hidden phase ran since
     the last reset (module docstring)."""
-    folder = state_dir()
-    fd = _locked(folder)
+    fd = _locked()
     try:
         try:
-            os.lstat(folder / MARKER)
+            os.stat(MARKER, dir_fd=fd, follow_symlinks=False)
         except FileNotFoundError:
             return Reset("")
         done = reset()

@@ -32,9 +32,10 @@ TERM_GRACE_S = 3.0  # after SIGTERM: time the launcher gets to end every process
 
 READ_CHUNK_BYTES = 1 << 16
 
-# The child's whole environment: nothing of the grader's reaches it (an index URL with a token, a
-# cluster's address, the instructor's paths). A2_TEST_TAG only marks processes for the package's tests.
-PASSED_ENV = ("A2_TEST_TAG",)
+# The child's whole environment is _child_env's: nothing of the grader's reaches it (an index URL with a
+# token, a cluster's address, the instructor's paths), but these names, which only the package's own tests
+# set: a tag marking the processes a test started, and where the adversarial fixtures aim.
+PASSED_ENV = ("A2_TEST_TAG", "A2_TEST_PORT", "A2_TEST_READ", "A2_TEST_OTHER_CLONE", "A2_TEST_FOLDERS")
 
 
 def _child_env(work: Path) -> dict[str, str]:
@@ -129,7 +130,7 @@ class _Child:
 
     def run(self, first: int, deadline: float, cpu_left_s: float, skipped_funcs: frozenset[str]) -> int | None:
         """Run cases from index `first`; returns the index of a case stopped at the per-case limit, if any."""
-        base = Path(tempfile.mkdtemp(prefix=f"a2grade-{os.getpid()}-"))
+        base = Path(tempfile.mkdtemp(prefix=f"a2grade-{os.getpid()}-", dir=_parent(self.user is not None)))
         proc: subprocess.Popen | None = None
         fds: list[int] = []
         group = None
@@ -182,12 +183,13 @@ class _Child:
                 self._stop("memory", self._memory_detail())
             return stopped
         finally:
-            for fd in fds:
-                os.close(fd)
-            if ruleset is not None:
-                ruleset.close()
             if proc is not None and proc.returncode is None:
                 self._reap(proc)
+            for fd in fds:
+                os.close(fd)
+            self.status_r = -1
+            if ruleset is not None:
+                ruleset.close()
             if group is not None:
                 group.remove()
             if self.user is not None:
@@ -398,8 +400,8 @@ class _Child:
     def _harness_status(self, status: int) -> int:
         """The harness's raw wait status as jail.py reported it on the status pipe (so the grader sees
         SIGXCPU, SIGXFSZ or an exit code whatever bwrap's own status is); `status` when none came."""
-        os.set_blocking(self.status_r, False)
         try:
+            os.set_blocking(self.status_r, False)
             raw = os.read(self.status_r, 5)
         except OSError:
             raw = b""
@@ -437,6 +439,20 @@ class _Child:
             except OSError:
                 pass
         return users.kill_uid(self.user.uid) if self.user is not None else 0
+
+
+def _parent(other_uid: bool) -> str | None:
+    """Where a child's folders go: the temporary folder, unless a child running as another uid could not
+    pass through a folder on the way to it (a pytest or user TMPDIR under a 0700 folder); then the first of
+    /var/tmp and /tmp (world-writable, sticky: the folder made in it is the grader's, mode 0711)."""
+    base = Path(tempfile.gettempdir()).resolve()
+    if not other_uid or all(p.stat().st_mode & 0o001 for p in (base, *base.parents)):
+        return None
+    for candidate in ("/var/tmp", "/tmp"):
+        info = os.stat(candidate)
+        if info.st_mode & 0o1003 == 0o1003:
+            return candidate
+    raise users.SandboxError(f"no folder a sandbox uid can pass through to its own (TMPDIR {base} is private)")
 
 
 def _setup_notes(line: bytes | bytearray) -> list[str]:
