@@ -17,10 +17,12 @@ from pathlib import Path
 
 from autograder.batch import bulk, regrade
 from autograder.batch.gradebook import Gradebook
-from autograder.batch.outputs import summary_table
+from autograder.batch.outputs import isolation_summary, summary_table
 from autograder.batch.submissions import RESERVED_NAMES
 from autograder.core.manifest import BY_ID
 from autograder.core.safetext import clean_text, terminal_text
+from autograder.runtime.grader import refusal
+from autograder.runtime.sandbox import ladder
 
 
 def dry_run(
@@ -121,7 +123,21 @@ def main(argv: list[str]) -> int:
     parser.add_argument(
         "--python", default=sys.executable, help="interpreter that runs `-m autograder grade` (default: this one)"
     )
+    parser.add_argument(
+        "--unsafe-no-sandbox",
+        action="store_true",
+        help="where no isolation layer works, grade anyway with this user's rights (trusted files only; "
+        "never with --cluster)",
+    )
     args = parser.parse_args(argv)
+    if args.unsafe_no_sandbox and args.cluster:
+        parser.error("--unsafe-no-sandbox is never accepted with --cluster: a worker that cannot isolate refuses")
+    ladder.allow_unsafe(args.unsafe_no_sandbox)
+    if args.cluster is None:  # the workers check for themselves
+        refused = refusal()
+        if refused:
+            print(f"grade-all: {refused}", file=sys.stderr)
+            return 2
     for stream in (sys.stdout, sys.stderr):  # student names in the summary never stop the report
         if hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="backslashreplace")
@@ -153,6 +169,8 @@ def main(argv: list[str]) -> int:
         print(f"grade-all: {terminal_text(exc)}", file=sys.stderr)
         return 2
     print(summary_table(report.records, args.exercises))
+    with Gradebook(args.out / bulk.GRADEBOOK_NAME) as book:
+        print(isolation_summary(book.results(r.student) for r in report.records))
     print(
         f"graded {len(report.graded)}, skipped {len(report.skipped)} unchanged, "
         f"grader failed on {len(report.failed)}, refused {len(report.refused)}; {report.wall_s:.1f} s; "

@@ -78,6 +78,7 @@ from autograder.batch.processes import (
 from autograder.batch.submissions import Submission, grader_fingerprint
 from autograder.gradescope.fallback import failure_results
 from autograder.runtime import phases
+from autograder.runtime.sandbox import ladder
 
 LOCAL_PREFIX = "local:"  # --cluster local:N: a LocalCluster of N worker processes, one thread each
 RETRIES = 2  # further tries for a task that raised (a worker that cannot see the submission, ...)
@@ -187,6 +188,10 @@ def _check_worker(sub: Submission, python: str, fingerprint: str, needs_submissi
         raise FileNotFoundError(
             f"worker {host} does not see {sub.path}: submissions must be at the same path on every worker"
         )
+    try:
+        ladder.current()  # a worker that cannot isolate student code refuses its tasks (never --unsafe-no-sandbox)
+    except ladder.Refused as exc:
+        raise RuntimeError(f"worker {host} cannot isolate student code: {exc}") from None
 
 
 def _log(student_dir: Path) -> bytes:

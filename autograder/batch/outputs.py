@@ -7,7 +7,8 @@ Every student text is made inert where it is shown (`autograder.core.safetext`).
 from __future__ import annotations
 
 import statistics
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -133,4 +134,27 @@ def summary_table(records: list[Record], exercises: Sequence[str] | None = None)
     lines.append(
         f"{len(records)} submissions; grader failed on {len(failed)}" + (f": {', '.join(failed)}" if failed else "")
     )
+    return "\n".join(lines)
+
+
+ENVIRONMENT_TEST = "grading environment (staff only)"
+
+
+def isolation_summary(results: Iterable[dict | None]) -> str:
+    """Which isolation rung each exercise ran on across a batch, from each results.json's staff entry
+    (lines "exNN: rung: NAME (...); ..."): one line per exercise and rung, with how many students."""
+    counts: Counter[tuple[str, str]] = Counter()
+    for data in results:
+        for test in (data or {}).get("tests", []):
+            if test.get("name") != ENVIRONMENT_TEST:
+                continue
+            for line in str(test.get("output", "")).splitlines():
+                ex_id, _, rest = line.partition(": rung: ")
+                if rest:
+                    counts[(ex_id, rest.split(" ", 1)[0])] += 1
+    if not counts:
+        return "isolation: no exercise ran student code"
+    lines = ["isolation (rung each exercise's student code ran on; `python -m autograder sandbox` says why):"]
+    for (ex_id, rung), n in sorted(counts.items()):
+        lines.append(f"  {terminal_text(ex_id)}: {terminal_text(rung)} ({n} submission{'s' if n != 1 else ''})")
     return "\n".join(lines)

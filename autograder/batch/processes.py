@@ -26,6 +26,7 @@ from autograder.core.manifest import ROOT
 from autograder.core.safetext import clean_data
 from autograder.gradescope.fallback import failure_results, readable_results
 from autograder.runtime import phases
+from autograder.runtime.sandbox import ladder
 from autograder.runtime.sandbox.users import proc_status, remove_tree
 
 LOG_TAIL_CHARS = 6000
@@ -307,7 +308,10 @@ def _ended_results(
 
 
 def _grade_command(python: str, sub: Submission) -> list[str]:
-    return [python, "-m", "autograder", "grade", str(sub.path.resolve())]
+    """The grader's command line; --unsafe-no-sandbox only when this process was allowed it (grade-all's own
+    flag: never on a Dask worker, which never calls `ladder.allow_unsafe`)."""
+    unsafe = ["--unsafe-no-sandbox"] if ladder.unsafe_allowed() else []
+    return [python, "-m", "autograder", "grade", str(sub.path.resolve()), *unsafe]
 
 
 def grade_one(

@@ -341,7 +341,7 @@ def _exercise_note(ex: Exercise, found: Found | None, report: ChildReport | None
 
 
 def refusal() -> str:
-    """"" when student code can be isolated here (`ladder.current`), else why grading is refused: the
+    """ "" when student code can be isolated here (`ladder.current`), else why grading is refused: the
     grader then writes a results.json that says so (for the staff) and runs no student code."""
     try:
         ladder.current()

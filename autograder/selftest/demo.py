@@ -21,6 +21,7 @@ from autograder.batch import bulk, outputs
 from autograder.batch.gradebook import Gradebook
 from autograder.core.manifest import EXERCISES, ROOT
 from autograder.packaging import build, pack
+from autograder.runtime.sandbox import ladder
 
 
 def copy_exercises(src: Path, dest: Path) -> Path:
@@ -89,6 +90,14 @@ def main(argv: list[str]) -> int:
     print(f"[1/4] built {report.path} ({report.files} files, {report.size_bytes / 1e6:.2f} MB)")
     students = assemble_examples(args.out / "submissions", args.fixtures)
     print(f"[2/4] assembled {len(students)} example submissions in {args.out / 'submissions'}: {', '.join(students)}")
+    try:
+        rung = ladder.current()
+        print(f"      student code runs on isolation rung {rung.name!r} (python -m autograder sandbox)")
+    except ladder.Refused as exc:
+        # The demo grades only files this package wrote (the answer key, the stubs, its wrong fixtures):
+        # trusted, so it runs them where no isolation layer works, and says so. Real submissions are refused.
+        ladder.allow_unsafe(True)
+        print(f"      no isolation layer works here; the demo's own trusted files run unisolated:\n{exc}")
     batch = bulk.grade_all(args.out / "submissions", args.out / "graded", args.workers)
     print(
         f"[3/4] graded {len(batch.graded)} (skipped {len(batch.skipped)} unchanged) in {batch.wall_s:.1f} s; "

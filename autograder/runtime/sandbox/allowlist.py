@@ -28,6 +28,7 @@ import os
 import re
 import sys
 import sysconfig
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -107,7 +108,7 @@ def distributions() -> list[importlib.metadata.Distribution]:
     """The installed distributions a child may use: those providing `hetero`'s third-party imports and,
     recursively, everything they require (as installed here)."""
     todo = []
-    providers: dict[str, list[str]] | None = None
+    providers: Mapping[str, list[str]] | None = None
     for module in sorted(_imported_modules(_hetero_dir())):
         try:
             importlib.metadata.distribution(module)  # most import names are their distribution's name
@@ -231,6 +232,6 @@ def files(allow: AllowList | None = None) -> list[str]:
         if os.path.isfile(root) and not os.path.islink(root):
             found.append(root)
             continue
-        for folder, dirs, names in os.walk(root):
+        for folder, _, names in os.walk(root):
             found.extend(os.path.join(folder, n) for n in names)
     return found

@@ -71,13 +71,15 @@ class Group:
     version: int
 
     def memory_events(self) -> dict[str, int]:
-        """v2's memory.events counters (oom_kill, max...); v1's failcnt as {"max": n}."""
+        """The group's out-of-memory counters: v2's memory.events (oom_kill, max, ...), v1's memory.oom_control
+        (oom_kill, under_oom) and failcnt as "max"."""
         base = self.folders[0]
         try:
             if self.version == 2:
                 text = (base / "memory.events").read_text()
-                return {k: int(v) for k, v in (line.split() for line in text.splitlines() if line.strip())}
-            return {"max": int((base / "memory.failcnt").read_text())}
+            else:
+                text = (base / "memory.oom_control").read_text() + f"max {(base / 'memory.failcnt').read_text()}"
+            return {k: int(v) for k, v in (line.split() for line in text.splitlines() if len(line.split()) == 2)}
         except (OSError, ValueError):
             return {}
 

@@ -151,7 +151,9 @@ def _choose() -> Rung | Refused:
         else:
             return _rung("same-uid", False, skipped, groups, groups_why, abi=abi, seccomp="same-uid")
     if unsafe_allowed():
-        return _rung(UNSAFE, root and not blocked, skipped, groups, groups_why, seccomp="same-uid" if seccomp_ok else "")
+        return _rung(
+            UNSAFE, root and not blocked, skipped, groups, groups_why, seccomp="same-uid" if seccomp_ok else ""
+        )
     return Refused(
         "no isolation layer works here, so student code would run with this grader's rights; grading refused.\n"
         + "\n".join(f"  - {s}" for s in skipped)
@@ -183,25 +185,41 @@ def describe(rung: Rung, groups_why: str = "") -> list[str]:
         assert rung.bwrap is not None
         version = ".".join(map(str, rung.bwrap["version"] or ("?",)))
         notes.append(f"rung: bwrap ({rung.bwrap['source']} bubblewrap {version})")
-        notes.append("files: allow-list root (bubblewrap): the interpreter, the student's packages, hetero and the exercise file, read-only; private /tmp")
-        notes.append("network: none (own network namespace" + ("; sockets refused by seccomp)" if rung.seccomp else ")"))
+        notes.append(
+            "files: allow-list root (bubblewrap): the interpreter, the student's packages, hetero and the exercise file, read-only; private /tmp"
+        )
+        notes.append(
+            "network: none (own network namespace" + ("; sockets refused by seccomp)" if rung.seccomp else ")")
+        )
         notes.append("processes: own PID namespace")
     elif rung.name in ("landlock", "same-uid"):
         notes.append(f"rung: {rung.name} (Landlock ABI {rung.landlock_abi} + seccomp)")
-        notes.append("files: Landlock allow-list: the interpreter, the student's packages, hetero and the exercise file, read-only; the work folder read-write")
+        notes.append(
+            "files: Landlock allow-list: the interpreter, the student's packages, hetero and the exercise file, read-only; the work folder read-write"
+        )
         notes.append("network: sockets refused by seccomp (a connected AF_UNIX pair only)")
-        notes.append("processes: ended with the child (subreaper)" + ("; signals scoped by Landlock" if rung.landlock_abi >= 6 else ""))
+        notes.append(
+            "processes: ended with the child (subreaper)"
+            + ("; signals scoped by Landlock" if rung.landlock_abi >= 6 else "")
+        )
     elif rung.name == "seccomp-uid":
         notes.append("rung: seccomp-uid (seccomp + sandbox uid + file modes)")
-        notes.append("files: read-only world (seccomp): no file can be created or changed; reads limited by file modes only")
+        notes.append(
+            "files: read-only world (seccomp): no file can be created or changed; reads limited by file modes only"
+        )
         notes.append("network: sockets refused by seccomp (a connected AF_UNIX pair only)")
         notes.append("processes: ended with the child (subreaper) and by uid")
     else:
         notes.append("rung: unsafe (--unsafe-no-sandbox: no isolation layer works here)")
         notes.append("files: not isolated (the child can read what the grader's user can)")
-        notes.append("network: " + ("sockets refused by seccomp" if rung.seccomp else "not isolated (no seccomp filter)"))
+        notes.append(
+            "network: " + ("sockets refused by seccomp" if rung.seccomp else "not isolated (no seccomp filter)")
+        )
         notes.append("processes: ended with the child (subreaper)")
-    notes.append("system calls: " + (f"seccomp allow-list ({rung.seccomp})" if rung.seccomp else "not filtered (libseccomp missing)"))
+    notes.append(
+        "system calls: "
+        + (f"seccomp allow-list ({rung.seccomp})" if rung.seccomp else "not filtered (libseccomp missing)")
+    )
     notes.append(
         "page cache: emptied of what a child can read before a public phase that follows a hidden one "
         "(drop_caches as root outside a container, else each allowed file evicted)"
@@ -251,7 +269,10 @@ def probe_landlock() -> tuple[int, str]:
     one it must allow; (0, why) otherwise (best-effort Landlock can enforce nothing and still succeed)."""
     abi = landlock_abi()
     if abi < 1:
-        return 0, "Landlock is not available (kernel before 5.13, not enabled in its LSM list, the landlockpy package missing, or refused by the container)"
+        return (
+            0,
+            "Landlock is not available (kernel before 5.13, not enabled in its LSM list, the landlockpy package missing, or refused by the container)",
+        )
     base = Path(tempfile.mkdtemp(prefix="a2landlock-"))
     try:
         inside, outside = base / "in", base / "out"
@@ -280,7 +301,7 @@ def probe_landlock() -> tuple[int, str]:
     return (abi, "") if not why else (0, f"Landlock ABI {abi} does not enforce here: {why}")
 
 
-def rules_for(read: list[str], write: list[str], abi_override: int | None):  # type: ignore[no-untyped-def]
+def rules_for(read: list[str], write: list[str], abi_override: int | None):
     """A Landlock ruleset (landlockpy.Ruleset, strict: every right this kernel's ABI has is handled) that
     allows reading (and executing) `read`, everything in `write`, the devices, and nothing else; TCP and
     UDP (where the ABI has them) refused; signals and abstract UNIX sockets scoped (ABI >= 6)."""
@@ -293,7 +314,9 @@ def rules_for(read: list[str], write: list[str], abi_override: int | None):  # t
     reading = L.AccessFS.READ_FILE | L.AccessFS.READ_DIR | L.AccessFS.EXECUTE
     for path in read:
         ruleset.allow_path(path, reading if os.path.isdir(path) else reading & ~L.AccessFS.READ_DIR)
-    device = (L.AccessFS.READ_FILE | L.AccessFS.WRITE_FILE | L.AccessFS.TRUNCATE | L.AccessFS.IOCTL_DEV) & L.fs_for_abi(abi)
+    device = (L.AccessFS.READ_FILE | L.AccessFS.WRITE_FILE | L.AccessFS.TRUNCATE | L.AccessFS.IOCTL_DEV) & L.fs_for_abi(
+        abi
+    )
     for path in allowlist.DEVICES:
         if os.path.exists(path):
             ruleset.allow_path(path, device)
@@ -302,7 +325,7 @@ def rules_for(read: list[str], write: list[str], abi_override: int | None):  # t
     return ruleset
 
 
-def _in_fork(work) -> str:  # type: ignore[no-untyped-def]
+def _in_fork(work) -> str:
     """Run `work()` in a forked process; the string it returns ("" for success), or why it failed."""
     read_fd, write_fd = os.pipe()
     pid = os.fork()
@@ -330,7 +353,10 @@ def secret_files() -> list[Path]:
     makes source/ private but for these)."""
     venv = Path(sys.prefix).resolve()
     found = []
-    for pattern, folder in (("*.json", allowlist.AUTOGRADER_DIR / "expected"), ("*.py", allowlist.AUTOGRADER_DIR / "tests")):
+    for pattern, folder in (
+        ("*.json", allowlist.AUTOGRADER_DIR / "expected"),
+        ("*.py", allowlist.AUTOGRADER_DIR / "tests"),
+    ):
         found += sorted(folder.glob(pattern))[:1]
     for entry in sorted(isolation.PACKAGE_ROOT.iterdir()):
         if entry.name == "shared" or entry.resolve() == venv or entry.is_symlink():

@@ -179,8 +179,9 @@ class _Child:
             stopped = self._pump(proc, run, hello, result_r, out_r, deadline)
             self.report.survivors_killed += self._reap(proc)
             self._drain(out_r)
-            if group is not None and group.memory_events().get("oom_kill", 0):
-                self._stop("memory", self._memory_detail())
+            if group is not None and self.report.ended in ("signal", "exited"):
+                if group.memory_events().get("oom_kill", 0):  # the cgroup's cap, not a crash
+                    self._stop("memory", self._memory_detail())
             return stopped
         finally:
             if proc is not None and proc.returncode is None:
@@ -198,7 +199,7 @@ class _Child:
 
     def _setup(
         self, code: str, cwd: str, result_w: int, status_w: int, cpu_left_s: float, ruleset, group, ro: Path
-    ) -> dict:  # type: ignore[no-untyped-def]
+    ) -> dict:
         """jail.py's SETUP (its module docstring says what each stage does with it)."""
         rung = self.rung
         if self.user:

@@ -69,8 +69,7 @@ BASE = (
 OPENS = "open openat creat".split()  # open/openat: unconditional, or read-only (seccomp-uid)
 WRITE_FD = "ftruncate fallocate".split()
 CREATE_PATHS = (
-    "mkdir mkdirat rmdir rename renameat renameat2 link linkat symlink symlinkat unlink unlinkat truncate mknod "
-    "mknodat"
+    "mkdir mkdirat rmdir rename renameat renameat2 link linkat symlink symlinkat unlink unlinkat truncate mknod mknodat"
 ).split()
 OWNERS = "chmod fchmod fchmodat fchmodat2 chown fchown lchown fchownat".split()
 MARKS = "utime utimes utimensat futimesat setxattr lsetxattr fsetxattr removexattr lremovexattr fremovexattr".split()
@@ -103,7 +102,7 @@ class Unavailable(RuntimeError):
     """libseccomp (or its binding) is not available here: no rung that needs the filter can run."""
 
 
-def _lib():  # type: ignore[no-untyped-def]
+def _lib():
     try:
         import pyseccomp
     except Exception as exc:  # the binding raises RuntimeError when libseccomp.so is missing
@@ -111,7 +110,7 @@ def _lib():  # type: ignore[no-untyped-def]
     return pyseccomp
 
 
-def _add(flt, action: int, name: str | int, *args) -> None:  # type: ignore[no-untyped-def]
+def _add(flt, action: int, name: str | int, *args) -> None:
     """One rule; a name this libseccomp or architecture does not know is skipped (there is nothing to
     allow or refuse: its number, if the kernel has one, falls to the default, ENOSYS)."""
     import pyseccomp
@@ -121,7 +120,7 @@ def _add(flt, action: int, name: str | int, *args) -> None:  # type: ignore[no-u
     flt.add_rule(action, name, *args)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def program(rung: str) -> bytes:
     """The seccomp program (struct sock_filter array, native byte order) for `rung`."""
     if rung not in RUNGS:
@@ -160,7 +159,7 @@ def program(rung: str) -> bytes:
         return out.read()
 
 
-def _files(sc, flt, rung: str) -> None:  # type: ignore[no-untyped-def]
+def _files(sc, flt, rung: str) -> None:
     """The rules for calls that change files, by rung (module docstring)."""
     allow, refuse = sc.ALLOW, sc.ERRNO(errno.EPERM)
     if rung == "seccomp-uid":
