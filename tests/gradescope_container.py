@@ -7,7 +7,7 @@ Gradescope runs an autograder zip's setup.sh and run_autograder as root in a Doc
 defaults: moby's default seccomp profile, Docker's 14 default capabilities (CapEff 00000000a80425fb), no
 NO_NEW_PRIVS, a network namespace of its own with the network reachable. Two emulations:
 
-- `run_in_container(argv, ...)`: podman (Debian package) runs `argv` in `ensure_rootfs()` (Ubuntu 22.04,
+- `run_in_container(argv, ...)`: podman with runc (Debian packages) runs `argv` in `ensure_rootfs()` (Ubuntu 22.04,
   jammy, with its updates: the system python3 3.10, python3-venv, python3-pip, bubblewrap; built with
   debootstrap into a cache folder outside the repository, once) as root, with Docker's 14 capabilities and
   a Docker-equivalent seccomp profile (`docker_seccomp_profile`: podman's own default profile is much looser,
@@ -20,6 +20,22 @@ NO_NEW_PRIVS, a network namespace of its own with the network reachable. Two emu
   sandbox, and the capability bounding set cut to Docker's 14 (`setpriv`). Cheap enough for every run.
 
 Both need root. Each returns a `Run` (exit status, stdout, stderr, seconds, whether the time limit ended it).
+
+Where they differ from Docker's real defaults (what a test must not rely on):
+- both: no memory or CPU limit (Gradescope sets one; its value is not public); no AppArmor (Docker applies
+  docker-default where the host has AppArmor; this kernel has none); minKernel conditions of moby's profile
+  taken as met (ptrace, process_vm_*: kernel >= 4.8).
+- podman: the seccomp profile resolves to moby's for x86_64 and Docker's caps (moby/moby b985e231, checked by
+  the tests when $A2_MOBY_SECCOMP_JSON names moby's file); runc as in Docker, podman 4.3 instead of dockerd;
+  RLIMIT_NOFILE this process's and RLIMIT_NPROC at most 32768 (Docker: dockerd's, often 1048576/unlimited);
+  network through slirp4netns rather than a bridge with NAT; /run/.containerenv, not /.dockerenv; the image is
+  jammy minbase plus the packages in RECIPE, not Gradescope's fuller base image.
+- the cheap one: this machine's Debian and its python3 (3.11 here), a read-only root (Docker's is writable);
+  the host's /dev and /sys read-only rather than the container's own; loopback only, no outside network; the
+  filter refuses only the calls named in `_EPERM_CALLS` (everything else Docker's allow-list refuses but the
+  kernel grants root with the 14 caps stays allowed, e.g. AF_ALG/AF_VSOCK sockets, mbind/set_mempolicy,
+  kcmp, pidfd_getfd, any personality(), obsolete calls such as uselib, ustat, sysfs); non-native (i386,
+  x32) calls get the same rules, as in Docker.
 """
 
 from __future__ import annotations
@@ -31,6 +47,7 @@ import hashlib
 import json
 import os
 import platform
+import resource
 import shutil
 import socket
 import stat
@@ -92,7 +109,7 @@ STAMP = ".a2-rootfs.json"  # in the rootfs: the recipe it was built from, when, 
 MIRROR = "http://archive.ubuntu.com/ubuntu"
 # What debootstrap makes: Gradescope's image is Ubuntu 22.04 with its updates (its python3 is 3.10.12) and
 # python3/pip; python3-venv because setup.sh makes a venv, bubblewrap so that its refusal can be shown.
-RECIPE = {
+RECIPE: dict[str, Any] = {
     "suite": "jammy",
     "arch": "amd64",
     "variant": "minbase",
@@ -140,16 +157,28 @@ def rootfs_path() -> Path:
 
 
 def missing_for_container() -> str | None:
-    """Why `run_in_container` cannot work here (for a test's skip), or None. Installs podman and debootstrap
-    with apt-get when they are missing and this is root on Debian or Ubuntu."""
+    """Why `run_in_container` cannot work here (for a test's skip), or None. Installs podman, runc and
+    debootstrap with apt-get when they are missing and this is root on Debian or Ubuntu."""
     if os.geteuid() != 0:
         return "the Gradescope container emulation needs root (podman with --rootfs, debootstrap)"
     if platform.machine() != "x86_64":
         return f"the rootfs recipe is for x86_64 (amd64), this machine is {platform.machine()}"
-    missing = [tool for tool in ("podman", "debootstrap") if shutil.which(tool) is None]
+    missing = [tool for tool in ("podman", "runc", "debootstrap") if shutil.which(tool) is None]
     if missing and shutil.which("apt-get"):
         env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-        done = subprocess.run(["apt-get", "install", "-y", "-q", *missing], capture_output=True, text=True, env=env)
+        install = [
+            "apt-get",
+            "install",
+            "-y",
+            "-q",
+            "-o",
+            "DPkg::Lock::Timeout=600",
+            *missing,
+        ]  # waits for a parallel one
+        done = subprocess.run(install, capture_output=True, text=True, env=env)
+        if done.returncode != 0:  # a machine that never ran apt-get update has no package lists
+            subprocess.run(["apt-get", "update", "-q", "-o", "DPkg::Lock::Timeout=600"], capture_output=True, env=env)
+            done = subprocess.run(install, capture_output=True, text=True, env=env)
         if done.returncode != 0:
             return f"apt-get install {' '.join(missing)} failed: {done.stderr.strip()[-500:]}"
         missing = [tool for tool in missing if shutil.which(tool) is None]
@@ -166,7 +195,7 @@ def missing_for_emulation() -> str | None:
         if shutil.which(tool) is None:
             return f"{tool} (util-linux) is missing"
     try:
-        import pyseccomp  # noqa: F401
+        import pyseccomp  # type: ignore[import-untyped]  # noqa: F401
     except (ImportError, RuntimeError) as exc:  # RuntimeError: the package is there, libseccomp is not
         return f"pyseccomp (PyPI, libseccomp's binding) is not usable: {exc}"
     return None
@@ -274,7 +303,10 @@ def _build(root: Path, say: Any) -> None:
     )
     (work / "etc/resolv.conf").unlink()  # podman provides the container's own
     version = subprocess.run(
-        ["chroot", str(work), "/usr/bin/python3", "--version"], capture_output=True, text=True, env={"PATH": CONTAINER_PATH}
+        ["chroot", str(work), "/usr/bin/python3", "--version"],
+        capture_output=True,
+        text=True,
+        env={"PATH": CONTAINER_PATH},
     ).stdout.split()[-1]
     size = int(subprocess.run(["du", "-sxb", str(work)], capture_output=True, text=True, check=True).stdout.split()[0])
     stamp = {
@@ -333,6 +365,7 @@ def _check(argv: Sequence[str], what: str, env: Mapping[str, str] | None = None)
 # `profile_differences` compares any two profiles that way (tests/test_gradescope_container.py runs it
 # against moby's file when $A2_MOBY_SECCOMP_JSON names one).
 PODMAN_PROFILE = Path("/usr/share/containers/seccomp.json")
+PODMAN_NPROC = 32768  # the RLIMIT_NPROC podman 4.3 gives itself (strace: setrlimit(RLIMIT_NPROC, 32*1024))
 MOBY_DEFAULT_ERRNO = errno.EPERM
 _CLONE_NS_MASK = 0x7E020000  # CLONE_NEWNS|NEWCGROUP|NEWUTS|NEWIPC|NEWUSER|NEWPID|NEWNET (moby's 2114060288)
 
@@ -366,7 +399,10 @@ _MOBY_RULES: dict[str, list[dict[str, Any]]] = {
         },
     ],
     # ENOSYS, not EPERM: glibc then falls back to clone (moby/profiles 4489e67)
-    "clone3": [_allow("SYS_ADMIN"), {"action": "SCMP_ACT_ERRNO", "errnoRet": errno.ENOSYS, "excludes": {"caps": ["CAP_SYS_ADMIN"]}}],
+    "clone3": [
+        _allow("SYS_ADMIN"),
+        {"action": "SCMP_ACT_ERRNO", "errnoRet": errno.ENOSYS, "excludes": {"caps": ["CAP_SYS_ADMIN"]}},
+    ],
     **{name: [_allow("SYS_NICE")] for name in ("get_mempolicy", "mbind", "set_mempolicy", "set_mempolicy_home_node")},
     "pidfd_getfd": [_allow("SYS_PTRACE")],
     "reboot": [_allow("SYS_BOOT")],
@@ -430,7 +466,9 @@ def docker_seccomp_profile(*, landlock: bool = True) -> Path:
     return path
 
 
-def resolve_profile(profile: Mapping[str, Any], *, arch: str = "x86_64", caps: Sequence[str] = DOCKER_CAPS) -> dict[str, Any]:
+def resolve_profile(
+    profile: Mapping[str, Any], *, arch: str = "x86_64", caps: Sequence[str] = DOCKER_CAPS
+) -> dict[str, Any]:
     """What a profile does on `arch` for a container with `caps` (moby's rule selection: a rule counts when
     its includes all hold and none of its excludes does; minKernel taken as met): {name: sorted rules},
     rules that equal the default left out, plus "<default>"."""
@@ -457,7 +495,11 @@ def resolve_profile(profile: Mapping[str, Any], *, arch: str = "x86_64", caps: S
 def profile_differences(ours: Mapping[str, Any], reference: Mapping[str, Any]) -> list[str]:
     """Calls whose resolved rules differ between two profiles (x86_64, Docker's caps), one line each."""
     a, b = resolve_profile(ours), resolve_profile(reference)
-    return [f"{name}: ours {a.get(name)} reference {b.get(name)}" for name in sorted(set(a) | set(b)) if a.get(name) != b.get(name)]
+    return [
+        f"{name}: ours {a.get(name)} reference {b.get(name)}"
+        for name in sorted(set(a) | set(b))
+        if a.get(name) != b.get(name)
+    ]
 
 
 # --- running in the container (podman) -----------------------------------------------------------------
@@ -480,24 +522,58 @@ def run_in_container(
     the container's environment (PATH and HOME as Docker sets them), cwd `workdir`. `network`: its own
     network namespace with loopback and the outside network through slirp4netns (setup.sh reaches PyPI);
     False: loopback only. After `timeout_s` the container is killed and `timed_out` is set."""
+    _check_mounts(mounts, podman=True)
     reason = missing_for_container()
     if reason:
         raise HarnessError(reason)
     root = ensure_rootfs(rootfs)
     name = f"a2-gradescope-{uuid.uuid4().hex[:12]}"
-    args = ["podman", "run", "--rm", "--name", name, "--user", "0:0", "--workdir", workdir, "--pids-limit", "-1"]
+    # runc, Docker's own runtime (crun 1.8, podman's default, refuses hybrid cgroup v1/v2 hosts such as this
+    # one). Limits: podman's default asks for RLIMIT_NOFILE 1048576 and a large RLIMIT_NPROC, which fails
+    # where root lacks CAP_SYS_RESOURCE (this machine); podman 4.3 itself runs with RLIMIT_NPROC 32768 (it
+    # sets that, seen with strace), so the container gets this process's NOFILE and at most that NPROC.
+    nofile, nproc = resource.getrlimit(resource.RLIMIT_NOFILE), resource.getrlimit(resource.RLIMIT_NPROC)
+    nproc = (
+        (min(nproc[0], PODMAN_NPROC), min(nproc[1], PODMAN_NPROC))
+        if nproc[1] != resource.RLIM_INFINITY
+        else (PODMAN_NPROC,) * 2
+    )
+    args = ["podman", "--runtime", "runc", "run", "--rm", "--name", name, "--user", "0:0", "--workdir", workdir]
+    args += [
+        "--pids-limit",
+        "-1",
+        "--ulimit",
+        f"nofile={nofile[0]}:{nofile[1]}",
+        "--ulimit",
+        f"nproc={nproc[0]}:{nproc[1]}",
+    ]
     args += ["--security-opt", f"seccomp={docker_seccomp_profile(landlock=landlock)}", "--cap-drop", "all"]
     args += [f"--cap-add=CAP_{cap}" for cap in DOCKER_CAPS]
-    args += ["--network", "slirp4netns" if network else "none", "--env", f"PATH={CONTAINER_PATH}", "--env", "HOME=/root"]
+    args += [
+        "--network",
+        "slirp4netns" if network else "none",
+        "--env",
+        f"PATH={CONTAINER_PATH}",
+        "--env",
+        "HOME=/root",
+    ]
     for key, value in (env or {}).items():
         args += ["--env", f"{key}={value}"]
     for mount in mounts:
-        for part in (str(mount.source), mount.target):
-            if ":" in part or "," in part:
-                raise ValueError(f"mount path {part!r} holds ':' or ',', which podman's --volume cannot take")
         args += ["--volume", f"{Path(mount.source).resolve()}:{mount.target}:{'ro' if mount.read_only else 'rw'}"]
     args += ["--rootfs", f"{root}:O", *argv]
     return _run(args, timeout_s, on_timeout=["podman", "kill", name])
+
+
+def _check_mounts(mounts: Sequence[Mount], *, podman: bool) -> None:
+    for mount in mounts:
+        if not Path(mount.source).exists():
+            raise ValueError(f"mount source {mount.source} does not exist")
+        if not mount.target.startswith("/"):
+            raise ValueError(f"mount target {mount.target!r} must be an absolute path")
+        for part in (str(mount.source), mount.target):
+            if podman and (":" in part or "," in part):
+                raise ValueError(f"mount path {part!r} holds ':' or ',', which podman's --volume cannot take")
 
 
 def host_pip_settings() -> tuple[list[Mount], dict[str, str]]:
@@ -543,6 +619,7 @@ def run_emulated(
     io_uring, bpf, perf_event_open and userfaultfd, and with `landlock=False` answering ENOSYS to landlock_*
     (a kernel or Docker without Landlock); the capability bounding set cut to Docker's 14. Environment: PATH
     and HOME as in a container, plus `env`. After `timeout_s` the whole PID namespace is killed."""
+    _check_mounts(mounts, podman=False)
     reason = missing_for_emulation()
     if reason:
         raise HarnessError(reason)
@@ -573,7 +650,13 @@ def _run(args: Sequence[str], timeout_s: float, on_timeout: Sequence[str] | None
             subprocess.run(list(on_timeout), capture_output=True, timeout=60)
         proc.kill()  # unshare --kill-child: its child, the namespace's init, dies with it, and so does the namespace
         out, err = proc.communicate()
-    return Run(proc.returncode, out.decode(errors="replace"), err.decode(errors="replace"), time.monotonic() - started, timed_out)
+    return Run(
+        proc.returncode,
+        out.decode(errors="replace"),
+        err.decode(errors="replace"),
+        time.monotonic() - started,
+        timed_out,
+    )
 
 
 # The launcher: runs inside the new namespaces (as `python -I -S gradescope_container.py --launch SPEC`),
@@ -619,7 +702,15 @@ def _mount_setup(spec: dict[str, Any], fds: list[int]) -> None:
         raise HarnessError("the host's root filesystem stayed writable inside the emulation")
     for folder in fresh:
         if os.path.isdir(folder):
-            _sh("mount", "-t", "tmpfs", "-o", f"mode={'755' if folder == '/run' else '1777'},nosuid,nodev", "tmpfs", folder)
+            _sh(
+                "mount",
+                "-t",
+                "tmpfs",
+                "-o",
+                f"mode={'755' if folder == '/run' else '1777'},nosuid,nodev",
+                "tmpfs",
+                folder,
+            )
     for path in DOCKER_READONLY_PATHS:
         if os.path.exists(path):
             _sh("mount", "--bind", path, path)
@@ -629,10 +720,12 @@ def _mount_setup(spec: dict[str, Any], fds: list[int]) -> None:
             _sh("mount", "-t", "tmpfs", "-o", "ro,size=0", "tmpfs", path)
         elif os.path.exists(path):
             _sh("mount", "--bind", "/dev/null", path)
-    for fd, (source, target, read_only) in zip(fds, spec["mounts"], strict=True):
+    for fd, (_source, target, read_only) in zip(fds, spec["mounts"], strict=True):
         if not os.path.exists(target):
             if not any(target == f or target.startswith(f + "/") for f in fresh):
-                raise HarnessError(f"mount target {target} does not exist on this machine (only under {', '.join(fresh)} is it made)")
+                raise HarnessError(
+                    f"mount target {target} does not exist on this machine (only under {', '.join(fresh)} is it made)"
+                )
             if stat.S_ISDIR(os.fstat(fd).st_mode):  # the source's path may be covered by now
                 os.makedirs(target)
             else:
@@ -720,7 +813,9 @@ def probe_answers(run: Run) -> dict[str, Any]:
     try:
         return dict(json.loads(lines[-1]))
     except (IndexError, ValueError) as exc:
-        raise HarnessError(f"the probe printed no JSON (exit {run.returncode}): {run.stdout[-500:]} {run.stderr[-1500:]}") from exc
+        raise HarnessError(
+            f"the probe printed no JSON (exit {run.returncode}): {run.stdout[-500:]} {run.stderr[-1500:]}"
+        ) from exc
 
 
 if __name__ == "__main__" and sys.argv[1:2] == ["--launch"]:

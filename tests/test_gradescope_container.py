@@ -38,7 +38,17 @@ DOCKER_STATUS = {
     "Seccomp": "2",
 }
 # the answers that must agree between the two emulations (python's version and bwrap's path differ by design)
-SHARED_ANSWERS = (*DOCKER_STATUS, "landlock_abi", "keyctl", "io_uring_setup", "unshare_newuser", "clone3", "threads", "loopback", "uid")
+SHARED_ANSWERS = (
+    *DOCKER_STATUS,
+    "landlock_abi",
+    "keyctl",
+    "io_uring_setup",
+    "unshare_newuser",
+    "clone3",
+    "threads",
+    "loopback",
+    "uid",
+)
 
 
 def host_landlock_abi() -> int:
@@ -74,13 +84,21 @@ def check_docker_answers(answers: dict, where: str, *, landlock: bool) -> None:
             f"{where}: `{probe.replace('_', ' -')} true` must fail with EPERM under Docker's profile (no "
             f"CAP_SYS_ADMIN, namespace flags refused); it gave exit {code}: {text}"
         )
-    assert answers["unshare_newuser"] == -errno.EPERM, f"{where}: unshare(CLONE_NEWUSER) gave {answers['unshare_newuser']}, not -EPERM"
-    assert answers["keyctl"] == -errno.EPERM, f"{where}: keyctl gave {answers['keyctl']}, not -EPERM (Docker denies keyrings)"
-    assert answers["io_uring_setup"] == -errno.EPERM, f"{where}: io_uring_setup gave {answers['io_uring_setup']}, not -EPERM"
+    assert answers["unshare_newuser"] == -errno.EPERM, (
+        f"{where}: unshare(CLONE_NEWUSER) gave {answers['unshare_newuser']}, not -EPERM"
+    )
+    assert answers["keyctl"] == -errno.EPERM, (
+        f"{where}: keyctl gave {answers['keyctl']}, not -EPERM (Docker denies keyrings)"
+    )
+    assert answers["io_uring_setup"] == -errno.EPERM, (
+        f"{where}: io_uring_setup gave {answers['io_uring_setup']}, not -EPERM"
+    )
     assert answers["clone3"] == -errno.ENOSYS, (
         f"{where}: clone3 gave {answers['clone3']}, not -ENOSYS (with EPERM glibc would not fall back to clone)"
     )
-    assert answers["threads"] is True and answers["loopback"] == "ping", f"{where}: threads or loopback failed: {answers}"
+    assert answers["threads"] is True and answers["loopback"] == "ping", (
+        f"{where}: threads or loopback failed: {answers}"
+    )
     want_abi = host_landlock_abi() if landlock else -errno.ENOSYS
     assert answers["landlock_abi"] == want_abi, (
         f"{where}: the Landlock ABI probe gave {answers['landlock_abi']}, expected {want_abi} "
@@ -120,18 +138,30 @@ def test_derived_profile_refuses_what_docker_refuses() -> None:
     allow = [("SCMP_ACT_ALLOW", None, "[]")]
     # why the harness does not use podman's default: it lets a root process without CAP_SYS_ADMIN make namespaces
     for name in ("unshare", "mount", "keyctl", "pivot_root"):
-        assert podman.get(name) == allow, f"podman's default profile no longer allows {name}: revisit the comment in gradescope_container.py"
-        assert name not in ours, f"the derived profile must leave {name} to the default (EPERM), as moby does; it has {ours[name]}"
-    assert ours["<default>"] == ("SCMP_ACT_ERRNO", errno.EPERM), f"moby's default answer is EPERM, the derived profile's is {ours['<default>']}"
-    assert ours["clone3"] == [("SCMP_ACT_ERRNO", errno.ENOSYS, "[]")], f"clone3 must answer ENOSYS, not {ours['clone3']}"
-    assert len(ours["clone"]) == 1 and '"SCMP_CMP_MASKED_EQ"' in ours["clone"][0][2] and str(0x7E020000) in ours["clone"][0][2], (
-        f"clone must be allowed only without namespace flags (mask 0x7E020000): {ours['clone']}"
+        assert podman.get(name) == allow, (
+            f"podman's default profile no longer allows {name}: revisit the comment in gradescope_container.py"
+        )
+        assert name not in ours, (
+            f"the derived profile must leave {name} to the default (EPERM), as moby does; it has {ours[name]}"
+        )
+    assert ours["<default>"] == ("SCMP_ACT_ERRNO", errno.EPERM), (
+        f"moby's default answer is EPERM, the derived profile's is {ours['<default>']}"
     )
+    assert ours["clone3"] == [("SCMP_ACT_ERRNO", errno.ENOSYS, "[]")], (
+        f"clone3 must answer ENOSYS, not {ours['clone3']}"
+    )
+    assert (
+        len(ours["clone"]) == 1
+        and '"SCMP_CMP_MASKED_EQ"' in ours["clone"][0][2]
+        and str(0x7E020000) in ours["clone"][0][2]
+    ), f"clone must be allowed only without namespace flags (mask 0x7E020000): {ours['clone']}"
     for name in gc._LANDLOCK_CALLS:
         assert ours[name] == allow, f"{name} must be allowed (moby allows landlock_* since 2022): {ours.get(name)}"
     no_landlock = gc.resolve_profile(gc.docker_profile_json(landlock=False))
     for name in gc._LANDLOCK_CALLS:
-        assert no_landlock[name] == [("SCMP_ACT_ERRNO", errno.ENOSYS, "[]")], f"landlock=False: {name} must answer ENOSYS"
+        assert no_landlock[name] == [("SCMP_ACT_ERRNO", errno.ENOSYS, "[]")], (
+            f"landlock=False: {name} must answer ENOSYS"
+        )
 
 
 def test_derived_profile_equals_moby_default() -> None:
@@ -144,6 +174,34 @@ def test_derived_profile_equals_moby_default() -> None:
     assert differences == [], "the derived profile differs from moby's (update _MOBY_RULES):\n" + "\n".join(differences)
 
 
+# --- the rootfs cache and bad input (no root needed) ------------------------------------------------------
+
+
+def test_rootfs_problem_names_what_is_wrong(tmp_path: Path) -> None:
+    assert gc.rootfs_problem(tmp_path / "none") == "missing"
+    assert "no readable" in (gc.rootfs_problem(tmp_path) or ""), "a folder without the stamp is not a usable rootfs"
+    (tmp_path / gc.STAMP).write_text(json.dumps({"recipe": {**gc.RECIPE, "version": -1}}))
+    assert gc.rootfs_problem(tmp_path) == "built from another recipe", "a stamp of another recipe must force a rebuild"
+
+
+def test_ensure_rootfs_never_removes_a_folder_it_did_not_build(tmp_path: Path) -> None:
+    (tmp_path / "rootfs").mkdir()
+    (tmp_path / "rootfs" / "precious").write_text("keep")
+    with pytest.raises(gc.HarnessError, match="not removing it"):
+        gc.ensure_rootfs(tmp_path / "rootfs")
+    assert (tmp_path / "rootfs" / "precious").read_text() == "keep"
+
+
+def test_bad_mounts_are_refused_before_anything_runs(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="does not exist"):
+        gc.run_emulated(["true"], mounts=[gc.Mount(tmp_path / "absent", "/tmp/x")])
+    with pytest.raises(ValueError, match="absolute"):
+        gc.run_emulated(["true"], mounts=[gc.Mount(tmp_path, "relative/x")])
+    (tmp_path / "a:b").mkdir()
+    with pytest.raises(ValueError, match="podman's --volume"):
+        gc.run_in_container(["true"], mounts=[gc.Mount(tmp_path / "a:b", "/autograder")])
+
+
 # --- the cheap emulation (every run) -----------------------------------------------------------------------
 
 
@@ -153,7 +211,9 @@ def test_emulation_gives_docker_defaults(tmp_path: Path) -> None:
     check_docker_answers(answers, "cheap emulation", landlock=True)
     if shutil.which("bwrap"):
         code, text = answers["bwrap"][0]
-        assert code != 0 and "Creating new namespace failed" in text, f"a bwrap found elsewhere must still fail: {code} {text}"
+        assert code != 0 and "Creating new namespace failed" in text, (
+            f"a bwrap found elsewhere must still fail: {code} {text}"
+        )
 
 
 def test_emulation_without_landlock(tmp_path: Path) -> None:
@@ -193,7 +253,9 @@ def test_emulation_hides_bwrap_and_keeps_the_host_read_only(tmp_path: Path) -> N
     lines = run.stdout.splitlines()
     assert "which None" in lines, f"/usr/bin/bwrap must be hidden (shutil.which finds nothing): {lines}"
     assert "fake False" in lines, f"a path given in `hide` must be covered by /dev/null (not executable): {lines}"
-    assert (work / "result.txt").read_text() == "marked", "a read-write mount must carry writes back to the host, with the env var given"
+    assert (work / "result.txt").read_text() == "marked", (
+        "a read-write mount must carry writes back to the host, with the env var given"
+    )
     for path in ("/etc/a2-probe", "/tmp/hidden/new", "/usr/a2-probe"):
         assert f"refused {path} {errno.EROFS}" in lines, f"{path} must be read-only in the emulation (EROFS): {lines}"
     assert not Path("/etc/a2-probe").exists() and not Path("/usr/a2-probe").exists(), "the emulation wrote on the host"
@@ -234,7 +296,9 @@ def test_rootfs_is_gradescope_like() -> None:
     assert gc.rootfs_problem(root) is None
     release = (root / "etc/os-release").read_text()
     assert 'VERSION_ID="22.04"' in release, f"the rootfs must be Ubuntu 22.04: {release}"
-    print(f"rootfs {root}: built {stamp['built_at']} in {stamp['build_seconds']} s, {stamp['size_bytes'] / 2**20:.0f} MiB, python {stamp['python']}")
+    print(
+        f"rootfs {root}: built {stamp['built_at']} in {stamp['build_seconds']} s, {stamp['size_bytes'] / 2**20:.0f} MiB, python {stamp['python']}"
+    )
 
 
 @pytest.mark.slow
@@ -248,8 +312,12 @@ def test_container_gives_docker_defaults() -> None:
     answers = probe_in_container()
     check_docker_answers(answers, "podman container", landlock=True)
     code, text = answers["bwrap"][0]
-    assert code != 0 and "Creating new namespace failed" in text, f"the rootfs's bwrap must fail as under Docker: {code} {text}"
-    assert answers["python"].startswith("3.10."), f"the container's python3 must be jammy's 3.10, it is {answers['python']}"
+    assert code != 0 and "Creating new namespace failed" in text, (
+        f"the rootfs's bwrap must fail as under Docker: {code} {text}"
+    )
+    assert answers["python"].startswith("3.10."), (
+        f"the container's python3 must be jammy's 3.10, it is {answers['python']}"
+    )
 
 
 @pytest.mark.slow
@@ -266,7 +334,7 @@ def test_container_mounts_env_time_limit_and_throwaway_root(tmp_path: Path) -> N
     repo.mkdir()
     (repo / "setup.sh").write_text("echo from-repo\n")
     script = (
-        "cat /repo/setup.sh; echo \"$A2_MARK\" > /autograder/out.txt; "
+        'cat /repo/setup.sh; echo "$A2_MARK" > /autograder/out.txt; '
         "touch /repo/x 2>/dev/null && echo repo-writable; touch /etc/a2-left-behind; exit 3"
     )
     run = gc.run_in_container(
@@ -276,10 +344,16 @@ def test_container_mounts_env_time_limit_and_throwaway_root(tmp_path: Path) -> N
         network=False,
         timeout_s=120,
     )
-    assert (run.returncode, run.stdout.strip()) == (3, "from-repo"), f"exit status and output must come back: {run}"
-    assert (work / "out.txt").read_text().strip() == "marked", "the read-write mount and the env var must reach the container"
+    assert (run.returncode, run.stdout.strip()) == (3, "echo from-repo"), (
+        f"exit status, output, and no write through the read-only mount: {run}"
+    )
+    assert (work / "out.txt").read_text().strip() == "marked", (
+        "the read-write mount and the env var must reach the container"
+    )
     again = gc.run_in_container(["sh", "-c", "test -e /etc/a2-left-behind && echo kept || echo gone"], timeout_s=120)
-    assert again.stdout.strip() == "gone", "what a run writes to the rootfs must be thrown away (overlay), not kept for the next run"
+    assert again.stdout.strip() == "gone", (
+        "what a run writes to the rootfs must be thrown away (overlay), not kept for the next run"
+    )
     slow = gc.run_in_container(["sleep", "300"], timeout_s=3)
     assert slow.timed_out and slow.seconds < 60, f"the time limit must end the container: {slow}"
 
@@ -287,11 +361,15 @@ def test_container_mounts_env_time_limit_and_throwaway_root(tmp_path: Path) -> N
 @pytest.mark.slow
 def test_container_network() -> None:
     need_container()
-    route = "awk 'NR>1 && $2==\"00000000\" {print \"default\"}' /proc/net/route; cat /sys/class/net/lo/operstate"
+    route = 'awk \'NR>1 && $2=="00000000" {print "default"}\' /proc/net/route; cat /sys/class/net/lo/operstate'
     closed = gc.run_in_container(["sh", "-c", route], network=False, timeout_s=120)
-    assert closed.stdout.split() == ["unknown"], f"network=False: loopback only, no default route: {closed.stdout!r} {closed.stderr}"
+    assert closed.stdout.split() == ["unknown"], (
+        f"network=False: loopback only, no default route: {closed.stdout!r} {closed.stderr}"
+    )
     opened = gc.run_in_container(["sh", "-c", route], network=True, timeout_s=120)
-    assert opened.stdout.split()[0] == "default", f"network=True: a route out (slirp4netns): {opened.stdout!r} {opened.stderr}"
+    assert opened.stdout.split()[0] == "default", (
+        f"network=True: a route out (slirp4netns): {opened.stdout!r} {opened.stderr}"
+    )
 
 
 @pytest.mark.slow
@@ -303,9 +381,14 @@ def test_container_reaches_pypi_with_host_pip_settings() -> None:
         pytest.skip(f"this machine cannot reach PyPI itself: {exc}")
     mounts, env = gc.host_pip_settings()
     run = gc.run_in_container(
-        ["python3", "-m", "pip", "download", "--no-deps", "--dest", "/tmp/d", "six==1.16.0"], mounts=mounts, env=env, timeout_s=300
+        ["python3", "-m", "pip", "download", "--no-deps", "--dest", "/tmp/d", "six==1.16.0"],
+        mounts=mounts,
+        env=env,
+        timeout_s=300,
     )
-    assert run.returncode == 0, f"pip in the container (network=True) must reach PyPI: {run.stdout[-1000:]} {run.stderr[-2000:]}"
+    assert run.returncode == 0, (
+        f"pip in the container (network=True) must reach PyPI: {run.stdout[-1000:]} {run.stderr[-2000:]}"
+    )
 
 
 @pytest.mark.slow
@@ -314,7 +397,9 @@ def test_both_emulations_agree(tmp_path: Path) -> None:
     for landlock in (True, False):
         container, emulated = probe_in_container(landlock=landlock), probe_emulated(tmp_path, landlock=landlock)
         differ = {k: (container[k], emulated[k]) for k in SHARED_ANSWERS if container[k] != emulated[k]}
-        assert differ == {}, f"landlock={landlock}: the cheap emulation answers differently from the podman container: {differ}"
+        assert differ == {}, (
+            f"landlock={landlock}: the cheap emulation answers differently from the podman container: {differ}"
+        )
         for probe in ("unshare_U", "unshare_m", "bwrap"):
             c, e = container[probe], emulated[probe]
             c, e = (c[0], e[0]) if probe == "bwrap" else (c, e)
