@@ -18,6 +18,7 @@ import os
 import platform
 import shutil
 import subprocess
+import sys
 import time
 import urllib.request
 from pathlib import Path
@@ -122,7 +123,7 @@ def probe_emulated(tmp_path: Path, *, landlock: bool = True) -> dict:
         shutil.copy2(bwrap, tmp_path / "bwrap")
         mounts.append(gc.Mount(tmp_path / "bwrap", "/tmp/tools/bwrap", read_only=True))
         paths.append("/tmp/tools/bwrap")
-    run = gc.run_emulated(["/usr/bin/python3", "-c", gc.PROBE, *paths], mounts=mounts, landlock=landlock, timeout_s=120)
+    run = gc.run_emulated([sys.executable, "-c", gc.PROBE, *paths], mounts=mounts, landlock=landlock, timeout_s=120)
     assert run.returncode == 0, f"the probe failed in the cheap emulation (exit {run.returncode}): {run.stderr[-2000:]}"
     return gc.probe_answers(run)
 
@@ -243,7 +244,7 @@ def test_emulation_hides_bwrap_and_keeps_the_host_read_only(tmp_path: Path) -> N
         f"print('tmp-private', not os.path.exists({str(tmp_path / 'host-only')!r}))\n"
     )
     run = gc.run_emulated(
-        ["/usr/bin/python3", "-c", script],
+        [sys.executable, "-c", script],
         mounts=[gc.Mount(work, "/tmp/autograder"), gc.Mount(tools, "/tmp/hidden", read_only=True)],
         env={"A2_MARK": "marked"},
         hide=["/tmp/hidden/fake-bwrap"],
