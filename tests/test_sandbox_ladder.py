@@ -123,6 +123,7 @@ def test_page_cache_is_emptied_between_a_hidden_phase_and_a_later_public_phase(r
         return _relayed(received.output_public) & secret
 
     leaked_without = relay(reset=False)
+    print(f"\n[{rung}] without the reset {len(leaked_without)} of {len(secret)} hidden arguments came through")
     assert len(leaked_without) >= len(secret) // 2, (
         f"control: without the reset the channel must carry ex01's hidden arguments on {rung} "
         f"({len(leaked_without)} of {len(secret)} came through): the test could not fail otherwise")

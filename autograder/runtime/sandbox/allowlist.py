@@ -5,7 +5,8 @@ read access to them (and to nothing else), and the page-cache reset (`pagecache`
 They are computed here, once per grader process, from the interpreter and the package, never listed:
 
 - the interpreter: `sys.executable` and every link on the way to the binary, the standard library
-  (`sysconfig`'s stdlib folder, lib-dynload included) and libpython where the interpreter is shared;
+  (`sysconfig`'s stdlib folder, lib-dynload included, but `STDLIB_LEFT_OUT`) and libpython where the
+  interpreter is shared;
 - the venv: pyvenv.cfg and the installed files of the distributions the student's environment holds:
   the third-party modules `hetero` imports (the student copy's dependencies; the build checks each has
   a pin) and everything they require, by their metadata; not the site-packages folder itself, nor its
@@ -46,6 +47,7 @@ class AllowList:
     read: tuple[str, ...]  # files and folders (with everything below) the child may read and execute
     packages: tuple[str, ...]  # what the child's own site folder links to: the allowed site-packages entries, hetero
     devices: tuple[str, ...]  # character devices it may read and write
+    listed: tuple[str, ...] = ()  # folders whose names (not their files) it may list: the standard library's
 
 
 def link_chain(path: str) -> list[str]:
@@ -145,9 +147,16 @@ def _inside(path: str, folder: str) -> bool:
     return path == folder or path.startswith(folder.rstrip("/") + "/")
 
 
+# Folders of the standard library's folder that are not the standard library a child runs: the base
+# interpreter's own installed packages (a venv never uses them; pyenv's held 43,000 files here) and the
+# standard library's own test suite.
+STDLIB_LEFT_OUT = ("site-packages", "dist-packages", "test")
+
+
 def _interpreter_paths() -> set[str]:
     paths = set(link_chain(sys.executable))
-    paths.add(sysconfig.get_paths()["stdlib"])
+    stdlib = sysconfig.get_paths()["stdlib"]
+    paths |= {os.path.join(stdlib, name) for name in os.listdir(stdlib) if name not in STDLIB_LEFT_OUT}
     if sysconfig.get_config_var("Py_ENABLE_SHARED"):
         libdir, soname = sysconfig.get_config_var("LIBDIR"), sysconfig.get_config_var("INSTSONAME")
         if libdir and soname and os.path.exists(os.path.join(libdir, soname)):
@@ -187,6 +196,7 @@ def compute() -> AllowList:
         read=tuple(_outermost(read)),
         packages=tuple(sorted(packages)),
         devices=tuple(d for d in DEVICES if os.path.exists(d)),
+        listed=(sysconfig.get_paths()["stdlib"],),  # the import system lists it to find a module
     )
     check(allow)
     return allow

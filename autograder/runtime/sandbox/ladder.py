@@ -301,10 +301,10 @@ def probe_landlock() -> tuple[int, str]:
     return (abi, "") if not why else (0, f"Landlock ABI {abi} does not enforce here: {why}")
 
 
-def rules_for(read: list[str], write: list[str], abi_override: int | None):
+def rules_for(read: list[str], write: list[str], abi_override: int | None, listed: tuple[str, ...] = ()):
     """A Landlock ruleset (landlockpy.Ruleset, strict: every right this kernel's ABI has is handled) that
-    allows reading (and executing) `read`, everything in `write`, the devices, and nothing else; TCP and
-    UDP (where the ABI has them) refused; signals and abstract UNIX sockets scoped (ABI >= 6)."""
+    allows reading (and executing) `read`, listing `listed`, everything in `write`, the devices, and nothing
+    else; TCP and UDP (where the ABI has them) refused; signals and abstract UNIX sockets scoped (ABI >= 6)."""
     import landlockpy as L
 
     abi = abi_override or landlock_abi()
@@ -320,6 +320,8 @@ def rules_for(read: list[str], write: list[str], abi_override: int | None):
     for path in allowlist.DEVICES:
         if os.path.exists(path):
             ruleset.allow_path(path, device)
+    for path in listed:
+        ruleset.allow_path(path, L.AccessFS.READ_DIR)
     for path in write:
         ruleset.allow_path(path, L.fs_for_abi(abi))
     return ruleset

@@ -147,7 +147,8 @@ class _Child:
             fds = [result_r, result_w, out_r, out_w, status_r, status_w]
             passed = [result_w, status_w]
             if rung.landlock_abi:
-                ruleset = ladder.rules_for([*allowlist.compute().read, str(ro)], [str(work)], rung.landlock_abi)
+                allow = allowlist.compute()
+                ruleset = ladder.rules_for([*allow.read, str(ro)], [str(work)], rung.landlock_abi, allow.listed)
                 os.set_inheritable(ruleset.fileno(), True)
                 passed.append(ruleset.fileno())
             key = secrets.token_bytes(32)

@@ -8,65 +8,35 @@ re-imports the file and goes on with the next case, skipping the other cases of 
 was stopped (with the manifest's limits, ex02: 10 s per case, 20 s in all, a second stop of one
 function would leave no time for the others).
 
-How a child is started (`autograder.runtime.sandbox.jail`, autograder/runtime/sandbox/jail.py, does the privileged part, before any
-student code): the grader runs bubblewrap (`bwrap`), which makes the child's namespaces (mount, PID,
-network, IPC, UTS, cgroup; plus a user namespace when the grader is not root) and a new root holding
-only an allow-list (`bwrap_args`); jail.py runs in it as the namespace's init, mounts the size-capped
-tmpfs, reaps orphans and starts the harness (`autograder/runtime/sandbox/child.py`), which runs as the sandbox uid
-under resource limits. Without a working bubblewrap (mode "none") jail.py starts the harness on the
-host. `isolation_mode` probes once per grader process which of these works here.
+How a child is started and what holds it: `ladder` picks this machine's isolation rung (bubblewrap, else
+Landlock + seccomp + a sandbox uid, else seccomp + uid + file modes, else, for a grader that is not root,
+Landlock + seccomp as its own uid; otherwise grading refuses); `jail` (trusted, standard library only)
+enters the exercise's cgroup, then bubblewrap's namespaces or stays on the host as a subreaper, and starts
+the harness `child.py` under the rung's layers; `process` drives one child. The layers, what each covers
+and what each rung leaves open, with numbers, are in docs/DESIGN.md ("Isolation"). Whatever the rung:
 
-Limits and isolation of the child
-- wall clock: `timeout_s` for the whole exercise, `case_timeout_s` for one case's call; both are
-  measured by the parent, which then kills the child's process group.
+- wall clock: `timeout_s` for the whole exercise, `case_timeout_s` for one case's call, measured by the
+  parent, which then ends the child (the launcher kills every descendant; bwrap's PID namespace dies).
 - CPU time: RLIMIT_CPU (what is left of `cpu_s` for a restarted child), hard limit 2 s later.
-- memory: RLIMIT_AS = `memory_mib`. Measured here: importing torch 2.13 (CPU) peaks at ~600 MB of
-  address space with OMP_NUM_THREADS=1 and MALLOC_ARENA_MAX=2 (both set), and torch runs under
-  RLIMIT_AS = 768 MiB, so the manifest's 2-4 GiB leave room; RLIMIT_DATA is not needed.
-- output: stdout and stderr are one pipe that the parent drains as the child writes (the child
-  cannot seek back and rewrite what it printed). The parent keeps the first `kept_output_bytes`,
-  counts the rest, and stops the child past `output_bytes`. Output printed before the first hidden
-  case was sent is the "public output"; the rest may contain hidden inputs. RLIMIT_FSIZE caps every
-  file the child writes at `output_bytes` (SIGXFSZ).
-- result channel: a pipe parsed in linear time; at most `result_bytes` for all the children of an
-  exercise (a restarted child gets no fresh allowance) and `junk_lines` lines that are not valid
-  records, then the child is stopped; a record longer than `record_bytes` is dropped unread and its
-  case refused.
-- processes: everything the student's code starts lives in the child's PID namespace and dies with
-  its init (jail.py as PID 1), which dies with bwrap (PR_SET_PDEATHSIG; the grader kills bwrap's
-  process group, and bwrap dies with the grader): double forks, `setsid`, relays. As root,
-  every process of the child's uid is then killed as well (kill(-1) from that uid until none is
-  left; the only mechanism when no namespace works). RLIMIT_NPROC bounds a fork bomb.
-- uids (root only, as on Gradescope): each child runs as its own uid from SANDBOX_UIDS (a range with
-  no login), with no supplementary groups, PR_SET_NO_NEW_PRIVS and PR_SET_PDEATHSIG. A grader
-  process never hands out the same uid twice, and among free uids it takes the one released longest
-  ago (lock files in UID_LOCK_DIR keep parallel graders apart).
-- files (mode "bwrap"): the child's root is a new, read-only one that holds only an allow-list: /usr
-  and the /bin, /sbin, /lib* links (or folders) as the host has them, ld.so.cache, ld.so.conf(.d) and
-  localtime of /etc, the interpreter and its standard library (sys.base_prefix), the venv (sys.prefix),
-  `hetero` (with an editable install, only its folder shared/hetero of the checkout), each bound
-  read-only at its own path (the folders on the way to them hold nothing else), its own copies of the
-  exercise file, child.py and jail.py (SANDBOX_CODE, read-only), a fresh /proc of its PID namespace and
-  a minimal /dev. /tmp, /var/tmp, /dev/shm and the work folder (SANDBOX_WORK: cwd, HOME, TMPDIR in it)
-  are tmpfs of its own, TMPFS_BYTES each: whatever it writes, at any depth, never reaches the disk.
-  Nothing else of the host exists for it: not the repository (hidden cases, expected values, answer key,
-  .git), not another checkout or clone on the machine, not /home, /root, /work, /autograder
-  (submission_metadata.json, results/), not grade-all's outputs or other students' files; where the
-  venv holds the grader's own package (a non-editable install), an empty tmpfs covers that folder.
-  bwrap makes the tmpfs before the binds (a venv under /tmp stays reachable); as root jail.py caps
-  their size by a remount (bubblewrap before 0.8, Ubuntu 22.04's 0.6, has no --size); without root
-  bwrap's --size does, from 0.8 on (before, the note says they are not capped).
-  Mode "none" (no bubblewrap): no namespace at all; the work folder is on disk and `remove_tree` deletes
-  it at any depth, and only the sandbox uid and the file modes keep the child from the host's files
-  (`run_autograder` sets them in Gradescope's copy). Nothing of the instructor's checkout is changed.
-- network: the child's network namespace has only a loopback device, down as root (without root,
-  bwrap leaves it up, reaching nothing outside the namespace). In mode "none" the report, the grader's
-  note and the log say "network: not isolated" and "files: not isolated" and why ("bubblewrap missing:
-  apt-get install bubblewrap", or how it failed).
-- kernel keyrings (not namespaced: a key stored under a sandbox uid outlives the child and is there for
-  the next run with that uid): a seccomp filter installed by the harness makes add_key, request_key
-  and keyctl fail with EPERM; where it cannot be installed the report and the results' staff entry say
-  "keyrings: not isolated" and why.
+- memory: `memory_mib` for all the processes of the exercise together: a cgroup where the grader can make
+  one (`cgroup`), else the launcher's watchdog; RLIMIT_AS per process as well (importing torch 2.13 peaks at
+  ~600 MB of address space with OMP_NUM_THREADS=1 and MALLOC_ARENA_MAX=2, both set); oom_score_adj 1000.
+- output: stdout and stderr are one pipe the parent drains as the child writes (the child cannot seek back
+  and rewrite what it printed). The parent keeps the first `kept_output_bytes`, counts the rest, and stops
+  the child past `output_bytes`. Output printed before the first hidden case was sent is the "public
+  output"; the rest may contain hidden inputs. RLIMIT_FSIZE caps every file the child writes.
+- result channel: a pipe parsed in linear time; at most `result_bytes` for all the children of an exercise
+  (a restarted child gets no fresh allowance) and `junk_lines` lines that are not valid records, then the
+  child is stopped; a record longer than `record_bytes` is dropped unread and its case refused.
+- processes: nothing the student's code starts outlives the child: bwrap's PID namespace, or the launcher
+  (a subreaper: every orphan comes back to it) that kills every descendant; as root, every process of the
+  child's uid is killed too (kill(-1) from that uid until none is left). RLIMIT_NPROC bounds a fork bomb.
+- uids (root only): each child runs as its own uid from SANDBOX_UIDS, no supplementary groups,
+  PR_SET_NO_NEW_PRIVS, PR_SET_PDEATHSIG; never the same uid twice in a grader process, and among free
+  uids the one released longest ago (lock files in a folder only root can write keep graders apart).
+- environment: `process._child_env`, nothing else of the grader's.
+- page cache: emptied of what a child can read between a hidden phase and a later public phase
+  (`pagecache`).
 
 Threat model (what the result channel does and does not guarantee)
 The student's code runs inside the child, in the same process as the harness (`autograder.runtime.sandbox.child`),
@@ -85,10 +55,7 @@ so it can do anything the harness can: write to the result fd, find the MAC key 
 - what is NOT prevented: a student who recovers the key can make their cases' records say whatever
   they like (no more than returning it); their code sees each hidden case's inputs when it is called
   with them, and can steer which fixed phrase each visible hidden entry gets (a few bits per hidden
-  case and submission; docs/gradescope.md) and its timing. Without root there is no uid
-  change: where bubblewrap works (in a user namespace) the child still sees only the allow-list,
-  where it does not (mode "none") student code can read anything the instructor can; use root (or
-  Gradescope) with bubblewrap for untrusted submissions.
+  case and submission; docs/gradescope.md) and its timing.
 """
 
 from __future__ import annotations
