@@ -19,6 +19,10 @@ COMMANDS = {
         "compute hidden-case expected values from solutions/ (--check: freshness)",
     ),
     "grade": ("autograder.runtime.grader", "grade one submission (folder or zip) into results.json"),
+    "lecture": (
+        "autograder.batch.lecture",
+        "run a lecture driver on a student's folder in the grader's sandbox (their figures, safely)",
+    ),
     "sandbox": (
         "autograder.runtime.sandbox.ladder",
         "say which isolation rung grading uses on this machine, and why the better ones do not work",
@@ -49,7 +53,7 @@ COMMANDS = {
         "grade the wrong fixtures (--exercises exNN ...): case outcomes vs the stored ones (--write: store)",
     ),
     "otter-grade": (
-        "autograder.exports.otter_grade",
+        "autograder.batch.otter_grade",
         "the Otter route in one command: assign every master, otter run each student's notebooks, total",
     ),
     "demo": (

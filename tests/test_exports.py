@@ -465,7 +465,7 @@ def test_otter_grade_assigns_once_runs_every_notebook_and_totals(tmp_path):
     """`otter-grade` with stand-ins for `otter assign` / `otter run` (the real tools run in the
     real_exports proof): every master assigned once, every student's notebook run against its exercise's
     zip, a missing notebook and a failed run cost that exercise only, totals and CSV as stated."""
-    from autograder.exports import otter_grade
+    from autograder.batch import otter_grade
 
     masters = tmp_path / "masters"
     ids = [ex for ex in GRADABLE][:2]
@@ -482,7 +482,7 @@ def test_otter_grade_assigns_once_runs_every_notebook_and_totals(tmp_path):
         zip_path.write_bytes(b"zip")
         return zip_path, out / "student" / master.name
 
-    def fake_run(zip_path: Path, notebook: Path, out: Path, timeout_s: float) -> dict[str, float]:
+    def fake_run(zip_path: Path, notebook: Path, out: Path, timeout_s: float, memory_mib: int) -> dict[str, float]:
         assert zip_path.name.startswith(notebook.stem), "each notebook runs against its own exercise's zip"
         assert timeout_s > 0
         if "crash" in notebook.read_text(encoding="utf-8"):

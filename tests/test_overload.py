@@ -431,7 +431,7 @@ def test_part_reports_missing_exercise_for_a_stub(tmp_path):
                     "def dominant_period_s(*a, **k):\n    raise NotImplementedError('ex05: dominant_period_s')\n")
     with pytest.raises(MissingExercise, match="ex05"):
         ov.PARTS[0].run(str(tmp_path))
-    assert ov_cli.main_or_missing(["--impl", str(tmp_path), "--seeds", "2"]) == 1
+    assert ov_cli.main_or_missing(["--impl", str(tmp_path), "--trust-impl", "--seeds", "2"]) == 1
 
 
 # ---------------------------------------------------------------------------------------------

@@ -257,9 +257,9 @@ def test_nothing_of_the_graders_environment_reaches_the_child(rung, tmp_path, mo
     text = report.output_all
     assert "SECRET-" not in text, f"the grader's environment reached the child on {rung}: {text[-1500:]}"
     names = json.loads(text.split("ENV ", 1)[1].splitlines()[0])
-    from autograder.runtime.sandbox import process
+    from autograder.runtime.sandbox import launch
 
-    allowed = set(process._child_env(Path("/w"))) | set(process.PASSED_ENV)
+    allowed = set(launch.child_env(Path("/w"))) | set(launch.PASSED_ENV)
     assert set(names) <= allowed, f"names outside the child's allow-list on {rung}: {set(names) - allowed}"
 
 

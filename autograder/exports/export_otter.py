@@ -194,12 +194,53 @@ def assign(master: Path, out: Path, timeout_s: float = 600) -> tuple[Path, Path]
     return zips[0], out / "student" / master.name
 
 
-def run(autograder_zip: Path, submission: Path, out: Path, timeout_s: float) -> dict[str, float]:
-    """`otter run` (no Docker) of one submission; returns {question: points}. Otter has no timeout of
-    its own, so the call is bounded by `timeout_s` (subprocess timeout)."""
+OTTER_TOOLS = ("otter-grader", "ipykernel")  # what `otter run` imports, with everything they require
+TOOL_MEMORY_MIB = 1024  # Otter, nbconvert and the kernel's own, beside the exercise's memory
+
+
+def run(
+    autograder_zip: Path, submission: Path, out: Path, timeout_s: float, memory_mib: int = 4096
+) -> dict[str, float]:
+    """`otter run` (no Docker) of one submission, in the grader's sandbox (`command.run_command`: the
+    machine's isolation rung, a uid of its own where the grader is root, nothing writable but its work
+    folder, every process ended with it, `timeout_s` and `memory_mib` + TOOL_MEMORY_MIB for all of
+    them); returns {question: points}. Otter's checks run in the student's kernel: that is Otter's model,
+    and the sandbox keeps the rest of the machine out of it, not the checks from the student's code
+    (docs/instructors_nbgrader_otter.md). Otter's results.json and the run's output land in `out`."""
+    from autograder.runtime.sandbox import command
+
     out.mkdir(parents=True, exist_ok=True)
-    _otter(["run", "-a", str(autograder_zip), "-o", str(out), str(submission)], timeout_s)
-    results = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    done = command.run_command(
+        [
+            "{python}",
+            "-m",
+            "otter",
+            "run",
+            "-a",
+            "{code}/autograder.zip",
+            "-o",
+            "{work}/out",
+            "{code}/" + submission.name,
+        ],
+        {"autograder.zip": autograder_zip, submission.name: submission},
+        collect=out,
+        timeout_s=timeout_s,
+        memory_mib=memory_mib + TOOL_MEMORY_MIB,
+        tools=OTTER_TOOLS,
+        sockets="loopback",  # Otter's own log server and the kernel's channels: TCP on the child's own loopback
+        env={
+            "PYTHONPATH": "{code}:{code}/site",
+            "JUPYTER_RUNTIME_DIR": "{work}/runtime",
+            "IPYTHONDIR": "{work}/ipython",
+        },
+        work_dirs=("out", "runtime"),
+    )
+    (out / "otter-run.log").write_text(done.output, encoding="utf-8")
+    if done.ended != "finished" or done.returncode != 0:
+        raise RuntimeError(
+            f"otter run ended ({done.ended}, status {done.returncode}) in the sandbox ({done.notes[0]}):\n{done.output[-3000:]}"
+        )
+    results = json.loads((out / "out" / "results.json").read_text(encoding="utf-8"))
     # results.json has no top-level score: each question is one entry with score / max_score
     return {t["name"]: float(t["score"]) for t in results["tests"] if "score" in t}
 

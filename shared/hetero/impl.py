@@ -81,12 +81,39 @@ def find_named_folder(name: str, start: Path | None = None) -> Path | None:
 
 
 def add_impl_argument(parser: argparse.ArgumentParser, what: str = "exercise functions") -> None:
-    """The drivers' one `--impl` option: where `what` comes from (resolved by `resolve_impl_dir`)."""
+    """The drivers' one `--impl` option: where `what` comes from (resolved by `resolve_impl_dir`), and
+    `--trust-impl` (`untrusted_impl`)."""
     parser.add_argument(
         "--impl",
         default="assignments",
         help=f"where to load {what} from: assignments (default: the assignments/ folder found from the "
         "current directory upward), solutions, or a folder",
+    )
+    parser.add_argument(
+        "--trust-impl",
+        action="store_true",
+        help="run a folder's code in this process even where the course's grader is installed (your own files)",
+    )
+
+
+def untrusted_impl(impl: str | Path, trusted: bool) -> str | None:
+    """Why a driver will not import `impl` into its own process, or None. Where the course's grader is
+    installed (an instructor's copy of the package: `autograder` importable), a folder that is not the
+    course's own `assignments/` or `solutions/` may be a student's: importing it would run their code with
+    the instructor's rights, beside the answer key. `python -m autograder lecture` runs the same driver on
+    such a folder in the grader's sandbox; `--trust-impl` says the folder's code is the caller's own. A
+    student's copy of the package has no grader: their own folders are theirs to run."""
+    if trusted or str(impl) in NAMED_IMPLS or importlib.util.find_spec("autograder") is None:
+        return None
+    path = Path(impl).expanduser().resolve()
+    if not path.is_dir():
+        return None  # resolve_impl_dir says there is no such folder
+    if any(found is not None and found.resolve() == path for found in map(find_named_folder, NAMED_IMPLS)):
+        return None
+    return (
+        f"--impl {impl}: this runs that folder's code in this process, with your rights, beside the answer "
+        f"key. To look at a student's figures, run the driver in the grader's sandbox: python -m autograder "
+        f"lecture EXPERIMENT --impl {impl} (or add --trust-impl if the folder's code is your own)"
     )
 
 

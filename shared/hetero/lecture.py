@@ -37,7 +37,14 @@ from pathlib import Path
 from typing import Any
 
 from hetero import reference as ref
-from hetero.impl import ExerciseError, MissingExercise, add_impl_argument, find_named_folder, resolve_impl_dir
+from hetero.impl import (
+    ExerciseError,
+    MissingExercise,
+    add_impl_argument,
+    find_named_folder,
+    resolve_impl_dir,
+    untrusted_impl,
+)
 from hetero.parts import Part
 
 EXPERIMENTS: dict[str, tuple[str, tuple[str, ...]]] = {
@@ -150,6 +157,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="print one JSON object with every figure")
     parser.add_argument("--plots", type=Path, default=None, help="write PNG plots into this folder")
     args = parser.parse_args(argv)
+    refused = untrusted_impl(args.impl, args.trust_impl) if hasattr(args, "impl") else None
+    if refused:
+        parser.error(refused)
     try:
         impl_dir = resolve_impl_dir(args.impl)
     except FileNotFoundError as exc:

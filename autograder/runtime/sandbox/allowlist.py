@@ -92,53 +92,67 @@ def _imported_modules(folder: str) -> set[str]:
     return {n for n in names if n not in stdlib and n not in ("hetero", "autograder")}
 
 
-def _requirement_names(dist: importlib.metadata.Distribution) -> list[str]:
-    """The distributions `dist` requires outside its extras. Markers are not evaluated: a requirement
-    whose marker leaves it out here is simply not installed, and is skipped by `distributions`."""
+def _requirement_names(
+    dist: importlib.metadata.Distribution, extras: frozenset[str]
+) -> list[tuple[str, frozenset[str]]]:
+    """(name, extras asked for) of the distributions `dist` requires, outside its extras but `extras`.
+    Other markers are not evaluated: a requirement whose marker leaves it out here is simply not
+    installed, and is skipped by `distributions`."""
     names = []
     for req in dist.requires or []:
         spec, _, marker = req.partition(";")
-        if "extra" in marker:
+        wanted = re.findall(r"extra\s*==\s*['\"]([^'\"]+)['\"]", marker)
+        if wanted and not extras.intersection(wanted):
             continue
-        match = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", spec)
+        match = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[([^\]]*)\])?", spec)
         if match:
-            names.append(match.group(1))
+            asked = frozenset(e.strip() for e in (match.group(2) or "").split(",") if e.strip())
+            names.append((match.group(1), asked))
     return names
 
 
-def distributions() -> list[importlib.metadata.Distribution]:
-    """The installed distributions a child may use: those providing `hetero`'s third-party imports and,
-    recursively, everything they require (as installed here)."""
-    todo = []
+def distributions(tools: tuple[str, ...] = ()) -> list[importlib.metadata.Distribution]:
+    """The installed distributions a child may use: those providing `hetero`'s third-party imports, the
+    distributions named in `tools` (a trusted tool run on a student's files: otter-grader), and,
+    recursively, everything they require (as installed here), with the extras they ask for."""
+    todo: list[tuple[str, frozenset[str]]] = [(t, frozenset()) for t in tools]
     providers: Mapping[str, list[str]] | None = None
     for module in sorted(_imported_modules(_hetero_dir())):
         try:
             importlib.metadata.distribution(module)  # most import names are their distribution's name
-            todo.append(module)
+            todo.append((module, frozenset()))
         except importlib.metadata.PackageNotFoundError:
             providers = providers if providers is not None else importlib.metadata.packages_distributions()
-            todo.extend(providers.get(module, []))
+            todo.extend((name, frozenset()) for name in providers.get(module, []))
     seen: dict[str, importlib.metadata.Distribution] = {}
+    done: set[tuple[str, frozenset[str]]] = set()
     while todo:
-        name = todo.pop()
+        name, extras = todo.pop()
         key = re.sub(r"[-_.]+", "-", name).lower()
-        if key in seen:
+        if (key, extras) in done:
             continue
+        done.add((key, extras))
         try:
             dist = importlib.metadata.distribution(name)
         except importlib.metadata.PackageNotFoundError:
             continue
         seen[key] = dist
-        todo.extend(_requirement_names(dist))
+        todo.extend(_requirement_names(dist, extras))
     return [seen[k] for k in sorted(seen)]
 
 
 def _installed_entries(dist: importlib.metadata.Distribution, site: str) -> set[str]:
-    """The top-level entries (folders, modules, the .dist-info) of `dist` in `site`, from its RECORD."""
+    """The top-level entries (folders, modules, the .dist-info) of `dist` in `site`, from its RECORD, and the
+    files it installed outside `site` but inside the venv (a kernel spec under share/jupyter, a script)."""
     entries = set()
     for line in (dist.read_text("RECORD") or "").splitlines():
-        first = line.split(",", 1)[0].split("/", 1)[0]
-        if first and first not in (".", ".."):
+        name = line.split(",", 1)[0]
+        first = name.split("/", 1)[0]
+        if first == "..":
+            outside = os.path.normpath(os.path.join(site, name))
+            if _inside(outside, sys.prefix):
+                entries.add(outside)
+        elif first and first != ".":
             entries.add(os.path.join(site, first))
     return entries
 
@@ -184,11 +198,12 @@ def _system_paths() -> set[str]:
     return paths
 
 
-@functools.lru_cache(maxsize=1)
-def compute() -> AllowList:
-    """The allow-list of this grader process (see the module docstring); checked by `check`."""
+@functools.lru_cache(maxsize=4)
+def compute(tools: tuple[str, ...] = ()) -> AllowList:
+    """The allow-list of this grader process (see the module docstring), with the installed files of `tools`
+    and what they require where a tool runs on a student's files; checked by `check`."""
     packages = {_hetero_dir()}
-    for dist in distributions():
+    for dist in distributions(tools):
         base = os.path.normpath(str(dist.locate_file("")))
         packages |= {e for e in _installed_entries(dist, base) if os.path.lexists(e) and not e.endswith(".pth")}
     read = {os.path.normpath(p) for p in _interpreter_paths() | _system_paths() | packages if os.path.lexists(p)}

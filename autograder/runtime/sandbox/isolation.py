@@ -108,21 +108,32 @@ def _inside(path: str, folder: str) -> bool:
     return path == folder or path.startswith(folder.rstrip("/") + "/")
 
 
-def _folders_to(dest: str) -> list[str]:
-    """`--dir` for each folder above `dest` (mode 0755: bwrap would make the folders on the way to a
-    bind mode 0700, which the sandbox uid could not pass)."""
+def _folders_to(dest: str, made: set[str] | None = None) -> list[str]:
+    """`--dir` for each folder above `dest` not in `made` yet (mode 0755: bwrap would make the folders on the
+    way to a bind mode 0700, which the sandbox uid could not pass); adds them to `made`."""
+    made = set() if made is None else made
     args = []
     for parent in reversed(Path(dest).parents):
-        if str(parent) != "/":
+        if str(parent) != "/" and str(parent) not in made:
+            made.add(str(parent))
             args += ["--dir", str(parent)]
     return args
 
 
-def bwrap_args(found: dict, code: Path) -> list[str]:
+HOSTS = "127.0.0.1 localhost\n::1 localhost\n"  # the name a tool on the child's own loopback looks up
+NSSWITCH = "hosts: files\n"
+
+
+def bwrap_args(
+    found: dict, code: Path, tools: tuple[str, ...] = (), work: Path | None = None, loopback: bool = False
+) -> list[str]:
     """bubblewrap's arguments for one child (before `--` and the command): namespaces, the allow-list
     bound read-only at its own paths (links on the way kept as links), /proc, /dev, the private tmpfs
     (size-capped by bwrap's --size without root, from 0.8 on; by jail.py's remount as root), and `code`
-    (the host folder with the child's copies) at SANDBOX_CODE."""
+    (the host folder with the child's copies) at SANDBOX_CODE; `work`: a host folder bound (writable) as the
+    work folder instead of its tmpfs, for a command whose output is collected afterwards; `loopback`: an
+    /etc/hosts and nsswitch.conf of the child's own (HOSTS: "localhost" only, written into `code`), for a
+    tool that talks to itself over its namespace's loopback."""
     args = ["--die-with-parent", "--new-session", "--as-pid-1"]
     if found["user"]:
         args += ["--unshare-all", "--cap-drop", "ALL"]  # a user namespace (the grader is not root); no capability in it
@@ -132,41 +143,49 @@ def bwrap_args(found: dict, code: Path) -> list[str]:
     size = ["--size", str(TMPFS_BYTES)] if found["user"] and found["sized"] else []
     for folder in PRIVATE_FOLDERS:
         args += ["--perms", "1777", *size, "--tmpfs", folder]
-    args += [*_folders_to(SANDBOX_WORK), "--perms", "0700", *size, "--tmpfs", SANDBOX_WORK]
-    args += ["--perms", "0700", "--dir", SANDBOX_WORK + "/tmp"]
-    allow = allowlist.compute()
+    if work is None:
+        args += [*_folders_to(SANDBOX_WORK), "--perms", "0700", *size, "--tmpfs", SANDBOX_WORK]
+        args += ["--perms", "0700", "--dir", SANDBOX_WORK + "/tmp"]
+    else:
+        args += [*_folders_to(SANDBOX_WORK), "--bind", str(work), SANDBOX_WORK]
+    allow = allowlist.compute(tools)
+    made: set[str] = set()
     for path in allow.read:
         if path.startswith(("/proc/", "/dev/")):
             continue  # bwrap's own /proc and /dev
-        args += _bind(path)
+        args += _bind(path, made)
     args += [*_folders_to(SANDBOX_CODE), "--ro-bind", str(code), SANDBOX_CODE]
+    if loopback:
+        for name, text in (("hosts", HOSTS), ("nsswitch.conf", NSSWITCH)):
+            (code / f"etc-{name}").write_text(text)
+            args += ["--ro-bind", str(code / f"etc-{name}"), f"/etc/{name}"]
     return args + ["--remount-ro", "/", "--chdir", "/"]
 
 
-def _bind(path: str) -> list[str]:
+def _bind(path: str, made: set[str]) -> list[str]:
     """Bind `path` read-only at its own place; a link (at the path itself) is recreated as a link."""
     if os.path.islink(path):
-        return [*_folders_to(path), "--symlink", os.readlink(path), path]
+        return [*_folders_to(path, made), "--symlink", os.readlink(path), path]
     real = os.path.realpath(path)
     if real != path:  # a link on the way (merged /usr: /lib -> usr/lib): bind what it names at this path
-        return [*_folders_to(path), "--ro-bind", real, path]
-    return [*_folders_to(path), "--ro-bind", path, path]
+        return [*_folders_to(path, made), "--ro-bind", real, path]
+    return [*_folders_to(path, made), "--ro-bind", path, path]
 
 
-def namespace_setup(found: dict, owner: tuple[int, int]) -> dict:
+def namespace_setup(found: dict, owner: tuple[int, int], tmpfs_work: bool = True) -> dict:
     """What jail.py does inside the namespaces before the harness (`jail.prepare`): as root, the size
-    caps of the private tmpfs (a remount), the work folder handed to `owner`, and the loopback device
-    down; nothing without root (bwrap sized the tmpfs where it can, and the loopback stays up in a
-    network namespace of its own)."""
+    caps of the private tmpfs (a remount), the work folder handed to `owner` (a bound host folder, with
+    `tmpfs_work` false, is the grader's to prepare), and the loopback device down; nothing without root
+    (bwrap sized the tmpfs where it can, and the loopback stays up in a network namespace of its own)."""
     if found["user"]:
         return {"resize": [], "owned": [], "loopback_down": False}
     uid, gid = owner
+    works = (SANDBOX_WORK,) if tmpfs_work else ()
     return {
         "resize": [
-            {"path": p, "data": f"size={TMPFS_BYTES},nr_inodes={TMPFS_INODES}"}
-            for p in (*PRIVATE_FOLDERS, SANDBOX_WORK)
+            {"path": p, "data": f"size={TMPFS_BYTES},nr_inodes={TMPFS_INODES}"} for p in (*PRIVATE_FOLDERS, *works)
         ],
-        "owned": [{"path": p, "uid": uid, "gid": gid} for p in (SANDBOX_WORK, SANDBOX_WORK + "/tmp")],
+        "owned": [{"path": p, "uid": uid, "gid": gid} for w in works for p in (w, w + "/tmp")],
         "loopback_down": True,
     }
 

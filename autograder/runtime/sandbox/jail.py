@@ -173,6 +173,7 @@ def _harness(setup: dict, exec_fd: int) -> None:
         prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
         resource.setrlimit(resource.RLIMIT_AS, (harness["limits"]["memory_bytes"],) * 2)
         os.chdir(harness["cwd"])
+        os.close(setup["setup_fd"])
         if harness.get("seccomp"):
             install_seccomp(bytes.fromhex(harness["seccomp"]))
         os.execve(harness["argv"][0], harness["argv"], dict(os.environ))
@@ -381,8 +382,10 @@ def enter(setup: dict) -> None:
         _setup_line(setup["result_fd"], False, [f"the sandbox could not be entered: {exc}"])
         os._exit(125)
     if setup["rung"] == "bwrap":
-        inside = json.dumps({**setup, "stage": "init"})
-        os.execv(setup["bwrap"][0], [*setup["bwrap"], setup["python"], "-I", "-S", "-B", setup["jail"], inside])
+        fd = setup["setup_fd"]
+        os.execv(
+            setup["bwrap"][0], [*setup["bwrap"], setup["python"], "-I", "-S", "-B", setup["jail"], "--init", str(fd)]
+        )
     os.set_inheritable(setup["status_fd"], False)  # the harness's exec closes it
     _libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     supervise(setup, [])
@@ -400,14 +403,22 @@ def init(setup: dict) -> None:
     supervise(setup, notes)
 
 
+def read_setup(fd: int) -> dict:
+    """The setup the grader wrote into the memory file `fd` (read from its start: every stage reads it)."""
+    size = os.fstat(fd).st_size
+    return dict(json.loads(os.pread(fd, size, 0)), setup_fd=fd)
+
+
 def main(argv: list[str]) -> None:
-    """`jail.py SETUP_JSON` starts a child; `jail.py --probe SETUP_JSON` only prepares bwrap's namespaces."""
+    """`jail.py --setup FD` starts a child (stage 1; `--init FD` is stage 2 inside bwrap), FD a memory file
+    holding the setup (too long for a command line with a tool's allow-list); `jail.py --probe SETUP_JSON`
+    only prepares bwrap's namespaces."""
     if argv[1:2] == ["--probe"]:
         notes = prepare(json.loads(argv[2]))
         print(json.dumps({"ok": True, "notes": notes}), flush=True)
         return
-    setup = json.loads(argv[1])
-    if setup.get("stage") == "init":
+    setup = read_setup(int(argv[2]))
+    if argv[1] == "--init":
         init(setup)
     else:
         enter(setup)

@@ -12,51 +12,19 @@ import json
 import os
 import secrets
 import selectors
-import shutil
-import signal
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
-from autograder.runtime.sandbox import allowlist, isolation, ladder, syscalls, users
+from autograder.runtime.sandbox import ladder, users
+from autograder.runtime.sandbox.launch import Launch
 from autograder.runtime.sandbox.limits import ChildReport, Limits
 from autograder.runtime.sandbox.records import _describe_exit, _Run
 
-CHILD_SOURCE = Path(__file__).with_name("child.py")
-
 EXIT_GRACE_S = 2.0  # after the last record: time the child gets to exit by itself
 
-TERM_GRACE_S = 3.0  # after SIGTERM: time the launcher gets to end every process of the child
-
 READ_CHUNK_BYTES = 1 << 16
-
-# The child's whole environment is _child_env's: nothing of the grader's reaches it (an index URL with a
-# token, a cluster's address, the instructor's paths), but these names, which only the package's own tests
-# set: a tag marking the processes a test started, and where the adversarial fixtures aim.
-PASSED_ENV = ("A2_TEST_TAG", "A2_TEST_PORT", "A2_TEST_READ", "A2_TEST_OTHER_CLONE", "A2_TEST_FOLDERS")
-
-
-def _child_env(work: Path) -> dict[str, str]:
-    env = {
-        "PATH": "/usr/local/bin:/usr/bin:/bin",
-        "HOME": str(work),
-        "PWD": str(work),  # its working folder (bubblewrap sets it too)
-        "TMPDIR": str(work / "tmp"),
-        "LANG": "C.UTF-8",
-        "LC_ALL": "C.UTF-8",
-        "PYTHONHASHSEED": "0",  # set iteration order, hence results, identical on every run
-        "PYTHONNOUSERSITE": "1",
-        "OMP_NUM_THREADS": "1",
-        "OPENBLAS_NUM_THREADS": "1",
-        "MKL_NUM_THREADS": "1",
-        "MALLOC_ARENA_MAX": "2",  # glibc reserves 64 MB of address space per arena: keep RLIMIT_AS honest
-        "MPLBACKEND": "Agg",
-        "MPLCONFIGDIR": str(work / ".config" / "matplotlib"),
-    }
-    env.update({k: v for k, v in os.environ.items() if k in PASSED_ENV})
-    return env
 
 
 class _Output:
@@ -83,7 +51,8 @@ class _Output:
 
 
 class _Child:
-    """One child process: its folders, its uid, its cgroup, its pipes; `run` exchanges specs and records."""
+    """One grading child: the harness child.py on the student's file in a `Launch`; `run` exchanges call
+    specs and result records with it."""
 
     def __init__(
         self,
@@ -99,148 +68,34 @@ class _Child:
         self.student_file, self.module_name = student_file, module_name
         self.specs, self.hidden_from, self.limits = specs, hidden_from, limits
         self.report, self.output, self.rung = report, output, rung
-        self.user = users.SandboxUser() if rung.separate_uid else None
-        self.notes = list(rung.notes) + [f"uid: {self.user.uid}" if self.user else "uid: the grader's own"]
-        self.status_r = -1  # the read end of the status pipe of the child running now
-        self.ended_by_jail = 0  # the byte after the wait status (jail.ENDED)
-
-    def _folders(self, base: Path) -> tuple[Path, str, str, Path]:
-        """The child's code folder (its file, child.py, jail.py, site/ of links to its packages; read-only
-        for it), its paths as it sees them (code, work) and the work folder on the host (a tmpfs in bwrap)."""
-        ro, work = base / "ro", base / "work"
-        ro.mkdir(mode=0o755)
-        target = ro / f"{self.module_name}.py"
-        shutil.copyfile(self.student_file, target)
-        shutil.copyfile(CHILD_SOURCE, ro / "child.py")
-        shutil.copyfile(isolation.JAIL_SOURCE, ro / "jail.py")
-        for path in (target, ro / "child.py", ro / "jail.py"):
-            path.chmod(0o644)
-        site = ro / "site"
-        site.mkdir(mode=0o755)
-        for name, dest in allowlist.site_links().items():
-            os.symlink(dest, site / name)
-        if self.rung.name == "bwrap":
-            return ro, isolation.SANDBOX_CODE, isolation.SANDBOX_WORK, work
-        (work / "tmp").mkdir(parents=True)
-        owner = (self.user.uid, self.user.gid) if self.user else (os.getuid(), os.getgid())
-        base.chmod(0o711)
-        for path in (work, work / "tmp"):
-            os.chown(path, *owner)
-            path.chmod(0o700)
-        return ro, str(ro), str(work), work
+        self.notes: list[str] = []
 
     def run(self, first: int, deadline: float, cpu_left_s: float, skipped_funcs: frozenset[str]) -> int | None:
         """Run cases from index `first`; returns the index of a case stopped at the per-case limit, if any."""
-        base = Path(tempfile.mkdtemp(prefix=f"a2grade-{os.getpid()}-", dir=_parent(self.user is not None)))
-        proc: subprocess.Popen | None = None
-        fds: list[int] = []
-        group = None
-        ruleset = None
-        rung = self.rung
-        try:
-            ro, code, cwd, work = self._folders(base)
-            if rung.groups is not None:
-                group = rung.groups.make(self.limits.memory_mib * 2**20, self.limits.max_processes)
-            result_r, result_w = os.pipe()
-            out_r, out_w = os.pipe()
-            status_r, status_w = os.pipe()
-            fds = [result_r, result_w, out_r, out_w, status_r, status_w]
-            passed = [result_w, status_w]
-            if rung.landlock_abi:
-                allow = allowlist.compute()
-                ruleset = ladder.rules_for([*allow.read, str(ro)], [str(work)], rung.landlock_abi, allow.listed)
-                os.set_inheritable(ruleset.fileno(), True)
-                passed.append(ruleset.fileno())
+        with Launch(self.rung, self.limits, {f"{self.module_name}.py": self.student_file}) as launch:
+            self.launch = launch
+            self.notes = launch.notes
             key = secrets.token_bytes(32)
 
             def mark_public() -> None:
                 if self.output.public_bytes is None:
-                    self._drain(out_r)
+                    self._drain(launch.out_r)
                     self.output.public_bytes = self.output.total
 
             run = _Run(self.specs, key, self.hidden_from, self.report, first, mark_public, skipped_funcs)
-            hello = {"key": key.hex(), "path": f"{code}/{self.module_name}.py", "name": self.module_name}
-            setup = self._setup(code, cwd, result_w, status_w, cpu_left_s, ruleset, group, ro)
-            proc = subprocess.Popen(
-                [*isolation.jail_command(False), json.dumps(setup)],
-                stdin=subprocess.PIPE,
-                stdout=out_w,
-                stderr=out_w,
-                pass_fds=tuple(passed),
-                cwd=str(base),
-                env=_child_env(Path(cwd)),
-                start_new_session=True,
-            )
-            for fd in (result_w, out_w, status_w):
-                os.close(fd)
-                fds.remove(fd)
-            if ruleset is not None:
-                ruleset.close()
-                ruleset = None
-            self.status_r = status_r
-            stopped = self._pump(proc, run, hello, result_r, out_r, deadline)
-            self.report.survivors_killed += self._reap(proc)
-            self._drain(out_r)
-            if group is not None and self.report.ended in ("signal", "exited", "timeout", "cpu"):
-                if group.memory_events().get("oom_kill", 0):  # the cgroup's cap, not a crash
-                    self._stop("memory", self._memory_detail())
+            hello = {"key": key.hex(), "path": f"{launch.code}/{self.module_name}.py", "name": self.module_name}
+            argv = [sys.executable, "-S", "-s", "-B", "-u", f"{launch.code}/child.py", "{result_fd}"]
+            proc = launch.start(argv, cpu_left_s)
+            try:
+                stopped = self._pump(proc, run, hello, launch.result_r, launch.out_r, deadline)
+            finally:
+                survivors, cpu = launch.end(proc)
+                self.report.survivors_killed += survivors
+                self.report.cpu_s += cpu
+            self._drain(launch.out_r)
+            if self.report.ended in ("signal", "exited", "timeout", "cpu") and launch.memory_stopped():
+                self._stop("memory", self._memory_detail())
             return stopped
-        finally:
-            if proc is not None and proc.returncode is None:
-                self._reap(proc)
-            for fd in fds:
-                os.close(fd)
-            self.status_r = -1
-            if ruleset is not None:
-                ruleset.close()
-            if group is not None:
-                group.remove()
-            if self.user is not None:
-                self.user.release()
-            users.remove_tree(base)
-
-    def _setup(
-        self, code: str, cwd: str, result_w: int, status_w: int, cpu_left_s: float, ruleset, group, ro: Path
-    ) -> dict:
-        """jail.py's SETUP (its module docstring says what each stage does with it)."""
-        rung = self.rung
-        if self.user:
-            nproc = self.limits.max_processes
-        else:  # RLIMIT_NPROC counts every process of the grader's uid
-            nproc = users._own_task_count() + self.limits.max_processes
-        setup: dict = {
-            "stage": "enter",
-            "rung": "bwrap" if rung.name == "bwrap" else "host",
-            "grader_pid": os.getpid(),
-            "result_fd": result_w,
-            "status_fd": status_w,
-            "cgroup": [str(p) for p in group.procs] if group is not None else [],
-            # the launcher's watchdog, where no cgroup caps the exercise's processes together
-            "memory_bytes": self.limits.memory_mib * 2**20 if group is None else None,
-            "harness": {
-                "uid": self.user.uid if self.user else None,
-                "gid": self.user.gid if self.user else None,
-                "cwd": cwd,
-                "argv": [sys.executable, "-S", "-s", "-B", "-u", f"{code}/child.py", str(result_w)],
-                "landlock_fd": ruleset.fileno() if ruleset is not None else None,
-                "seccomp": syscalls.program(rung.seccomp).hex() if rung.seccomp else "",
-                "limits": {
-                    "cpu_s": max(1, int(cpu_left_s + 0.999)),
-                    "file_bytes": self.limits.output_bytes,
-                    "open_files": self.limits.open_files,
-                    "processes": nproc,
-                    "memory_bytes": self.limits.memory_mib * 2**20,
-                },
-            },
-        }
-        if rung.name == "bwrap":
-            assert rung.bwrap is not None
-            owner = (self.user.uid, self.user.gid) if self.user else (os.getuid(), os.getgid())
-            setup["prepare"] = isolation.namespace_setup(rung.bwrap, owner)
-            setup["bwrap"] = [rung.bwrap["bwrap"], *isolation.bwrap_args(rung.bwrap, ro), "--"]
-            setup["python"] = sys.executable
-            setup["jail"] = f"{isolation.SANDBOX_CODE}/jail.py"
-        return setup
 
     def _memory_detail(self) -> str:
         return f"the memory limit ({self.limits.memory_mib} MiB for all the processes of the exercise) was exceeded"
@@ -382,7 +237,7 @@ class _Child:
                 f"{self.output.text(self.output.total, 2000)}"
             )
         if run.next_seq < len(run.specs) or run.imported is None:
-            if self.ended_by_jail == 1:  # jail.ENDED["memory"]: the watchdog ended it
+            if self.launch.ended_by_jail == 1:  # jail.ENDED["memory"]: the watchdog ended it
                 self._stop("memory", self._memory_detail())
             else:
                 self._stop(*_describe_exit(report.returncode or 0, report.cpu_s, limits))
@@ -390,73 +245,11 @@ class _Child:
 
     def _wait(self, proc: subprocess.Popen) -> bool:
         """Reap the child if it has exited (recording status and CPU time); True once it has."""
-        try:
-            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-        except ChildProcessError:
-            return True
-        if pid == 0:
-            return False
-        proc.returncode = os.waitstatus_to_exitcode(self._harness_status(status))
-        self.report.returncode = proc.returncode
-        self.report.cpu_s += usage.ru_utime + usage.ru_stime
-        return True
-
-    def _harness_status(self, status: int) -> int:
-        """The harness's raw wait status as jail.py reported it on the status pipe (so the grader sees
-        SIGXCPU, SIGXFSZ or an exit code whatever bwrap's own status is); `status` when none came."""
-        try:
-            os.set_blocking(self.status_r, False)
-            raw = os.read(self.status_r, 5)
-        except OSError:
-            raw = b""
-        if len(raw) == 5:
-            self.ended_by_jail = raw[4]
-        return int.from_bytes(raw[:4], "little") if len(raw) >= 4 else status
-
-    def _reap(self, proc: subprocess.Popen) -> int:
-        """End the child: on the host rungs, ask the launcher (SIGTERM) to kill every process the child
-        started (its descendants, orphans included) and wait for it; then kill the jail's process group
-        (inside bwrap: so, by PR_SET_PDEATHSIG, the namespace's init, so everything in it), reap it, and
-        as root kill every process left with the child's uid; returns how many were left."""
-        if self.rung.name != "bwrap" and proc.returncode is None:
-            try:
-                os.kill(proc.pid, signal.SIGTERM)
-                deadline = time.monotonic() + TERM_GRACE_S
-                while time.monotonic() < deadline and not self._wait(proc):
-                    time.sleep(0.01)
-            except ProcessLookupError:
-                pass
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-        if proc.returncode is None:
-            try:
-                _, status, usage = os.wait4(proc.pid, 0)
-                proc.returncode = os.waitstatus_to_exitcode(status)
-                self.report.cpu_s += usage.ru_utime + usage.ru_stime
-            except ChildProcessError:
-                proc.returncode = -signal.SIGKILL
-        if proc.stdin is not None:
-            try:
-                proc.stdin.close()
-            except OSError:
-                pass
-        return users.kill_uid(self.user.uid) if self.user is not None else 0
-
-
-def _parent(other_uid: bool) -> str | None:
-    """Where a child's folders go: the temporary folder, unless a child running as another uid could not
-    pass through a folder on the way to it (a pytest or user TMPDIR under a 0700 folder); then the first of
-    /var/tmp and /tmp (world-writable, sticky: the folder made in it is the grader's, mode 0711)."""
-    base = Path(tempfile.gettempdir()).resolve()
-    if not other_uid or all(p.stat().st_mode & 0o001 for p in (base, *base.parents)):
-        return None
-    for candidate in ("/var/tmp", "/tmp"):
-        info = os.stat(candidate)
-        if info.st_mode & 0o1003 == 0o1003:
-            return candidate
-    raise users.SandboxError(f"no folder a sandbox uid can pass through to its own (TMPDIR {base} is private)")
+        exited, cpu = self.launch.wait(proc)
+        if exited and proc.returncode is not None:
+            self.report.returncode = proc.returncode
+        self.report.cpu_s += cpu
+        return exited
 
 
 def _setup_notes(line: bytes | bytearray) -> list[str]:

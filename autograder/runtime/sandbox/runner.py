@@ -34,7 +34,7 @@ and what each rung leaves open, with numbers, are in docs/DESIGN.md ("Isolation"
 - uids (root only): each child runs as its own uid from SANDBOX_UIDS, no supplementary groups,
   PR_SET_NO_NEW_PRIVS, PR_SET_PDEATHSIG; never the same uid twice in a grader process, and among free
   uids the one released longest ago (lock files in a folder only root can write keep graders apart).
-- environment: `process._child_env`, nothing else of the grader's.
+- environment: `launch.child_env`, nothing else of the grader's.
 - page cache: emptied of what a child can read between a hidden phase and a later public phase
   (`pagecache`).
 

@@ -76,8 +76,8 @@ OWNERS = "chmod fchmod fchmodat fchmodat2 chown fchown lchown fchownat".split()
 MARKS = "utime utimes utimensat futimesat setxattr lsetxattr fsetxattr removexattr lremovexattr fremovexattr".split()
 
 # Refused with an errno that says so (everything else not allowed: ENOSYS).
+SOCKET_CALLS = "connect bind listen accept accept4".split()  # refused with socket() itself (EACCES)
 REFUSED = {
-    errno.EACCES: "socket connect bind listen accept accept4".split(),
     errno.EPERM: (
         "ptrace process_vm_readv process_vm_writev kcmp pidfd_getfd unshare setns mount umount2 pivot_root chroot "
         "move_mount open_tree fsopen fsmount fsconfig fspick mount_setattr add_key request_key keyctl bpf "
@@ -121,9 +121,18 @@ def _add(flt, action: int, name: str | int, *args) -> None:
     flt.add_rule(action, name, *args)
 
 
+SOCKETS = ("pair", "unix", "loopback")  # what socket() may make: nothing (a connected AF_UNIX pair only), ...
+# ... AF_UNIX, or AF_UNIX, AF_INET, AF_INET6 and AF_NETLINK (a namespace's own interfaces, as ZeroMQ lists them)
+FAMILIES = {"unix": (AF_UNIX,), "loopback": (AF_UNIX, 2, 10, 16)}
+
+
 @functools.cache
-def program(rung: str) -> bytes:
-    """The seccomp program (struct sock_filter array, native byte order) for `rung`."""
+def program(rung: str, sockets: str = "pair") -> bytes:
+    """The seccomp program (struct sock_filter array, native byte order) for `rung`. `sockets`: "pair" (the
+    grader's children: socketpair(AF_UNIX) only); "unix" (socket() of AF_UNIX too); "loopback" (AF_INET and
+    AF_INET6 and AF_NETLINK too: only inside bubblewrap's network namespace, where nothing but its own loopback
+    exists,
+    for a trusted tool that talks to itself over TCP: Otter's log server, a Jupyter kernel)."""
     if rung not in RUNGS:
         raise ValueError(f"unknown rung {rung!r}; one of {RUNGS}")
     sc = _lib()
@@ -141,6 +150,18 @@ def program(rung: str) -> bytes:
     # clone3 is in no list: ENOSYS, the default, so glibc makes threads with clone, whose flags are checked
     _add(flt, allow, "clone", sc.Arg(0, sc.MASKED_EQ, CLONE_NAMESPACES, 0))  # with a namespace flag: ENOSYS
     _add(flt, allow, "socketpair", sc.Arg(0, sc.EQ, AF_UNIX))
+    if sockets != "pair":  # socket() of these families; the calls on a socket then work on those alone
+        families = FAMILIES[sockets]
+        for family in families:
+            _add(flt, allow, "socket", sc.Arg(0, sc.EQ, family))
+        _add(flt, sc.ERRNO(errno.EACCES), "socket", sc.Arg(0, sc.GT, max(families)))
+        for gap in sorted(set(range(max(families))) - set(families)):
+            _add(flt, sc.ERRNO(errno.EACCES), "socket", sc.Arg(0, sc.EQ, gap))
+        for name in SOCKET_CALLS:
+            _add(flt, allow, name)
+    else:
+        for name in ("socket", *SOCKET_CALLS):
+            _add(flt, sc.ERRNO(errno.EACCES), name)
     _add(flt, sc.ERRNO(errno.EAFNOSUPPORT), "socketpair", sc.Arg(0, sc.NE, AF_UNIX))
     _add(flt, allow, "prlimit64", sc.Arg(0, sc.EQ, 0))
     _add(flt, sc.ERRNO(errno.EPERM), "prlimit64", sc.Arg(0, sc.NE, 0))

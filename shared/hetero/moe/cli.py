@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from hetero.impl import add_impl_argument, load_exercise, resolve_impl_dir
+from hetero.impl import add_impl_argument, load_exercise, resolve_impl_dir, untrusted_impl
 from hetero.moe.checkpoint import ensure_checkpoint, load_checkpoint
 from hetero.moe.config import DEFAULT_CONFIG
 from hetero.moe.experiment import deferral_figures, render_deferral
@@ -58,6 +58,9 @@ def main(argv: list[str] | None = None) -> int:
     add_impl_argument(p_eval, "ex10")
     p_eval.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args(argv)
+    refused = untrusted_impl(args.impl, args.trust_impl) if hasattr(args, "impl") else None
+    if refused:
+        parser.error(refused)
     configs = [
         dataclasses.replace(DEFAULT_CONFIG, seed=s, steps=args.steps, router_temperature=args.router_temperature)
         for s in args.seeds

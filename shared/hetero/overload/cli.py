@@ -18,7 +18,7 @@ import math
 import sys
 from pathlib import Path
 
-from hetero.impl import MissingExercise, add_impl_argument, exercise_function, resolve_impl_dir
+from hetero.impl import MissingExercise, add_impl_argument, exercise_function, resolve_impl_dir, untrusted_impl
 from hetero.overload.config import POLICIES, Policy
 from hetero.overload.experiment import LAG_SWEEP_SEEDS, SEEDS, exercise_functions, experiment, lag_sweep
 from hetero.overload.report import plot, plot_lag, plot_sweep, render, render_lag, render_sweep, render_trace
@@ -120,6 +120,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--policy", default="all", help=f"one of {', '.join(CLI_POLICIES)}")
     parser.add_argument("--oversubscription", type=float, default=1.1, help="threshold factor of 'oversubscribed'")
     args = parser.parse_args(argv)
+    refused = untrusted_impl(args.impl, args.trust_impl) if hasattr(args, "impl") else None
+    if refused:
+        parser.error(refused)
     if args.policy not in CLI_POLICIES:
         parser.error(f"--policy: unknown policy {args.policy!r}; choose one of {', '.join(CLI_POLICIES)}")
     for flag, value in (

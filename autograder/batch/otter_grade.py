@@ -10,6 +10,15 @@ scores 0 ("missing"); an `otter run` that fails or times out scores 0 with its r
 (the whole error in OUT/<student>/<exercise>/otter-error.log).
 Several runs go at once (`--workers`). Output: a table on the terminal and, with --csv, one row per
 student (student, one column per exercise, total), student names escaped for the terminal and CSV.
+
+Each `otter run` runs in the grader's sandbox (`export_otter.run`: a uid of its own, nothing of the machine
+but the interpreter and the packages, its processes ended and its time and memory capped; it needs the
+bubblewrap rung, whose network namespace gives Otter's log server and kernel a loopback of their own,
+and refuses elsewhere). What the sandbox cannot change is Otter's own model: its checks run inside the
+student's kernel, beside the student's code, which can read the hidden tests shipped in the autograder
+zip and patch what checks them (RESIDUAL_RISK, printed with every run). `--native` grades the same
+notebooks through the native grader instead (`grade-all`: the notebook reader, the sealed two-phase
+batch, the checks outside the student's process), with the same points.
 """
 
 from __future__ import annotations
@@ -26,6 +35,14 @@ from autograder.core.safetext import csv_cell, terminal_text
 from autograder.exports import export_otter
 
 RUN_TIMEOUT_S = 60.0  # kernel start-up, added to three times the exercise's own limit
+
+RESIDUAL_RISK = (
+    "otter-grade: Otter runs its checks inside the student's kernel: the student's code can read the hidden "
+    "tests in the autograder zip and patch the checks, so a score here is only as sound as the student is "
+    "honest. Each run is sandboxed (no file of this machine, no network, no process left, time and memory "
+    "capped), which protects the machine, not the grade. For grades that hold against hostile code: --native "
+    "(the same notebooks through the native grader, the same points)."
+)
 
 
 def assigned(masters: Path, assign: Callable[[Path, Path], tuple[Path, Path]] = export_otter.assign) -> dict[str, Path]:
@@ -52,7 +69,7 @@ def grade_class(
     submissions: Path,
     out: Path,
     workers: int = 2,
-    run: Callable[[Path, Path, Path, float], dict[str, float]] = export_otter.run,
+    run: Callable[[Path, Path, Path, float, int], dict[str, float]] = export_otter.run,
     assign: Callable[[Path, Path], tuple[Path, Path]] = export_otter.assign,
 ) -> dict[str, dict[str, tuple[float, str]]]:
     """{student: {exercise id: (points, "" or why 0)}} for every student folder and assigned exercise."""
@@ -67,7 +84,7 @@ def grade_class(
             return 0.0, "missing"
         where = out / student.name / ex.id
         try:
-            points = run(zips[ex.id], notebook, where, RUN_TIMEOUT_S + 3 * ex.timeout_s)
+            points = run(zips[ex.id], notebook, where, RUN_TIMEOUT_S + 3 * ex.timeout_s, ex.memory_mib)
         except Exception as exc:  # noqa: BLE001 - one student's failed run costs that exercise only
             where.mkdir(parents=True, exist_ok=True)
             (where / "otter-error.log").write_text(f"{type(exc).__name__}: {exc}\n", encoding="utf-8")
@@ -80,6 +97,20 @@ def grade_class(
     table: dict[str, dict[str, tuple[float, str]]] = {}
     for (student, ex), result in zip(jobs, results, strict=True):
         table.setdefault(student.name, {})[ex.id] = result
+    return table
+
+
+def native_table(submissions: Path, out: Path, workers: int = 2) -> dict[str, dict[str, tuple[float, str]]]:
+    """The sound route for the same submissions: `grade-all` (each student folder's exNN_<name>.ipynb read by
+    the notebook reader, graded in sealed sandboxed children) into out/native; the table `grade_class`
+    gives, from its gradebook."""
+    from autograder.batch import bulk
+
+    report = bulk.grade_all(submissions, out / "native", workers, progress=False)
+    table: dict[str, dict[str, tuple[float, str]]] = {}
+    for record in report.records:
+        why = "" if record.status == "graded" else record.status
+        table[record.student] = {ex.id: (record.exercises.get(ex.id, (0.0, 0.0))[0], why) for ex in EXERCISES}
     return table
 
 
@@ -100,11 +131,20 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--out", type=Path, default=Path("out/otter"), help="where `otter run` writes (per student)")
     parser.add_argument("--csv", type=Path, help="write one row per student: points per exercise and total")
     parser.add_argument("--workers", type=int, default=2, help="otter runs at once")
+    parser.add_argument(
+        "--native",
+        action="store_true",
+        help="grade the notebooks through the native grader (sandboxed, checks outside the student's process)",
+    )
     args = parser.parse_args(argv)
     if not args.submissions.is_dir():
         parser.error(f"{args.submissions}: not a folder")
     try:
-        table = grade_class(args.masters, args.submissions, args.out, args.workers)
+        if args.native:
+            table = native_table(args.submissions, args.out, args.workers)
+        else:
+            print(RESIDUAL_RISK, file=sys.stderr)
+            table = grade_class(args.masters, args.submissions, args.out, args.workers)
     except (FileNotFoundError, RuntimeError) as exc:
         print(f"otter-grade: {terminal_text(str(exc))}", file=sys.stderr)
         return 1
