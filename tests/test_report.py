@@ -14,6 +14,9 @@ screenshot.
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import html
 import json
 import re
 import shutil
@@ -24,11 +27,12 @@ import sys
 import textwrap
 from html.parser import HTMLParser
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 
 from autograder.__main__ import main as cli
-from autograder.batch import bulk, report
+from autograder.batch import bulk, report, report_data
 from autograder.batch.gradebook import Gradebook
 from autograder.core.manifest import BY_ID
 from hetero.impl import load_module_from_path
@@ -60,8 +64,18 @@ WRONG = "wrong value (unit: GB/s) (tolerance: exact). Likely mistake: check the 
 MISSING = "no result: ex04_nic_line_rate.py is not in your submission."
 
 
-def plan(fails: dict[str, str], secret: bool = True) -> dict:
-    """A results.json of ex04 in the grader's format: every case passes (0.1 pt) except `fails` (id -> message)."""
+NOT_FOUND = "ex04_nic_line_rate.py was not found in your submission: 0 points for ex04."
+NOT_IMPORTED = "no result: your file could not be imported (the error is shown with the first public case)"
+IMPORT_NOTE = "ex04_nic_line_rate.py could not be imported (see the first test of ex04)."
+TRACEBACK = ('Your file could not be imported:\nTraceback (most recent call last):\n  File "/sandbox/code/'
+             'ex04_nic_line_rate.py", line 7\n    def line_rate_gb_per_s(:\n                           ^\n'
+             "SyntaxError: invalid syntax\n")
+
+
+def plan(fails: dict[str, str], secret: bool = True, note: str = "", first_lines: str = "") -> dict:
+    """A results.json of ex04 in the grader's format: every case passes (0.1 pt) except `fails` (id -> message);
+    `note`: the exercise's note in the summary (results.summary_line); `first_lines`: what the first public
+    test's output starts with (an import error)."""
     tests = []
     groups = [(f, "public", [c for c in PUBLIC if c.split(".")[1] == f]) for f in HIDDEN]
     groups += [(f, "hidden", ids) for f, ids in HIDDEN.items()]
@@ -74,6 +88,8 @@ def plan(fails: dict[str, str], secret: bool = True) -> dict:
             else:
                 lines.append(f"hidden case {n} of {len(ids)} (0.1 pt): {bad or 'passed.'}")
         earned = round(0.1 * sum(c not in fails for c in ids), 2)
+        if first_lines and not tests:
+            lines = [first_lines, *lines]
         tests.append({"name": f"ex04 {func} ({side} cases)", "score": earned, "max_score": round(0.1 * len(ids), 2),
                       "status": "passed" if earned == round(0.1 * len(ids), 2) else "failed",
                       "output": "\n".join(lines), "visibility": "visible"})
@@ -83,7 +99,13 @@ def plan(fails: dict[str, str], secret: bool = True) -> dict:
                       "visibility": "after_due_date"})
         tests.append({"name": "grading environment (staff only)", "score": 0, "max_score": 0, "status": "passed",
                       "output": "ex04: SECRET-ENV", "visibility": "hidden"})
-    return {"score": round(sum(t["score"] for t in tests), 2), "tests": tests}
+    score = round(sum(t["score"] for t in tests), 2)
+    public = [c for c in PUBLIC]
+    summary = (f"ex04 Transfer engine: NIC line rate, efficiency, transfer vs recompute: {score:g} / 6 (public "
+               f"{sum(c not in fails for c in public)}/{len(public)}, hidden "
+               f"{sum(c not in fails for ids in HIDDEN.values() for c in ids)}/{sum(map(len, HIDDEN.values()))} passed)")
+    output = f"Score: {score:g} / 6\n\n{summary}" + (f"\n     {note}" if note else "")
+    return {"score": score, "output": output, "tests": tests}
 
 
 @pytest.fixture(scope="module")
@@ -97,7 +119,8 @@ def fake_python(tmp_path_factory) -> str:
 def submit(subs: Path, student: str, fails: dict[str, str]) -> None:
     folder = subs / student
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "plan.json").write_text(json.dumps(plan(fails)))
+    extra = {"ghost1": {"note": NOT_FOUND}, "ghost2": {"note": IMPORT_NOTE, "first_lines": TRACEBACK}}
+    (folder / "plan.json").write_text(json.dumps(plan(fails, **extra.get(student, {}))))
 
 
 def _class() -> dict[str, dict[str, str]]:
@@ -115,7 +138,7 @@ def _class() -> dict[str, dict[str, str]]:
     students[XSS] = {TRANSFER[5]: WRONG, "ex04.transfer_time_s.single_nic": "expected 1, got '<script>alert(1)</script>'"}
     students["frank"] = {TRANSFER[5]: WRONG, "ex04.transfer_time_s.single_nic": "expected 1, got 2"}
     students["ghost1"] = {c: MISSING for c in LAYOUT.case_ids}  # no file: not a shared answer
-    students["ghost2"] = {c: MISSING for c in LAYOUT.case_ids}
+    students["ghost2"] = {c: NOT_IMPORTED for c in LAYOUT.case_ids}  # a syntax error: no result either
     return students
 
 
@@ -173,6 +196,50 @@ def test_score_table_matches_the_gradebook(graded_class):
     assert 'id="class-size" data-students="20"' in page
 
 
+def test_students_table_lists_everyone_with_scores_status_and_feedback_links(graded_class, tmp_path):
+    out, tags, page = graded_class
+    with Gradebook(out / "gradebook.sqlite", read_only=True) as book:
+        records = {r.student: r for r in book.records()}
+    rows = {r["data-student"]: r for r in tags.of_class("student")}
+    assert set(rows) == set(records) and len(rows) == 20, sorted(rows)
+    for student, row in rows.items():
+        assert float(row["data-total"]) == pytest.approx(records[student].score, abs=0.006), (student, row)
+    states = {s: r["data-status"] for s, r in rows.items()}
+    assert {s for s, v in states.items() if v != "graded"} == {"ghost1", "ghost2"}, states
+    assert states["ghost1"] == "incomplete", "a missing file: graded, but not in full"
+    heads = [a["data-key"] for t, a in tags.tags if t == "th" and "data-key" in a]
+    assert heads == ["student", "total", "ex04", "status"], heads
+    page_dir = out.parent  # the page was written next to the graded folder
+    links = [a["href"] for t, a in tags.tags if t == "a" and a.get("href", "").endswith(".md")]
+    assert len(links) == 40, "each student: the student copy and the instructor copy of the feedback"
+    from urllib.parse import unquote
+
+    for link in links:
+        target = (page_dir / unquote(html.unescape(link))).resolve()
+        assert target.is_file() and target.is_relative_to(out.resolve()), f"{link} must open a feedback file under {out}"
+    assert any(f"{quote(XSS)}/feedback.md" in html.unescape(link) for link in links), "the odd name is percent-encoded"
+
+
+def test_problems_name_each_incomplete_submission_and_its_reason(graded_class):
+    _, tags, page = graded_class
+    rows = {(r["data-student"], r["data-exercise"], r["data-kind"]) for r in tags.of_class("problem")}
+    assert rows == {("ghost1", "ex04", "missing file"), ("ghost2", "ex04", "could not be imported")}, rows
+    assert "SyntaxError: invalid syntax (line 7)" in page, "the import failure's exception line is shown"
+    assert html_escaped(NOT_FOUND) in page, "the grader's own sentence is shown"
+    assert "2 students)" in page
+
+
+def test_hardest_cases_are_ranked_by_pass_rate_among_students_with_a_result(graded_class):
+    _, tags, _ = graded_class
+    ranked = [(r["data-case"], int(r["data-passed"]), int(r["data-total"])) for r in tags.of_class("hard-case")]
+    assert ranked[0] == (TRANSFER[0], 9, 18), (
+        f"{TRANSFER[0]} fails for s00-s08 (s09 fixed it, s10 resubmitted without it); the two students without a "
+        f"result are left out: 9 of 18. Got {ranked[:3]}")
+    rates = [p / t for _, p, t in ranked]
+    assert rates == sorted(rates) and 1 <= len(ranked) <= report_data.HARDEST, ranked
+    assert all(t == 18 for _, _, t in ranked), "ghosts have no result on any case"
+
+
 def test_pass_rates_per_function_and_case_use_ids_and_never_inputs(graded_class):
     out, tags, page = graded_class
     students = _class()
@@ -188,15 +255,57 @@ def test_pass_rates_per_function_and_case_use_ids_and_never_inputs(graded_class)
     assert len(funcs) == 8
     failing_line_rate = sum(any(c in f for c in LINE_RATE) for f in students.values())
     assert funcs[("line_rate_gb_per_s", "hidden")]["data-passed"] == str(20 - failing_line_rate)
-    for secret in ("SECRET-INPUT", "SECRET-ENV", "call:", "expected:", "<script"):
+    for secret in ("SECRET-INPUT", "SECRET-ENV", "call:", "expected:", "<script>alert"):
         assert secret not in page, f"{secret!r}: the page shows no input, expected value or student output"
 
 
-def test_known_mistakes_are_ranked_by_students(graded_class):
+def test_known_mistakes_count_students_whose_failures_they_explain(graded_class):
+    """s00-s02 fail every line_rate case with the bits-as-bytes value: it explains their failures. alice and
+    bob match it on one case and pass the eleven others where it would fail; carol, dave and erin match the
+    percent mistake on one efficiency case and pass the rest: neither is their mistake."""
     _, tags, page = graded_class
-    ranked = [(r["data-fixture"], int(r["data-students"]), int(r["data-percent"])) for r in tags.of_class("mistake")]
-    assert ranked == [("ex04_bits_as_bytes", 5, 25), ("ex04_percent", 3, 15)], ranked
-    assert "25% of the class" in page and html_escaped(MISTAKE["ex04_bits_as_bytes"]) in page
+    ranked = [(r["data-fixture"], int(r["data-students"]), int(r["data-percent"]), r["data-who"])
+              for r in tags.of_class("mistake")]
+    assert ranked == [("ex04_bits_as_bytes", 3, 15, "s00 s01 s02")], ranked
+    assert "15% of the class" in page and html_escaped(MISTAKE["ex04_bits_as_bytes"]) in page
+    assert 'id="mistake-rule"' in page and "best explanation of their failures" in page, "the rule is on the page"
+
+
+def _simulated(fixtures) -> dict[str, set[str]]:
+    """{fixture: the mistakes the report counts for a student who is that fixture}, from the stored outputs:
+    the fixture fails exactly the cases where its output is stored, each line naming the mistakes whose
+    output matches its own there (hetero.checks.known_mistake), and passes the others."""
+    from autograder.core.cases import hidden_cases, public_cases, stored
+    from hetero.checks import Outcome, known_mistake
+
+    known = report.layouts()
+    counted = {}
+    for fixture in fixtures:
+        data = stored(fixture.exercise)
+        cases = {c.id: c for c in [*public_cases(fixture.exercise), *hidden_cases(fixture.exercise)]}
+        failed, passed = {}, set()
+        for cid, entry in data["cases"].items():
+            outputs = {k: tuple(v) for k, v in (entry.get("mistakes") or {}).items()}
+            if fixture.name not in outputs:
+                passed.add(cid)
+                continue
+            line = known_mistake(Outcome(outputs[fixture.name][1]), cases[cid], outputs)
+            failed[cid] = set(report_data.known_mistakes(line, known[fixture.exercise]))
+        counted[fixture.name] = {known[fixture.exercise].mistakes[m] for m in
+                                 report_data.explained_mistakes(failed, passed, known[fixture.exercise].predicts)}
+        counted[fixture.name + " (any case)"] = {known[fixture.exercise].mistakes[m] for v in failed.values() for m in v}
+    return counted
+
+
+def test_every_wrong_fixture_counts_for_its_own_mistake_only():
+    from autograder.authoring.wrong_fixtures import FIXTURES
+
+    counted = _simulated(FIXTURES)
+    wrong = {f.name: counted[f.name] for f in FIXTURES if counted[f.name] != {f.name}}
+    assert not wrong, f"a student who is a wrong fixture counts for that mistake alone; these did not: {wrong}"
+    inflated = [f.name for f in FIXTURES if len(counted[f.name + " (any case)"]) > 1]
+    assert len(inflated) >= 5, (
+        f"the rule is needed: counting every mistake named on any case inflates these fixtures: {inflated}")
 
 
 def test_changed_submissions_show_their_score_trail(graded_class):
@@ -231,13 +340,19 @@ def test_student_text_is_escaped(graded_class):
     assert [t for t, a in tags.tags if "onerror" in a] == [], "no live tag from a student's name"
     assert {t for t, _ in tags.tags} <= {"html", "head", "meta", "title", "style", "body", "h1", "h2", "h3", "p",
                                          "span", "img", "table", "tr", "th", "td", "details", "summary", "ol",
-                                         "li", "b", "div", "ul"}
-    assert not re.search(r"(src|href)=\"(?!data:)", page), "no external resource"
+                                         "li", "b", "div", "ul", "nav", "a", "thead", "tbody", "i", "code", "script"}
+    assert not re.search(r'src="(?!data:)', page), "no external resource"
+    links = [a["href"] for t, a in tags.tags if t == "a"]
+    assert all(h.startswith("#") or not re.match(r"^(/|[a-z][a-z0-9+.-]*:)", h, re.I) for h in links), (
+        "links are in-page anchors or relative paths to the feedback files")
+    scripts = re.findall(r"<script>(.*?)</script>", page, re.S)
+    assert scripts == [report.SORT_SCRIPT], "one script: the sort, the one the page's policy allows"
+    digest = base64.b64encode(hashlib.sha256(report.SORT_SCRIPT.encode()).digest()).decode()
+    policy = next(a["content"] for t, a in tags.tags if t == "meta" and a.get("http-equiv") == "Content-Security-Policy")
+    assert f"script-src 'sha256-{digest}'" in policy and "default-src 'none'" in policy, policy
 
 
 def html_escaped(text: str) -> str:
-    import html
-
     return html.escape(text, quote=True)
 
 
