@@ -26,7 +26,11 @@ COMMANDS = {
     "export-lms": ("autograder.batch.lms", "export the gradebook's latest grades as a Canvas or Gradescope CSV"),
     "report": (
         "autograder.batch.report",
-        "one self-contained HTML page on the class: score spread, pass rates, known mistakes, changes",
+        "one HTML page on the class: whom to contact (scores, broken submissions), hardest cases, mistakes, similarity",
+    ),
+    "similarity": (
+        "autograder.batch.similarity",
+        "similar code across a class, per exercise (copydetect; stubs excluded, earlier terms with --archive)",
     ),
     "build": ("autograder.packaging.build", "build the Gradescope autograder zip"),
     "lock": ("autograder.packaging.locks", "regenerate the lock files locks/*.txt with uv (--check: freshness)"),
