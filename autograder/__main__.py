@@ -48,6 +48,10 @@ COMMANDS = {
         "autograder.authoring.wrong_scores",
         "grade the wrong fixtures (--exercises exNN ...): case outcomes vs the stored ones (--write: store)",
     ),
+    "fill-notebooks": (
+        "autograder.batch.fill_notebooks",
+        "put a folder of .py submissions into the released notebooks for nbgrader (--nbgrader) or Otter (--otter)",
+    ),
     "otter-grade": (
         "autograder.exports.otter_grade",
         "the Otter route in one command: assign every master, otter run each student's notebooks, total",

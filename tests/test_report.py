@@ -24,7 +24,9 @@ import sqlite3
 import statistics
 import subprocess
 import sys
+import tempfile
 import textwrap
+import time
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import quote
@@ -34,7 +36,7 @@ import pytest
 from autograder.__main__ import main as cli
 from autograder.batch import bulk, report, report_data
 from autograder.batch.gradebook import Gradebook
-from autograder.core.manifest import BY_ID
+from autograder.core.manifest import BY_ID, ROOT
 from hetero.impl import load_module_from_path
 
 STANDINS = load_module_from_path(Path(__file__).with_name("standins.py"), "_a2_standins")
@@ -396,62 +398,142 @@ def _chromium(args: list[str], tmp_path: Path) -> subprocess.CompletedProcess:
         pytest.fail("chromium is not installed: `apt-get install chromium` (Debian package; this proof must run)")
     flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
              "--disable-background-networking", "--disable-component-update", "--disable-sync",
-             f"--user-data-dir={tmp_path / 'chromium-profile'}", "--window-size=1280,2000"]
+             f"--user-data-dir={tmp_path / 'chromium-profile'}"]
+    if not any(a.startswith("--window-size") for a in args):
+        flags.append("--window-size=1280,2000")
     done = subprocess.run([exe, *flags, *args], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     return done
 
 
+PLANTED = ["ex03", "ex05", "ex08"]  # the exercises whose mistakes the any-case rule inflated
+SINGLE = ["ex03_ignores_pool", "ex03_ignores_queue", "ex03_transfer_multiplied", "ex03_transfer_free",
+          "ex05_current_load", "ex05_keeps_finished", "ex08_deferred_free", "ex08_largest_best",
+          "ex08_ignores_min_immediate"]
+DOUBLE = {"two_a": ["ex03_ties_highest", "ex05_admit_le"], "two_b": ["ex08_sum_not_max", "ex03_total_not_distinct"]}
+BROKEN = {  # student -> (exercise, the kind of problem the report must name)
+    "syntax": ("ex05", "could not be imported"),
+    "missing": ("ex08", "missing file"),
+    "timeout": ("ex08", "time limit"),
+    "bad_nb": ("ex03", "unreadable notebook"),
+    "untagged_nb": ("ex05", "notebook without a tagged exercise cell"),
+}
+
+
+def planted_class(subs: Path) -> dict[str, list[str]]:
+    """20 students on ex03, ex05 and ex08: the key, the stubs, nine single wrong fixtures, two students with two
+    mistakes each, one more (an HTML-tag name), five broken submissions (BROKEN) and a disguised copy of the key.
+    Returns {student: the wrong fixtures planted in their files}."""
+    from autograder.authoring.wrong_fixtures import materialise
+    from autograder.exports import notebooks as nb
+    from autograder.selftest.attacks import disguised_copy
+
+    def key(folder: Path, skip: str = "") -> Path:
+        folder.mkdir(parents=True, exist_ok=True)
+        for ex in PLANTED:
+            if ex != skip:
+                shutil.copyfile(ROOT / "solutions" / BY_ID[ex].filename, folder / BY_ID[ex].filename)
+        return folder
+
+    planted: dict[str, list[str]] = {"key": [], "stubs": [], "copy": [], XSS: ["ex05_end_inclusive"]}
+    key(subs / "key")
+    (subs / "stubs").mkdir(parents=True)
+    for ex in PLANTED:
+        shutil.copyfile(ROOT / "assignments" / BY_ID[ex].filename, subs / "stubs" / BY_ID[ex].filename)
+        (key(subs / "copy") / BY_ID[ex].filename).write_text(disguised_copy(
+            (ROOT / "solutions" / BY_ID[ex].filename).read_text()))
+    for name in SINGLE:
+        planted[name] = [name]
+    planted.update(DOUBLE)
+    for student, fixtures in planted.items():
+        if fixtures:
+            folder = key(subs / student)
+            for fixture in fixtures:
+                materialise(fixture, folder)
+    syntax = key(subs / "syntax") / BY_ID["ex05"].filename
+    syntax.write_text(syntax.read_text() + "\n\ndef admit_later(:\n    return True\n")
+    key(subs / "missing", skip="ex08")
+    (key(subs / "timeout") / BY_ID["ex08"].filename).write_text("while True:\n    pass\n")
+    (key(subs / "bad_nb", skip="ex03") / f"{BY_ID['ex03'].module}.ipynb").write_text('{"cells": [', encoding="utf-8")
+    note = nb.fill_exercise_cell(nb.student_notebook(nb.load_sources("ex05")), BY_ID["ex05"],
+                                 (ROOT / "solutions" / BY_ID["ex05"].filename).read_text())
+    for cell in note["cells"]:  # a front-end that drops tags, and a student who deleted the marker line
+        cell.get("metadata", {}).pop("tags", None)
+        if cell["cell_type"] == "code" and "".join(cell["source"]).startswith("# a2-exercise"):
+            cell["source"] = "".join(cell["source"]).split("\n", 1)[1]
+    nb.write_notebook(note, key(subs / "untagged_nb", skip="ex05") / f"{BY_ID['ex05'].module}.ipynb")
+    for student in BROKEN:
+        planted.setdefault(student, [])
+    return planted
+
+
 @pytest.mark.slow
 @pytest.mark.proof("report_browser")
-def test_browser_shows_the_gradebooks_numbers(tmp_path, key_submission, stubs_submission):
-    from autograder.authoring.wrong_fixtures import materialise
+def test_browser_shows_whom_to_contact_for_a_planted_class(tmp_path):
+    """A class of 20 graded for real (ex03, ex05, ex08), its similarity computed, the report rendered by
+    headless Chromium: the students table (sorted by the page's script), every broken submission with its
+    reason, the hardest cases, the planted mistakes counted exactly, the copied pair, the plots."""
+    from autograder.authoring.wrong_fixtures import FIXTURES
+    from autograder.batch import similarity
 
     subs, out = tmp_path / "subs", tmp_path / "graded"
-    shutil.copytree(key_submission, subs / "key")
-    for student, fixture in (("bits1", "ex04_bits_as_bytes"), ("bits2", "ex04_bits_as_bytes"),
-                             ("pct", "ex04_percent"), (XSS, "ex04_percent")):
-        materialise(fixture, subs / student)
-    shutil.copytree(stubs_submission, subs / "stubs")
-    bulk.grade_all(subs, out, workers=2, progress=False, exercises=["ex04"])
+    planted = planted_class(subs)
+    assert len(planted) == 20, sorted(planted)
+    start = time.monotonic()
+    bulk.grade_all(subs, out, workers=2, progress=False, exercises=PLANTED)
+    graded_s = time.monotonic() - start
+    summary = similarity.run(subs, out / "similarity", exercises=PLANTED)
     page = tmp_path / "report.html"
     assert report.main([str(out), "--html", str(page)]) == 0
+    print(f"planted class: graded in {graded_s:.0f} s; {len(summary['pairs'])} similar pairs")
 
-    dom = _chromium(["--dump-dom", page.as_uri()], tmp_path).stdout
-    shot = tmp_path / "report.png"
-    _chromium([f"--screenshot={shot}", page.as_uri()], tmp_path)
-    print(f"report screenshot: {shot}")
+    dom = _chromium(["--dump-dom", page.as_uri() + "#sort=total-desc"], tmp_path).stdout
     tags = Tags(dom)
     with Gradebook(out / "gradebook.sqlite", read_only=True) as book:
         records = {r.student: r for r in book.records()}
-    assert len(records) == 6 and all(r.status == "graded" for r in records.values())
-    ex04 = [r.exercises["ex04"][0] for r in records.values()]
-    shown = re.search(r'<tr class="score-row" data-exercise="ex04"[^>]*>(.*?)</tr>', dom, re.S)
-    assert shown, "the rendered DOM holds the ex04 score row"
-    cells = [float(c) for c in re.findall(r'<td class="n">([\d.]+)</td>', shown.group(1))]
-    want = [max(r.exercises["ex04"][1] for r in records.values()), statistics.fmean(ex04), statistics.median(ex04),
-            min(ex04), max(ex04), sum(s <= 1e-9 for s in ex04), sum(s >= BY_ID["ex04"].points - 1e-9 for s in ex04)]
-    assert cells == pytest.approx(want, abs=0.006), (cells, want)
-    print(f"ex04 shown: out of {cells[0]:g}, mean {cells[1]:g}, median {cells[2]:g}, min {cells[3]:g}, "
-          f"max {cells[4]:g}, {cells[5]:g} at 0, {cells[6]:g} full")
-    mistakes = {r["data-fixture"]: int(r["data-students"]) for r in tags.of_class("mistake")}
-    assert mistakes.get("ex04_bits_as_bytes") == 2 and mistakes.get("ex04_percent") == 2, mistakes
-    assert "33% of the class" in dom, "2 of 6 students, as the page says it"
-    hidden = [r for r in tags.of_class("case-rate") if r["data-side"] == "hidden"]
-    assert {r["data-case"] for r in hidden} == {i for ids in HIDDEN.values() for i in ids}, (
-        "every hidden case of the real grader's feedback is named by its id")
-    line_rate = [r for r in hidden if r["data-function"] == "line_rate_gb_per_s"]
-    for row in line_rate:  # the two bits-as-bytes students and the stubs fail its valid inputs, the stubs all
-        want_passed = "5" if ".invalid_" in row["data-case"] else "3"
-        assert (row["data-passed"], row["data-total"]) == (want_passed, "6"), row
-    groups = {g["data-students"] for g in tags.of_class("rare-group")}
-    assert "bits1 bits2" in groups and f"{XSS} pct" in groups, groups
+    assert len(records) == 20 and all(r.status == "graded" for r in records.values()), records
+
+    rows = tags.of_class("student")
+    assert [r["data-student"] for r in rows] == [s for s, _ in sorted(
+        records.items(), key=lambda kv: -round(kv[1].score, 2))], "the page's script sorted the table by total, highest first"
+    assert {r["data-student"]: float(r["data-total"]) for r in rows} == pytest.approx(
+        {s: r.score for s, r in records.items()}, abs=0.006), "each student's score as the gradebook holds it"
+    assert float(next(r for r in rows if r["data-student"] == "key")["data-total"]) == pytest.approx(
+        sum(BY_ID[e].points for e in PLANTED), abs=0.006)
+
+    problems = {(r["data-student"], r["data-exercise"], r["data-kind"]) for r in tags.of_class("problem")}
+    want = {(s, ex, kind) for s, (ex, kind) in BROKEN.items()}
+    assert want <= problems, f"every broken submission with its reason: missing {want - problems}"
+    assert {s for s, _, _ in problems} == set(BROKEN), f"only the broken ones are listed: {problems}"
+    assert "SyntaxError" in dom, "the syntax error's exception line is shown"
+
+    mistakes = {r["data-fixture"]: r["data-who"] for r in tags.of_class("mistake")}
+    want_mistakes = {f: s for s, fixtures in planted.items() for f in fixtures}
+    assert mistakes == {f: html.unescape(html_escaped(s)) for f, s in want_mistakes.items()}, (
+        f"each planted mistake counted once, for its student, and nothing else: {mistakes}")
+    assert len(mistakes) == 14 and all(f in {x.name for x in FIXTURES} for f in mistakes)
+
+    hardest = tags.of_class("hard-case")
+    assert len(hardest) == report_data.HARDEST and all(int(r["data-passed"]) < int(r["data-total"]) for r in hardest)
+
+    pairs = {(r["data-exercise"], frozenset([r["data-a"], r["data-b"]])) for r in tags.of_class("similar-pair")}
+    assert all((ex, frozenset(["copy", "key"])) in pairs for ex in PLANTED), pairs
+    assert not any("stubs" in members for _, members in pairs), "the unfilled stubs are like no one"
+
     assert [t for t, a in tags.tags if "onerror" in a] == [] and html_escaped(XSS) in dom
+    for section in ("students", "problems", "hardest", "mistakes", "similarity", "scores", "cases", "changes", "rare"):
+        assert f'id="{section}"' in dom, f"section {section} is on the page"
+
+    shot = tmp_path / "report.png"
+    _chromium([f"--screenshot={shot}", "--window-size=1280,2600", page.as_uri() + "#sort=total-desc"], tmp_path)
+    shutil.copyfile(shot, Path(tempfile.gettempdir()) / "a2-report-screenshot.png")
+    print(f"report screenshot: {shot} (copied to {Path(tempfile.gettempdir()) / 'a2-report-screenshot.png'})")
     data = shot.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 50_000, "a screenshot with the page drawn in it"
     from PIL import Image
 
     with Image.open(shot) as image:
         colours = image.convert("RGB").getcolors(maxcolors=1 << 20) or []
-    assert len(colours) > 200 and any(abs(r - 59) + abs(g - 110) + abs(b - 165) < 12 for _, (r, g, b) in colours), (
-        "the histograms and pass-rate bars are drawn (their blue is in the screenshot)")
+    drawn = {name: any(abs(r - x) + abs(g - y) + abs(b - z) < 20 for _, (r, g, b) in colours)
+             for name, (x, y, z) in {"incomplete status": (163, 93, 0), "pass-rate bars": (59, 110, 165)}.items()}
+    assert len(colours) > 200 and all(drawn.values()), f"the tables are drawn in the screenshot: {drawn}"

@@ -173,8 +173,8 @@ def _rate(passed: int, total: int) -> str:
 
 
 def _case_name(ex: str, label: str, case: str) -> str:
-    prefix = f"{ex}.{label}."
-    return case[len(prefix) :] if case.startswith(prefix) else case
+    """A case id without its `exNN.` prefix and, when it follows, its function's name."""
+    return case.removeprefix(f"{ex}.").removeprefix(f"{label}.")
 
 
 def _who(data: ClassData, student: str) -> str:

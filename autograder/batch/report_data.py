@@ -82,6 +82,7 @@ PROBLEM_KINDS = (
 SUPERSEDED = {  # a general kind -> the specific kinds that name its cause
     "stopped": {kind for _, kind in PROBLEM_KINDS} - {"stopped", "per-case time limit"},
     "unreadable notebook": {"notebook without a tagged exercise cell"},
+    "exited before finishing": {"could not be imported"},  # a file that does not import ends its process
 }
 
 Unit = tuple[str, str, str, str]  # (exercise, function label, "public"/"hidden", case id or position)
