@@ -34,7 +34,11 @@ COMMANDS = {
     "export-lms": ("autograder.batch.lms", "export the gradebook's latest grades as a Canvas or Gradescope CSV"),
     "report": (
         "autograder.batch.report",
-        "one self-contained HTML page on the class: score spread, pass rates, known mistakes, changes",
+        "one HTML page on the class: whom to contact (scores, broken submissions), hardest cases, mistakes, similarity",
+    ),
+    "similarity": (
+        "autograder.batch.similarity",
+        "similar code across a class, per exercise (copydetect; stubs excluded, earlier terms with --archive)",
     ),
     "build": ("autograder.packaging.build", "build the Gradescope autograder zip"),
     "lock": ("autograder.packaging.locks", "regenerate the lock files locks/*.txt with uv (--check: freshness)"),
@@ -51,6 +55,10 @@ COMMANDS = {
     "wrong-scores": (
         "autograder.authoring.wrong_scores",
         "grade the wrong fixtures (--exercises exNN ...): case outcomes vs the stored ones (--write: store)",
+    ),
+    "fill-notebooks": (
+        "autograder.batch.fill_notebooks",
+        "put a folder of .py submissions into the released notebooks for nbgrader (--nbgrader) or Otter (--otter)",
     ),
     "otter-grade": (
         "autograder.batch.otter_grade",

@@ -181,10 +181,17 @@ PROOFS = {
         ),
         Proof(
             "report_browser",
-            "the class report of a class graded for real (key, wrong fixtures, stubs, an HTML-tag name), rendered "
-            "by headless Chromium, shows the gradebook's ex04 figures, the known mistakes and hidden case ids, "
-            "escapes the name, and draws its plots (screenshot)",
-            ("autograder/batch/report.py", "tests/test_report.py", "tests/proofs.py"),
+            "the class report of a planted class of 20 graded for real (key, stubs, wrong fixtures, broken "
+            "submissions, a disguised copy, an HTML-tag name) with its similarity, rendered by headless Chromium: "
+            "the students table sorted by its script, every broken submission with its reason, the hardest cases, "
+            "each planted mistake counted once, the copied pairs, the name escaped, the tables drawn (screenshot)",
+            (
+                "autograder/batch/report.py",
+                "autograder/batch/report_data.py",
+                "autograder/batch/similarity.py",
+                "tests/test_report.py",
+                "tests/proofs.py",
+            ),
         ),
     )
 }

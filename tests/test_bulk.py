@@ -304,12 +304,75 @@ def test_dry_run_prints_what_a_regrade_would_change_and_writes_nothing(tmp_path,
     assert "bob: 2.00 -> 3.00\n  ex01 public: ex01.f.case: 2.00 -> 3.00\n" in printed, printed
     assert "carol: not graded before -> 1.00" in printed and "alice" not in printed, printed
     assert "refused graded" in printed, "the real --out inside SUBMISSIONS is not a student"
-    assert "dry run: 1 of 3 students would change, 1 graded for the first time" in printed, printed
+    assert "dry run: 1 of 3 students would change (their points), 1 graded for the first time; 0 more" in printed, (
+        printed)
     assert [(p.read_bytes(), p.stat().st_mtime_ns) for p in watched] == before, "the dry run wrote into --out"
     assert not (out / "carol").exists()
     with Gradebook(out / "gradebook.sqlite") as book:
         assert book.version_results("bob")["score"] == 2.0 and book.version_results("bob", -2) is None
     assert cli.main([str(subs), "--out", str(out), "--dry-run", "--csv", str(tmp_path / "g.csv")]) == 2
+
+
+def test_points_change_and_rewording_are_told_apart():
+    old = {"score": 3.0, "output": "Score: 3", "tests": [
+        {"name": "ex01 a (public cases)", "score": 1.0, "output": "[passed] a"},
+        {"name": "ex01 b (hidden cases)", "score": 2.0, "output": "hidden case 1 of 1: passed."},
+        {"name": "grading environment (staff only)", "score": 0, "output": "grading took 3.1 s"}]}
+
+    def variant(**changes) -> dict:
+        new = json.loads(json.dumps(old))
+        for index, fields in changes.get("tests", {}).items():
+            new["tests"][index].update(fields)
+        new.update(changes.get("top", {}))
+        return new
+
+    timing = variant(tests={2: {"output": "grading took 9.9 s"}})
+    assert not regrade.points_change(old, timing) and regrade.reworded(old, timing) == [], (
+        "the staff-only entry's grading time is never a change")
+    text = variant(tests={1: {"output": "hidden case 1 of 1: passed (new words)."}})
+    assert not regrade.points_change(old, text), "a changed feedback text is not a points change"
+    assert regrade.reworded(old, text) == ["ex01 b (hidden cases): feedback text changed"]
+    renamed = variant(tests={0: {"name": "ex01 a renamed (public cases)"}})
+    assert not regrade.points_change(old, renamed), "a test renamed with its points changes no score"
+    assert regrade.reworded(old, renamed) == ["ex01 a renamed (public cases): new test (1.00 points)",
+                                              "ex01 a (public cases): test gone (1.00 points)"]
+    shifted = variant(tests={0: {"score": 2.0}, 1: {"score": 1.0}})
+    assert regrade.points_change(old, shifted), "points moved between two tests of one exercise are a change"
+    noise = variant(tests={0: {"score": 1.0 + 1e-9}}, top={"score": 3.0 + 1e-9})
+    assert not regrade.points_change(old, noise), "float noise below a hundredth is not a change"
+    assert regrade.points_change(old, variant(top={"score": 2.5}, tests={1: {"score": 1.5}}))
+
+
+def test_dry_run_counts_only_students_whose_points_change(tmp_path, fake_python, capsys):
+    """A class of 20 regraded by a changed grader: 5 students' points change, 13 only see new wording,
+    2 see nothing new. "would change" is 5; the 13 are listed apart, each with what differs."""
+    subs = tmp_path / "subs"
+    points_move = [f"p{i:02d}" for i in range(5)]
+    words_move = [f"w{i:02d}" for i in range(13)]
+    for student in [*points_move, *words_move, "same0", "same1"]:
+        _folder(subs, student, 3)
+    out = tmp_path / "graded"
+    first = bulk.grade_all(subs, out, workers=2, progress=False, python=fake_python)
+    assert not first.failed, [(out / s / "feedback_instructor.md").read_text()[-1500:] for s in first.failed]
+    grader = Path(fake_python)  # the new grader: more points for p*, other words for w*
+    grader.write_text(grader.read_text().replace(
+        "n_files = len(os.listdir(sub)) if os.path.isdir(sub) else 0\n",
+        "n_files = len(os.listdir(sub)) if os.path.isdir(sub) else 0\nn_files += name.startswith('p')\n",
+    ).replace('"output": "ex01 said: expected 187.5 $/GB"',
+              '"output": "ex01 says: expected 187.5 $/GB" if name.startswith("w") else "ex01 said: expected 187.5 $/GB"'))
+    capsys.readouterr()
+    assert cli.main([str(subs), "--out", str(out), "--dry-run", "--workers", "2", "--no-progress",
+                     "--python", fake_python]) == 0
+    printed = capsys.readouterr().out
+    head, _, apart = printed.partition("same points, other feedback:")
+    assert "dry run: 5 of 20 students would change (their points), 0 graded for the first time; 13 more keep " \
+        "their points but their feedback differs" in head, printed
+    for student in points_move:
+        assert f"{student}: 3.00 -> 4.00\n  ex01 public: ex01.f.case: 3.00 -> 4.00" in head, printed
+    for student in words_move:
+        assert f"  {student}: 3.00 -> 3.00\n    ex01 public: ex01.f.case: feedback text changed" in apart, apart
+        assert f"{student}:" not in head, f"{student}'s points do not change: not among those who would change"
+    assert "same0" not in printed and "same1" not in printed
 
 
 # ---------------------------------------------------------------------------------------------

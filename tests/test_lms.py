@@ -9,6 +9,7 @@ the gradebook holds, including sums of tenths that are not exact in binary float
 from __future__ import annotations
 
 import csv
+import re
 import sys
 import textwrap
 from pathlib import Path
@@ -103,10 +104,10 @@ def test_canvas_csv_has_the_documented_shape_and_the_gradebooks_latest_grades(tm
     mapping = _map(
         tmp_path,
         """\
-        student,lms_id,name,sis_login,section
-        alice,1001,"Liddell, Alice",aliddell,Section 01
-        bob,1002,,bduo,Section 02
-        carol,1003,"Nobody, Carol",cnobody,Section 01
+        student,lms_id,name,sis_user_id,sis_login,section
+        alice,1001,"Liddell, Alice",S-20481,aliddell,Section 01
+        bob,1002,,,bduo,Section 02
+        carol,1003,"Nobody, Carol",S-1,cnobody,Section 01
         """,
     )
     dest = tmp_path / "canvas.csv"
@@ -119,7 +120,8 @@ def test_canvas_csv_has_the_documented_shape_and_the_gradebooks_latest_grades(tm
         latest = {r.student: r.score for r in book.records()}
     assert latest["alice"] != round(latest["alice"], 2), "the fixture must exercise float noise"
     by_id = {r[1]: r for r in rows[2:]}
-    assert by_id["1001"] == ["Liddell, Alice", "1001", "", "aliddell", "Section 01", "58.3"], by_id
+    assert by_id["1001"] == ["Liddell, Alice", "1001", "S-20481", "aliddell", "Section 01", "58.3"], (
+        f"the SIS User ID comes from the map's sis_user_id column: {by_id}")
     assert by_id["1002"] == ["bob", "1002", "", "bduo", "Section 02", "5.83"], "name falls back to the student key"
     formula_row = by_id[""]
     assert formula_row[0] == "'" + FORMULA and formula_row[5] == "1", "a formula-like name is neutralised"
@@ -129,6 +131,7 @@ def test_canvas_csv_has_the_documented_shape_and_the_gradebooks_latest_grades(tm
     err = capsys.readouterr().err
     assert f"{FORMULA} is not in --map: exported with an empty ID" in err, err
     assert "--map row 'carol' matches no graded student" in err, err
+    assert "has no Canvas assignment id" not in err, "the column carries its id: Canvas puts it into 12345"
 
 
 def test_canvas_per_exercise_columns_carry_each_exercises_points(tmp_path, graded):
@@ -142,6 +145,31 @@ def test_canvas_per_exercise_columns_carry_each_exercises_points(tmp_path, grade
     got = dict(zip((e.id for e in EXERCISES), alice[5:]))
     assert {k: got[k] for k in want} == want and all(v == "0" for k, v in got.items() if k not in want), alice
     assert report.rows == 3 and report.unmapped == [] and report.unused == [], "no --map: nobody reported"
+
+
+def test_canvas_per_exercise_columns_go_into_existing_assignments(tmp_path, graded, capsys):
+    """Canvas's importer puts a column `Title (12345)` into assignment 12345, and a column without an id into
+    the assignment titled exactly as the header, else a new one: every exercise given its id, no column is
+    without one; an exercise left out keeps its bare title and is named on stderr."""
+    ids = {e.id: f"A2 {e.id} ({20000 + n})" for n, e in enumerate(EXERCISES)}
+    dest = tmp_path / "canvas.csv"
+    specs = [f"{ex}={title}" for ex, title in ids.items()]
+    report = lms.export(graded, "canvas", dest, per_exercise=True, exercise_ids=specs)
+    assert _rows(dest)[0][5:] == list(ids.values()) and report.without_id == [], (_rows(dest)[0], report)
+    args = ["export-lms", str(graded), "--format", "canvas", "--per-exercise", "--out", str(dest)]
+    assert cli([*args, *(f"--exercise-assignment={s}" for s in specs[1:])]) == 0
+    err = capsys.readouterr().err
+    assert _rows(dest)[0][5:] == ["A2 ex01", *list(ids.values())[1:]], _rows(dest)[0]
+    assert "column 'A2 ex01' has no Canvas assignment id" in err and "creates a new assignment" in err, err
+    assert err.count("has no Canvas assignment id") == 1, err
+    for bad, why in (("ex99=X (1)", "with an exercise of the manifest"), ("ex01", "EXERCISE=TITLE"),
+                     ("ex01=", "is empty")):
+        with pytest.raises(lms.ExportError, match=re.escape(why)):
+            lms.export(graded, "canvas", dest, per_exercise=True, exercise_ids=[bad])
+    with pytest.raises(lms.ExportError, match="ex01 is given twice"):
+        lms.export(graded, "canvas", dest, per_exercise=True, exercise_ids=["ex01=A (1)", "ex01=B (2)"])
+    with pytest.raises(lms.ExportError, match="use it with --format canvas --per-exercise"):
+        lms.export(graded, "canvas", dest, exercise_ids=["ex01=A (1)"])
 
 
 def test_gradescope_csv_columns_and_values(tmp_path, graded):

@@ -14,6 +14,9 @@ screenshot.
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import html
 import json
 import re
 import shutil
@@ -21,16 +24,19 @@ import sqlite3
 import statistics
 import subprocess
 import sys
+import tempfile
 import textwrap
+import time
 from html.parser import HTMLParser
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 
 from autograder.__main__ import main as cli
-from autograder.batch import bulk, report
+from autograder.batch import bulk, report, report_data
 from autograder.batch.gradebook import Gradebook
-from autograder.core.manifest import BY_ID
+from autograder.core.manifest import BY_ID, ROOT
 from hetero.impl import load_module_from_path
 
 STANDINS = load_module_from_path(Path(__file__).with_name("standins.py"), "_a2_standins")
@@ -60,8 +66,18 @@ WRONG = "wrong value (unit: GB/s) (tolerance: exact). Likely mistake: check the 
 MISSING = "no result: ex04_nic_line_rate.py is not in your submission."
 
 
-def plan(fails: dict[str, str], secret: bool = True) -> dict:
-    """A results.json of ex04 in the grader's format: every case passes (0.1 pt) except `fails` (id -> message)."""
+NOT_FOUND = "ex04_nic_line_rate.py was not found in your submission: 0 points for ex04."
+NOT_IMPORTED = "no result: your file could not be imported (the error is shown with the first public case)"
+IMPORT_NOTE = "ex04_nic_line_rate.py could not be imported (see the first test of ex04)."
+TRACEBACK = ('Your file could not be imported:\nTraceback (most recent call last):\n  File "/sandbox/code/'
+             'ex04_nic_line_rate.py", line 7\n    def line_rate_gb_per_s(:\n                           ^\n'
+             "SyntaxError: invalid syntax\n")
+
+
+def plan(fails: dict[str, str], secret: bool = True, note: str = "", first_lines: str = "") -> dict:
+    """A results.json of ex04 in the grader's format: every case passes (0.1 pt) except `fails` (id -> message);
+    `note`: the exercise's note in the summary (results.summary_line); `first_lines`: what the first public
+    test's output starts with (an import error)."""
     tests = []
     groups = [(f, "public", [c for c in PUBLIC if c.split(".")[1] == f]) for f in HIDDEN]
     groups += [(f, "hidden", ids) for f, ids in HIDDEN.items()]
@@ -74,6 +90,8 @@ def plan(fails: dict[str, str], secret: bool = True) -> dict:
             else:
                 lines.append(f"hidden case {n} of {len(ids)} (0.1 pt): {bad or 'passed.'}")
         earned = round(0.1 * sum(c not in fails for c in ids), 2)
+        if first_lines and not tests:
+            lines = [first_lines, *lines]
         tests.append({"name": f"ex04 {func} ({side} cases)", "score": earned, "max_score": round(0.1 * len(ids), 2),
                       "status": "passed" if earned == round(0.1 * len(ids), 2) else "failed",
                       "output": "\n".join(lines), "visibility": "visible"})
@@ -83,7 +101,13 @@ def plan(fails: dict[str, str], secret: bool = True) -> dict:
                       "visibility": "after_due_date"})
         tests.append({"name": "grading environment (staff only)", "score": 0, "max_score": 0, "status": "passed",
                       "output": "ex04: SECRET-ENV", "visibility": "hidden"})
-    return {"score": round(sum(t["score"] for t in tests), 2), "tests": tests}
+    score = round(sum(t["score"] for t in tests), 2)
+    public = [c for c in PUBLIC]
+    summary = (f"ex04 Transfer engine: NIC line rate, efficiency, transfer vs recompute: {score:g} / 6 (public "
+               f"{sum(c not in fails for c in public)}/{len(public)}, hidden "
+               f"{sum(c not in fails for ids in HIDDEN.values() for c in ids)}/{sum(map(len, HIDDEN.values()))} passed)")
+    output = f"Score: {score:g} / 6\n\n{summary}" + (f"\n     {note}" if note else "")
+    return {"score": score, "output": output, "tests": tests}
 
 
 @pytest.fixture(scope="module")
@@ -97,7 +121,8 @@ def fake_python(tmp_path_factory) -> str:
 def submit(subs: Path, student: str, fails: dict[str, str]) -> None:
     folder = subs / student
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "plan.json").write_text(json.dumps(plan(fails)))
+    extra = {"ghost1": {"note": NOT_FOUND}, "ghost2": {"note": IMPORT_NOTE, "first_lines": TRACEBACK}}
+    (folder / "plan.json").write_text(json.dumps(plan(fails, **extra.get(student, {}))))
 
 
 def _class() -> dict[str, dict[str, str]]:
@@ -115,7 +140,7 @@ def _class() -> dict[str, dict[str, str]]:
     students[XSS] = {TRANSFER[5]: WRONG, "ex04.transfer_time_s.single_nic": "expected 1, got '<script>alert(1)</script>'"}
     students["frank"] = {TRANSFER[5]: WRONG, "ex04.transfer_time_s.single_nic": "expected 1, got 2"}
     students["ghost1"] = {c: MISSING for c in LAYOUT.case_ids}  # no file: not a shared answer
-    students["ghost2"] = {c: MISSING for c in LAYOUT.case_ids}
+    students["ghost2"] = {c: NOT_IMPORTED for c in LAYOUT.case_ids}  # a syntax error: no result either
     return students
 
 
@@ -173,6 +198,50 @@ def test_score_table_matches_the_gradebook(graded_class):
     assert 'id="class-size" data-students="20"' in page
 
 
+def test_students_table_lists_everyone_with_scores_status_and_feedback_links(graded_class, tmp_path):
+    out, tags, page = graded_class
+    with Gradebook(out / "gradebook.sqlite", read_only=True) as book:
+        records = {r.student: r for r in book.records()}
+    rows = {r["data-student"]: r for r in tags.of_class("student")}
+    assert set(rows) == set(records) and len(rows) == 20, sorted(rows)
+    for student, row in rows.items():
+        assert float(row["data-total"]) == pytest.approx(records[student].score, abs=0.006), (student, row)
+    states = {s: r["data-status"] for s, r in rows.items()}
+    assert {s for s, v in states.items() if v != "graded"} == {"ghost1", "ghost2"}, states
+    assert states["ghost1"] == "incomplete", "a missing file: graded, but not in full"
+    heads = [a["data-key"] for t, a in tags.tags if t == "th" and "data-key" in a]
+    assert heads == ["student", "total", "ex04", "status"], heads
+    page_dir = out.parent  # the page was written next to the graded folder
+    links = [a["href"] for t, a in tags.tags if t == "a" and a.get("href", "").endswith(".md")]
+    assert len(links) == 40, "each student: the student copy and the instructor copy of the feedback"
+    from urllib.parse import unquote
+
+    for link in links:
+        target = (page_dir / unquote(html.unescape(link))).resolve()
+        assert target.is_file() and target.is_relative_to(out.resolve()), f"{link} must open a feedback file under {out}"
+    assert any(f"{quote(XSS)}/feedback.md" in html.unescape(link) for link in links), "the odd name is percent-encoded"
+
+
+def test_problems_name_each_incomplete_submission_and_its_reason(graded_class):
+    _, tags, page = graded_class
+    rows = {(r["data-student"], r["data-exercise"], r["data-kind"]) for r in tags.of_class("problem")}
+    assert rows == {("ghost1", "ex04", "missing file"), ("ghost2", "ex04", "could not be imported")}, rows
+    assert "SyntaxError: invalid syntax (line 7)" in page, "the import failure's exception line is shown"
+    assert html_escaped(NOT_FOUND) in page, "the grader's own sentence is shown"
+    assert "2 students)" in page
+
+
+def test_hardest_cases_are_ranked_by_pass_rate_among_students_with_a_result(graded_class):
+    _, tags, _ = graded_class
+    ranked = [(r["data-case"], int(r["data-passed"]), int(r["data-total"])) for r in tags.of_class("hard-case")]
+    assert ranked[0] == (TRANSFER[0], 9, 18), (
+        f"{TRANSFER[0]} fails for s00-s08 (s09 fixed it, s10 resubmitted without it); the two students without a "
+        f"result are left out: 9 of 18. Got {ranked[:3]}")
+    rates = [p / t for _, p, t in ranked]
+    assert rates == sorted(rates) and 1 <= len(ranked) <= report_data.HARDEST, ranked
+    assert all(t == 18 for _, _, t in ranked), "ghosts have no result on any case"
+
+
 def test_pass_rates_per_function_and_case_use_ids_and_never_inputs(graded_class):
     out, tags, page = graded_class
     students = _class()
@@ -188,15 +257,57 @@ def test_pass_rates_per_function_and_case_use_ids_and_never_inputs(graded_class)
     assert len(funcs) == 8
     failing_line_rate = sum(any(c in f for c in LINE_RATE) for f in students.values())
     assert funcs[("line_rate_gb_per_s", "hidden")]["data-passed"] == str(20 - failing_line_rate)
-    for secret in ("SECRET-INPUT", "SECRET-ENV", "call:", "expected:", "<script"):
+    for secret in ("SECRET-INPUT", "SECRET-ENV", "call:", "expected:", "<script>alert"):
         assert secret not in page, f"{secret!r}: the page shows no input, expected value or student output"
 
 
-def test_known_mistakes_are_ranked_by_students(graded_class):
+def test_known_mistakes_count_students_whose_failures_they_explain(graded_class):
+    """s00-s02 fail every line_rate case with the bits-as-bytes value: it explains their failures. alice and
+    bob match it on one case and pass the eleven others where it would fail; carol, dave and erin match the
+    percent mistake on one efficiency case and pass the rest: neither is their mistake."""
     _, tags, page = graded_class
-    ranked = [(r["data-fixture"], int(r["data-students"]), int(r["data-percent"])) for r in tags.of_class("mistake")]
-    assert ranked == [("ex04_bits_as_bytes", 5, 25), ("ex04_percent", 3, 15)], ranked
-    assert "25% of the class" in page and html_escaped(MISTAKE["ex04_bits_as_bytes"]) in page
+    ranked = [(r["data-fixture"], int(r["data-students"]), int(r["data-percent"]), r["data-who"])
+              for r in tags.of_class("mistake")]
+    assert ranked == [("ex04_bits_as_bytes", 3, 15, "s00 s01 s02")], ranked
+    assert "15% of the class" in page and html_escaped(MISTAKE["ex04_bits_as_bytes"]) in page
+    assert 'id="mistake-rule"' in page and "best explanation of their failures" in page, "the rule is on the page"
+
+
+def _simulated(fixtures) -> dict[str, set[str]]:
+    """{fixture: the mistakes the report counts for a student who is that fixture}, from the stored outputs:
+    the fixture fails exactly the cases where its output is stored, each line naming the mistakes whose
+    output matches its own there (hetero.checks.known_mistake), and passes the others."""
+    from autograder.core.cases import hidden_cases, public_cases, stored
+    from hetero.checks import Outcome, known_mistake
+
+    known = report.layouts()
+    counted = {}
+    for fixture in fixtures:
+        data = stored(fixture.exercise)
+        cases = {c.id: c for c in [*public_cases(fixture.exercise), *hidden_cases(fixture.exercise)]}
+        failed, passed = {}, set()
+        for cid, entry in data["cases"].items():
+            outputs = {k: tuple(v) for k, v in (entry.get("mistakes") or {}).items()}
+            if fixture.name not in outputs:
+                passed.add(cid)
+                continue
+            line = known_mistake(Outcome(outputs[fixture.name][1]), cases[cid], outputs)
+            failed[cid] = set(report_data.known_mistakes(line, known[fixture.exercise]))
+        counted[fixture.name] = {known[fixture.exercise].mistakes[m] for m in
+                                 report_data.explained_mistakes(failed, passed, known[fixture.exercise].predicts)}
+        counted[fixture.name + " (any case)"] = {known[fixture.exercise].mistakes[m] for v in failed.values() for m in v}
+    return counted
+
+
+def test_every_wrong_fixture_counts_for_its_own_mistake_only():
+    from autograder.authoring.wrong_fixtures import FIXTURES
+
+    counted = _simulated(FIXTURES)
+    wrong = {f.name: counted[f.name] for f in FIXTURES if counted[f.name] != {f.name}}
+    assert not wrong, f"a student who is a wrong fixture counts for that mistake alone; these did not: {wrong}"
+    inflated = [f.name for f in FIXTURES if len(counted[f.name + " (any case)"]) > 1]
+    assert len(inflated) >= 5, (
+        f"the rule is needed: counting every mistake named on any case inflates these fixtures: {inflated}")
 
 
 def test_changed_submissions_show_their_score_trail(graded_class):
@@ -231,13 +342,19 @@ def test_student_text_is_escaped(graded_class):
     assert [t for t, a in tags.tags if "onerror" in a] == [], "no live tag from a student's name"
     assert {t for t, _ in tags.tags} <= {"html", "head", "meta", "title", "style", "body", "h1", "h2", "h3", "p",
                                          "span", "img", "table", "tr", "th", "td", "details", "summary", "ol",
-                                         "li", "b", "div", "ul"}
-    assert not re.search(r"(src|href)=\"(?!data:)", page), "no external resource"
+                                         "li", "b", "div", "ul", "nav", "a", "thead", "tbody", "i", "code", "script"}
+    assert not re.search(r'src="(?!data:)', page), "no external resource"
+    links = [a["href"] for t, a in tags.tags if t == "a"]
+    assert all(h.startswith("#") or not re.match(r"^(/|[a-z][a-z0-9+.-]*:)", h, re.I) for h in links), (
+        "links are in-page anchors or relative paths to the feedback files")
+    scripts = re.findall(r"<script>(.*?)</script>", page, re.S)
+    assert scripts == [report.SORT_SCRIPT], "one script: the sort, the one the page's policy allows"
+    digest = base64.b64encode(hashlib.sha256(report.SORT_SCRIPT.encode()).digest()).decode()
+    policy = next(a["content"] for t, a in tags.tags if t == "meta" and a.get("http-equiv") == "Content-Security-Policy")
+    assert f"script-src 'sha256-{digest}'" in policy and "default-src 'none'" in policy, policy
 
 
 def html_escaped(text: str) -> str:
-    import html
-
     return html.escape(text, quote=True)
 
 
@@ -281,62 +398,142 @@ def _chromium(args: list[str], tmp_path: Path) -> subprocess.CompletedProcess:
         pytest.fail("chromium is not installed: `apt-get install chromium` (Debian package; this proof must run)")
     flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
              "--disable-background-networking", "--disable-component-update", "--disable-sync",
-             f"--user-data-dir={tmp_path / 'chromium-profile'}", "--window-size=1280,2000"]
+             f"--user-data-dir={tmp_path / 'chromium-profile'}"]
+    if not any(a.startswith("--window-size") for a in args):
+        flags.append("--window-size=1280,2000")
     done = subprocess.run([exe, *flags, *args], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     return done
 
 
+PLANTED = ["ex03", "ex05", "ex08"]  # the exercises whose mistakes the any-case rule inflated
+SINGLE = ["ex03_ignores_pool", "ex03_ignores_queue", "ex03_transfer_multiplied", "ex03_transfer_free",
+          "ex05_current_load", "ex05_keeps_finished", "ex08_deferred_free", "ex08_largest_best",
+          "ex08_ignores_min_immediate"]
+DOUBLE = {"two_a": ["ex03_ties_highest", "ex05_admit_le"], "two_b": ["ex08_sum_not_max", "ex03_total_not_distinct"]}
+BROKEN = {  # student -> (exercise, the kind of problem the report must name)
+    "syntax": ("ex05", "could not be imported"),
+    "missing": ("ex08", "missing file"),
+    "timeout": ("ex08", "time limit"),
+    "bad_nb": ("ex03", "unreadable notebook"),
+    "untagged_nb": ("ex05", "notebook without a tagged exercise cell"),
+}
+
+
+def planted_class(subs: Path) -> dict[str, list[str]]:
+    """20 students on ex03, ex05 and ex08: the key, the stubs, nine single wrong fixtures, two students with two
+    mistakes each, one more (an HTML-tag name), five broken submissions (BROKEN) and a disguised copy of the key.
+    Returns {student: the wrong fixtures planted in their files}."""
+    from autograder.authoring.wrong_fixtures import materialise
+    from autograder.exports import notebooks as nb
+    from autograder.selftest.attacks import disguised_copy
+
+    def key(folder: Path, skip: str = "") -> Path:
+        folder.mkdir(parents=True, exist_ok=True)
+        for ex in PLANTED:
+            if ex != skip:
+                shutil.copyfile(ROOT / "solutions" / BY_ID[ex].filename, folder / BY_ID[ex].filename)
+        return folder
+
+    planted: dict[str, list[str]] = {"key": [], "stubs": [], "copy": [], XSS: ["ex05_end_inclusive"]}
+    key(subs / "key")
+    (subs / "stubs").mkdir(parents=True)
+    for ex in PLANTED:
+        shutil.copyfile(ROOT / "assignments" / BY_ID[ex].filename, subs / "stubs" / BY_ID[ex].filename)
+        (key(subs / "copy") / BY_ID[ex].filename).write_text(disguised_copy(
+            (ROOT / "solutions" / BY_ID[ex].filename).read_text()))
+    for name in SINGLE:
+        planted[name] = [name]
+    planted.update(DOUBLE)
+    for student, fixtures in planted.items():
+        if fixtures:
+            folder = key(subs / student)
+            for fixture in fixtures:
+                materialise(fixture, folder)
+    syntax = key(subs / "syntax") / BY_ID["ex05"].filename
+    syntax.write_text(syntax.read_text() + "\n\ndef admit_later(:\n    return True\n")
+    key(subs / "missing", skip="ex08")
+    (key(subs / "timeout") / BY_ID["ex08"].filename).write_text("while True:\n    pass\n")
+    (key(subs / "bad_nb", skip="ex03") / f"{BY_ID['ex03'].module}.ipynb").write_text('{"cells": [', encoding="utf-8")
+    note = nb.fill_exercise_cell(nb.student_notebook(nb.load_sources("ex05")), BY_ID["ex05"],
+                                 (ROOT / "solutions" / BY_ID["ex05"].filename).read_text())
+    for cell in note["cells"]:  # a front-end that drops tags, and a student who deleted the marker line
+        cell.get("metadata", {}).pop("tags", None)
+        if cell["cell_type"] == "code" and "".join(cell["source"]).startswith("# a2-exercise"):
+            cell["source"] = "".join(cell["source"]).split("\n", 1)[1]
+    nb.write_notebook(note, key(subs / "untagged_nb", skip="ex05") / f"{BY_ID['ex05'].module}.ipynb")
+    for student in BROKEN:
+        planted.setdefault(student, [])
+    return planted
+
+
 @pytest.mark.slow
 @pytest.mark.proof("report_browser")
-def test_browser_shows_the_gradebooks_numbers(tmp_path, key_submission, stubs_submission):
-    from autograder.authoring.wrong_fixtures import materialise
+def test_browser_shows_whom_to_contact_for_a_planted_class(tmp_path):
+    """A class of 20 graded for real (ex03, ex05, ex08), its similarity computed, the report rendered by
+    headless Chromium: the students table (sorted by the page's script), every broken submission with its
+    reason, the hardest cases, the planted mistakes counted exactly, the copied pair, the plots."""
+    from autograder.authoring.wrong_fixtures import FIXTURES
+    from autograder.batch import similarity
 
     subs, out = tmp_path / "subs", tmp_path / "graded"
-    shutil.copytree(key_submission, subs / "key")
-    for student, fixture in (("bits1", "ex04_bits_as_bytes"), ("bits2", "ex04_bits_as_bytes"),
-                             ("pct", "ex04_percent"), (XSS, "ex04_percent")):
-        materialise(fixture, subs / student)
-    shutil.copytree(stubs_submission, subs / "stubs")
-    bulk.grade_all(subs, out, workers=2, progress=False, exercises=["ex04"])
+    planted = planted_class(subs)
+    assert len(planted) == 20, sorted(planted)
+    start = time.monotonic()
+    bulk.grade_all(subs, out, workers=2, progress=False, exercises=PLANTED)
+    graded_s = time.monotonic() - start
+    summary = similarity.run(subs, out / "similarity", exercises=PLANTED)
     page = tmp_path / "report.html"
     assert report.main([str(out), "--html", str(page)]) == 0
+    print(f"planted class: graded in {graded_s:.0f} s; {len(summary['pairs'])} similar pairs")
 
-    dom = _chromium(["--dump-dom", page.as_uri()], tmp_path).stdout
-    shot = tmp_path / "report.png"
-    _chromium([f"--screenshot={shot}", page.as_uri()], tmp_path)
-    print(f"report screenshot: {shot}")
+    dom = _chromium(["--dump-dom", page.as_uri() + "#sort=total-desc"], tmp_path).stdout
     tags = Tags(dom)
     with Gradebook(out / "gradebook.sqlite", read_only=True) as book:
         records = {r.student: r for r in book.records()}
-    assert len(records) == 6 and all(r.status == "graded" for r in records.values())
-    ex04 = [r.exercises["ex04"][0] for r in records.values()]
-    shown = re.search(r'<tr class="score-row" data-exercise="ex04"[^>]*>(.*?)</tr>', dom, re.S)
-    assert shown, "the rendered DOM holds the ex04 score row"
-    cells = [float(c) for c in re.findall(r'<td class="n">([\d.]+)</td>', shown.group(1))]
-    want = [max(r.exercises["ex04"][1] for r in records.values()), statistics.fmean(ex04), statistics.median(ex04),
-            min(ex04), max(ex04), sum(s <= 1e-9 for s in ex04), sum(s >= BY_ID["ex04"].points - 1e-9 for s in ex04)]
-    assert cells == pytest.approx(want, abs=0.006), (cells, want)
-    print(f"ex04 shown: out of {cells[0]:g}, mean {cells[1]:g}, median {cells[2]:g}, min {cells[3]:g}, "
-          f"max {cells[4]:g}, {cells[5]:g} at 0, {cells[6]:g} full")
-    mistakes = {r["data-fixture"]: int(r["data-students"]) for r in tags.of_class("mistake")}
-    assert mistakes.get("ex04_bits_as_bytes") == 2 and mistakes.get("ex04_percent") == 2, mistakes
-    assert "33% of the class" in dom, "2 of 6 students, as the page says it"
-    hidden = [r for r in tags.of_class("case-rate") if r["data-side"] == "hidden"]
-    assert {r["data-case"] for r in hidden} == {i for ids in HIDDEN.values() for i in ids}, (
-        "every hidden case of the real grader's feedback is named by its id")
-    line_rate = [r for r in hidden if r["data-function"] == "line_rate_gb_per_s"]
-    for row in line_rate:  # the two bits-as-bytes students and the stubs fail its valid inputs, the stubs all
-        want_passed = "5" if ".invalid_" in row["data-case"] else "3"
-        assert (row["data-passed"], row["data-total"]) == (want_passed, "6"), row
-    groups = {g["data-students"] for g in tags.of_class("rare-group")}
-    assert "bits1 bits2" in groups and f"{XSS} pct" in groups, groups
+    assert len(records) == 20 and all(r.status == "graded" for r in records.values()), records
+
+    rows = tags.of_class("student")
+    assert [r["data-student"] for r in rows] == [s for s, _ in sorted(
+        records.items(), key=lambda kv: -round(kv[1].score, 2))], "the page's script sorted the table by total, highest first"
+    assert {r["data-student"]: float(r["data-total"]) for r in rows} == pytest.approx(
+        {s: r.score for s, r in records.items()}, abs=0.006), "each student's score as the gradebook holds it"
+    assert float(next(r for r in rows if r["data-student"] == "key")["data-total"]) == pytest.approx(
+        sum(BY_ID[e].points for e in PLANTED), abs=0.006)
+
+    problems = {(r["data-student"], r["data-exercise"], r["data-kind"]) for r in tags.of_class("problem")}
+    want = {(s, ex, kind) for s, (ex, kind) in BROKEN.items()}
+    assert want <= problems, f"every broken submission with its reason: missing {want - problems}"
+    assert {s for s, _, _ in problems} == set(BROKEN), f"only the broken ones are listed: {problems}"
+    assert "SyntaxError" in dom, "the syntax error's exception line is shown"
+
+    mistakes = {r["data-fixture"]: r["data-who"] for r in tags.of_class("mistake")}
+    want_mistakes = {f: s for s, fixtures in planted.items() for f in fixtures}
+    assert mistakes == {f: html.unescape(html_escaped(s)) for f, s in want_mistakes.items()}, (
+        f"each planted mistake counted once, for its student, and nothing else: {mistakes}")
+    assert len(mistakes) == 14 and all(f in {x.name for x in FIXTURES} for f in mistakes)
+
+    hardest = tags.of_class("hard-case")
+    assert len(hardest) == report_data.HARDEST and all(int(r["data-passed"]) < int(r["data-total"]) for r in hardest)
+
+    pairs = {(r["data-exercise"], frozenset([r["data-a"], r["data-b"]])) for r in tags.of_class("similar-pair")}
+    assert all((ex, frozenset(["copy", "key"])) in pairs for ex in PLANTED), pairs
+    assert not any("stubs" in members for _, members in pairs), "the unfilled stubs are like no one"
+
     assert [t for t, a in tags.tags if "onerror" in a] == [] and html_escaped(XSS) in dom
+    for section in ("students", "problems", "hardest", "mistakes", "similarity", "scores", "cases", "changes", "rare"):
+        assert f'id="{section}"' in dom, f"section {section} is on the page"
+
+    shot = tmp_path / "report.png"
+    _chromium([f"--screenshot={shot}", "--window-size=1280,2600", page.as_uri() + "#sort=total-desc"], tmp_path)
+    shutil.copyfile(shot, Path(tempfile.gettempdir()) / "a2-report-screenshot.png")
+    print(f"report screenshot: {shot} (copied to {Path(tempfile.gettempdir()) / 'a2-report-screenshot.png'})")
     data = shot.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 50_000, "a screenshot with the page drawn in it"
     from PIL import Image
 
     with Image.open(shot) as image:
         colours = image.convert("RGB").getcolors(maxcolors=1 << 20) or []
-    assert len(colours) > 200 and any(abs(r - 59) + abs(g - 110) + abs(b - 165) < 12 for _, (r, g, b) in colours), (
-        "the histograms and pass-rate bars are drawn (their blue is in the screenshot)")
+    drawn = {name: any(abs(r - x) + abs(g - y) + abs(b - z) < 20 for _, (r, g, b) in colours)
+             for name, (x, y, z) in {"incomplete status": (163, 93, 0), "pass-rate bars": (59, 110, 165)}.items()}
+    assert len(colours) > 200 and all(drawn.values()), f"the tables are drawn in the screenshot: {drawn}"

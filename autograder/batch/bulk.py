@@ -150,6 +150,7 @@ def _record(book: Gradebook, sub: Submission, digest: str, result: Graded, out: 
         )
         if sub.name or sub.email:
             book.set_identity(sub.student, sub.name, sub.email)
+        book.set_folder(sub.student, sub.out_folder)
         write_outputs(out / sub.out_folder, sub.name or sub.student, result.results)
         return result
     except Exception as exc:  # e.g. a results file the feedback writer cannot read, a folder it cannot write

@@ -6,7 +6,8 @@ the grade: the submission's content hash (so an unchanged submission is not grad
 total and per-exercise scores, whether the grader itself failed, how long it took, and the full
 results.json. Table `history` keeps one row per graded version (resubmissions and regrades: hash,
 time, status, score, results.json), in the order they were graded. Table `identities` holds a
-student's display name and e-mail when the batch knows them (Gradescope's export does).
+student's display name and e-mail when the batch knows them (Gradescope's export does). Table `folders`
+names each student's output folder under the batch's --out (the report links their feedback there).
 
 Every text stored or exported goes through `autograder.core.safetext.clean_text` (a lone surrogate in a
 student's output or name cannot stop the batch), and CSV text cells through `csv_cell` (a name
@@ -62,6 +63,10 @@ CREATE TABLE IF NOT EXISTS identities (
 CREATE TABLE IF NOT EXISTS graded_with (
     student     TEXT PRIMARY KEY,
     fingerprint TEXT NOT NULL        -- the grader's inputs its latest grading used (submissions.grader_fingerprint)
+);
+CREATE TABLE IF NOT EXISTS folders (
+    student TEXT PRIMARY KEY,
+    folder  TEXT NOT NULL            -- the student's output folder under --out (submissions.Submission.out_folder)
 );
 CREATE TABLE IF NOT EXISTS exercise_scores (
     student   TEXT NOT NULL REFERENCES submissions(student) ON DELETE CASCADE,
@@ -232,6 +237,20 @@ class Gradebook:
             "SELECT name, email FROM identities WHERE student = ?", (clean_text(student),)
         ).fetchone()
         return (row[0], row[1]) if row else ("", "")
+
+    def set_folder(self, student: str, folder: str) -> None:
+        """Record the student's output folder under --out (where results.json and the feedback files are)."""
+        with self._db:
+            self._db.execute("INSERT OR REPLACE INTO folders VALUES (?, ?)", (clean_text(student), clean_text(folder)))
+
+    def folder(self, student: str) -> str | None:
+        """The student's output folder under --out; None when not recorded (a gradebook from before the
+        table, opened read-only: the table is missing) or never graded."""
+        try:
+            row = self._db.execute("SELECT folder FROM folders WHERE student = ?", (clean_text(student),)).fetchone()
+        except sqlite3.OperationalError:  # no such table: written by an older grade-all
+            return None
+        return row[0] if row else None
 
     def history(self, student: str) -> list[Version]:
         """Every graded version of a student's submission, oldest first; the last one is the grade."""

@@ -1,23 +1,29 @@
 """Grades out of the gradebook and into a learning management system: Canvas or Gradescope CSV files.
 
 `python -m autograder export-lms OUT_DIR --format canvas|gradescope --out FILE [--per-exercise]
-[--map MAPFILE] [--assignment "A2 (12345)"]` reads OUT_DIR/gradebook.sqlite (what `grade-all --out
+[--map MAPFILE] [--assignment "A2 (12345)"] [--exercise-assignment 'ex01=A2 ex01 (12346)' ...]` reads OUT_DIR/gradebook.sqlite (what `grade-all --out
 OUT_DIR` keeps; only read, never changed) and writes each student's latest grade:
 
 - `canvas`: Canvas's gradebook import CSV. Header `Student,ID,SIS User ID,SIS Login ID,Section,<Assignment
   name> (<assignment id>)`, then a "Points Possible" row (first cell `    Points Possible`, the identity
   columns blank, then the maximum points), then one row per student. The assignment column is the
-  total score; with --per-exercise, one column per exercise instead (`<assignment name> ex01`, ...,
-  each out of its manifest points; columns without an id are matched by name in Canvas, or become new
-  assignments). `--assignment "A2 (12345)"` gives the assignment's name and Canvas id (its URL's
-  number); without an id, Canvas matches the column by name.
+  total score; with --per-exercise, one column per exercise instead, each out of its manifest points.
+  `--assignment "A2 (12345)"` gives the assignment's name and Canvas id (the number in its URL);
+  `--exercise-assignment "ex01=A2 ex01 (12346)"` (once per exercise) names the existing Canvas
+  assignment of one exercise's column, which is otherwise `<assignment name> ex01`. How Canvas's
+  importer reads a column header (canvas-lms GradebookImporter): `Title (12345)` goes into assignment
+  12345; a header without an id goes into the assignment whose title is exactly the whole header, and
+  when there is none Canvas creates a new assignment. So each column without an id is listed on stderr
+  with that consequence, and a per-exercise file imports into existing assignments when every exercise
+  has its id.
 - `gradescope`: `Name,SID,Email,Total Score,Max Points,Status`, then `ex01 (6 pts)`, ... per exercise.
 
 The student mapping (--map, a CSV file, UTF-8, header row required): columns `student,lms_id` and
-optionally `name,sis_login,section`. `student` is the gradebook's key: the submission folder's (or
+optionally `name,sis_user_id,sis_login,section`. `student` is the gradebook's key: the submission folder's (or
 zip's) name, or for a Gradescope export the submitter's e-mail (e-mails match ignoring case). `lms_id`
 is the LMS's id of that student: Canvas's user ID (the `ID` column of Canvas's own gradebook export),
-or Gradescope's SID. A gradebook student with no map row is listed on stderr and exported with an empty
+or Gradescope's SID; `sis_user_id` and `sis_login` fill Canvas's `SIS User ID` and `SIS Login ID`
+columns (Canvas matches a row by its ID first, then by these). A gradebook student with no map row is listed on stderr and exported with an empty
 ID (import would not match them: add them to the map); a map row with no graded student is listed too.
 A group submission (gradebook key `a@x.edu+b@x.edu`, from a Gradescope export) is exported as one row
 per member, each with the group's score.
@@ -33,7 +39,7 @@ import csv
 import re
 import sys
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from autograder.batch.gradebook import Gradebook, Record
@@ -47,7 +53,7 @@ CANVAS_IDENTITY = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
 CANVAS_POINTS_LABEL = "    Points Possible"  # Canvas's own export writes it with four leading spaces
 GRADESCOPE_HEAD = ["Name", "SID", "Email", "Total Score", "Max Points", "Status"]
 MAP_REQUIRED = ("student", "lms_id")
-MAP_OPTIONAL = ("name", "sis_login", "section")
+MAP_OPTIONAL = ("name", "sis_user_id", "sis_login", "section")
 STATUS_TEXT = {"graded": "Graded", "grader_failed": "Grader failed"}
 _ASSIGNMENT_RE = re.compile(r"^(?P<name>.*?)\s*\((?P<id>\d+)\)\s*$")
 
@@ -63,6 +69,7 @@ class MapRow:
     student: str
     lms_id: str
     name: str = ""
+    sis_user_id: str = ""
     sis_login: str = ""
     section: str = ""
 
@@ -75,6 +82,7 @@ class ExportRow:
     name: str
     lms_id: str
     email: str
+    sis_user_id: str
     sis_login: str
     section: str
     record: Record
@@ -86,6 +94,7 @@ class ExportReport:
     unmapped: list[str]  # gradebook students with no map row (exported with an empty ID)
     unused: list[str]  # map rows whose student is not in the gradebook
     failed: list[str]  # students whose latest grading is the grader's failure (exported with its 0 points)
+    without_id: list[str] = field(default_factory=list)  # Canvas columns without an assignment id
 
 
 def points_text(points: float) -> str:
@@ -179,6 +188,7 @@ def export_rows(
                     member_name,
                     row.lms_id if row else "",
                     member_email,
+                    row.sis_user_id if row else "",
                     row.sis_login if row else "",
                     row.section if row else "",
                     rec,
@@ -188,14 +198,44 @@ def export_rows(
     return sorted(rows, key=lambda r: r.student), sorted(unmapped), unused
 
 
-def canvas_table(rows: Sequence[ExportRow], assignment: str, per_exercise: bool) -> list[list[str]]:
+def exercise_assignments(specs: Iterable[str]) -> dict[str, str]:
+    """`--exercise-assignment` values (`ex01=A2 ex01 (12346)`) as {exercise id: "Title (id)"}; ExportError
+    naming the value for an unknown exercise, a missing `=`, an empty title or an exercise given twice."""
+    known = {e.id for e in EXERCISES}
+    found: dict[str, str] = {}
+    for spec in specs:
+        ex_id, eq, text = spec.partition("=")
+        ex_id = ex_id.strip()
+        if not eq or ex_id not in known:
+            raise ExportError(
+                f"--exercise-assignment {spec!r}: give EXERCISE=TITLE (ID) with an exercise of the manifest "
+                f'({", ".join(sorted(known))}), e.g. "ex01=A2 ex01 (12346)"'
+            )
+        if ex_id in found:
+            raise ExportError(f"--exercise-assignment: {ex_id} is given twice")
+        parse_assignment(text)  # an empty title is refused
+        found[ex_id] = text.strip()
+    return found
+
+
+def canvas_columns(assignment: str, per_exercise: bool, exercises: dict[str, str] | None = None) -> list[str]:
+    """The assignment column headers: `Title (id)` where an id is known, else the bare title."""
+    if not per_exercise:
+        pairs = [parse_assignment(assignment)]
+    else:
+        name = parse_assignment(assignment)[0]
+        pairs = [parse_assignment((exercises or {}).get(e.id, f"{name} {e.id}")) for e in EXERCISES]
+    return [f"{title} ({number})" if number else title for title, number in pairs]
+
+
+def canvas_table(
+    rows: Sequence[ExportRow], assignment: str, per_exercise: bool, exercises: dict[str, str] | None = None
+) -> list[list[str]]:
     """Canvas's gradebook import CSV as a list of rows (header, Points Possible, one row per student)."""
-    name, assignment_id = parse_assignment(assignment)
+    columns = canvas_columns(assignment, per_exercise, exercises)
     if per_exercise:
-        columns = [f"{name} {e.id}" for e in EXERCISES]
         possible = [points_text(e.points) for e in EXERCISES]
     else:
-        columns = [f"{name} ({assignment_id})" if assignment_id else name]
         possible = [points_text(sum(e.points for e in EXERCISES))]
     table = [[*CANVAS_IDENTITY, *columns], [CANVAS_POINTS_LABEL, "", "", "", "", *possible]]
     for row in rows:
@@ -203,7 +243,7 @@ def canvas_table(rows: Sequence[ExportRow], assignment: str, per_exercise: bool)
             scores = [points_text(row.record.exercises.get(e.id, (0.0, 0.0))[0]) for e in EXERCISES]
         else:
             scores = [points_text(row.record.score)]
-        table.append([row.name, row.lms_id, "", row.sis_login, row.section, *scores])
+        table.append([row.name, row.lms_id, row.sis_user_id, row.sis_login, row.section, *scores])
     return [[csv_cell(cell) for cell in line] for line in table]
 
 
@@ -235,6 +275,7 @@ def export(
     per_exercise: bool = False,
     map_path: Path | None = None,
     assignment: str = DEFAULT_ASSIGNMENT,
+    exercise_ids: Sequence[str] = (),
 ) -> ExportReport:
     """Write the latest grades of OUT_DIR's gradebook to `dest` in format `fmt` (see the module docstring)."""
     if fmt not in FORMATS:
@@ -249,18 +290,23 @@ def export(
     if dest.resolve() == book_path.resolve():
         raise ExportError(f"--out {dest} is the gradebook itself: give another file name")
     mapping = read_map(map_path) if map_path is not None else None
-    if fmt == "canvas":
-        parse_assignment(assignment)  # a bad --assignment fails before anything is written
+    exercises = exercise_assignments(exercise_ids)
+    if exercises and not (fmt == "canvas" and per_exercise):
+        raise ExportError(
+            "--exercise-assignment names per-exercise Canvas columns: use it with --format canvas --per-exercise"
+        )
+    columns = canvas_columns(assignment, per_exercise, exercises) if fmt == "canvas" else []  # bad input fails here
     with Gradebook(book_path, read_only=True) as book:
         records = list(book.records())
         identities = {r.student: book.identity(r.student) for r in records}
     rows, unmapped, unused = export_rows(records, identities, mapping)
-    table = canvas_table(rows, assignment, per_exercise) if fmt == "canvas" else gradescope_table(rows)
+    table = canvas_table(rows, assignment, per_exercise, exercises) if fmt == "canvas" else gradescope_table(rows)
     dest.parent.mkdir(parents=True, exist_ok=True)
     with dest.open("w", newline="", encoding="utf-8") as fh:
         csv.writer(fh).writerows(table)
     failed = [r.student for r in records if r.status != "graded"]
-    return ExportReport(len(rows), unmapped, unused, failed)
+    without_id = [c for c in columns if not _ASSIGNMENT_RE.match(c)]
+    return ExportReport(len(rows), unmapped, unused, failed, without_id)
 
 
 def main(argv: list[str]) -> int:
@@ -271,18 +317,27 @@ def main(argv: list[str]) -> int:
     parser.add_argument(
         "--per-exercise", action="store_true", help="canvas: one column per exercise instead of the total"
     )
-    parser.add_argument("--map", type=Path, help="CSV with columns student,lms_id[,name,sis_login,section]")
+    parser.add_argument("--map", type=Path, help="CSV with columns student,lms_id[,name,sis_user_id,sis_login,section]")
     parser.add_argument(
         "--assignment",
         default=DEFAULT_ASSIGNMENT,
         help='canvas: the assignment\'s name and Canvas id, e.g. "A2 (12345)" (default: A2, matched by name)',
+    )
+    parser.add_argument(
+        "--exercise-assignment",
+        action="append",
+        default=[],
+        metavar="EXERCISE=TITLE (ID)",
+        help='canvas --per-exercise: the existing Canvas assignment of one exercise, e.g. "ex01=A2 ex01 (12346)"',
     )
     args = parser.parse_args(argv)
     for stream in (sys.stdout, sys.stderr):  # student names in the report never stop it
         if hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="backslashreplace")
     try:
-        report = export(args.out_dir, args.format, args.out, args.per_exercise, args.map, args.assignment)
+        report = export(
+            args.out_dir, args.format, args.out, args.per_exercise, args.map, args.assignment, args.exercise_assignment
+        )
     except ExportError as exc:
         print(f"export-lms: {exc}", file=sys.stderr)
         return 2
@@ -300,6 +355,13 @@ def main(argv: list[str]) -> int:
         print(
             f"export-lms: the grader failed on {clean_text(student)}'s latest submission: exported with its 0 "
             "points (see their feedback_instructor.md; grade it again before importing)",
+            file=sys.stderr,
+        )
+    for column in report.without_id:
+        print(
+            f"export-lms: column {clean_text(column)!r} has no Canvas assignment id: Canvas imports it into the "
+            "assignment titled exactly so, or creates a new assignment when there is none (give the id: "
+            '--assignment "TITLE (ID)", --exercise-assignment "exNN=TITLE (ID)")',
             file=sys.stderr,
         )
     for student in report.unused:

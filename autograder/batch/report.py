@@ -1,253 +1,113 @@
 """The instructor's view of a class: one self-contained HTML page from a grade-all gradebook.
 
-`python -m autograder report OUT_DIR --html report.html [--rare 0.1]` reads OUT_DIR/gradebook.sqlite
-(what `grade-all --out OUT_DIR` keeps; opened read-only, never changed) and writes one HTML file that
-needs nothing else (inline CSS, plots as base64 PNG data URIs, no script), from each student's latest
-grading:
-1. the score distribution per exercise: histograms, and mean, median, min, max, how many at 0 and at
-   full marks;
-2. the pass rate of each function's public and hidden test, and of each case, listed by case id and
-   function, never with an input or an expected value. A public case is named in its feedback line; a
-   hidden case's line says only "hidden case n of m", so its id is the n-th hidden case of that
-   function in autograder/expected/exNN.json (when m is not the count stored there now, the cases
-   changed since that grading and the case is shown by position). The opt-in entry holding the hidden
-   inputs and the staff-only environment entry are never read;
-3. the known mistakes (the `mistakes` of autograder/expected/exNN.json, named in failed tests' feedback
-   as "Your result matches a known mistake: ..."), ranked by how many students matched them;
-4. the students whose graded versions differ (the history: versions, score trail, new files or a regrade);
-5. groups of two or more students who fail exactly the same rare cases (each failed by at most
-   max(2, 10% of the class), --rare sets the share; failures without a result, such as a missing file
-   or a stub, are left out): a hint for the instructor to look closer, not a verdict.
-Every text a student controls (names, feedback) is HTML-escaped.
+`python -m autograder report OUT_DIR --html report.html [--rare 0.1] [--similarity DIR]` reads
+OUT_DIR/gradebook.sqlite (what `grade-all --out OUT_DIR` keeps; opened read-only, never changed) and
+writes one HTML file that needs nothing else (inline CSS, plots as base64 PNG data URIs, one inline
+script allowed by the page's Content-Security-Policy and no other), from each student's latest grading.
+It answers "whom do I contact, and about what" first (what each section computes: `report_data`):
+1. the students: total, each exercise, status and links to their feedback files, a table sorted by
+   clicking a column's header (the script reads `#sort=<column>[-desc]`; without it the table stays
+   sorted by student);
+2. the submissions that could not be graded in full, per student and exercise, with the grader's reason
+   (missing file, import failure with its exception line, time limits, unreadable or untagged notebook,
+   the grader's own failure, ...);
+3. the hardest cases across all exercises, ranked by pass rate among the students with a result;
+4. the known mistakes, each counted for a student only when it best explains that student's failures
+   in its exercise (the rule is stated on the page);
+5. similar submissions, from `python -m autograder similarity` (`--similarity DIR`, by default
+   OUT_DIR/similarity when it holds similarity.json): the pairs above its threshold, each linked to its
+   side-by-side page;
+6. the score distribution per exercise (histograms, mean, median, min, max, at 0, at full marks);
+7. the pass rate of each function's public and hidden test and of each case, by case id (never an input
+   or an expected value; a hidden case is identified by its position in the feedback);
+8. the students whose graded versions differ; 9. groups who fail exactly the same rare cases (each failed
+   by at most max(2, 10% of the class), --rare sets the share): a hint, not a verdict.
+Every text a student controls (names, feedback, file names, exception lines) is HTML-escaped, and links
+are percent-encoded relative paths.
 """
 
 from __future__ import annotations
 
 import argparse
 import base64
+import hashlib
 import html
 import io
+import json
 import math
 import os
-import re
-import sqlite3
-import statistics
 import sys
 import tempfile
 import time
-from collections import Counter, defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
-from autograder.batch.gradebook import Gradebook, Record, Version, test_exercise
-from autograder.core.cases import stored
-from autograder.core.manifest import BY_ID, EXERCISES, ROOT
+from autograder.batch.report_data import (
+    GRADEBOOK_NAME,
+    RARE_SHARE,
+    ClassData,
+    Layout,
+    ReportError,
+    changes,
+    hardest_cases,
+    layouts,
+    load,
+    mistake_ranking,
+    pass_rates,
+    rare_groups,
+    score_stats,
+    shown_name,
+    status,
+)
+from autograder.core.manifest import BY_ID, ROOT
 from autograder.core.safetext import clean_text
 
-GRADEBOOK_NAME = "gradebook.sqlite"  # as in autograder.batch.bulk (not imported: bulk pulls in the grader's stack)
-RARE_SHARE = 0.10
-TEST_NAME = re.compile(r"^(ex\d\d) (.+) \((public|hidden) cases\)$")
-PUBLIC_LINE = re.compile(r"^\[(passed|FAILED)\] \([^)]*\) [^:]*: (ex\d\d\.[^:\s]+): (.*)$")
-HIDDEN_LINE = re.compile(r"^hidden case (\d+) of (\d+) \([^)]*\): (.*)$")
-CLIPPED = re.compile(r"^\.\.\. \(\d+ more characters\)$")  # autograder.runtime.results.clip's last line
-KNOWN = "Your result matches a known mistake"
-NO_ANSWER = ("no result:", "not implemented yet", "NotImplementedError")  # failures that are not an answer
+__all__ = ["ReportError", "layouts", "load", "main", "render", "write_report"]
 
-Unit = tuple[str, str, str, str]  # (exercise, function label, "public"/"hidden", case id or position)
-
-
-class ReportError(ValueError):
-    """Bad input to the report (missing folder, not a gradebook, bad option): its message says which."""
-
-
-@dataclass(frozen=True)
-class Layout:
-    """What the stored expected values of one exercise tell the report: ids and mistake sentences only."""
-
-    hidden: dict[str, list[str]]  # hidden test label -> its case ids in grading order
-    case_ids: frozenset[str]
-    mistakes: dict[str, str]  # description -> wrong fixture name
-
-
-@dataclass
-class Outcomes:
-    """What one student's results.json says per test and per case."""
-
-    tests: dict[tuple[str, str, str], bool] = field(default_factory=dict)  # (exercise, label, side) -> passed
-    cases: dict[Unit, tuple[bool, str]] = field(default_factory=dict)  # -> (passed, feedback line)
-    mistakes: set[tuple[str, str]] = field(default_factory=set)  # (exercise, description)
-
-
-@dataclass
-class ClassData:
-    records: list[Record]
-    names: dict[str, str]  # student -> display name ("" when unknown)
-    outcomes: dict[str, Outcomes]
-    histories: dict[str, list[Version]]
-    exercises: list[str]  # the exercises the latest gradings hold tests for
-
-
-def layouts(root: Path = ROOT) -> dict[str, Layout]:
-    found = {}
-    for ex in EXERCISES:
-        try:
-            data = stored(ex.id, root)
-        except (OSError, ValueError):
-            continue
-        hidden: dict[str, list[str]] = {}
-        for case in data["hidden"]:
-            label = f"simulator {case['harness']}" if case.get("harness") else case["func"]
-            hidden.setdefault(label, []).append(case["id"])
-        mistakes = {
-            desc: name for entry in data["cases"].values() for name, (desc, _) in (entry.get("mistakes") or {}).items()
-        }
-        found[ex.id] = Layout(hidden, frozenset(data["cases"]), mistakes)
-    return found
-
-
-def known_mistakes(message: str, layout: Layout) -> list[str]:
-    """The known-mistake sentences a feedback line ends with (the grader's, the last one on the line)."""
-    at = message.rfind(KNOWN)
-    tail = message[at + len(KNOWN) :] if at >= 0 else ""
-    one, several = tail.startswith(": "), tail.startswith(", one of: ")
-    parts = [tail[2:]] if one else tail[len(", one of: ") :].split(" | ") if several else []
-    return parts if all(p in layout.mistakes for p in parts) else []
-
-
-def outcomes(results: dict[str, Any], known: dict[str, Layout]) -> Outcomes:
-    """Per-test and per-case outcomes from the feedback lines of the public and hidden test entries."""
-    out = Outcomes()
-    for test in results.get("tests", []):
-        match = TEST_NAME.match(str(test.get("name", "")))
-        if not match:
-            continue
-        ex, label, side = match.groups()
-        out.tests[(ex, label, side)] = test.get("status") == "passed"
-        layout = known.get(ex, Layout({}, frozenset(), {}))
-        lines = str(test.get("output", "")).splitlines()
-        if lines and CLIPPED.match(lines[-1]):
-            lines = lines[:-2]  # the line before the clip note is cut short
-        for line in lines:
-            if side == "public":
-                pub = PUBLIC_LINE.match(line)
-                if pub is None or pub.group(2) not in layout.case_ids:
-                    continue
-                case, passed, message = pub.group(2), pub.group(1) == "passed", pub.group(3)
-            else:
-                hid = HIDDEN_LINE.match(line)
-                if hid is None:
-                    continue
-                n, m, message = int(hid.group(1)), int(hid.group(2)), hid.group(3)
-                ids = layout.hidden.get(label, [])
-                case = ids[n - 1] if len(ids) == m and 1 <= n <= m else f"hidden case {n} of {m}"
-                passed = message.startswith("passed.")
-            out.cases[(ex, label, side, case)] = (passed, message)
-            if not passed:
-                out.mistakes.update((ex, desc) for desc in known_mistakes(message, layout))
-    return out
-
-
-def load(out_dir: Path, root: Path = ROOT) -> ClassData:
-    """Everything the page shows, from OUT_DIR's gradebook (read-only)."""
-    book = out_dir / GRADEBOOK_NAME
-    if not out_dir.is_dir():
-        raise ReportError(f"OUT_DIR {out_dir} is not a folder (give grade-all's --out folder)")
-    if not book.is_file():
-        raise ReportError(f"OUT_DIR {out_dir} has no {GRADEBOOK_NAME}: run grade-all with --out {out_dir} first")
-    known = layouts(root)
-    try:
-        with Gradebook(book, read_only=True) as gb:
-            records = list(gb.records())
-            names = {r.student: gb.identity(r.student)[0] for r in records}
-            latest = {r.student: gb.results(r.student) or {} for r in records}
-            histories = {r.student: gb.history(r.student) for r in records}
-    except (sqlite3.DatabaseError, ValueError) as exc:
-        raise ReportError(f"OUT_DIR {out_dir}: {GRADEBOOK_NAME} is not a grade-all gradebook ({exc})") from exc
-    graded = {test_exercise(t) for res in latest.values() for t in res.get("tests", [])}
-    exercises = [e.id for e in EXERCISES if e.id in graded] or [e.id for e in EXERCISES]
-    return ClassData(records, names, {s: outcomes(r, known) for s, r in latest.items()}, histories, exercises)
-
-
-# ---------------------------------------------------------------------------------------------
-# What the page shows
-
-
-def score_stats(data: ClassData) -> list[dict[str, Any]]:
-    """One row per exercise and one for the total: mean, median, min, max, counts at 0 and full marks."""
-    rows = []
-    for ex in [*data.exercises, "total"]:
-        pairs = [
-            (r.score, r.max_score) if ex == "total" else r.exercises.get(ex, (0.0, BY_ID[ex].points))
-            for r in data.records
-        ]
-        scores = [s for s, _ in pairs]
-        mean, median = (statistics.fmean(scores), statistics.median(scores)) if scores else (0.0, 0.0)
-        row = {"exercise": ex, "max_score": max((m for _, m in pairs), default=0.0), "scores": scores}
-        row.update(mean=mean, median=median, min=min(scores, default=0.0), max=max(scores, default=0.0))
-        row.update(zero=sum(s <= 1e-9 for s in scores), full=sum(s >= m - 1e-9 and m > 0 for s, m in pairs))
-        rows.append(row)
-    return rows
-
-
-def pass_rates(data: ClassData) -> tuple[dict[tuple[str, str, str], list[int]], dict[Unit, list[int]]]:
-    """[passed, with a result] per test (exercise, label, side) and per case, in grading order."""
-    tests: dict[tuple[str, str, str], list[int]] = {}
-    cases: dict[Unit, list[int]] = {}
-    for out in data.outcomes.values():
-        for key, passed in out.tests.items():
-            tests.setdefault(key, [0, 0])[0] += passed
-            tests[key][1] += 1
-        for unit, (passed, _) in out.cases.items():
-            cases.setdefault(unit, [0, 0])[0] += passed
-            cases[unit][1] += 1
-    return tests, cases
-
-
-def mistake_ranking(data: ClassData, known: dict[str, Layout]) -> list[tuple[str, str, str, int]]:
-    """(exercise, fixture name, description, students matching it), most matched first."""
-    counts = Counter(m for out in data.outcomes.values() for m in out.mistakes)
-    ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
-    return [(ex, known[ex].mistakes.get(desc, "") if ex in known else "", desc, n) for (ex, desc), n in ranked]
-
-
-def changes(data: ClassData) -> list[tuple[str, list[Version], str]]:
-    """(student, versions, what changed) for students whose graded versions differ in files or score."""
-    found = []
-    for student, versions in sorted(data.histories.items()):
-        if len(versions) < 2:
-            continue
-        new_files = len({v.content_hash for v in versions}) > 1
-        if new_files or len({round(v.score, 6) for v in versions}) > 1:
-            found.append((student, versions, "new files" if new_files else "same files, regraded"))
-    return found
-
-
-def rare_groups(data: ClassData, share: float = RARE_SHARE) -> tuple[int, list[tuple[list[str], list[Unit], bool]]]:
-    """The rarity limit and the groups (students, their shared rare failed cases, identical feedback on them)."""
-    failed = {
-        s: {u: msg for u, (ok, msg) in out.cases.items() if not ok and not any(w in msg for w in NO_ANSWER)}
-        for s, out in data.outcomes.items()
-    }
-    counts = Counter(u for units in failed.values() for u in units)
-    limit = max(2, math.floor(share * len(data.records)))
-    members: dict[frozenset[Unit], list[str]] = defaultdict(list)
-    for student, units in failed.items():
-        rare = frozenset(u for u in units if counts[u] <= limit)
-        if rare:
-            members[rare].append(student)
-    groups = []
-    for rare, students in members.items():
-        if len(students) >= 2:
-            same = all(failed[s][u] == failed[students[0]][u] for s in students for u in rare)
-            groups.append((sorted(students), sorted(rare), same))
-    groups.sort(key=lambda g: (-len(g[1]), g[0]))
-    return limit, groups
-
-
-# ---------------------------------------------------------------------------------------------
-# HTML
+SIMILARITY_FILE = "similarity.json"  # as autograder.batch.similarity writes it
+SORT_SCRIPT = """(() => {
+  const table = document.getElementById("student-table");
+  const apply = () => {
+    const m = /^#sort=([a-z0-9_]+?)(-desc)?$/.exec(window.location.hash);
+    if (!table || !m) return;
+    const heads = Array.from(table.tHead.rows[0].cells);
+    const col = heads.findIndex((h) => h.dataset.key === m[1]);
+    if (col < 0) return;
+    const down = Boolean(m[2]);
+    const numeric = heads[col].dataset.type === "number";
+    const body = table.tBodies[0];
+    const rows = Array.from(body.rows);
+    const value = (r) => r.cells[col].dataset.v;
+    rows.sort((a, b) => {
+      const c = numeric ? Number(value(a)) - Number(value(b)) : value(a).localeCompare(value(b));
+      return down ? -c : c;
+    });
+    rows.forEach((r) => body.appendChild(r));
+    table.dataset.sortedBy = m[1] + (down ? "-desc" : "");
+    heads.forEach((h, i) => {
+      h.setAttribute("aria-sort", i === col ? (down ? "descending" : "ascending") : "none");
+      const link = h.querySelector("a");
+      if (link) link.setAttribute("href", "#sort=" + h.dataset.key + (i === col && !down ? "-desc" : ""));
+    });
+  };
+  window.addEventListener("hashchange", apply);
+  apply();
+})();"""
+SCRIPT_HASH = base64.b64encode(hashlib.sha256(SORT_SCRIPT.encode("utf-8")).digest()).decode("ascii")
+CSP = (
+    "default-src 'none'; img-src data:; style-src 'unsafe-inline'; "
+    f"script-src 'sha256-{SCRIPT_HASH}'; base-uri 'none'; form-action 'none'"
+)
+MISTAKE_RULE = (
+    "A student counts for a mistake only when it is the best explanation of their failures in its exercise: "
+    "mistakes are taken one at a time, the one named on the most failed cases not yet explained first; a "
+    "mistake is taken only when it explains a failed case that no mistake taken before explains, and the "
+    "cases it is named on outnumber the cases where it would have failed but the student's result is "
+    "something else (a pass or another value). A mistake named on a few cases of a function whose failures "
+    "another mistake explains is not counted."
+)
 
 
 def num(x: float) -> str:
@@ -257,6 +117,11 @@ def num(x: float) -> str:
 
 def esc(text: Any) -> str:
     return html.escape(clean_text(text), quote=True)
+
+
+def href(target: Path, base: Path) -> str:
+    """`target` as a relative, percent-encoded and HTML-escaped link from the folder `base`."""
+    return esc(quote(Path(os.path.relpath(target.resolve(), base.resolve())).as_posix(), safe="/"))
 
 
 def histograms(stats: list[dict[str, Any]]) -> str:
@@ -288,10 +153,14 @@ CSS = """body { font-family: system-ui, sans-serif; margin: 2em auto; max-width:
 h2 { border-bottom: 2px solid #3b6ea5; padding-bottom: .2em; margin-top: 2em; } img { max-width: 100%; }
 table { border-collapse: collapse; margin: .6em 0 1.2em; font-size: .92em; } th { background: #eef2f7; }
 th, td { border: 1px solid #ccc; padding: .25em .6em; text-align: left; vertical-align: top; }
+th a { color: inherit; text-decoration: none; } th[aria-sort=ascending] a::after { content: " ▲"; }
+th[aria-sort=descending] a::after { content: " ▼"; } nav a { margin-right: .8em; }
 td.n { text-align: right; font-variant-numeric: tabular-nums; } .low { color: #b03a2e; font-weight: 600; }
 .bar { display: inline-block; height: .8em; background: #3b6ea5; vertical-align: middle; } .note { color: #555; }
 .barbox { display: inline-block; width: 100px; background: #e4e4e4; margin-right: .4em; text-align: left; }
-.hint { background: #fff8e1; border-left: 4px solid #f0b429; padding: .5em 1em; } summary { color: #3b6ea5; }"""
+.hint { background: #fff8e1; border-left: 4px solid #f0b429; padding: .5em 1em; } summary { color: #3b6ea5; }
+.status-incomplete { color: #a35d00; font-weight: 600; } .status-grader-failed { color: #b03a2e; font-weight: 600; }
+.rule { background: #eef2f7; border-left: 4px solid #3b6ea5; padding: .5em 1em; }"""
 
 
 def _rate(passed: int, total: int) -> str:
@@ -303,23 +172,159 @@ def _rate(passed: int, total: int) -> str:
     )
 
 
-def _by_test(units: list[Unit]) -> dict[tuple[str, str, str], list[str]]:
-    """Cases grouped by their test, each named without its `exNN.function.` prefix."""
-    found: dict[tuple[str, str, str], list[str]] = {}
-    for ex, label, side, case in units:
-        prefix = f"{ex}.{label}."
-        found.setdefault((ex, label, side), []).append(case[len(prefix) :] if case.startswith(prefix) else case)
-    return found
+def _case_name(ex: str, label: str, case: str) -> str:
+    """A case id without its `exNN.` prefix and, when it follows, its function's name."""
+    return case.removeprefix(f"{ex}.").removeprefix(f"{label}.")
 
 
 def _who(data: ClassData, student: str) -> str:
-    name = data.names.get(student, "")
-    return esc(student) + (f' <span class="note">({esc(name)})</span>' if name and name != student else "")
+    name = shown_name(student, data.names)
+    return esc(student) + (f' <span class="note">({esc(name)})</span>' if name else "")
+
+
+def _students(data: ClassData, out_dir: Path, base: Path) -> list[str]:
+    heads = [("student", "student", "text"), ("total", "total", "number")]
+    heads += [(ex, ex, "number") for ex in data.exercises] + [("status", "status", "text")]
+    p = [
+        '<h2 id="students">1. Students</h2><p class="note">Each student\'s latest grading. Click a column\'s '
+        "header to sort by it (again to reverse). Status: <i>incomplete</i> when something could not be graded "
+        "in full (section 2), <i>grader failed</i> when the grader itself failed.</p>"
+        '<table id="student-table"><thead><tr>'
+        + "".join(
+            f'<th data-key="{key}" data-type="{kind}" aria-sort="{"ascending" if key == "student" else "none"}">'
+            f'<a href="#sort={key}{"-desc" if key == "student" else ""}">{esc(text)}</a></th>'
+            for key, text, kind in heads
+        )
+        + "<th>feedback</th></tr></thead><tbody>"
+    ]
+    for rec in data.records:
+        state = status(data, rec.student)
+        cells = [f'<td data-v="{esc(rec.student)}">{_who(data, rec.student)}</td>']
+        cells.append(f'<td class="n" data-v="{num(rec.score)}">{num(rec.score)} / {num(rec.max_score)}</td>')
+        for ex in data.exercises:
+            score, top = rec.exercises.get(ex, (0.0, BY_ID[ex].points))
+            cells.append(f'<td class="n" data-v="{num(score)}" data-max="{num(top)}">{num(score)}</td>')
+        cells.append(f'<td data-v="{state}" class="status-{state.replace(" ", "-")}">{state}</td>')
+        folder = data.folders.get(rec.student)
+        links = (
+            f'<a href="{href(out_dir / folder / "feedback.md", base)}">student copy</a> · '
+            f'<a href="{href(out_dir / folder / "feedback_instructor.md", base)}">instructor copy</a>'
+            if folder
+            else '<span class="note">no feedback files found</span>'
+        )
+        p.append(
+            f'<tr class="student" data-student="{esc(rec.student)}" data-total="{num(rec.score)}" '
+            f'data-status="{state}">{"".join(cells)}<td>{links}</td></tr>'
+        )
+    return [*p, "</tbody></table>"]
+
+
+def _problems(data: ClassData) -> list[str]:
+    rows = [(s, pr) for s in sorted(data.outcomes) for pr in data.outcomes[s].problems]
+    p = [
+        f'<h2 id="problems">2. Submissions that could not be graded in full ({len({s for s, _ in rows})} '
+        'students)</h2><p class="note">Whom to contact, and about what: each exercise (or whole submission) the '
+        "grader could not grade in full, with its reason in the grader's words. Unfilled stubs are graded "
+        "in full (0 points) and are not listed.</p>"
+        '<table id="problem-table"><tr><th>student</th><th>exercise</th><th>problem</th><th>the grader says</th></tr>'
+    ]
+    p += [
+        f'<tr class="problem" data-student="{esc(s)}" data-exercise="{pr.exercise or "all"}" '
+        f'data-kind="{esc(pr.kind)}"><td>{_who(data, s)}</td><td>{pr.exercise or "whole submission"}</td>'
+        f"<td><b>{esc(pr.kind)}</b></td><td>{esc(pr.detail)}</td></tr>"
+        for s, pr in rows
+    ]
+    return [
+        *p,
+        "</table>" + ("" if rows else '<p class="note" id="no-problems">Every submission was graded in full.</p>'),
+    ]
+
+
+def _hardest(data: ClassData, known: dict[str, Layout]) -> list[str]:
+    ranked = hardest_cases(data, known)
+    p = [
+        '<h2 id="hardest">3. The hardest cases, across exercises</h2><p class="note">Ranked by the share of the '
+        "students with a result on the case who pass it (failures without a result, such as a missing file or "
+        "a stub, are left out); the mistake is the one the failing students' feedback names most often.</p>"
+        '<table id="hardest-table"><tr><th>#</th><th>case</th><th>exercise</th><th>function</th><th>test</th>'
+        "<th>pass rate</th><th>most named mistake</th></tr>"
+    ]
+    for rank, row in enumerate(ranked, start=1):
+        ex, label, side, case = row["unit"]
+        p.append(
+            f'<tr class="hard-case" data-rank="{rank}" data-case="{esc(case)}" data-exercise="{ex}" '
+            f'data-passed="{row["passed"]}" data-total="{row["attempted"]}"><td class="n">{rank}</td>'
+            f"<td>{esc(_case_name(ex, label, case))}</td><td>{ex}</td><td>{esc(label)}</td><td>{side} cases</td>"
+            f"{_rate(row['passed'], row['attempted'])}<td>{esc(row['mistake']) or '—'}</td></tr>"
+        )
+    return [*p, "</table>" + ("" if ranked else '<p class="note">No case was failed by a student with a result.</p>')]
+
+
+def _mistakes(data: ClassData, n: int, known: dict[str, Layout]) -> list[str]:
+    ranked = mistake_ranking(data, known)
+    p = [
+        '<h2 id="mistakes">4. Known mistakes, by how many students made them</h2>'
+        f'<p class="rule" id="mistake-rule"><b>The rule.</b> {esc(MISTAKE_RULE)}</p><ol id="mistake-list">'
+    ]
+    for ex, name, desc, count, students in ranked:
+        pct = round(100 * count / n) if n else 0
+        p.append(
+            f'<li class="mistake" data-exercise="{ex}" data-fixture="{esc(name)}" data-students="{count}" '
+            f'data-percent="{pct}" data-who="{esc(" ".join(students))}"><b>{ex}</b>: {esc(desc)} — '
+            f"<b>{pct}% of the class</b> ({count} of {n}) "
+            f'<span class="note">{esc(name)}</span><details><summary>who</summary>'
+            f"{', '.join(_who(data, s) for s in students)}</details></li>"
+        )
+    return [*p, "</ol>" + ("" if ranked else '<p class="note">No failed test names a known mistake.</p>')]
+
+
+def read_similarity(folder: Path) -> dict[str, Any]:
+    """The similarity command's summary (`similarity.json` in `folder`); ReportError when unreadable."""
+    try:
+        data = json.loads((folder / SIMILARITY_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ReportError(f"--similarity {folder}: no readable {SIMILARITY_FILE} ({clean_text(exc)})") from None
+    if not isinstance(data, dict) or not isinstance(data.get("pairs"), list):
+        raise ReportError(f"--similarity {folder}: {SIMILARITY_FILE} is not the similarity command's summary")
+    return data
+
+
+def _similar(data: ClassData, similarity: dict[str, Any] | None, folder: Path | None, base: Path) -> list[str]:
+    p = ['<h2 id="similarity">5. Similar submissions</h2>']
+    if similarity is None or folder is None:
+        return [
+            *p,
+            '<p class="note" id="no-similarity">Not computed for this page: run <code>python -m autograder '
+            "similarity SUBMISSIONS --out OUT_DIR/similarity</code>, then this report again (or give "
+            "<code>--similarity DIR</code>).</p>",
+        ]
+    pairs = similarity["pairs"]
+    p.append(
+        f'<p class="hint">A hint for the instructor, not a verdict: pairs of submissions whose code (starter stubs '
+        f"excluded, names and literals normalised) overlaps by at least {esc(num(100 * float(similarity.get('threshold', 0))))}% "
+        f"of either file ({esc(similarity.get('tool', ''))}, {esc(similarity.get('compared', ''))} pairs compared). "
+        "Short exercises converge on similar code; read the pair side by side before concluding anything.</p>"
+        '<table id="similar-table"><tr><th>exercise</th><th>student</th><th>student or earlier term</th>'
+        "<th>share of the first's code</th><th>share of the second's</th><th>side by side</th></tr>"
+    )
+    for pair in pairs:
+        other = _who(data, str(pair["b"])) + (
+            f' <span class="note">(archive: {esc(pair.get("b_term", ""))})</span>' if pair.get("b_term") else ""
+        )
+        link = f'<a href="{href(folder / str(pair["page"]), base)}">compare</a>' if pair.get("page") else ""
+        p.append(
+            f'<tr class="similar-pair" data-exercise="{esc(pair["exercise"])}" data-a="{esc(pair["a"])}" '
+            f'data-b="{esc(pair["b"])}" data-share="{num(max(pair["a_share"], pair["b_share"]))}">'
+            f"<td>{esc(pair['exercise'])}</td><td>{_who(data, str(pair['a']))}</td><td>{other}</td>"
+            f'<td class="n">{num(100 * pair["a_share"])}%</td><td class="n">{num(100 * pair["b_share"])}%</td>'
+            f"<td>{link}</td></tr>"
+        )
+    return [*p, "</table>" + ("" if pairs else '<p class="note">No pair is above the threshold.</p>')]
 
 
 def _scores(data: ClassData, n: int) -> list[str]:
     stats = score_stats(data)
-    p = ['<h2 id="scores">1. Scores per exercise</h2>']
+    p = ['<h2 id="scores">6. Scores per exercise</h2>']
     if n:
         p.append(f'<img id="histograms" alt="histograms of the scores" src="{histograms(stats)}">')
         p.append('<p class="note">Students per score band; the red line is the mean.</p>')
@@ -341,7 +346,7 @@ def _scores(data: ClassData, n: int) -> list[str]:
 def _rates(data: ClassData) -> list[str]:
     tests, cases = pass_rates(data)
     p = [
-        '<h2 id="cases">2. Pass rates per function and case</h2><p class="note">Share of the students whose '
+        '<h2 id="cases">7. Pass rates per function and case</h2><p class="note">Share of the students whose '
         "latest grading has the test or case. Cases are named by id and function only (inputs and expected "
         "values stay in autograder/expected); a hidden case is identified by its position in the feedback.</p>"
     ]
@@ -374,26 +379,10 @@ def _rates(data: ClassData) -> list[str]:
     return p
 
 
-def _mistakes(data: ClassData, n: int, known: dict[str, Layout]) -> list[str]:
-    ranked = mistake_ranking(data, known)
-    p = [
-        '<h2 id="mistakes">3. Known mistakes, by how many students made them</h2><p class="note">A student '
-        'counts once per mistake when a failed test\'s feedback names it.</p><ol id="mistake-list">'
-    ]
-    for ex, name, desc, count in ranked:
-        pct = round(100 * count / n) if n else 0
-        p.append(
-            f'<li class="mistake" data-exercise="{ex}" data-fixture="{esc(name)}" data-students="{count}" '
-            f'data-percent="{pct}"><b>{ex}</b>: {esc(desc)} — <b>{pct}% of the class</b> ({count} of {n}) '
-            f'<span class="note">{esc(name)}</span></li>'
-        )
-    return [*p, "</ol>" + ("" if ranked else '<p class="note">No failed test names a known mistake.</p>')]
-
-
 def _changes(data: ClassData) -> list[str]:
     changed = changes(data)
     p = [
-        '<h2 id="changes">4. Submissions that changed between versions</h2><table id="change-table">'
+        '<h2 id="changes">8. Submissions that changed between versions</h2><table id="change-table">'
         "<tr><th>student</th><th>versions</th><th>what changed</th><th>score, oldest → latest</th></tr>"
     ]
     p += [
@@ -408,15 +397,18 @@ def _changes(data: ClassData) -> list[str]:
 def _rare(data: ClassData, n: int, share: float) -> list[str]:
     limit, groups = rare_groups(data, share)
     p = [
-        f'<h2 id="rare">5. Identical rare failures</h2><p class="hint">A hint for the instructor, not a verdict: '
+        f'<h2 id="rare">9. Identical rare failures</h2><p class="hint">A hint for the instructor, not a verdict: '
         f"these students fail exactly the same rare cases (each failed by at most {limit} of the {n} students; "
         "failures without a result are left out). Shared mistakes happen; look at the code before concluding "
         "anything.</p>"
     ]
     for students, units, same in groups:
+        by_test: dict[tuple[str, str, str], list[str]] = {}
+        for ex, label, side, case in units:
+            by_test.setdefault((ex, label, side), []).append(_case_name(ex, label, case))
         tests = "".join(
             f"<li>{ex} {esc(label)} ({side}, {len(ids)}): {esc(', '.join(ids))}</li>"
-            for (ex, label, side), ids in _by_test(units).items()
+            for (ex, label, side), ids in by_test.items()
         )
         p.append(
             f'<div class="rare-group" data-students="{esc(" ".join(students))}" data-cases="{len(units)}" '
@@ -429,28 +421,58 @@ def _rare(data: ClassData, n: int, share: float) -> list[str]:
     return p
 
 
-def render(data: ClassData, out_dir: Path, share: float = RARE_SHARE, root: Path = ROOT) -> str:
-    """The whole page (see the module docstring)."""
+SECTIONS = [
+    ("students", "students"),
+    ("problems", "not graded in full"),
+    ("hardest", "hardest cases"),
+    ("mistakes", "known mistakes"),
+    ("similarity", "similar submissions"),
+    ("scores", "scores"),
+    ("cases", "pass rates"),
+    ("changes", "changes"),
+    ("rare", "rare failures"),
+]
+
+
+def render(
+    data: ClassData,
+    out_dir: Path,
+    share: float = RARE_SHARE,
+    root: Path = ROOT,
+    base: Path | None = None,
+    similarity: dict[str, Any] | None = None,
+    similarity_dir: Path | None = None,
+) -> str:
+    """The whole page (see the module docstring); links are relative to the folder `base` (the page's)."""
+    base = out_dir if base is None else base
     n = len(data.records)
+    known = layouts(root)
     failed = [r.student for r in data.records if r.status != "graded"]
     p = [
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">',
+        f'<meta http-equiv="Content-Security-Policy" content="{CSP}">',
         f"<title>A2 class report: {esc(out_dir.name)}</title><style>{CSS}</style></head><body>",
         f'<h1>A2 class report</h1><p class="note">Gradebook {esc(out_dir / GRADEBOOK_NAME)}, '
         f'{time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}: <span id="class-size" data-students="{n}">'
         f"{n} students</span>, each at their latest grading; exercises {esc(', '.join(data.exercises))}.</p>",
+        "<nav>" + "".join(f'<a href="#{key}">{text}</a>' for key, text in SECTIONS) + "</nav>",
     ]
     if failed:
         p.append(
             f'<p class="low" id="grader-failed" data-count="{len(failed)}">The grader failed on {len(failed)} '
             f"latest submission(s), counted with 0 points: {', '.join(_who(data, s) for s in failed)}.</p>"
         )
-    p += _scores(data, n) + _rates(data) + _mistakes(data, n, layouts(root)) + _changes(data) + _rare(data, n, share)
-    return "\n".join([*p, "</body></html>\n"])
+    p += _students(data, out_dir, base) + _problems(data) + _hardest(data, known) + _mistakes(data, n, known)
+    p += _similar(data, similarity, similarity_dir, base)
+    p += _scores(data, n) + _rates(data) + _changes(data) + _rare(data, n, share)
+    return "\n".join([*p, f"<script>{SORT_SCRIPT}</script>", "</body></html>\n"])
 
 
-def write_report(out_dir: Path, dest: Path, share: float = RARE_SHARE, root: Path = ROOT) -> ClassData:
-    """Write the page for OUT_DIR to `dest` (atomically); return the data it shows."""
+def write_report(
+    out_dir: Path, dest: Path, share: float = RARE_SHARE, root: Path = ROOT, similarity_dir: Path | None = None
+) -> ClassData:
+    """Write the page for OUT_DIR to `dest` (atomically); return the data it shows. `similarity_dir`: the
+    similarity command's --out folder (None: OUT_DIR/similarity when it holds similarity.json)."""
     if not 0 < share < 1:
         raise ReportError(f"--rare {share} must lie between 0 and 1 (a share of the class)")
     if dest.is_dir():
@@ -458,8 +480,11 @@ def write_report(out_dir: Path, dest: Path, share: float = RARE_SHARE, root: Pat
     if dest.resolve() == (out_dir / GRADEBOOK_NAME).resolve():
         raise ReportError(f"--html {dest} is the gradebook itself: give another file name")
     data = load(out_dir, root)
-    page = render(data, out_dir, share, root)
+    if similarity_dir is None and (out_dir / "similarity" / SIMILARITY_FILE).is_file():
+        similarity_dir = out_dir / "similarity"
+    similarity = read_similarity(similarity_dir) if similarity_dir is not None else None
     dest.parent.mkdir(parents=True, exist_ok=True)
+    page = render(data, out_dir, share, root, dest.parent, similarity, similarity_dir)
     fd, tmp = tempfile.mkstemp(prefix=".report-", suffix=".html", dir=dest.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
@@ -479,9 +504,14 @@ def main(argv: Sequence[str]) -> int:
     parser.add_argument(
         "--rare", type=float, default=RARE_SHARE, help="a failure is rare when at most this share fails it (0.1)"
     )
+    parser.add_argument(
+        "--similarity",
+        type=Path,
+        help="the `similarity` command's --out folder (default: OUT_DIR/similarity when it holds similarity.json)",
+    )
     args = parser.parse_args(list(argv))
     try:
-        data = write_report(args.out_dir, args.html, args.rare)
+        data = write_report(args.out_dir, args.html, args.rare, similarity_dir=args.similarity)
     except ReportError as exc:
         print(f"report: {exc}", file=sys.stderr)
         return 2

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from autograder.core.manifest import Exercise
+from autograder.core.scoring import group_key
 from autograder.runtime.intake import MAX_FILE_BYTES, Found  # noqa: F401  (part of the grader's API)
 from autograder.runtime.sandbox.limits import ChildReport
 from hetero.checks import Array, Case, Outcome, Verdict, decode, judge
@@ -135,6 +136,42 @@ def shown_hints(cases: Sequence[Case]) -> dict[str, str]:
     }
 
 
+def tolerance_text(case: Case, shown: set[tuple[str, str]] | None) -> str:
+    """The tolerance part of a wrong value's hidden-case line, stated once per function.
+
+    `shown` holds the (scoring group, tolerance note) pairs already stated in this grading (the grader
+    passes one set per grading, its lines in entry order): the first failed case of a function states its
+    tolerance and says it holds below; a later case with the same note states nothing, one with another
+    note states its own. None: every line states its tolerance.
+    """
+    if shown is None:
+        return f" (tolerance: {case.tol_note})"
+    key = (group_key(case), case.tol_note)
+    if key in shown:
+        return ""
+    first = not any(group == key[0] for group, _ in shown)
+    shown.add(key)
+    return f" (tolerance: {case.tol_note}" + ("; the same below unless a line says otherwise)" if first else ")")
+
+
+def process_note(report: ChildReport) -> str:
+    """The sentence about processes left running when the student's code was done, or "".
+
+    `report.survivors_killed` counts every process of the sandbox uid found alive once a child's run was
+    over, the student's own process included when the grader had to end it. So processes "started by
+    your code" are named only when that process had ended by itself (it finished, no case was stopped,
+    and its exit status came back: `returncode`); when every result was in but it did not exit, that is
+    said instead; a stop (a time limit, a per-case stop, a crash) is explained by its own sentence.
+    """
+    if report.ended != "finished" or report.stopped_cases:
+        return ""
+    if report.returncode is None:
+        return "Your code was still running after its last case (a thread or a process it started?); it was stopped."
+    if report.survivors_killed:
+        return "Processes started by your code were still running after it finished; they were killed."
+    return ""
+
+
 def _hidden_message(
     case: Case,
     passed: bool,
@@ -144,10 +181,12 @@ def _hidden_message(
     expect: Any,
     required: Iterable[str] = (),
     hint_text: str | None = None,
+    shown_tolerances: set[tuple[str, str]] | None = None,
 ) -> str:
     """Feedback for one hidden case in fixed words: no input, no expected value, nothing the student chose.
 
-    hint_text: the hint to show (`shown_hints`); None shows the case's own.
+    hint_text: the hint to show (`shown_hints`); None shows the case's own. shown_tolerances: one set per
+    grading, so a function's tolerance is stated once (`tolerance_text`); None states it on every line.
     """
     unit = f" (unit: {case.unit})" if case.unit else ""
     hint_text = case.hint if hint_text is None else hint_text
@@ -170,7 +209,7 @@ def _hidden_message(
     kind = mismatch_kind(expect, outcome)
     if kind.startswith("type mistake"):  # no formula hint when the type is what is wrong; a known mistake is named
         return f"{kind}{unit}.{known}"
-    return f"{kind}{unit} (tolerance: {case.tol_note}).{known or hint}"
+    return f"{kind}{unit}{tolerance_text(case, shown_tolerances)}.{known or hint}"
 
 
 def _no_result_reason(

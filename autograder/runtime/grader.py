@@ -57,6 +57,7 @@ from autograder.runtime.feedback import (
     _outcome_text,
     _short,
     judge_case,
+    process_note,
     shown_hints,
     stop_words,
 )
@@ -256,6 +257,7 @@ def grade_exercise(
     pay = scoring.payment(ex.points, ex.public_share, public, hidden, data, passed_map)
     cents, pays = pay.shares, pay.pays
     cases = []
+    tolerances: set[tuple[str, str]] = set()  # a function's tolerance is stated once (feedback.tolerance_text)
     for case in public + hidden:
         verdict, outcome, reason = judged[case.id]
         passed, message = verdict.passed, verdict.message
@@ -291,7 +293,9 @@ def grade_exercise(
                 cents[case.id],
                 passed,
                 pays[case.id],
-                _hidden_message(case, passed, verdict.known_mistake, outcome, reason, expect, required, hints[case.id])
+                _hidden_message(
+                    case, passed, verdict.known_mistake, outcome, reason, expect, required, hints[case.id], tolerances
+                )
                 + gate,
                 detail,
                 group=scoring.group_key(case),
@@ -332,8 +336,7 @@ def _exercise_note(ex: Exercise, found: Found | None, report: ChildReport | None
                 "Cases ran longer than the per-case time limit and were stopped; the later cases of the "
                 "same function were not run, the others ran in a fresh process."
             )
-        if report.survivors_killed:
-            parts.append("Processes started by your code were still running after it finished; they were killed.")
+        parts.append(process_note(report))
         if report.bad_records:
             parts.append("Lines written to the grader's result channel by your code were ignored.")
         parts += [f"Sandbox: {note}." for note in report.isolation if "not isolated" in note]

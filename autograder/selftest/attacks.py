@@ -1,14 +1,16 @@
 """Builders of hostile submissions too large or too odd to commit, for the tests and the benchmarks.
 
 Zip bombs, zips with damaged members (patched after `zipfile` wrote a valid archive), folder trees
-deeper than Python's recursion limit and the remover they need, and pairs of colluding students for
-one batch (`colluding_pair`, from autograder/fixtures/adversarial/colluding_pairs). Each builder's
+deeper than Python's recursion limit and the remover they need, pairs of colluding students for
+one batch (`colluding_pair`, from autograder/fixtures/adversarial/colluding_pairs), and a copied file
+disguised as a copier would (`disguised_copy`: the similarity check must still flag it). Each builder's
 docstring says what the submission deserves when graded (exercises ex01 and ex02 hold the answer key
 where they are intact).
 """
 
 from __future__ import annotations
 
+import ast
 import os
 import struct
 import zipfile
@@ -155,3 +157,36 @@ def colluding_pair(base: Path, channel: str) -> tuple[Path, Path]:
         (folder / EX01_FILE).write_text(source, encoding="utf-8")
         made.append(folder)
     return made[0], made[1]
+
+
+def disguised_copy(text: str) -> str:
+    """`text` (an exercise file) as a copier disguises it: every local variable and private helper renamed,
+    the top-level functions in reverse order, docstrings and comments dropped, the layout and quotes
+    rewritten (`ast.unparse`). The public functions and their parameters keep their names (the grader
+    calls them), so the copy grades as the original does."""
+    tree = ast.parse(text)
+    functions = [n for n in tree.body if isinstance(n, ast.FunctionDef)]
+    keep = {f.name for f in functions if not f.name.startswith("_")}
+    keep |= {a.arg for f in functions for a in [*f.args.posonlyargs, *f.args.args, *f.args.kwonlyargs]}
+    stored = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    helpers = {f.name for f in functions if f.name.startswith("_")}
+    renamed = {name: f"v{i}_{name.strip('_')[::-1][:5]}" for i, name in enumerate(sorted((stored | helpers) - keep))}
+
+    class Rename(ast.NodeTransformer):
+        def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.FunctionDef:
+            node.name = renamed.get(node.name, node.name)
+            body = node.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+                node.body = body[1:] or [ast.Pass()]
+            self.generic_visit(node)
+            return node
+
+        def visit_Name(self, node: ast.Name) -> ast.Name:
+            node.id = renamed.get(node.id, node.id)
+            return node
+
+    tree = Rename().visit(tree)
+    body = [n for n in tree.body if not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant))]
+    tree.body = [n for n in body if not isinstance(n, ast.FunctionDef)]
+    tree.body += [n for n in body if isinstance(n, ast.FunctionDef)][::-1]
+    return ast.unparse(tree) + "\n"
