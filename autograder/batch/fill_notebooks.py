@@ -71,7 +71,7 @@ def nbgrader_release(course: Path, assignment: str) -> dict[str, Path]:
 def otter_release(masters: Path, assign: Callable[[Path], dict[str, Path]] | None = None) -> dict[str, Path]:
     """{exercise id: Otter student notebook}, assigning the masters that have not been (`otter-grade`'s way)."""
     if assign is None:
-        from autograder.exports.otter_grade import assigned
+        from autograder.batch.otter_grade import assigned
 
         assign = assigned
     try:
