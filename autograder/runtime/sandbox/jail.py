@@ -356,10 +356,12 @@ def supervise(setup: dict, notes: list[str]) -> None:
                 ended = "memory"
                 break
         time.sleep(0.002)
+    left = [pid for pid in descendants(os.getpid()) if pid != harness]  # what the student's code started
     kill_descendants()
     if status is None:
         status = signal.SIGKILL  # a raw wait status: killed by SIGKILL
-    os.write(setup["status_fd"], status.to_bytes(4, "little") + bytes([ENDED[ended]]))
+    report = status.to_bytes(4, "little") + bytes([ENDED[ended]]) + len(left).to_bytes(4, "little")
+    os.write(setup["status_fd"], report)
     os._exit(0)
 
 

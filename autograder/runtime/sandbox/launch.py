@@ -104,6 +104,7 @@ class Launch:
         self.base: Path | None = None
         self.fds: list[int] = []
         self.ended_by_jail = 0  # the byte after the wait status (jail.ENDED)
+        self.left_running = 0  # processes the child's code started that were alive when it ended (killed)
 
     # -- folders, uid, cgroup ---------------------------------------------------------------
     def __enter__(self) -> Launch:
@@ -279,11 +280,12 @@ class Launch:
         SIGXCPU, SIGXFSZ or an exit code whatever bwrap's own status is); `status` when none came."""
         try:
             os.set_blocking(self.status_r, False)
-            raw = os.read(self.status_r, 5)
+            raw = os.read(self.status_r, 9)
         except OSError:
             raw = b""
-        if len(raw) == 5:
+        if len(raw) == 9:
             self.ended_by_jail = raw[4]
+            self.left_running = int.from_bytes(raw[5:9], "little")
         return int.from_bytes(raw[:4], "little") if len(raw) >= 4 else status
 
     def wait(self, proc: subprocess.Popen) -> tuple[bool, float]:
@@ -301,7 +303,8 @@ class Launch:
         """End the child: on the host rungs, ask the launcher (SIGTERM) to kill every process the child
         started (its descendants, orphans included) and wait for it; then kill the jail's process group
         (inside bwrap: so, by PR_SET_PDEATHSIG, the namespace's init, so everything in it), reap it, and as
-        root kill every process left with the child's uid. (How many were left, CPU seconds reaped.)"""
+        root kill every process left with the child's uid. (How many processes the child's code had left
+        running, killed by the launcher or by uid; CPU seconds reaped.)"""
         cpu = 0.0
         if self.rung.name != "bwrap" and proc.returncode is None:
             try:
@@ -331,7 +334,8 @@ class Launch:
                 proc.stdin.close()
             except OSError:
                 pass
-        return (users.kill_uid(self.user.uid) if self.user is not None else 0), cpu
+        killed = users.kill_uid(self.user.uid) if self.user is not None else 0
+        return self.left_running + killed, cpu
 
     def memory_stopped(self) -> bool:
         """Whether the exercise's memory cap ended it: the watchdog said so, or the cgroup killed for memory."""
