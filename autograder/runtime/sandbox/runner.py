@@ -94,13 +94,13 @@ def run_exercise(
     notes: list[str] = []
     while True:
         child = _Child(student_file, module_name, specs, hidden_from, limits, report, output, rung)
-        notes = notes or child.notes
         first_stopped = child.run(
             first,
             deadline,
             limits.cpu_s - report.cpu_s,
             skip_funcs | frozenset(s["func"] for s in specs if s["id"] in stopped),
         )
+        notes = notes or child.notes
         if first_stopped is None:
             break
         stopped.append(specs[first_stopped]["id"])
