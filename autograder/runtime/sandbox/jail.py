@@ -355,7 +355,7 @@ def supervise(setup: dict, notes: list[str]) -> None:
             if memory_bytes(descendants(os.getpid())) > cap:
                 ended = "memory"
                 break
-        time.sleep(0.002)
+        time.sleep(WATCH_S)
     left = [pid for pid in descendants(os.getpid()) if pid != harness]  # what the student's code started
     kill_descendants()
     if status is None:
