@@ -86,6 +86,21 @@ def tagged_processes(tag: str) -> list[int]:
     return found
 
 
+def described(pids: list[int]) -> dict[int, str]:
+    """{pid: "uid U, parent P: command line"} of live processes, for a failure message."""
+    found = {}
+    for pid in sorted(set(pids)):
+        try:
+            status = Path(f"/proc/{pid}/status").read_text()
+            uid = status.split("Uid:")[1].split()[0]
+            parent = status.split("PPid:")[1].split()[0]
+            command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            found[pid] = f"uid {uid}, parent {parent}: {command[:200]}"
+        except (OSError, IndexError):
+            continue
+    return found
+
+
 def kill_all(pids: list[int]) -> None:
     for pid in set(pids):  # do not leave them running when a check fails
         try:
@@ -160,8 +175,9 @@ def test_relay_does_not_outlive_its_exercise(wrapper, rung, tmp_path):
     left = tagged_processes(tag)
     time.sleep(0.3)  # a relay caught between two generations would show up now
     left += tagged_processes(tag)
+    shown = described(left)
     kill_all(left)
-    assert not left, f"{wrapper} on {rung}: {len(set(left))} process(es) of the relay outlived the grading"
+    assert not left, f"{wrapper} on {rung}: {len(set(left))} process(es) of the relay outlived the grading: {shown}"
     data = cli_data(data, f"{wrapper} on {rung}")
     assert not autograder_failures(data), data["output"]
     assert "RELAY-STARTED" in json.dumps(data), "the relay should have started (its output is missing)"
@@ -171,16 +187,26 @@ def test_relay_does_not_outlive_its_exercise(wrapper, rung, tmp_path):
     assert f"rung: {rung} " in staff_entry(data), staff_entry(data)
 
 
+ORPHAN = """
+if os.fork() == 0:  # besides the relay, a quiet orphan in a session of its own: it sleeps 60 s
+    os.setsid()
+    if os.fork() == 0:
+        time.sleep(60)
+    os._exit(0)
+"""
+
+
 @pytest.mark.parametrize("rung", EVERY_RUNG)
 def test_killing_the_grader_ends_its_sandboxed_children(rung, tmp_path):
     """What grade-all's per-submission timeout does: SIGKILL to the grader's process group while a child
-    runs a relay and sleeps in a case. On bwrap the launcher dies with the grader (PR_SET_PDEATHSIG), the
-    namespace's init with the launcher, and every process in the namespace with its init; on the other
-    rungs every process the child started must end as well."""
+    runs a relay and an orphan that sleeps, and sleeps in a case. On bwrap the launcher dies with the grader
+    (PR_SET_PDEATHSIG), the namespace's init with the launcher, and every process in the namespace with its
+    init; on the other rungs every process the child started must end as well."""
     work = rungs.cli_folder(rung, tmp_path / "cli")
     relay = (ADVERSARIAL / "relay" / EX02.filename).read_text()
     submission = one_file(work, {EX02.filename: relay.replace(
-        "return lambda *args, **kwargs: -12345.678", "return lambda *args, **kwargs: __import__('time').sleep(600)")})
+        "return lambda *args, **kwargs: -12345.678", "return lambda *args, **kwargs: __import__('time').sleep(600)")
+        + ORPHAN})
     tag = secrets.token_hex(8)
     env = rungs.cli_env(work, {"A2_TEST_TAG": tag})
     rungs.hand_over(work, rung)
@@ -200,8 +226,8 @@ def test_killing_the_grader_ends_its_sandboxed_children(rung, tmp_path):
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
         time.sleep(0.5)
-        left = tagged_processes(tag)
-        kill_all(left)
+        left = described(tagged_processes(tag))
+        kill_all(list(left))
     finally:
         kill_all(tagged_processes(tag))
         for parent in {Path(tempfile.gettempdir()), Path("/tmp"), Path("/var/tmp"), work / "tmp"}:
@@ -210,7 +236,7 @@ def test_killing_the_grader_ends_its_sandboxed_children(rung, tmp_path):
         if work != tmp_path / "cli":
             users.remove_tree(work)
     assert len(running) >= expected, f"{rung}: the attack should be running when the grader is killed: {running}"
-    assert not left, f"{rung}: {len(left)} sandboxed process(es) outlived the killed grader"
+    assert not left, f"{rung}: {len(left)} sandboxed process(es) outlived the killed grader: {left}"
 
 
 @needs_root
