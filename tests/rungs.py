@@ -156,26 +156,53 @@ def cli_rungs() -> list[str]:
     return [*IN_PROCESS, "seccomp-uid", "same-uid"] if os.geteuid() == 0 else ["bwrap"]
 
 
+def cli_folder(rung: str, out_dir: Path) -> Path:
+    """Where a grader CLI on `rung` works: `out_dir`, but for same-uid (GRADER_UID, not root) a folder of its
+    own under /tmp, since pytest's folders are root's alone (hand it over with `hand_over`)."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    return Path(tempfile.mkdtemp(prefix="a2cli-", dir="/tmp")) if rung == "same-uid" else out_dir
+
+
+def hand_over(work: Path, rung: str) -> None:
+    """Give `work` and everything in it to the grader of `rung` (GRADER_UID for same-uid; root's otherwise)."""
+    if rung == "same-uid":
+        for path in (work, *work.rglob("*")):
+            os.chown(path, GRADER_UID, GRADER_UID)
+
+
+def cli_command(rung: str, command: list[str], wrapper: tuple[str, ...] = ()) -> list[str]:
+    """`command` run in `rung`'s view (this file as a script), under `wrapper` (a command that runs the rest:
+    a subreaper, a PID namespace's init) when given."""
+    return [*wrapper, sys.executable, __file__, rung, "--", *command]
+
+
+def cli_env(work: Path, extra_env: dict[str, str] | None = None) -> dict[str, str]:
+    """The grader CLI's environment: this one's PATH, locale, pyenv and A2_TEST_* variables, HOME `work`,
+    TMPDIR `work`/tmp (made here), and `extra_env`."""
+    tmp = work / "tmp"
+    tmp.mkdir(exist_ok=True)
+    env = {k: v for k, v in os.environ.items() if k.startswith(("PATH", "LANG", "A2_TEST_", "PYENV"))}
+    env.update({"HOME": str(work), "TMPDIR": str(tmp), **(extra_env or {})})
+    return env
+
+
 def grade_cli(submission: Path, out_dir: Path, exercises: list[str], rung: str,
-              extra_env: dict[str, str] | None = None, timeout_s: float = 600, args: tuple[str, ...] = ()) -> dict:
+              extra_env: dict[str, str] | None = None, timeout_s: float = 600, args: tuple[str, ...] = (),
+              wrapper: tuple[str, ...] = ()) -> dict:
     """`python -m autograder grade SUBMISSION` in a process of its own on `rung`, in that rung's view (this
     file run as a script): as root, but for same-uid (GRADER_UID, not root, working in a folder of its own
-    under /tmp, since pytest's folders are root's alone); its results.json, with its stderr under "_stderr"."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix="a2cli-", dir="/tmp")) if rung == "same-uid" else out_dir
+    under /tmp, since pytest's folders are root's alone); its results.json, with its stderr under "_stderr"
+    and its exit status under "_returncode". `extra_env` may name other rungs in A2_SANDBOX_RUNGS (a grader
+    with RUNG's view and user that may try only those); `wrapper` runs the whole command (`cli_command`)."""
+    work = cli_folder(rung, out_dir)
     try:
         sub = work / "submission"
         shutil.copytree(submission, sub)
-        tmp = work / "tmp"
-        tmp.mkdir()
-        if rung == "same-uid":
-            for path in (work, *work.rglob("*")):
-                os.chown(path, GRADER_UID, GRADER_UID)
-        env = {k: v for k, v in os.environ.items() if k.startswith(("PATH", "LANG", "A2_TEST_", "PYENV"))}
-        env.update({"HOME": str(work), "TMPDIR": str(tmp), **(extra_env or {})})
+        env = cli_env(work, extra_env)
+        hand_over(work, rung)
         results = work / "results.json"
-        cmd = [sys.executable, __file__, rung, "--", sys.executable, "-m", "autograder", "grade", str(sub),
-               "--out", str(results), "--exercises", *exercises, *args]
+        cmd = cli_command(rung, [sys.executable, "-m", "autograder", "grade", str(sub), "--out", str(results),
+                                 "--exercises", *exercises, *args], wrapper)
         proc = subprocess.run(cmd, cwd=str(ROOT), env=env, capture_output=True, text=True, timeout=timeout_s)
         assert results.exists(), f"the grader on {rung} wrote no results.json: {proc.stdout[-2000:]}{proc.stderr[-3000:]}"
         data = json.loads(results.read_text())
@@ -183,16 +210,17 @@ def grade_cli(submission: Path, out_dir: Path, exercises: list[str], rung: str,
         if work != out_dir:
             users.remove_tree(work)
     data["_stderr"] = proc.stderr
+    data["_returncode"] = proc.returncode
     return data
 
 
 def main(argv: list[str]) -> None:
-    """`python tests/rungs.py RUNG -- COMMAND...`: COMMAND in RUNG's view, with A2_SANDBOX_RUNGS=RUNG (as
-    GRADER_UID for same-uid)."""
+    """`python tests/rungs.py RUNG -- COMMAND...`: COMMAND in RUNG's view, with A2_SANDBOX_RUNGS=RUNG unless
+    the environment names other rungs already (as GRADER_UID for same-uid)."""
     rung, command = argv[0], argv[argv.index("--") + 1 :]
     if rung != "bwrap":
         enter_view(private_checkout=rung == "seccomp-uid")
-    os.environ[ladder.RUNGS_ENV] = rung
+    os.environ[ladder.RUNGS_ENV] = os.environ.get(ladder.RUNGS_ENV) or rung
     if rung == "same-uid":
         os.setgroups([])
         os.setgid(GRADER_UID)

@@ -106,6 +106,7 @@ def test_rung_attacks_on_every_rung(attack, rung, tmp_path):
     data = rungs.grade_cli(build(attack, tmp_path), tmp_path / "cli", [UNTOUCHED, ATTACKED], rung,
                            extra_env={"A2_TEST_TAG": tag})
     data.pop("_stderr")
+    assert data.pop("_returncode") == 0, f"{attack} on {rung}: the grader CLI did not end with status 0"
     res.validate(data)
     assert not autograder_failures(data), f"{attack} on {rung}: the grader failed: {data['output'][-3000:]}"
     assert exercise_score(data, ATTACKED)[0] == 0, f"{attack} on {rung}: {data['output'][-2000:]}"
