@@ -35,7 +35,7 @@ def _key():
     return load_exercise("ex03", ROOT / "solutions")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _key_value(case_id: str):
     """The solution's encoded output on a hidden case (computed once per test session)."""
     case = next(c for c in hidden_cases("ex03") if c.id == case_id)

@@ -122,6 +122,7 @@ from autograder.batch.submissions import (
 from autograder.core.manifest import EXERCISES
 from autograder.core.safetext import clean_text, terminal_text
 from autograder.gradescope.fallback import failure_results
+from autograder.runtime.sandbox import ladder
 from autograder.runtime.sandbox.users import remove_tree
 
 DEFAULT_TIMEOUT_S = sum(e.timeout_s for e in EXERCISES) + 120.0  # every exercise at its limit, plus start-up
@@ -310,6 +311,21 @@ def _grade_sealed(
         held.remove()
 
 
+def _private_output(out: Path) -> None:
+    """Refuse an output folder other users can read where only file modes keep student code from it (the
+    seccomp-uid rung: another student's results, feedback and the gradebook would be readable)."""
+    try:
+        rung = ladder.current().name
+    except ladder.Refused:
+        return  # every grading of the batch says so
+    if rung == "seccomp-uid" and os.stat(out).st_mode & 0o005:
+        raise ValueError(
+            f"{out} can be read by other users, and on this machine's isolation rung (seccomp-uid: file modes "
+            f"only) a student's code could read the other students' results there: chmod o-rwx {out}, or use "
+            "another --out"
+        )
+
+
 def grade_all(
     submissions: Path,
     out: Path,
@@ -336,7 +352,8 @@ def grade_all(
     hidden phase does), for measurements and for the tests that show what the seal closes. `cluster`: a Dask
     scheduler's address, or `local:N`, for the grader processes (`autograder.batch.cluster`; `workers` unused).
     """
-    out.mkdir(parents=True, exist_ok=True)
+    out.mkdir(mode=0o700, parents=True, exist_ok=True)  # results, feedback, the gradebook: not other users'
+    _private_output(out)
     sweep_stale_scratch()
     subs, refused = discover(submissions, out, names_under(out, also_writes), not_submissions)
     for item in refused:

@@ -6,7 +6,7 @@ Landlock ruleset fd; SETUP is one JSON argument the grader computed (`ladder`, `
 It imports only the standard library: it runs with the grader's privileges, before any student code.
 
 Stages, in one process until the harness forks:
-1. enter (on the host, as the grader's child): die with the grader (PR_SET_PDEATHSIG), join the exercise's
+1. enter (on the host, as the grader's child): end with the grader (PR_SET_PDEATHSIG), join the exercise's
    cgroups (a memory cap for every process of the exercise, where the grader could make one), raise
    its own oom_score_adj to 1000 (inherited by everything it starts; a student cannot lower it), then
    - rung "bwrap": exec bubblewrap, which makes the namespaces and the allow-list root and runs this file
@@ -372,8 +372,10 @@ def _join_cgroups(setup: dict) -> None:
 
 
 def enter(setup: dict) -> None:
-    """Stage 1, on the host (module docstring)."""
-    prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    """Stage 1, on the host (module docstring). On the host rungs this process stays as the launcher:
+    when the grader dies it gets SIGTERM (PR_SET_PDEATHSIG), so that it still kills every descendant
+    before it exits; bwrap, exec'd in its place on the bwrap rung, dies with the namespace's init."""
+    prctl(PR_SET_PDEATHSIG, signal.SIGTERM if setup["rung"] != "bwrap" else signal.SIGKILL)
     if os.getppid() != setup["grader_pid"]:
         os._exit(125)  # the grader is already gone
     try:
