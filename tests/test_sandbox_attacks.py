@@ -521,6 +521,7 @@ def test_child_reads_no_gradescope_file_no_hidden_folder_no_other_staging(rung, 
             (gradescope / "results").chmod(0o700)  # autograder/gradescope/run_autograder
             (gradescope / "submission_metadata.json").chmod(0o600)
             other.chmod(0o700)  # tempfile.mkdtemp, as the grader makes its staging folders
+            gradeall.chmod(0o700)  # bulk.grade_all makes its output folder 0700 (and refuses a readable one here)
         read = os.pathsep.join(str(p) for p in (gradescope, gradeall, other))
         monkeypatch.setenv("A2_AUTOGRADER_ROOT", str(gradescope))
         monkeypatch.setenv("A2_TEST_READ", read)
@@ -537,7 +538,10 @@ def test_child_reads_no_gradescope_file_no_hidden_folder_no_other_staging(rung, 
             data = cli_data(rungs.grade_cli(folder, tmp_path / "cli", ["ex02"], rung, extra_env={"A2_TEST_READ": read}),
                             f"read_grader_outputs on {rung}")
         text = json.dumps(data)
-        leaks = [text[max(0, i - 300):i + 100] for i in (text.find("SECRET-"), text.find("READ-OK")) if i >= 0]
+        # seccomp-uid has no allow-list: whatever another user left readable on this machine (a world-readable
+        # file under /tmp) is readable there, as DESIGN.md says; the planted grader files must not be.
+        markers = ("SECRET-",) if rung == "seccomp-uid" else ("SECRET-", "READ-OK")
+        leaks = [text[max(0, i - 300):i + 100] for i in (text.find(m) for m in markers) if i >= 0]
         assert not leaks, f"{rung}: the child read a protected file: {leaks}"
         assert exercise_score(data, "ex02")[0] == 0
     finally:
@@ -743,7 +747,7 @@ def test_a_venv_under_tmp_stays_reachable(rung, tmp_path, monkeypatch):
         real = allowlist.compute()
         allow = dataclasses.replace(real, read=(*real.read, str(venv)))
         allowlist.check(allow)
-        monkeypatch.setattr(allowlist, "compute", lambda: allow)
+        monkeypatch.setattr(allowlist, "compute", lambda tools=(): allow)
         probe = _probe(tmp_path, "import os\n"
                        f"site = {str(site)!r}\n"
                        "print('SITE', sorted(os.listdir(site)))\n"
@@ -910,17 +914,19 @@ def test_page_cache_relay_carries_no_hidden_input_into_visible_text(rung, tmp_pa
     for ex in (EX01, EX02):
         assert abs(exercise_score(data, ex.id)[0] - ex.points) < SCORE_TOL, (ex.id, data["output"])
     public_args = {float(c.args[0]) for c in public_cases("ex01")}
+    hidden_args = {float(c.args[0]) for c in hidden_cases("ex01") if isinstance(c.args[0], (int, float))} - public_args
 
-    def relayed(text: str) -> list[float]:
-        return [float(line.split(": ", 1)[1]) for line in text.splitlines() if line.startswith("RELAYED call ")]
+    def relayed(text: str) -> set[float]:
+        # the receiver decodes every slot pair, also those nothing was sent through (noise: random floats)
+        return {float(line.split(": ", 1)[1]) for line in text.splitlines() if line.startswith("RELAYED call ")}
 
     visible = data["output"] + "\n".join(t["output"] for t in data["tests"] if t["visibility"] == "visible")
     detail = "\n".join(t["output"] for t in data["tests"] if t["visibility"] == "after_due_date")
     assert "RELAY-END" in visible + detail, f"{rung}: the receiver should have run at import: {detail[-1500:]}"
-    # Where the channel carries nothing (the carrier files outside the allow-list, RWF_NOWAIT refused by the
-    # seccomp filter, a disturbed cache), the check below still holds: no hidden argument in visible text.
-    leaked = [v for v in relayed(visible) if v not in public_args]
-    assert not leaked, f"hidden arguments of ex01 reached the visible text through the page cache: {leaked[:5]}"
+    # That the channel carries hidden arguments when nothing resets the cache (so the check below can fail) is
+    # shown in tests/test_sandbox_ladder.py: here the public phase's receiver has touched (so cached) every slot.
+    leaked = relayed(visible) & hidden_args
+    assert not leaked, f"hidden arguments of ex01 reached the visible text through the page cache: {sorted(leaked)[:5]}"
     assert not sandbox_survivors()
 
 

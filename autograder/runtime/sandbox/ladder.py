@@ -192,6 +192,10 @@ def describe(rung: Rung, groups_why: str = "") -> list[str]:
             "network: none (own network namespace" + ("; sockets refused by seccomp)" if rung.seccomp else ")")
         )
         notes.append("processes: own PID namespace")
+        if not rung.bwrap["sized"]:
+            notes.append(
+                f"temporary folders: not size-capped (bubblewrap {version} has no --size and the grader is not root)"
+            )
     elif rung.name in ("landlock", "same-uid"):
         notes.append(f"rung: {rung.name} (Landlock ABI {rung.landlock_abi} + seccomp)")
         notes.append(
@@ -227,8 +231,14 @@ def describe(rung: Rung, groups_why: str = "") -> list[str]:
     notes.append(
         f"memory: one cap for the exercise's processes ({rung.groups.describe()})"
         if rung.groups is not None
-        else f"memory: summed PSS of the child's processes checked every 50 ms, RLIMIT_AS per process (no cgroup: {groups_why})"
+        else "memory: the anonymous and shared memory of the child's processes summed every 10 ms, RLIMIT_AS per "
+        f"process (no cgroup: {groups_why})"
     )
+    if rung.name != "bwrap":
+        notes.append(
+            "multiprocessing: fork, pipes and socket pairs work; Pool and Queue (POSIX semaphores in /dev/shm) do not"
+        )
+    notes += [f"not used: {why[:300]}" for why in rung.skipped]
     return notes
 
 
