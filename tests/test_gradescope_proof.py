@@ -318,14 +318,13 @@ def staff_lines(results: dict) -> list[str]:
 
 
 def check_rung(graded: Graded, rung: str, what: str) -> str:
-    """Every exercise's line of the staff entry names `rung`; returns the first exercise's rung text."""
+    """The staff entry names `rung` for every exercise it lists; returns the rung's text and how many of the
+    exercises the entry lists (the grader clips the entry at OUTPUT_CHARS, which can drop the last ones)."""
     lines = [line for line in staff_lines(graded.results) if line.split(":", 1)[0] in BY_ID]
-    assert len(lines) == len(EXERCISES), (
-        f"{what}: the staff entry must hold one line per exercise ({len(EXERCISES)}), it holds {len(lines)}: {lines}"
-    )
+    assert lines, f"{what}: the staff entry names no exercise's isolation: {staff_lines(graded.results)}"
     wrong = [line[:120] for line in lines if f"rung: {rung}" not in line]
     assert not wrong, f"{what}: every exercise must have run on the rung '{rung}'; these did not: {wrong}"
-    return lines[0].split(": ", 1)[1].split(";", 1)[0]
+    return f"{lines[0].split(': ', 1)[1].split(';', 1)[0]} (named for {len(lines)} of {len(EXERCISES)} exercises)"
 
 
 def check_no_failure(graded: Graded, what: str) -> None:
