@@ -16,6 +16,7 @@ import os
 import shutil
 import subprocess
 import sys
+import sysconfig
 import time
 from pathlib import Path
 
@@ -162,7 +163,9 @@ def attack_checks(data: dict, attack: str, rung) -> None:  # type: ignore[no-unt
         lines = [line for line in data["output"].splitlines() if line.startswith(("PLANTED ", "PLANT-DENIED "))]
         escaped = [line for line in lines if line.startswith("PLANTED ") and not line.split()[1].startswith(private)]
         assert lines and not escaped, f"the child wrote outside its work folder: {escaped or data['output'][-1500:]}"
-        for path in (ROOT / "a2-planted", Path("/tmp/planted"), Path("/var/tmp/a2-planted"), Path("/root/a2-planted")):
+        site = Path(sysconfig.get_paths()["purelib"]) / "a2-planted.pth"
+        for path in (ROOT / "a2-planted", Path("/tmp/planted"), Path("/var/tmp/a2-planted"), Path("/root/a2-planted"),
+                     site):
             assert not (path.is_file() and "a2-planted" in path.read_text(errors="replace")), f"{path} was planted"
         assert "a2-planted" not in (ROOT / "autograder" / "expected" / f"{ATTACKED}.json").read_text(), \
             "the stored expected values were changed"

@@ -34,6 +34,7 @@ import dataclasses
 import hashlib
 import json
 import os
+import re
 import shutil
 import tempfile
 import zipfile
@@ -50,7 +51,7 @@ from hetero.impl import load_module_from_path
 
 gc = load_module_from_path(Path(__file__).with_name("gradescope_container.py"), "_a2_gradescope_container")
 
-pytestmark = [pytest.mark.slow, pytest.mark.proof("gradescope_container"), pytest.mark.timeout(3600)]
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(3600)]
 
 SCHEMA = json.loads((ROOT / "autograder" / "schema" / "gradescope_results.schema.json").read_text())
 SCORE_TOL = 1e-6  # scores are sums of rounded case points
@@ -372,6 +373,7 @@ def rung_of(landlock: bool) -> str:
     return "landlock" if landlock else "seccomp-uid"
 
 
+@pytest.mark.proof("gradescope_container")
 def test_image_builds_with_setup_sh(image: Image) -> None:
     """setup.sh made the venv with the image's python3 3.10, torch from the wheelhouse, and named the rung."""
     assert image.python.startswith("3.10."), f"the venv must run the image's Python 3.10, it runs {image.python}"
@@ -399,6 +401,7 @@ def test_image_builds_with_setup_sh(image: Image) -> None:
     )
 
 
+@pytest.mark.proof("gradescope_container")
 @LANDLOCK
 def test_key_scores_100_and_stubs_0(image: Image, landlock: bool) -> None:
     label, rung = rung_of(landlock), rung_of(landlock)
@@ -420,6 +423,7 @@ def test_key_scores_100_and_stubs_0(image: Image, landlock: bool) -> None:
     report(label, "stubs", stubs)
 
 
+@pytest.mark.proof("gradescope_container")
 def test_wrong_fixture_scores_as_in_repo(image: Image, tmp_path: Path) -> None:
     from autograder.runtime.grader import grade_submission
 
@@ -442,21 +446,25 @@ def test_wrong_fixture_scores_as_in_repo(image: Image, tmp_path: Path) -> None:
     report("landlock", f"wrong fixture {fixture.name}", graded, f"in-repo grader {direct['score']:g}")
 
 
+@pytest.mark.proof("gradescope_container")
 @LANDLOCK
 def test_read_hidden_gets_nothing(image: Image, landlock: bool) -> None:
     graded = grade(image, with_attack("read_hidden"), landlock=landlock)
     check_attack_scores_nothing(graded, "read_hidden")
     check_rung(graded, rung_of(landlock), "read_hidden")
     assert "READ-OK" not in graded.text, f"read_hidden read protected files: {graded.results['output'][-2000:]}"
-    denied = graded.results["output"].count("READ-DENIED")
-    assert denied >= 5, (
-        f"read_hidden must have tried and been refused (at least source/, the expected values, the key, the "
-        f"grader's memory): {denied} READ-DENIED lines in the visible output:\n{graded.results['output'][-2000:]}"
-    )
+    output = graded.results["output"]
+    for folder in ("autograder", "autograder/tests", "autograder/expected"):
+        assert f"READ-DENIED /autograder/source/{folder} PermissionError" in output, (
+            f"read_hidden must have tried /autograder/source/{folder} (the grader, the hidden cases, the stored "
+            f"expected values) and been refused with PermissionError:\n{output[-2000:]}"
+        )
+    denied = output.count("READ-DENIED")
     check_root_unchanged(graded, "read_hidden")
-    report(rung_of(landlock), "read_hidden", graded, f"{denied} reads refused")
+    report(rung_of(landlock), "read_hidden", graded, f"{denied} reads refused (source/autograder: PermissionError)")
 
 
+@pytest.mark.proof("gradescope_container")
 @LANDLOCK
 def test_network_probe_hears_nothing(image: Image, landlock: bool) -> None:
     graded = grade(image, with_attack("network_probe"), landlock=landlock)
@@ -473,6 +481,7 @@ def test_network_probe_hears_nothing(image: Image, landlock: bool) -> None:
     report(rung_of(landlock), "network_probe", graded, f"listener on 127.0.0.1:{port} heard nothing")
 
 
+@pytest.mark.proof("gradescope_container")
 @LANDLOCK
 def test_write_outside_changes_nothing(image: Image, landlock: bool) -> None:
     graded = grade(image, with_attack("write_outside"), landlock=landlock)
@@ -483,10 +492,18 @@ def test_write_outside_changes_nothing(image: Image, landlock: bool) -> None:
         f"write_outside wrote outside its work folder: {output[-2000:]}"
     )
     denied = [line for line in output.splitlines() if line.startswith("PLANT-DENIED")]
-    assert len(denied) >= 12, (
-        "write_outside must have tried every target (results/, source/, the venv, run_autograder, submission/, "
-        f"/tmp/planted ...) and been refused: {len(denied)} PLANT-DENIED lines:\n{output[-2500:]}"
-    )
+    site = "/autograder/venv/lib/python3.10/site-packages"
+    for target in (
+        "/autograder/results/results.json",
+        "/autograder/source/autograder/expected/ex02.json",
+        f"{site}/a2-planted.pth",
+        "/autograder/run_autograder",
+        f"/autograder/submission/{ATTACKED.filename}",
+        "/tmp/planted",
+    ):
+        assert any(line.split()[1] == target and line.split()[2] != "ENOENT" for line in denied), (
+            f"write_outside must have tried {target} and been refused (not: absent): {output[-2500:]}"
+        )
     own = "OWN-WRITE-OK" if landlock else "OWN-WRITE-DENIED"
     assert own in output, (
         f"its own work folder: {'Landlock lets the child write there' if landlock else 'seccomp-uid allows no write'}"
@@ -501,6 +518,7 @@ def test_write_outside_changes_nothing(image: Image, landlock: bool) -> None:
     )
 
 
+@pytest.mark.proof("gradescope_container")
 @LANDLOCK
 def test_dask_scheduler_hears_nothing(image: Image, landlock: bool) -> None:
     scheduler = f"tcp://127.0.0.1:{DASK_PORT}"
@@ -525,16 +543,34 @@ def test_dask_scheduler_hears_nothing(image: Image, landlock: bool) -> None:
     report(rung_of(landlock), "dask_scheduler", graded, f"stand-in scheduler on {scheduler} heard nothing")
 
 
+@pytest.mark.proof("gradescope_container")
 def test_fork_memory_in_a_5_gib_container(image: Image) -> None:
+    """fork_memory in a container of 5 GiB (the memory the docs tell Gradescope users to choose): 8 processes of
+    640 MiB each against ex02's cap. The container is not killed, the grader writes its own results.json (every
+    other exercise full marks), ex02 is stopped at its memory limit, and the processes' last reported holdings
+    stay within the cap plus the watchdog's slack (tests/test_sandbox_ladder.py's 256 MiB)."""
     graded = grade(image, with_attack("fork_memory"), memory=MEMORY)
     check_attack_scores_nothing(graded, "fork_memory")
     check_rung(graded, "landlock", "fork_memory")
+    output = graded.results["output"]
+    stop = f"the memory limit ({ATTACKED.memory_mib} MiB for all the processes of the exercise) was exceeded"
+    assert stop in output, f"ex02 must be stopped at its memory limit: {output[-2000:]}"
+    last: dict[str, int] = {}
+    for pid, mib in re.findall(r"HOLD (\d+) (\d+)", output):
+        last[pid] = int(mib)
+    held = sum(last.values())
+    assert len(last) >= 2, f"the attack must have forked (HOLD lines of 2+ processes): {output[-2000:]}"
+    assert held <= ATTACKED.memory_mib + 256, (
+        f"the {len(last)} processes reported holding {held} MiB together, above ex02's cap {ATTACKED.memory_mib} MiB "
+        "plus 256 MiB of slack"
+    )
     peak = graded.driver["peak_bytes"] or 0
-    memory_note = next((line for line in staff_lines(graded.results) if line.startswith(ATTACKED.id)), "")
-    memory_note = next((part.strip() for part in memory_note.split(";") if part.strip().startswith("memory")), "")
+    staff = next((line for line in staff_lines(graded.results) if line.startswith(ATTACKED.id)), "")
+    memory_note = next((part.strip() for part in staff.split(";") if part.strip().startswith("memory")), "")
     report(
         "landlock",
         f"fork_memory (8 x 640 MiB against {ATTACKED.id}'s {ATTACKED.memory_mib} MiB, container --memory {MEMORY})",
         graded,
-        f"container peak {peak / 2**20:.0f} MiB (cgroup v1 max_usage_in_bytes, page cache included); {memory_note}",
+        f"stopped at the cap; {len(last)} processes last reported {held} MiB together; container peak "
+        f"{peak / 2**20:.0f} MiB (cgroup v1 max_usage_in_bytes, page cache included); {memory_note}",
     )
