@@ -14,7 +14,8 @@ grader does, and the attacks get nothing, on the rung the results name.
   A2_TEST_PORT, and for the Dask attack a stand-in scheduler on Dask's port 8786), runs
   /autograder/run_autograder, and reports what the listeners heard, whether the planted paths exist in the
   container, and the container's peak memory; results/results.json is read on the host afterwards, and every
-  file under the root is compared with before the run.
+  file under the root is compared with before the run. This machine's sandbox-uid lock folder is bound in
+  (A2_UID_LOCK_DIR: graders running here share the container's uids, see `host_uid_locks`).
 - In the default container (Landlock allowed, as by Docker 23+ on kernel 5.13+) the rung is "landlock"; with
   landlock=False (an older Docker or kernel: landlock_* answer ENOSYS) it is "seccomp-uid", which holds
   because run_autograder makes source/ private to root.
@@ -62,6 +63,7 @@ STAFF = "grading environment (staff only)"
 MEMORY = "5g"  # the container's memory limit for the memory attack (the docs' advice to Gradescope users)
 DASK_PORT = 8786  # Dask's default scheduler port
 # where write_outside plants files in the container itself (not under the bound /autograder)
+UID_LOCKS_IN_CONTAINER = "/run/a2-host"  # A2_UID_LOCK_DIR in the container: see `host_uid_locks`
 CONTAINER_PLANTS = ("/tmp/planted", "/var/tmp/a2-planted", "/dev/shm/a2-planted", "/root/a2-planted")
 
 # Runs in the container (the image's python3, as root): listeners on 127.0.0.1, then run_autograder as
@@ -216,6 +218,21 @@ def image(tmp_path_factory) -> Iterator[Image]:
         shutil.rmtree(top, ignore_errors=True)
 
 
+def host_uid_locks() -> Path:
+    """This machine's sandbox-uid lock folder (made private to root if no grader has made it yet).
+
+    Why the container needs it: it shares this machine's uids (no user namespace, as in Docker), and this
+    machine's PID namespace is the parent of the container's, so a grader running here (another test, another
+    session) that ends one of its sandbox uids (kill(-1) as that uid) also kills the container's children that
+    hold the same uid. Bound in with A2_UID_LOCK_DIR (made for graders in containers on one host), the
+    container's grader takes its uids from the same locks as every grader here. On Gradescope a container is
+    alone in its PID namespace and needs none of this."""
+    from autograder.runtime.sandbox import users
+
+    users.UID_LOCK_DIR.mkdir(mode=0o700, exist_ok=True)
+    return users.UID_LOCK_DIR
+
+
 def _digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
@@ -271,7 +288,8 @@ def grade(
     spec = {"listeners": listeners or {"test": 0}, "env": env or {}, "watch": list(CONTAINER_PLANTS)}
     run = gc.run_in_container(
         ["python3", "-c", DRIVER, json.dumps(spec)],
-        mounts=[gc.Mount(root, "/autograder")],
+        mounts=[gc.Mount(root, "/autograder"), gc.Mount(host_uid_locks(), f"{UID_LOCKS_IN_CONTAINER}/a2grader-uids")],
+        env={"A2_UID_LOCK_DIR": UID_LOCKS_IN_CONTAINER},
         landlock=landlock,
         memory=memory,
         workdir="/autograder",
@@ -362,7 +380,8 @@ def check_root_unchanged(graded: Graded, attack: str) -> None:
 def report(label: str, what: str, graded: Graded, extra: str = "") -> None:
     print(
         f"[{label}] {what}: score {graded.results['score']:g}; run_autograder {graded.driver['seconds']:.1f} s "
-        f"(container {graded.container_seconds:.1f} s)" + (f"; {extra}" if extra else "")
+        f"(container {graded.container_seconds:.1f} s, load average {os.getloadavg()[0]:.1f} on "
+        f"{os.cpu_count()} CPUs)" + (f"; {extra}" if extra else "")
     )
 
 
@@ -388,7 +407,10 @@ def test_image_builds_with_setup_sh(image: Image) -> None:
         "for test_dask_scheduler_hears_nothing instead of the TCP stand-in"
     )
     torch_line = next((line for line in out.splitlines() if line.startswith("[install_torch] torch==")), "")
-    print(f"[image] Ubuntu 22.04 rootfs, venv python {image.python}; setup.sh {image.setup_seconds:.0f} s")
+    print(
+        f"[image] Ubuntu 22.04 rootfs, venv python {image.python}; setup.sh {image.setup_seconds:.0f} s "
+        f"(load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs)"
+    )
     print(
         f"[image] wheelhouse (pip download in the container, cached in .cache/wheelhouse-py310): "
         f"{image.wheelhouse_seconds:.0f} s"
