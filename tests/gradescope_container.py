@@ -22,9 +22,10 @@ NO_NEW_PRIVS, a network namespace of its own with the network reachable. Two emu
 Both need root. Each returns a `Run` (exit status, stdout, stderr, seconds, whether the time limit ended it).
 
 Where they differ from Docker's real defaults (what a test must not rely on):
-- both: no memory or CPU limit (Gradescope sets one; its value is not public); no AppArmor (Docker applies
-  docker-default where the host has AppArmor; this kernel has none); minKernel conditions of moby's profile
-  taken as met (ptrace, process_vm_*: kernel >= 4.8).
+- both: no CPU limit, and no memory limit unless `run_in_container(memory=...)` sets one (Gradescope sets
+  both, from the assignment's autograder hardware setting); no AppArmor (Docker applies docker-default where
+  the host has AppArmor; this kernel has none); minKernel conditions of moby's profile taken as met (ptrace,
+  process_vm_*: kernel >= 4.8).
 - podman: the seccomp profile resolves to moby's for x86_64 and Docker's caps (moby/moby b985e231, checked by
   the tests when $A2_MOBY_SECCOMP_JSON names moby's file); runc as in Docker, podman 4.3 instead of dockerd;
   RLIMIT_NOFILE this process's and RLIMIT_NPROC at most 32768 (Docker: dockerd's, often 1048576/unlimited);
@@ -515,13 +516,16 @@ def run_in_container(
     landlock: bool = True,
     workdir: str = "/",
     rootfs: Path | None = None,
+    memory: str | None = None,
 ) -> Run:
     """Run `argv` as root in a Gradescope-like container: podman on the rootfs (`ensure_rootfs`, built if
     needed) as an overlay (writes to it are discarded), Docker's 14 capabilities, Docker's seccomp profile
     (`docker_seccomp_profile`; `landlock=False`: landlock_* answer ENOSYS), `mounts` bound in, `env` added to
     the container's environment (PATH and HOME as Docker sets them), cwd `workdir`. `network`: its own
     network namespace with loopback and the outside network through slirp4netns (setup.sh reaches PyPI);
-    False: loopback only. After `timeout_s` the container is killed and `timed_out` is set."""
+    False: loopback only. `memory` (podman's --memory, e.g. "5g"): the container's memory cgroup limit, as
+    Gradescope's memory setting gives (its processes are OOM-killed above it); None: no limit. After
+    `timeout_s` the container is killed and `timed_out` is set."""
     _check_mounts(mounts, podman=True)
     reason = missing_for_container()
     if reason:
@@ -547,6 +551,8 @@ def run_in_container(
         "--ulimit",
         f"nproc={nproc[0]}:{nproc[1]}",
     ]
+    if memory is not None:
+        args += ["--memory", memory]
     args += ["--security-opt", f"seccomp={docker_seccomp_profile(landlock=landlock)}", "--cap-drop", "all"]
     args += [f"--cap-add=CAP_{cap}" for cap in DOCKER_CAPS]
     args += [

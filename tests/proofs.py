@@ -127,6 +127,39 @@ PROOFS = {
             lambda: {"python3.10": _python310_version()},
         ),
         Proof(
+            "gradescope_container",
+            "in the emulated Gradescope container (podman + runc, Ubuntu 22.04, root, Docker's default capabilities "
+            "and seccomp profile) setup.sh makes the venv with the image's Python 3.10 and run_autograder, one "
+            "container per submission, grades the key 100, the stubs 0 and a wrong fixture as the in-repo grader; "
+            "read_hidden, network_probe, write_outside, dask_scheduler and fork_memory (5 GiB container) get "
+            "nothing, on the rung 'landlock', and 'seccomp-uid' without Landlock",
+            (
+                "autograder/__init__.py",
+                "autograder/__main__.py",
+                "autograder/runtime/**/*",
+                "autograder/core/**/*",
+                "autograder/schema/*",
+                "autograder/gradescope/*",
+                "autograder/packaging/build.py",
+                "autograder/expected/*",
+                "autograder/tests/*",
+                "autograder/authoring/wrong_fixtures.py",
+                *(
+                    f"autograder/fixtures/adversarial/{attack}/*"
+                    for attack in ("read_hidden", "network_probe", "write_outside", "dask_scheduler", "fork_memory")
+                ),
+                "solutions/*.py",
+                "assignments/*.py",
+                "assignments/tests/*.py",
+                "shared/hetero/**/*",
+                "locks/gradescope.txt",
+                "pyproject.toml",
+                "tests/gradescope_container.py",
+                "tests/test_gradescope_proof.py",
+                "tests/proofs.py",
+            ),
+        ),
+        Proof(
             "student_copy",
             "the student's copy, from nothing: `make setup` in a fresh venv, its public tests fail on the stubs "
             "with NotImplementedError and pass on the key, `make demo` names the missing exercises, the "

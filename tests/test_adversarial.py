@@ -16,6 +16,7 @@ import os
 import shutil
 import subprocess
 import sys
+import sysconfig
 import time
 from pathlib import Path
 
@@ -90,9 +91,9 @@ def test_attack_scores_what_it_deserves(attack, rung, tmp_path, monkeypatch):
 
 
 # Attacks on what differs between rungs (files, network, processes, memory, kernel state, how a child ends).
-RUNG_ATTACKS = ("background_process", "deep_tree", "exit_at_import", "fork_bomb", "keyring", "leave_files",
-                "memory_bomb", "network_probe", "os_exit_in_function", "other_checkout_key", "read_grader_outputs",
-                "read_hidden", "relay")
+RUNG_ATTACKS = ("background_process", "dask_scheduler", "deep_tree", "exit_at_import", "fork_bomb", "keyring",
+                "leave_files", "memory_bomb", "network_probe", "os_exit_in_function", "other_checkout_key",
+                "read_grader_outputs", "read_hidden", "relay", "write_outside")
 
 
 @pytest.mark.parametrize("rung", [r for r in rungs.cli_rungs() if r not in rungs.IN_PROCESS])
@@ -157,6 +158,23 @@ def attack_checks(data: dict, attack: str, rung) -> None:  # type: ignore[no-unt
             environment = [t["output"] for t in data["tests"] if t["name"] == "grading environment (staff only)"]
             assert any("system calls: seccomp allow-list" in e for e in environment), \
                 f"the staff-only entry must say the system calls were filtered: {environment}"
+    if attack == "write_outside":
+        # the child's own tmpfs under bubblewrap: a file planted there is gone with the child, not an escape
+        private = ("/tmp/", "/var/tmp/", "/dev/shm/") if rung is not None and rung.name == "bwrap" else ()
+        lines = [line for line in data["output"].splitlines() if line.startswith(("PLANTED ", "PLANT-DENIED "))]
+        escaped = [line for line in lines if line.startswith("PLANTED ") and not line.split()[1].startswith(private)]
+        assert lines and not escaped, f"the child wrote outside its work folder: {escaped or data['output'][-1500:]}"
+        site = Path(sysconfig.get_paths()["purelib"]) / "a2-planted.pth"
+        for path in (ROOT / "a2-planted", Path("/tmp/planted"), Path("/var/tmp/a2-planted"), Path("/root/a2-planted"),
+                     site):
+            assert not (path.is_file() and "a2-planted" in path.read_text(errors="replace")), f"{path} was planted"
+        assert "a2-planted" not in (ROOT / "autograder" / "expected" / f"{ATTACKED}.json").read_text(), \
+            "the stored expected values were changed"
+    if attack == "dask_scheduler":
+        everything = json.dumps(data)
+        assert "DASK-REACHED" not in everything and "DASK-RAN-ON-SCHEDULER" not in everything, \
+            f"the child reached a scheduler's port: {data['output'][-1500:]}"
+        assert "DASK-DENIED tcp://127.0.0.1:8786 tcp" in data["output"], data["output"][-1500:]
     first = [t for t in data["tests"] if t["name"].startswith(f"{ATTACKED} ")][0]["output"]
     if attack == "syntax_error":
         assert "SyntaxError" in first and "line" in first, f"the syntax error must be shown: {first}"

@@ -360,6 +360,40 @@ def test_container_mounts_env_time_limit_and_throwaway_root(tmp_path: Path) -> N
 
 
 @pytest.mark.slow
+def test_container_memory_limit() -> None:
+    """`memory="256m"`: the container's memory cgroup has that limit, and a process that fills 1 GiB is
+    OOM-killed (exit 137) before it gets there; without `memory` there is no such limit."""
+    need_container()
+    fill = (
+        "import pathlib\n"
+        "for name in ('memory/memory.limit_in_bytes', 'memory.max'):\n"
+        "    path = pathlib.Path('/sys/fs/cgroup', name)\n"
+        "    if path.exists():\n"
+        "        print('LIMIT', path.read_text().strip(), flush=True)\n"
+        "held = []\n"
+        "for step in range(16):\n"
+        "    block = bytearray(64 << 20)\n"
+        "    block[::4096] = b'\\x01' * ((64 << 20) // 4096)\n"
+        "    held.append(block)\n"
+        "    print('HELD', (step + 1) * 64, flush=True)\n"
+    )
+    limited = gc.run_in_container(["python3", "-c", fill], network=False, memory="256m", timeout_s=120)
+    assert f"LIMIT {256 * 2**20}" in limited.stdout, (
+        f"the container's memory cgroup must carry the 256 MiB limit: {limited.stdout!r} {limited.stderr[-1000:]}"
+    )
+    held = [int(line.split()[1]) for line in limited.stdout.splitlines() if line.startswith("HELD")]
+    assert limited.returncode == 137 and max(held, default=0) < 256, (
+        f"filling 1 GiB under a 256 MiB limit must end in an OOM kill (137) before 256 MiB are held: exit "
+        f"{limited.returncode}, held {held}"
+    )
+    free = gc.run_in_container(["python3", "-c", fill], network=False, timeout_s=120)
+    assert free.returncode == 0 and "HELD 1024" in free.stdout, (
+        f"without `memory`, 1 GiB must fit: exit {free.returncode}, {free.stdout[-300:]!r} {free.stderr[-1000:]}"
+    )
+    assert f"LIMIT {256 * 2**20}" not in free.stdout
+
+
+@pytest.mark.slow
 def test_container_network() -> None:
     need_container()
     route = 'awk \'NR>1 && $2=="00000000" {print "default"}\' /proc/net/route; cat /sys/class/net/lo/operstate'
