@@ -150,7 +150,7 @@ def isolation_summary(results: Iterable[dict | None]) -> str:
                 continue
             for line in str(test.get("output", "")).splitlines():
                 ex_id, _, rest = line.partition(": rung: ")
-                if rest:
+                if rest and ex_id != "every exercise":
                     counts[(ex_id, rest.split(" ", 1)[0])] += 1
     if not counts:
         return "isolation: no exercise ran student code"

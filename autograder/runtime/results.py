@@ -193,13 +193,19 @@ def summary_line(result: ExerciseResult) -> str:
 
 
 def environment_test(results: Sequence[ExerciseResult], number: str, execution_time: float) -> dict[str, Any]:
-    """A staff-only entry: how each exercise's child was isolated ("network: not isolated ..." included),
-    and the grading time (kept from the student: their code steers it)."""
-    lines = [
-        f"{r.exercise.id}: " + ("; ".join(r.isolation) if r.isolation else "not run")
-        for r in results
-        if r.failure is None
+    """A staff-only entry: how each exercise's child was isolated (its rung and layers; the lines every
+    exercise shares said once, then what differs per exercise, its uid), and the grading time (kept from
+    the student: their code steers it)."""
+    ran = [r for r in results if r.failure is None]
+    notes = {r.exercise.id: list(r.isolation) for r in ran}
+    shared = [
+        line for line in next((n for n in notes.values() if n), []) if all(line in n for n in notes.values() if n)
     ]
+    lines = [f"every exercise: {line}" for line in shared]
+    for ex_id, own in notes.items():
+        rest = [line for line in own if line not in shared]
+        rung = next((line for line in own if line.startswith("rung: ")), "")
+        lines.append(f"{ex_id}: " + ("; ".join([rung, *rest]) if own else "not run"))
     lines.append(f"grading took {execution_time:.1f} s")
     return {
         "name": "grading environment (staff only)",

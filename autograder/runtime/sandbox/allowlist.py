@@ -14,7 +14,8 @@ They are computed here, once per grader process, from the interpreter and the pa
 - `hetero` (its folder);
 - the shared libraries: the multiarch library folders, /lib64, the C.UTF-8 locale, ld.so.cache, the
   time zone /etc/localtime names (with its link chain);
-- devices (`DEVICES`, read and write) and /proc/cpuinfo.
+- devices (`DEVICES`, read and write), /proc/cpuinfo and /sys/devices/system/cpu (the processor's
+  description, which torch's cpuinfo reads at import and complains on stderr without);
 
 The grader's own package (hidden cases, stored expected values) is never among them, nor is anything
 of the checkout beside `hetero`; `check()` refuses an allow-list that reaches it.
@@ -37,7 +38,13 @@ AUTOGRADER_DIR = Path(__file__).resolve().parents[2]  # the grader's own package
 DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom")
 
 # Shared libraries and what the C library reads at start-up, where they exist on this machine.
-SYSTEM_FOLDERS = ("/lib64", "/usr/lib64", "/usr/lib/locale/C.utf8", "/usr/lib/locale/C.UTF-8")
+SYSTEM_FOLDERS = (
+    "/lib64",
+    "/usr/lib64",
+    "/usr/lib/locale/C.utf8",
+    "/usr/lib/locale/C.UTF-8",
+    "/sys/devices/system/cpu",
+)
 SYSTEM_FILES = ("/etc/ld.so.cache", "/proc/cpuinfo")
 
 
@@ -228,14 +235,18 @@ def compute(tools: tuple[str, ...] = ()) -> AllowList:
 
 
 def site_links(allow: AllowList | None = None) -> dict[str, str]:
-    """{name: target}: the child's own site folder, a folder of links to `allow.packages` that it puts first
-    on sys.path. The venv's site-packages cannot be listed by a child (names of packages it may not read
-    would make optional imports fail on a denied read), so only this folder says what is installed."""
+    """{name: target}: the child's own site folder, a folder of links to the allowed site-packages entries
+    and hetero, which it puts first on sys.path. The venv's site-packages cannot be listed by a child (names
+    of packages it may not read would make optional imports fail on a denied read), so only this folder
+    says what is installed. Files the distributions installed elsewhere (scripts, kernel specs) are readable
+    but not linked: a script named like its package would hide the package."""
     allow = allow or compute()
+    sites = {os.path.normpath(p) for p in (sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"])}
     links: dict[str, str] = {}
     for path in allow.packages:
         name = os.path.basename(path)
-        if name == "__pycache__" or name in links:
+        in_site = os.path.dirname(path) in sites or path == _hetero_dir()
+        if name == "__pycache__" or name in links or not in_site:
             continue
         links[name] = path
     return links

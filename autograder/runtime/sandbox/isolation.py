@@ -152,7 +152,7 @@ def bwrap_args(
     made: set[str] = set()
     stdlib = allowlist.stdlib_folder()
     for path in allow.read:
-        if path.startswith(("/proc/", "/dev/")) or os.path.dirname(path) == stdlib:
+        if path.startswith(("/proc/", "/dev/", "/sys/")) or os.path.dirname(path) == stdlib:
             continue  # bwrap's own /proc and /dev; the standard library's entries: bound whole below
         args += _bind(path, made)
     # The standard library as one bind (its 270 entries one by one cost a second per child here), with an
