@@ -61,6 +61,37 @@ def test_compare_types_before_values():
     assert "keys" in compare({"a": 1.0}, {"b": 1.0}, 1e-9, 0.0)
 
 
+INF, NAN = float("inf"), float("nan")
+
+
+@pytest.mark.parametrize(
+    ("expected", "got"),
+    [(INF, INF), (-INF, -INF), (NAN, NAN), ([1.0, INF], [1.0, INF]), ({"t": -INF}, {"t": -INF})],
+)
+def test_a_non_finite_value_matches_itself(expected, got):
+    """compare's documented rule: a NaN agrees with a NaN, an infinity with the same infinity (ex11's key
+    returned a correct inf and the grader said "expected inf, got inf")."""
+    assert compare(expected, roundtrip(got), 1e-9, 0.0) is None, compare(expected, roundtrip(got), 1e-9, 0.0)
+
+
+@pytest.mark.parametrize(
+    ("expected", "got", "said"),
+    [(INF, -INF, "expected inf, got -inf"), (INF, 1e308, "expected inf, got 1e+308"), (INF, NAN, "expected inf, got nan"),
+     (2.0, INF, "expected 2, got inf"), (NAN, INF, "expected nan, got inf"), (-INF, 0, "expected -inf, got 0")],
+)
+def test_a_non_finite_value_takes_no_tolerance(expected, got, said):
+    problem = compare(expected, got, 1e-9, 1e300)  # even a huge abs_tol does not reach an infinity
+    assert problem == said, f"compare({expected!r}, {got!r}) said {problem!r}, expected {said!r}"
+
+
+def test_arrays_follow_the_same_non_finite_rule():
+    e = roundtrip(np.array([1.0, INF, NAN, -INF]))
+    assert compare(e, roundtrip(np.array([1.0, INF, NAN, -INF])), 1e-9, 0.0) is None
+    flipped = compare(e, roundtrip(np.array([1.0, -INF, NAN, -INF])), 1e-9, 0.0)
+    assert flipped is not None and "first at index (1,)" in flipped, flipped
+    assert "non-finite" in compare(roundtrip(np.array([1.0, 2.0])), roundtrip(np.array([1.0, INF])), 1e-9, 0.0)
+
+
 def test_numpy_float32_keeps_its_type_and_float64_is_accepted():
     assert type(roundtrip(np.float64(2.5))) is float  # a float64 is a Python float (subclass, same precision)
     back = roundtrip(np.float32(229.376))

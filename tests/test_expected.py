@@ -117,3 +117,65 @@ def test_trivial_answers_are_only_guessable_ones():
     assert _trivial(encode(3)), "an instance index or a count is named by a guess"
     assert not _trivial(encode(16.7400645328896)) and not _trivial(encode(44_040_192))
     assert not _trivial(encode(["routed experts", "shared expert", "attention"])) and not _trivial(encode(100.0))
+
+
+# ---------------------------------------------------------------------------------------------
+# The release judges the key: a planted hidden case on which the grader would take a point from the
+# answer key stops `expected` (and so `make release` and `make check`), naming the case.
+
+PLANTED_ID = "ex01.usd_per_gb.planted"
+
+
+def _planted_copy(tmp_path: Path, key_line: str, args: tuple) -> Path:
+    """A copy of the package's grading sources (autograder/, solutions/) with one hidden case of ex01 added
+    (`usd_per_gb` on `args`) and the key's `return price_usd / capacity_gb` replaced by `key_line`."""
+    import shutil
+
+    shutil.copytree(ROOT / "autograder", tmp_path / "autograder", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(ROOT / "solutions", tmp_path / "solutions", ignore=shutil.ignore_patterns("__pycache__"))
+    key = tmp_path / "solutions" / "ex01_cost_per_gb.py"
+    old = "    return price_usd / capacity_gb\n"
+    text = key.read_text(encoding="utf-8")
+    assert text.count(old) == 1, f"{key}: the planted edit needs exactly one {old.strip()!r}"
+    key.write_text(text.replace(old, key_line), encoding="utf-8")
+    hidden = tmp_path / "autograder" / "tests" / "ex01_hidden.py"
+    hidden.write_text(
+        hidden.read_text(encoding="utf-8")
+        + f'\nCASES.append(Case("{PLANTED_ID}", "usd_per_gb", {args!r}, unit="$ per GB", points=0.5))\n',
+        encoding="utf-8",
+    )
+    return tmp_path
+
+
+def test_a_correct_infinity_is_the_keys_and_passes(tmp_path):
+    """ex11's story: a key that returns inf (here 15000 $ over a subnormal capacity) earns its point."""
+    from autograder.authoring.expected import compute
+
+    root = _planted_copy(tmp_path, "    return price_usd / capacity_gb\n", (15000.0, 1e-320))
+    data = compute("ex01", root)
+    assert data["cases"][PLANTED_ID]["expect"] == {"__float__": "inf"}, data["cases"][PLANTED_ID]
+
+
+def test_a_key_that_loses_a_point_stops_expected_naming_the_case(tmp_path):
+    """The key returns a numpy.float32 on one hidden input: the grader's judge cannot read it back as a
+    plain number, so the key would lose that case's points; `expected` (what `make release` and `make
+    check` run) must stop and say which case, what was stored, what the key returned and the verdict."""
+    from autograder.authoring.expected import AnswerKeyError, compute
+
+    plant = (
+        "    if capacity_gb == 7.25:\n"
+        "        import numpy\n"
+        "        return numpy.float32(price_usd / capacity_gb)\n"
+        "    return price_usd / capacity_gb\n"
+    )
+    root = _planted_copy(tmp_path, plant, (1000.0, 7.25))
+    with pytest.raises(AnswerKeyError) as caught:
+        compute("ex01", root)
+    said = str(caught.value)
+    for part in (PLANTED_ID, "expected NumpyScalar(dtype='float32'", "the answer key returned", "could not be read"):
+        assert part in said, f"the error should name {part!r}:\n{said}"
+    check = subprocess.run([sys.executable, "-m", "autograder", "expected", "--check", "ex01"],
+                           capture_output=True, text=True, cwd=root, timeout=600,
+                           env={**__import__("os").environ, "PYTHONPATH": str(root)})
+    assert check.returncode == 1, f"`expected --check` must fail on a key that loses a point:\n{check.stderr[-2000:]}"
+    assert PLANTED_ID in check.stderr and "Traceback" not in check.stderr, check.stderr[-2000:]
