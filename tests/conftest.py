@@ -60,6 +60,13 @@ def graded():
     return _graded.graded
 
 
+@pytest.fixture(scope="session")
+def failed_cases():
+    """`failed_cases(folder, ex_id)`: why `folder` lost points on `ex_id`, in the staff's words (case id,
+    call, expected, got, verdict; graded again), for the message of a test that expected full marks."""
+    return _graded.failed_cases
+
+
 # ---------------------------------------------------------------------------------------------
 # Proofs: `@pytest.mark.proof(name)` tests run when their record is missing or stale (tests/proofs.py).
 

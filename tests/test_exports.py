@@ -137,7 +137,8 @@ def test_nbgrader_notebook_structure_and_points(sources):
     ex = sources.exercise
     cells = _nbgrader_cells(note)
     assert len(cells) == len(note["cells"]), "every cell carries nbgrader metadata (markers alone fail)"
-    assert all(c["metadata"]["nbgrader"]["schema_version"] == 3 for c in cells)
+    assert all(c["metadata"]["nbgrader"]["schema_version"] == 3 for c in cells), \
+        [c["metadata"]["nbgrader"] for c in cells if c["metadata"]["nbgrader"]["schema_version"] != 3][:3]
     ids = [c["metadata"]["nbgrader"]["grade_id"] for c in cells]
     assert len(set(ids)) == len(ids), "nbgrader grade_ids must be unique"
     solution = [c for c in cells if c["metadata"]["nbgrader"]["solution"]]
@@ -153,7 +154,9 @@ def test_nbgrader_notebook_structure_and_points(sources):
         assert "json.loads" not in visible, "hidden values must sit between the hidden-test markers"
     cents = sum(round(c["metadata"]["nbgrader"]["points"] * 100) for c in grades)
     assert cents == round(ex.points * 100), f"{ex.id} grade cells total {cents / 100}, manifest says {ex.points}"
-    assert all(round(c["metadata"]["nbgrader"]["points"], 2) == c["metadata"]["nbgrader"]["points"] for c in grades)
+    inexact = [c["metadata"]["nbgrader"] for c in grades
+               if round(c["metadata"]["nbgrader"]["points"], 2) != c["metadata"]["nbgrader"]["points"]]
+    assert not inexact, f"grade cells whose points are not exact hundredths: {inexact[:3]}"
 
 
 @pytest.mark.parametrize("ex_id", VERDICT_PARAMS)

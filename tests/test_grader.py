@@ -95,16 +95,19 @@ def sandbox_survivors() -> list[int]:
 
 @pytest.mark.slow  # the whole key graded once for the session (test-fast grades ex01 in the tests below)
 @pytest.mark.parametrize("ex_id", WITH_SOLUTION)
-def test_answer_key_scores_full_marks(ex_id, tmp_path, graded, key_submission):
-    """Each exercise of the whole answer key graded once (the graded corpus), read per exercise."""
+def test_answer_key_scores_full_marks(ex_id, tmp_path, graded, key_submission, failed_cases):
+    """Each exercise of the whole answer key graded once (the graded corpus), read per exercise; when it
+    loses a point, the message names each case, its expected and returned value and the verdict."""
     data = graded(key_submission)
     res.write(data, tmp_path / "results.json")
     score, max_score = exercise_score(data, ex_id)
     assert not autograder_failures(data), data["tests"][-1]["output"]
     assert abs(max_score - BY_ID[ex_id].points) < SCORE_TOL, \
         f"{ex_id}: max score {max_score}, expected the manifest's {BY_ID[ex_id].points} points"
-    failed = [t["output"] for t in data["tests"] if t["status"] == "failed"]
-    assert abs(score - BY_ID[ex_id].points) < SCORE_TOL, f"the answer key lost points on {ex_id}: {failed[:3]}"
+    if abs(score - BY_ID[ex_id].points) >= SCORE_TOL:
+        pytest.fail(f"the answer key scores {score} of {BY_ID[ex_id].points} on {ex_id} (`make release` should have "
+                    f"stopped on this: autograder.authoring.expected.key_losses); the cases it loses:\n"
+                    f"{failed_cases(key_submission, ex_id)}")
     res.validate(json.loads((tmp_path / "results.json").read_text()))
 
 
@@ -127,7 +130,7 @@ def test_points_are_exact_and_one_entry_per_function_and_side(tmp_path):
     assert {t["visibility"] for t in hidden} == {ex.hidden_visibility}
     assert not [t for t in data["tests"] if "hidden cases: inputs" in t["name"]], \
         "by default no entry may show the hidden inputs and expected values"
-    assert all(t["number"].startswith(("1.", "2.")) for t in data["tests"])
+    assert all(t["number"].startswith(("1.", "2.")) for t in data["tests"]), [t["number"] for t in data["tests"]]
     staff = [t for t in data["tests"] if t["name"].startswith("grading environment")]
     assert len(staff) == 1 and staff[0]["visibility"] == "hidden" and "network" in staff[0]["output"]
 

@@ -32,8 +32,8 @@ def test_lock_agrees_with_the_pins(lock):
 def test_mismatches_name_a_moved_pin_and_an_excluded_entry():
     text = "numpy==2.4.6\nrfc3987-syntax==1.1.0\n"
     found = pins.mismatches(["numpy==2.4.7", "tqdm==4.70.1"], text)
-    assert any("numpy==2.4.7" in p for p in found) and any("tqdm==4.70.1" in p for p in found)
-    assert any("rfc3987-syntax" in p for p in found)
+    assert any("numpy==2.4.7" in p for p in found) and any("tqdm==4.70.1" in p for p in found), found
+    assert any("rfc3987-syntax" in p for p in found), found
     assert pins.mismatches(["numpy==2.4.6"], "numpy==2.4.6 ; python_full_version >= '3.11'\n") == []
 
 

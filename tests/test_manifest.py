@@ -85,14 +85,16 @@ def test_a_101_point_manifest_stops_release_build_and_grade(tmp_path, command):
 def test_files_the_entry_names_must_exist_and_agree(tmp_path):
     for rel in ("solutions", "autograder/tests"):
         shutil.copytree(ROOT / rel, tmp_path / rel)
-    assert check_files(tmp_path) == []
+    assert check_files(tmp_path) == [], "the copied answer key and case files must agree with the manifest"
     ex = manifest.BY_ID["ex04"]
     solution = tmp_path / "solutions" / ex.filename
     solution.write_text(solution.read_text(encoding="utf-8").replace("def link_efficiency(", "def link_eff("), encoding="utf-8")
     found = check_files(tmp_path)
     assert any("no function link_efficiency" in p for p in found), found
     (tmp_path / "autograder" / "tests" / "ex06_hidden.py").unlink()
-    assert any("ex06_hidden.py, which does not exist" in p for p in check_files(tmp_path))
+    found = check_files(tmp_path)
+    assert any("ex06_hidden.py, which does not exist" in p for p in found), (
+        f"a missing hidden case file must be named (check_files said {found})")
     renamed = _replace("ex07", functions=("tokens_per_routed_expert", "tokens_per_shared_expert", "offload_plan"))
     found = check_files(tmp_path, renamed)
     assert any("public_ex07.py: public cases cover" in p for p in found), found

@@ -40,9 +40,13 @@ def copy_files(folder: Path, files: list[Path]) -> Path:
 
 
 @pytest.mark.slow
-def test_answer_key_scores_100_and_unfilled_release_scores_0(graded, key_submission, stubs_submission):
+def test_answer_key_scores_100_and_unfilled_release_scores_0(graded, key_submission, stubs_submission, failed_cases):
     data = graded(key_submission)
-    assert abs(data["score"] - 100) < SCORE_TOL, data["output"][-3000:]
+    if abs(data["score"] - 100) >= SCORE_TOL:
+        scores = {ex.id: sum(t["score"] for t in data["tests"] if t["name"].split(" ", 1)[0] == ex.id) for ex in EXERCISES}
+        lost = [ex.id for ex in EXERCISES if scores[ex.id] < ex.points - SCORE_TOL]
+        pytest.fail(f"the answer key scores {data['score']}, not 100; the cases it loses:\n"
+                    + "\n".join(failed_cases(key_submission, ex_id) for ex_id in lost))
     data = graded(stubs_submission)
     assert data["score"] == 0, data["output"][-3000:]
     assert not [t for t in data["tests"] if t["name"].startswith("autograder failed")]
