@@ -51,7 +51,7 @@ def test_placement(figures):
     near(f["other_params"], 17e9, "non-routed parameters (attention, dense, shared, embeddings)", "params")
     tp = f["tokens_per_param"]
     assert tp["batch"] == [1, 8, 64, 256]
-    for b, r, s in zip(tp["batch"], tp["routed"], tp["shared"]):
+    for b, r, s in zip(tp["batch"], tp["routed"], tp["shared"], strict=True):
         near(r, b * 8 / 256, f"tokens per routed expert at B={b}", "tokens", rel=1e-9,
              hint="B x 8 / 256, exact up to float rounding")
         near(s, float(b), f"tokens per shared-expert parameter at B={b}", "tokens", rel=1e-9)
@@ -157,7 +157,7 @@ def test_plot(figures, tmp_path):
 
 
 def test_stubs_raise_missing_exercise(tmp_path):
-    for ex_id, stem in (("ex06", "ex06_expert_bytes"), ("ex07", "ex07_arithmetic_intensity"),
+    for _ex_id, stem in (("ex06", "ex06_expert_bytes"), ("ex07", "ex07_arithmetic_intensity"),
                         ("ex08", "ex08_deferral_overlap")):
         shutil.copy(ROOT / "solutions" / f"{stem}.py", tmp_path / f"{stem}.py")
     stubbed = strip_solutions((ROOT / "solutions" / "ex09_amx_tops.py").read_text(), "ex09")

@@ -104,7 +104,7 @@ def test_replay_sample_trace_monotone_and_bounded():
     requests = read_trace(SAMPLE_TRACE)
     sweep = kvcache.capacity_sweep(requests, (100, 500, 2000, 10000), ("lru",))
     rates = sweep["lru"]["block_hit_rate"]
-    assert all(a <= b for a, b in zip(rates, rates[1:])), f"LRU hit rate must not fall with capacity: {rates}"
+    assert all(a <= b for a, b in zip(rates, rates[1:], strict=False)), f"LRU hit rate must not fall with capacity: {rates}"
     inf = sweep["infinite"]["block_hit_rate"]
     assert rates[-1] <= inf + 1e-12, "no finite cache beats the infinite one"
     # 10,000 blocks hold every block the sample reuses within a session (its working set is small):
@@ -117,7 +117,7 @@ def test_replay_sample_trace_monotone_and_bounded():
 
 def _requests(*blocks, input_lengths=None):
     lengths = input_lengths or [512 * len(b) for b in blocks]
-    return [TraceRequest(i, n, 1, tuple(b)) for i, (b, n) in enumerate(zip(blocks, lengths))]
+    return [TraceRequest(i, n, 1, tuple(b)) for i, (b, n) in enumerate(zip(blocks, lengths, strict=True))]
 
 
 def _replay_hits(requests, capacity):
@@ -142,7 +142,7 @@ def test_stack_depths_hand_checked():
     # A request reuses #{j : max(depth[0..j]) < C} blocks: r1 1/1/2, r2 0/0/1, r3 0/1/2 at C = 1/2/3.
     sweep = stackdist.lru_stack_sweep(requests, [1, 2, 3, 4])
     assert sweep["block_hits"] == [1, 2, 5, 5], f"block hits at capacities 1-4: {sweep['block_hits']}"
-    for capacity, hits in zip([1, 2, 3, 4], sweep["block_hits"]):
+    for capacity, hits in zip([1, 2, 3, 4], sweep["block_hits"], strict=True):
         replayed = sum(_replay_hits(requests, capacity))
         assert hits == replayed, f"capacity {capacity} blocks: one pass {hits} block hits, LRUCache replay {replayed}"
 

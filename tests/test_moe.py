@@ -198,7 +198,7 @@ def padded_reference(model: moe.CityMoE, seqs, fns: moe.Ex10Functions) -> dict:
         mode, k = moe.parse_mode(name)
         update = moe.mode_update(fns, n_layers, mode, k)
 
-        def spy(layer, h, shared_out, expert_out, weights, carry):
+        def spy(layer, h, shared_out, expert_out, weights, carry, name=name, update=update):
             if name == "full":
                 real = (batch != moe.PAD).reshape(-1)  # [B*L]
                 top1.append(float(weights.max(dim=-1).values[real].sum()) / int(real.sum()))
@@ -238,7 +238,7 @@ def test_trie_evaluation_equals_padded_forwards(fns):
             assert math.isclose(got["loss_nats"][m], loss, rel_tol=TRIE_RTOL), (
                 f"chunk {chunk}, mode {m}: {got['loss_nats'][m]!r} nats/char, padded forward gives {loss!r} "
                 f"(rel tol {TRIE_RTOL}): a node's hidden state or a target's multiplicity is wrong")
-        for layer, (a, b) in enumerate(zip(got["top1_weight_by_layer"], want["top1_weight_by_layer"])):
+        for layer, (a, b) in enumerate(zip(got["top1_weight_by_layer"], want["top1_weight_by_layer"], strict=True)):
             assert math.isclose(a, b, rel_tol=TRIE_RTOL), (
                 f"chunk {chunk}, layer {layer}: mean top-1 weight {a!r}, padded forward {b!r} (dimensionless)")
 

@@ -78,7 +78,7 @@ def test_public_cells_pass_on_the_solution_and_fail_on_the_stub(sources):
     failing = [msg for ok, msg in solved if not ok]
     assert not failing, f"public test cells fail on the answer key: {failing[:2]}"
     stubbed = _run_cells(_test_cells(note), sources.stub)
-    passing = [keys for keys, (ok, _) in zip(nb.cell_groups(sources), stubbed) if ok]
+    passing = [keys for keys, (ok, _) in zip(nb.cell_groups(sources), stubbed, strict=True) if ok]
     assert not passing, f"public test cells pass on the unfilled stub (they test nothing): {passing}"
     assert all("not implemented" in msg for _, msg in stubbed), "a stub's failure should say 'not implemented'"
 

@@ -114,7 +114,7 @@ def test_other_not_implemented_errors_are_not_stubs(tmp_path):
         "        raise NotImplementedError('gpu mode is out of scope')\n"
         "    return 1\n"
         "def g():\n"
-        f"    raise NotImplementedError('ex99: g')\n")
+        "    raise NotImplementedError('ex99: g')\n")
     status = pack.inspect_file(ex, folder)
     assert status.stubs == () and status.complete, status
 

@@ -65,8 +65,10 @@ def test_assignments_match_a_fresh_release():
 
 def test_release_check_command_detects_drift(tmp_path):
     out = tmp_path / "release"
-    run = lambda *a: subprocess.run([sys.executable, "-m", "autograder", "release", "--out", str(out), *a],
-                                    capture_output=True, text=True, cwd=ROOT)
+    def run(*a):
+        return subprocess.run([sys.executable, "-m", "autograder", "release", "--out", str(out), *a],
+                              capture_output=True, text=True, cwd=ROOT)
+
     assert run().returncode == 0
     assert run("--check").returncode == 0
     (out / "ex01_cost_per_gb.py").write_text("# edited by hand\n")

@@ -52,7 +52,7 @@ def test_bad_line_names_file_line_and_field(tmp_path, bad_line, field):
     err = info.value
     assert (err.line, err.field) == (3, field), (
         f"expected the error at line 3, field {field!r}; got line {err.line}, field {err.field!r}: {err}")
-    assert str(path) in str(err) and f":3:" in str(err), f"the message must name file and line: {err}"
+    assert str(path) in str(err) and ":3:" in str(err), f"the message must name file and line: {err}"
 
 
 def test_timestamps_out_of_order(tmp_path):
