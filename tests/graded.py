@@ -82,8 +82,11 @@ def failed_cases(folder: Path, ex_id: str) -> str:
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     lines = [c.detail or f"[FAILED] {c.case_id}\n  verdict:  {c.message}" for c in result.cases if not c.passed]
-    lines += [f"[passed, not paid: its group {c.group} is not live] {c.case_id}" for c in result.cases
-              if c.passed and not c.paid and c.cents]
+    lines += [
+        f"[passed, not paid: its group {c.group} is not live] {c.case_id}"
+        for c in result.cases
+        if c.passed and not c.paid and c.cents
+    ]
     if result.failure:
         lines.append(f"the grader failed on {ex_id}:\n{result.failure}")
     if result.note:

@@ -29,8 +29,11 @@ from hetero.impl import load_module_from_path as load_file_module
 # the helpers live in test_grader.py; pytest's importlib mode does not put tests/ on sys.path
 _helpers = load_file_module(Path(__file__).with_name("test_grader.py"), "_a2_grader_test_helpers")
 SCORE_TOL, SOLUTIONS, root_for = _helpers.SCORE_TOL, _helpers.SOLUTIONS, _helpers.root_for
-exercise_score, autograder_failures, sandbox_survivors = (_helpers.exercise_score, _helpers.autograder_failures,
-                                                          _helpers.sandbox_survivors)
+exercise_score, autograder_failures, sandbox_survivors = (
+    _helpers.exercise_score,
+    _helpers.autograder_failures,
+    _helpers.sandbox_survivors,
+)
 
 ADVERSARIAL = ROOT / "autograder" / "fixtures" / "adversarial"
 ATTACKED, UNTOUCHED = "ex02", "ex01"
@@ -56,8 +59,9 @@ def check(data: dict, attack: str) -> None:
     untouched, untouched_max = exercise_score(data, UNTOUCHED)
     assert attacked == 0, f"{attack}: the attacked exercise scored {attacked} / {attacked_max}, expected 0"
     assert abs(attacked_max - BY_ID[ATTACKED].points) < SCORE_TOL
-    assert abs(untouched - BY_ID[UNTOUCHED].points) < SCORE_TOL, \
+    assert abs(untouched - BY_ID[UNTOUCHED].points) < SCORE_TOL, (
         f"{attack}: the untouched correct exercise scored {untouched} / {untouched_max}: {data['output']}"
+    )
     assert not sandbox_survivors(), f"{attack}: sandbox processes survived the grading"
 
 
@@ -69,12 +73,18 @@ ATTACKS = sorted(p.name for p in ADVERSARIAL.iterdir() if p.is_dir() and p.name 
 @pytest.mark.parametrize("attack", [pytest.param(a, marks=pytest.mark.slow) if a in SLOW else a for a in ATTACKS])
 def test_attack_scores_what_it_deserves(attack, tmp_path, monkeypatch):
     # opt in to the hidden-detail entry: it carries everything the attack printed, which the checks read
-    monkeypatch.setitem(grader.BY_ID, ATTACKED, dataclasses.replace(BY_ID[ATTACKED],
-                                                                    hidden_detail_visibility="after_due_date"))
+    monkeypatch.setitem(
+        grader.BY_ID, ATTACKED, dataclasses.replace(BY_ID[ATTACKED], hidden_detail_visibility="after_due_date")
+    )
     root = root_for(tmp_path, [UNTOUCHED, ATTACKED])
     start = time.monotonic()
-    data = grader.grade_submission(build(attack, tmp_path), tmp_path / "results.json",
-                                   exercises=[UNTOUCHED, ATTACKED], root=root, time_scale=TIME_SCALE.get(attack, 1.0))
+    data = grader.grade_submission(
+        build(attack, tmp_path),
+        tmp_path / "results.json",
+        exercises=[UNTOUCHED, ATTACKED],
+        root=root,
+        time_scale=TIME_SCALE.get(attack, 1.0),
+    )
     elapsed = time.monotonic() - start
     check(data, attack)
     assert json.loads((tmp_path / "results.json").read_text()) == data
@@ -82,8 +92,9 @@ def test_attack_scores_what_it_deserves(attack, tmp_path, monkeypatch):
     assert elapsed < limit, f"{attack}: grading took {elapsed:.1f} s, more than the time limits ({limit:g} s)"
     detail = "\n".join(t["output"] for t in data["tests"] if t["name"].startswith(f"{ATTACKED} "))  # every entry
     if attack == "read_hidden":
-        assert "READ-OK" not in detail and "READ-OK" not in data["output"], \
+        assert "READ-OK" not in detail and "READ-OK" not in data["output"], (
             f"the student's code could read protected files: {detail[-1500:]}"
+        )
         if isolation.is_root():
             assert "READ-DENIED" in data["output"]
     if attack == "other_checkout_key":
@@ -92,15 +103,18 @@ def test_attack_scores_what_it_deserves(attack, tmp_path, monkeypatch):
         for marker in ("KEY-FOUND", "HIDDEN-LEAK"):
             assert marker not in everything, f"the child saw another checkout of the repository: {detail[-1500:]}"
     if attack == "keyring":
-        assert "KEYRING-OK" not in detail and "KEYRING-OK" not in data["output"], \
+        assert "KEYRING-OK" not in detail and "KEYRING-OK" not in data["output"], (
             f"the student's code could store or read a key in a kernel keyring: {detail[-1500:]}"
+        )
         if jail.probe_keyring_filter().startswith("keyrings: denied"):
             for call in ("session", "user", "user-session", "get-persistent(-3)", "get-persistent(-2)", "request_key"):
-                assert f"KEYRING-DENIED {call} EPERM" in data["output"], \
+                assert f"KEYRING-DENIED {call} EPERM" in data["output"], (
                     f"with a seccomp filter here, {call} must fail with EPERM in the sandbox: {data['output'][-1500:]}"
+                )
             environment = [t["output"] for t in data["tests"] if t["name"] == "grading environment (staff only)"]
-            assert any("keyrings: denied (seccomp filter" in e for e in environment), \
+            assert any("keyrings: denied (seccomp filter" in e for e in environment), (
                 f"the staff-only entry must say the keyrings were filtered: {environment}"
+            )
     first = [t for t in data["tests"] if t["name"].startswith(f"{ATTACKED} ")][0]["output"]
     if attack == "syntax_error":
         assert "SyntaxError" in first and "line" in first, f"the syntax error must be shown: {first}"
@@ -120,9 +134,24 @@ def test_fake_results_cannot_replace_the_cli_output(tmp_path):
     shared.mkdir()
     shared.chmod(0o1777)  # world-writable, like /tmp: the attacker may create files here
     out = shared / "results.json"
-    proc = subprocess.run([sys.executable, "-m", "autograder", "grade", str(build("fake_results", tmp_path)),
-                           "--out", str(out), "--exercises", UNTOUCHED, ATTACKED],
-                          capture_output=True, text=True, timeout=180, cwd=ROOT)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "autograder",
+            "grade",
+            str(build("fake_results", tmp_path)),
+            "--out",
+            str(out),
+            "--exercises",
+            UNTOUCHED,
+            ATTACKED,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        cwd=ROOT,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     data = json.loads(out.read_text())
     check(data, "fake_results (CLI)")

@@ -26,7 +26,11 @@ from hetero.publictest import run_public_case
 
 FIXTURES = [f.name for f in for_exercise("ex03")]
 DISPATCH_FIXTURES = (
-    "ex03_ignores_queue", "ex03_ties_highest", "ex03_transfer_multiplied", "ex03_ignores_pool", "ex03_transfer_free",
+    "ex03_ignores_queue",
+    "ex03_ties_highest",
+    "ex03_transfer_multiplied",
+    "ex03_ignores_pool",
+    "ex03_transfer_free",
 )
 
 
@@ -63,8 +67,9 @@ def test_wrong_fixture_fails_some_case_and_feedback_names_it(name, wrong_dir):
         if caught:
             break
         got = run_call(case, wrong)
-        verdict = judge(case, got, _key_value(case.id),
-                        mistakes={name: (mistake, got.value)} if got.value is not None else None)
+        verdict = judge(
+            case, got, _key_value(case.id), mistakes={name: (mistake, got.value)} if got.value is not None else None
+        )
         if not verdict.passed:
             caught.append(case.id)
             if got.value is not None:
@@ -77,8 +82,10 @@ def test_simulator_cases_catch_dispatch_mistakes(name, wrong_dir):
     wrong = load_exercise("ex03", wrong_dir / name)
     harness = [c for c in hidden_cases("ex03") if c.harness == "kvcache.dispatch"]
     caught = [c.id for c in harness if not judge(c, run_call(c, wrong), _key_value(c.id)).passed]
-    assert caught, (f"{name}: the simulator run with this dispatch reproduces the reference figures "
-                    "(hit rate, transfers, imbalance, TTFT) on every hidden workload; expected a difference")
+    assert caught, (
+        f"{name}: the simulator run with this dispatch reproduces the reference figures "
+        "(hit rate, transfers, imbalance, TTFT) on every hidden workload; expected a difference"
+    )
 
 
 def test_free_transfers_fail_a_public_case_whose_hint_names_the_mistake(wrong_dir):

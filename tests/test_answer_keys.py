@@ -44,7 +44,9 @@ def _key(ex_id: str):
 @pytest.mark.parametrize("ex_id", IDS)
 def test_key_passes_every_public_case(ex_id):
     failures = [v.message for v in (check_call(c, _key(ex_id)) for c in public_cases(ex_id)) if not v.passed]
-    assert not failures, f"the answer key solutions/{BY_ID[ex_id].filename} fails its public cases:\n" + "\n".join(failures)
+    assert not failures, f"the answer key solutions/{BY_ID[ex_id].filename} fails its public cases:\n" + "\n".join(
+        failures
+    )
 
 
 @pytest.mark.parametrize("ex_id", IDS)
@@ -55,7 +57,11 @@ def test_public_cases_are_complete(ex_id):
     assert 4 <= len(cases) <= most, f"{where}: expected 4-{most} public cases, found {len(cases)}"
     assert any(c.raises == "ValueError" for c in cases), f"{where}: no invalid-input case (raises='ValueError')"
     problems = [f"{c.id}: no hint naming the likely mistake" for c in cases if not c.hint]
-    problems += [f"{c.id}: a value case needs a unit and a tol_note" for c in cases if not c.raises and not (c.unit and c.tol_note)]
+    problems += [
+        f"{c.id}: a value case needs a unit and a tol_note"
+        for c in cases
+        if not c.raises and not (c.unit and c.tol_note)
+    ]
     problems += [f"{c.id}: no literal expected value" for c in cases if not c.raises and c.expect is NO_EXPECT]
     assert not problems, f"{where}:\n" + "\n".join(problems)
 
@@ -95,7 +101,9 @@ def _imports(path) -> set[str]:
 def test_key_imports_only_allowed_modules(ex_id):
     path = ROOT / "solutions" / BY_ID[ex_id].filename
     other = sorted(n for n in _imports(path) - ALLOWED_IMPORTS if n not in sys.stdlib_module_names)
-    assert not other, f"{path.relative_to(ROOT)} imports {other}: students have only the standard library, numpy, torch and hetero"
+    assert not other, (
+        f"{path.relative_to(ROOT)} imports {other}: students have only the standard library, numpy, torch and hetero"
+    )
 
 
 @pytest.mark.parametrize("ex_id", IDS)
@@ -103,4 +111,5 @@ def test_every_exercise_has_wrong_fixtures(ex_id):
     names = [f.name for f in for_exercise(ex_id)]
     assert len(names) >= MIN_FIXTURES, (
         f"{ex_id} has {len(names)} wrong fixtures ({names}); declare at least {MIN_FIXTURES} realistic mistakes in "
-        "autograder/authoring/wrong_fixtures.py")
+        "autograder/authoring/wrong_fixtures.py"
+    )

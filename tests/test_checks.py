@@ -76,8 +76,14 @@ def test_a_non_finite_value_matches_itself(expected, got):
 
 @pytest.mark.parametrize(
     ("expected", "got", "said"),
-    [(INF, -INF, "expected inf, got -inf"), (INF, 1e308, "expected inf, got 1e+308"), (INF, NAN, "expected inf, got nan"),
-     (2.0, INF, "expected 2, got inf"), (NAN, INF, "expected nan, got inf"), (-INF, 0, "expected -inf, got 0")],
+    [
+        (INF, -INF, "expected inf, got -inf"),
+        (INF, 1e308, "expected inf, got 1e+308"),
+        (INF, NAN, "expected inf, got nan"),
+        (2.0, INF, "expected 2, got inf"),
+        (NAN, INF, "expected nan, got inf"),
+        (-INF, 0, "expected -inf, got 0"),
+    ],
 )
 def test_a_non_finite_value_takes_no_tolerance(expected, got, said):
     problem = compare(expected, got, 1e-9, 1e300)  # even a huge abs_tol does not reach an infinity
@@ -122,7 +128,8 @@ def test_type_mistakes_are_named_and_carry_no_formula_hint(returned, expect, wor
     assert "the value is right" in verdict.message, verdict.message
     assert "number of layers" not in verdict.message, (
         f"a right value of the wrong type got the formula hint, which points at a mistake that is not there: "
-        f"{verdict.message}")
+        f"{verdict.message}"
+    )
     assert "expected 229.376, got 229.376" not in verdict.message
 
 
@@ -199,6 +206,7 @@ def test_a_verdict_carries_the_known_mistake_it_matches_as_a_field():
     assert not matched.passed and matched.known_mistake == "Your result matches a known mistake: GiB instead of GB"
     assert matched.message.endswith(matched.known_mistake), "the message shows the named mistake"
     other = judge(case, Outcome(encode(3.0)), None, mistakes)
-    assert other.known_mistake == "" and "Likely mistake: check the unit" in other.message, \
+    assert other.known_mistake == "" and "Likely mistake: check the unit" in other.message, (
         "no match: no named mistake, the case's hint instead"
+    )
     assert judge(case, Outcome(encode(2.0)), None, mistakes).known_mistake == ""

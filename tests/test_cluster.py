@@ -111,7 +111,9 @@ def _events(subs: Path) -> list[tuple[str, str, str, float, int]]:
 def _assert_sealed_order(events) -> None:
     public = [at for phase, _, _, at, _ in events if phase == "public"]
     hidden_starts = [at for phase, what, _, at, _ in events if phase == "hidden" and what == "start"]
-    assert hidden_starts and max(public) < min(hidden_starts), f"a hidden phase started before a public one ended: {events}"
+    assert hidden_starts and max(public) < min(hidden_starts), (
+        f"a hidden phase started before a public one ended: {events}"
+    )
 
 
 def _graded(out: Path) -> dict[str, tuple]:
@@ -139,9 +141,7 @@ def test_the_cluster_grades_as_the_process_pool(tmp_path, grader_python, monkeyp
     pool = bulk.grade_all(pool_subs, tmp_path / "pool" / "out", workers=2, progress=False, python=grader_python)
     dask_subs = _batch(tmp_path / "dask", STUDENTS)
     start = time.perf_counter()
-    dask = bulk.grade_all(
-        dask_subs, tmp_path / "dask" / "out", progress=False, python=grader_python, cluster="local:2"
-    )
+    dask = bulk.grade_all(dask_subs, tmp_path / "dask" / "out", progress=False, python=grader_python, cluster="local:2")
     took = time.perf_counter() - start
     assert (dask.graded, dask.failed) == (pool.graded, pool.failed) == (sorted(STUDENTS), ["d_crash"]), dask
     assert _graded(tmp_path / "dask" / "out") == _graded(tmp_path / "pool" / "out")
@@ -156,7 +156,10 @@ def test_the_cluster_grades_as_the_process_pool(tmp_path, grader_python, monkeyp
         assert f"grading {student} (public)" in log, f"the coordinator writes the worker's log: {log!r}"
         if student != "d_crash":
             assert f"grading {student} (hidden)" in log, log
-    assert "without writing its sealed public phase" in (tmp_path / "dask" / "out" / "d_crash" / "results.json").read_text()
+    assert (
+        "without writing its sealed public phase"
+        in (tmp_path / "dask" / "out" / "d_crash" / "results.json").read_text()
+    )
     assert held == [[]], f"the cluster still held results at the barrier (a lost worker would rerun them): {held}"
     events = _events(dask_subs)
     _assert_sealed_order(events)
@@ -184,7 +187,9 @@ def test_a_killed_worker_costs_a_rerun_not_a_grade(tmp_path, grader_python):
 
 def test_unsealed_batch_on_the_cluster(tmp_path, grader_python):
     subs = _batch(tmp_path, {"a": 6, "b": 3})
-    report = bulk.grade_all(subs, tmp_path / "out", progress=False, python=grader_python, cluster="local:1", sealed=False)
+    report = bulk.grade_all(
+        subs, tmp_path / "out", progress=False, python=grader_python, cluster="local:1", sealed=False
+    )
     assert {r.student: r.score for r in report.records} == {"a": 6.0, "b": 3.0}, report
     assert {phase for phase, *_ in _events(subs)} == {"both"}
 

@@ -16,8 +16,13 @@ from autograder.authoring.expected import available_exercises  # noqa: E402
 
 @pytest.mark.parametrize("ex_id", available_exercises())  # one test per exercise: xdist spreads them
 def test_expected_values_are_fresh(ex_id):
-    result = subprocess.run([sys.executable, "-m", "autograder", "expected", "--check", ex_id],
-                            capture_output=True, text=True, cwd=ROOT, timeout=600)
+    result = subprocess.run(
+        [sys.executable, "-m", "autograder", "expected", "--check", ex_id],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=600,
+    )
     assert result.returncode == 0, result.stderr[-3000:]
 
 
@@ -28,10 +33,14 @@ def test_drift_ignores_float_noise_and_nothing_else():
     stored = {"a": 1.0, "b": [1, "x", True], "t": encode(np.array([2.651827, 0.5], dtype=np.float32))}
     noisy = {"a": 1.0 + 2e-16, "b": [1, "x", True], "t": encode(np.array([2.6518273, 0.5], dtype=np.float32))}
     assert drift(stored, noisy) == [], "last-bit float differences between CPUs are not drift"
-    for changed in ({**stored, "a": 1.0001}, {**stored, "b": [1, "y", True]}, {**stored, "b": [1, "x", 1]},
-                    {"b": stored["b"], "a": 1.0, "t": stored["t"]},
-                    {**stored, "t": encode(np.array([2.66, 0.5], dtype=np.float32))},
-                    {**stored, "t": encode(np.array([2.651827, 0.5, 1.0], dtype=np.float32))}):
+    for changed in (
+        {**stored, "a": 1.0001},
+        {**stored, "b": [1, "y", True]},
+        {**stored, "b": [1, "x", 1]},
+        {"b": stored["b"], "a": 1.0, "t": stored["t"]},
+        {**stored, "t": encode(np.array([2.66, 0.5], dtype=np.float32))},
+        {**stored, "t": encode(np.array([2.651827, 0.5, 1.0], dtype=np.float32))},
+    ):
         assert drift(stored, changed), f"a real change must be drift: {changed}"
 
 
@@ -174,8 +183,13 @@ def test_a_key_that_loses_a_point_stops_expected_naming_the_case(tmp_path):
     said = str(caught.value)
     for part in (PLANTED_ID, "expected NumpyScalar(dtype='float32'", "the answer key returned", "could not be read"):
         assert part in said, f"the error should name {part!r}:\n{said}"
-    check = subprocess.run([sys.executable, "-m", "autograder", "expected", "--check", "ex01"],
-                           capture_output=True, text=True, cwd=root, timeout=600,
-                           env={**__import__("os").environ, "PYTHONPATH": str(root)})
+    check = subprocess.run(
+        [sys.executable, "-m", "autograder", "expected", "--check", "ex01"],
+        capture_output=True,
+        text=True,
+        cwd=root,
+        timeout=600,
+        env={**__import__("os").environ, "PYTHONPATH": str(root)},
+    )
     assert check.returncode == 1, f"`expected --check` must fail on a key that loses a point:\n{check.stderr[-2000:]}"
     assert PLANTED_ID in check.stderr and "Traceback" not in check.stderr, check.stderr[-2000:]

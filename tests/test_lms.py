@@ -62,7 +62,11 @@ FORMULA = '=HYPERLINK("evil.example")'
 @pytest.fixture()
 def fake_python(tmp_path) -> str:
     path = tmp_path / "fake_grader.py"
-    path.write_text(FAKE_GRADER.format(public_phase=STANDINS.PUBLIC_PHASE, python=sys.executable, maxima={e.id: float(e.points) for e in EXERCISES}))
+    path.write_text(
+        FAKE_GRADER.format(
+            public_phase=STANDINS.PUBLIC_PHASE, python=sys.executable, maxima={e.id: float(e.points) for e in EXERCISES}
+        )
+    )
     path.chmod(0o755)
     return str(path)
 
@@ -138,7 +142,13 @@ def test_canvas_per_exercise_columns_carry_each_exercises_points(tmp_path, grade
     assert rows[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", *(f"A2 {e.id}" for e in EXERCISES)]
     assert rows[1] == ["    Points Possible", "", "", "", "", *(str(e.points) for e in EXERCISES)]
     alice = next(r for r in rows[2:] if r[0] == "alice")
-    want = dict(zip([f"ex{n:02d}" for n in range(1, 11)], ["0.1", "0.2", "11.9", "5.9", "13.9", "7.9", "7.7", "9.9", "0.1", "0.7"], strict=True))
+    want = dict(
+        zip(
+            [f"ex{n:02d}" for n in range(1, 11)],
+            ["0.1", "0.2", "11.9", "5.9", "13.9", "7.9", "7.7", "9.9", "0.1", "0.7"],
+            strict=True,
+        )
+    )
     got = dict(zip((e.id for e in EXERCISES), alice[5:], strict=False))
     assert {k: got[k] for k in want} == want and all(v == "0" for k, v in got.items() if k not in want), alice
     assert report.rows == 3 and report.unmapped == [] and report.unused == [], "no --map: nobody reported"

@@ -90,7 +90,9 @@ def _for_python(text: str, python: str) -> list[str]:
 @pytest.mark.proof("resolvers")
 @pytest.mark.parametrize("lock", locks.LOCKS, ids=IDS)
 def test_lock_resolves_to_itself(lock, tmp_path):
-    locked_pins = [p for p in _for_python(lock.path.read_text(encoding="utf-8"), lock.python) if not p.startswith("torch==")]
+    locked_pins = [
+        p for p in _for_python(lock.path.read_text(encoding="utf-8"), lock.python) if not p.startswith("torch==")
+    ]
     reqs = tmp_path / "requirements.txt"
     reqs.write_text("\n".join(locked_pins) + "\n")
     report = tmp_path / "report.json"

@@ -15,8 +15,10 @@ def _gaps(yours, reference):
 
 
 def test_numbers_within_tolerance_are_not_flagged():
-    rows = ref.compare({"a": 100.0, "b": {"c": -5, "d": [1.0, 2.0]}, "e": 0.0, "f": True},
-                       {"a": 105.0, "b": {"c": -5.4, "d": [1.0, 2.1]}, "e": 1e-12, "f": True})
+    rows = ref.compare(
+        {"a": 100.0, "b": {"c": -5, "d": [1.0, 2.0]}, "e": 0.0, "f": True},
+        {"a": 105.0, "b": {"c": -5.4, "d": [1.0, 2.1]}, "e": 1e-12, "f": True},
+    )
     assert [r.path for r in rows] == ["a", "b.c", "b.d[0]", "b.d[1]", "e", "f"]
     assert not [r for r in rows if r.gap], rows
 
@@ -32,8 +34,10 @@ def test_a_sign_change_is_flagged_even_when_small():
 
 
 def test_missing_keys_labels_and_timings_are_skipped():
-    rows = ref.compare({"only_yours": 1.0, "name": "A100", "train_seconds": 3.0, "items": [1.0, 9.0, 9.0]},
-                       {"only_ref": 2.0, "name": "H100", "train_seconds": 30.0, "items": [1.0]})
+    rows = ref.compare(
+        {"only_yours": 1.0, "name": "A100", "train_seconds": 3.0, "items": [1.0, 9.0, 9.0]},
+        {"only_ref": 2.0, "name": "H100", "train_seconds": 30.0, "items": [1.0]},
+    )
     assert [(r.path, r.gap) for r in rows] == [("items[0]", None)]
     assert ref.compare({"a": {"b": 1.0}}, {"a": 3.0}) == [] and ref.compare(None, {"a": 1.0}) == []
     assert _gaps({"flag": True}, {"flag": False}) == {"flag": "differs"}
@@ -59,6 +63,7 @@ def test_the_released_file_holds_aggregates_without_timings_or_series():
             assert len(x) <= ref.MAX_LIST, f"{path}: a plot series of {len(x)} items in the reference"
             for v in x:
                 walk(v, path)
+
     walk(data)
 
 

@@ -52,8 +52,10 @@ def hidden_of(function: str) -> list[str]:
     """ex04's hidden case ids of `function` (at use, not at collection: a renamed function fails the tests
     that need it, with this message, instead of the whole file)."""
     if function not in HIDDEN:
-        pytest.fail(f"these tests build a class around ex04's hidden cases of {function}, which ex04 no longer has "
-                    f"(its functions with hidden cases: {sorted(HIDDEN)}); update the names in tests/test_report.py")
+        pytest.fail(
+            f"these tests build a class around ex04's hidden cases of {function}, which ex04 no longer has "
+            f"(its functions with hidden cases: {sorted(HIDDEN)}); update the names in tests/test_report.py"
+        )
     return HIDDEN[function]
 
 
@@ -82,15 +84,37 @@ def plan(fails: dict[str, str], secret: bool = True) -> dict:
             else:
                 lines.append(f"hidden case {n} of {len(ids)} (0.1 pt): {bad or 'passed.'}")
         earned = round(0.1 * sum(c not in fails for c in ids), 2)
-        tests.append({"name": f"ex04 {func} ({side} cases)", "score": earned, "max_score": round(0.1 * len(ids), 2),
-                      "status": "passed" if earned == round(0.1 * len(ids), 2) else "failed",
-                      "output": "\n".join(lines), "visibility": "visible"})
+        tests.append(
+            {
+                "name": f"ex04 {func} ({side} cases)",
+                "score": earned,
+                "max_score": round(0.1 * len(ids), 2),
+                "status": "passed" if earned == round(0.1 * len(ids), 2) else "failed",
+                "output": "\n".join(lines),
+                "visibility": "visible",
+            }
+        )
     if secret:  # the opt-in entry with hidden inputs, and the staff-only entry: never read by the report
-        tests.append({"name": "ex04 hidden cases: inputs, expected values and your results", "score": 0,
-                      "max_score": 0, "status": "failed", "output": "[FAILED] ex04.x\n  call: f(SECRET-INPUT)",
-                      "visibility": "after_due_date"})
-        tests.append({"name": "grading environment (staff only)", "score": 0, "max_score": 0, "status": "passed",
-                      "output": "ex04: SECRET-ENV", "visibility": "hidden"})
+        tests.append(
+            {
+                "name": "ex04 hidden cases: inputs, expected values and your results",
+                "score": 0,
+                "max_score": 0,
+                "status": "failed",
+                "output": "[FAILED] ex04.x\n  call: f(SECRET-INPUT)",
+                "visibility": "after_due_date",
+            }
+        )
+        tests.append(
+            {
+                "name": "grading environment (staff only)",
+                "score": 0,
+                "max_score": 0,
+                "status": "passed",
+                "output": "ex04: SECRET-ENV",
+                "visibility": "hidden",
+            }
+        )
     return {"score": round(sum(t["score"] for t in tests), 2), "tests": tests}
 
 
@@ -110,7 +134,9 @@ def submit(subs: Path, student: str, fails: dict[str, str]) -> None:
 
 def _class() -> dict[str, dict[str, str]]:
     """20 students: a common failure (10 of them), known mistakes, rare failures shared or not, two missing."""
-    line_rate, efficiency, transfer = (hidden_of(f) for f in ("line_rate_gb_per_s", "link_efficiency", "transfer_time_s"))
+    line_rate, efficiency, transfer = (
+        hidden_of(f) for f in ("line_rate_gb_per_s", "link_efficiency", "transfer_time_s")
+    )
     students = {f"s{i:02d}": {} for i in range(11)}
     for i in range(10):
         students[f"s{i:02d}"][transfer[0]] = WRONG  # common: 10 of 20
@@ -121,7 +147,10 @@ def _class() -> dict[str, dict[str, str]]:
     students["carol"] = {efficiency[5]: known("ex04_percent")}  # rare, alone
     students["dave"] = {efficiency[6]: known("ex04_percent")}  # rare, shared with erin, but erin has more
     students["erin"] = {efficiency[6]: known("ex04_percent"), efficiency[7]: WRONG}
-    students[XSS] = {transfer[5]: WRONG, "ex04.transfer_time_s.single_nic": "expected 1, got '<script>alert(1)</script>'"}
+    students[XSS] = {
+        transfer[5]: WRONG,
+        "ex04.transfer_time_s.single_nic": "expected 1, got '<script>alert(1)</script>'",
+    }
     students["frank"] = {transfer[5]: WRONG, "ex04.transfer_time_s.single_nic": "expected 1, got 2"}
     students["ghost1"] = {c: MISSING for c in LAYOUT.case_ids}  # no file: not a shared answer
     students["ghost2"] = {c: MISSING for c in LAYOUT.case_ids}
@@ -171,14 +200,20 @@ def test_score_table_matches_the_gradebook(graded_class):
     for ex, row in rows.items():
         scores = [r.score if ex == "total" else r.exercises["ex04"][0] for r in records]
         top = max(r.max_score if ex == "total" else r.exercises["ex04"][1] for r in records)
-        want = {"mean": statistics.fmean(scores), "median": statistics.median(scores), "min": min(scores),
-                "max": max(scores), "max-score": top}
+        want = {
+            "mean": statistics.fmean(scores),
+            "median": statistics.median(scores),
+            "min": min(scores),
+            "max": max(scores),
+            "max-score": top,
+        }
         for key, value in want.items():
             assert float(row[f"data-{key}"]) == pytest.approx(value, abs=0.006), (ex, key, row, value)
         assert int(row["data-zero"]) == sum(s <= 1e-9 for s in scores) == 2, (ex, row)  # the two missing files
         assert int(row["data-full"]) == sum(s >= top - 1e-9 for s in scores) == 1, (ex, row)  # s09 after fixing
-    assert tags.of_class("score-row") and any(t == "img" and a["src"].startswith("data:image/png;base64,")
-                                              for t, a in tags.tags), "the histograms are an embedded PNG"
+    assert tags.of_class("score-row") and any(
+        t == "img" and a["src"].startswith("data:image/png;base64,") for t, a in tags.tags
+    ), "the histograms are an embedded PNG"
     assert 'id="class-size" data-students="20"' in page
 
 
@@ -224,8 +259,7 @@ def test_changed_submissions_show_their_score_trail(graded_class):
 
 def test_identical_rare_failures_are_a_hint(graded_class):
     _, tags, page = graded_class
-    groups = {(g["data-students"], int(g["data-cases"]), g["data-same-feedback"])
-              for g in tags.of_class("rare-group")}
+    groups = {(g["data-students"], int(g["data-cases"]), g["data-same-feedback"]) for g in tags.of_class("rare-group")}
     assert groups == {
         ("alice bob", 2, "true"),  # the same two rare cases (their third failure is common), the same feedback
         (f"{XSS} frank", 2, "false"),  # the same two rare cases, one feedback differs
@@ -239,9 +273,31 @@ def test_student_text_is_escaped(graded_class):
     assert XSS not in page and "<b>Alice</b>" not in page
     assert html_escaped(XSS) in page and html_escaped("<b>Alice</b> A.") in page
     assert [t for t, a in tags.tags if "onerror" in a] == [], "no live tag from a student's name"
-    assert {t for t, _ in tags.tags} <= {"html", "head", "meta", "title", "style", "body", "h1", "h2", "h3", "p",
-                                         "span", "img", "table", "tr", "th", "td", "details", "summary", "ol",
-                                         "li", "b", "div", "ul"}
+    assert {t for t, _ in tags.tags} <= {
+        "html",
+        "head",
+        "meta",
+        "title",
+        "style",
+        "body",
+        "h1",
+        "h2",
+        "h3",
+        "p",
+        "span",
+        "img",
+        "table",
+        "tr",
+        "th",
+        "td",
+        "details",
+        "summary",
+        "ol",
+        "li",
+        "b",
+        "div",
+        "ul",
+    }
     assert not re.search(r"(src|href)=\"(?!data:)", page), "no external resource"
 
 
@@ -289,9 +345,18 @@ def _chromium(args: list[str], tmp_path: Path) -> subprocess.CompletedProcess:
     exe = shutil.which("chromium") or shutil.which("chromium-browser")
     if exe is None:
         pytest.fail("chromium is not installed: `apt-get install chromium` (Debian package; this proof must run)")
-    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-             "--disable-background-networking", "--disable-component-update", "--disable-sync",
-             f"--user-data-dir={tmp_path / 'chromium-profile'}", "--window-size=1280,2000"]
+    flags = [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        f"--user-data-dir={tmp_path / 'chromium-profile'}",
+        "--window-size=1280,2000",
+    ]
     done = subprocess.run([exe, *flags, *args], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     return done
@@ -304,8 +369,12 @@ def test_browser_shows_the_gradebooks_numbers(tmp_path, key_submission, stubs_su
 
     subs, out = tmp_path / "subs", tmp_path / "graded"
     shutil.copytree(key_submission, subs / "key")
-    for student, fixture in (("bits1", "ex04_bits_as_bytes"), ("bits2", "ex04_bits_as_bytes"),
-                             ("pct", "ex04_percent"), (XSS, "ex04_percent")):
+    for student, fixture in (
+        ("bits1", "ex04_bits_as_bytes"),
+        ("bits2", "ex04_bits_as_bytes"),
+        ("pct", "ex04_percent"),
+        (XSS, "ex04_percent"),
+    ):
         materialise(fixture, subs / student)
     shutil.copytree(stubs_submission, subs / "stubs")
     bulk.grade_all(subs, out, workers=2, progress=False, exercises=["ex04"])
@@ -324,17 +393,27 @@ def test_browser_shows_the_gradebooks_numbers(tmp_path, key_submission, stubs_su
     shown = re.search(r'<tr class="score-row" data-exercise="ex04"[^>]*>(.*?)</tr>', dom, re.S)
     assert shown, "the rendered DOM holds the ex04 score row"
     cells = [float(c) for c in re.findall(r'<td class="n">([\d.]+)</td>', shown.group(1))]
-    want = [max(r.exercises["ex04"][1] for r in records.values()), statistics.fmean(ex04), statistics.median(ex04),
-            min(ex04), max(ex04), sum(s <= 1e-9 for s in ex04), sum(s >= BY_ID["ex04"].points - 1e-9 for s in ex04)]
+    want = [
+        max(r.exercises["ex04"][1] for r in records.values()),
+        statistics.fmean(ex04),
+        statistics.median(ex04),
+        min(ex04),
+        max(ex04),
+        sum(s <= 1e-9 for s in ex04),
+        sum(s >= BY_ID["ex04"].points - 1e-9 for s in ex04),
+    ]
     assert cells == pytest.approx(want, abs=0.006), (cells, want)
-    print(f"ex04 shown: out of {cells[0]:g}, mean {cells[1]:g}, median {cells[2]:g}, min {cells[3]:g}, "
-          f"max {cells[4]:g}, {cells[5]:g} at 0, {cells[6]:g} full")
+    print(
+        f"ex04 shown: out of {cells[0]:g}, mean {cells[1]:g}, median {cells[2]:g}, min {cells[3]:g}, "
+        f"max {cells[4]:g}, {cells[5]:g} at 0, {cells[6]:g} full"
+    )
     mistakes = {r["data-fixture"]: int(r["data-students"]) for r in tags.of_class("mistake")}
     assert mistakes.get("ex04_bits_as_bytes") == 2 and mistakes.get("ex04_percent") == 2, mistakes
     assert "33% of the class" in dom, "2 of 6 students, as the page says it"
     hidden = [r for r in tags.of_class("case-rate") if r["data-side"] == "hidden"]
     assert {r["data-case"] for r in hidden} == {i for ids in HIDDEN.values() for i in ids}, (
-        "every hidden case of the real grader's feedback is named by its id")
+        "every hidden case of the real grader's feedback is named by its id"
+    )
     line_rate = [r for r in hidden if r["data-function"] == "line_rate_gb_per_s"]
     for row in line_rate:  # the two bits-as-bytes students and the stubs fail its valid inputs, the stubs all
         want_passed = "5" if ".invalid_" in row["data-case"] else "3"
@@ -349,4 +428,5 @@ def test_browser_shows_the_gradebooks_numbers(tmp_path, key_submission, stubs_su
     with Image.open(shot) as image:
         colours = image.convert("RGB").getcolors(maxcolors=1 << 20) or []
     assert len(colours) > 200 and any(abs(r - 59) + abs(g - 110) + abs(b - 165) < 12 for _, (r, g, b) in colours), (
-        "the histograms and pass-rate bars are drawn (their blue is in the screenshot)")
+        "the histograms and pass-rate bars are drawn (their blue is in the screenshot)"
+    )

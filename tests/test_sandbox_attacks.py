@@ -39,14 +39,18 @@ from hetero.impl import load_module_from_path
 
 _helpers = load_module_from_path(Path(__file__).with_name("test_grader.py"), "_a2_grader_test_helpers")
 SCORE_TOL, SOLUTIONS = _helpers.SCORE_TOL, _helpers.SOLUTIONS
-exercise_score, autograder_failures, sandbox_survivors = (_helpers.exercise_score, _helpers.autograder_failures,
-                                                          _helpers.sandbox_survivors)
+exercise_score, autograder_failures, sandbox_survivors = (
+    _helpers.exercise_score,
+    _helpers.autograder_failures,
+    _helpers.sandbox_survivors,
+)
 
 ADVERSARIAL = ROOT / "autograder" / "fixtures" / "adversarial"
 EX01, EX02 = BY_ID["ex01"], BY_ID["ex02"]
 NAMESPACES = isolation.isolation_mode()["mode"] == "bwrap"
-needs_namespaces = pytest.mark.skipif(not NAMESPACES, reason="bubblewrap does not work here: "
-                                      + "; ".join(isolation.isolation_mode()["failures"]))
+needs_namespaces = pytest.mark.skipif(
+    not NAMESPACES, reason="bubblewrap does not work here: " + "; ".join(isolation.isolation_mode()["failures"])
+)
 needs_root = pytest.mark.skipif(not isolation.is_root(), reason="sandbox uids exist only when the grader is root")
 
 
@@ -69,8 +73,10 @@ def tagged_processes(tag: str) -> list[int]:
         if not entry.isdigit() or int(entry) == os.getpid():
             continue
         try:
-            if needle in Path(f"/proc/{entry}/environ").read_bytes() and \
-                    Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[0] not in "ZX":
+            if (
+                needle in Path(f"/proc/{entry}/environ").read_bytes()
+                and Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[0] not in "ZX"
+            ):
                 found.append(int(entry))
         except (OSError, IndexError):
             continue
@@ -111,10 +117,21 @@ def test_relay_does_not_outlive_its_exercise(wrapper, tmp_path):
     shutil.copyfile(SOLUTIONS / EX02.filename, submission / EX02.filename)
     tag = secrets.token_hex(8)
     out = tmp_path / "results.json"
-    cmd = WRAPPERS[wrapper] + [sys.executable, "-m", "autograder", "grade", str(submission), "--out", str(out),
-                               "--exercises", "ex01", "ex02"]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=240, cwd=ROOT,
-                          env={**os.environ, "A2_TEST_TAG": tag})
+    cmd = WRAPPERS[wrapper] + [
+        sys.executable,
+        "-m",
+        "autograder",
+        "grade",
+        str(submission),
+        "--out",
+        str(out),
+        "--exercises",
+        "ex01",
+        "ex02",
+    ]
+    proc = subprocess.run(
+        cmd, capture_output=True, text=True, timeout=240, cwd=ROOT, env={**os.environ, "A2_TEST_TAG": tag}
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     left = tagged_processes(tag)
     time.sleep(0.3)  # a relay caught between two generations would show up now
@@ -130,8 +147,9 @@ def test_relay_does_not_outlive_its_exercise(wrapper, tmp_path):
     assert not autograder_failures(data), data["output"]
     assert "RELAY-STARTED" in json.dumps(data), "the relay should have started (its output is missing)"
     assert exercise_score(data, "ex01")[0] == 0, "the relay's exercise must score 0"
-    assert abs(exercise_score(data, "ex02")[0] - EX02.points) < SCORE_TOL, \
+    assert abs(exercise_score(data, "ex02")[0] - EX02.points) < SCORE_TOL, (
         f"{wrapper}: the correct ex02 graded after the relay lost points: {data['output']}"
+    )
 
 
 @needs_namespaces
@@ -142,13 +160,30 @@ def test_killing_the_grader_ends_its_sandboxed_children(tmp_path):
     submission = tmp_path / "submission"
     submission.mkdir()
     relay = (ADVERSARIAL / "relay" / EX02.filename).read_text()
-    (submission / EX02.filename).write_text(relay.replace("return lambda *args, **kwargs: -12345.678",
-                                                          "return lambda *args, **kwargs: __import__('time').sleep(600)"))
+    (submission / EX02.filename).write_text(
+        relay.replace(
+            "return lambda *args, **kwargs: -12345.678", "return lambda *args, **kwargs: __import__('time').sleep(600)"
+        )
+    )
     tag = secrets.token_hex(8)
-    proc = subprocess.Popen([sys.executable, "-m", "autograder", "grade", str(submission), "--out",
-                             str(tmp_path / "results.json"), "--exercises", "ex02"], cwd=ROOT,
-                            env={**os.environ, "A2_TEST_TAG": tag}, start_new_session=True,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "autograder",
+            "grade",
+            str(submission),
+            "--out",
+            str(tmp_path / "results.json"),
+            "--exercises",
+            "ex02",
+        ],
+        cwd=ROOT,
+        env={**os.environ, "A2_TEST_TAG": tag},
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.monotonic() + 60
     # grader, bwrap, init, harness (the relay's generations live 3 ms each: a scan rarely sees one)
     while time.monotonic() < deadline and len(tagged_processes(tag)) < 4:
@@ -210,8 +245,13 @@ def test_kill_uid_ends_a_relay_without_any_namespace():
                 time.sleep(0.01)
         else:
             pytest.fail("a relay generation still holds the pipe 2 s after kill_uid")
-        zombies = [pid for pid, uids, state, _ in users._process_table() if user.uid in uids and state == "Z"
-                   and Path(f"/proc/{pid}/status").read_text().count(f"PPid:\t{os.getpid()}\n")]
+        zombies = [
+            pid
+            for pid, uids, state, _ in users._process_table()
+            if user.uid in uids
+            and state == "Z"
+            and Path(f"/proc/{pid}/status").read_text().count(f"PPid:\t{os.getpid()}\n")
+        ]
         assert not zombies, f"zombies of the relay were left unreaped: {zombies[:5]}"
     finally:
         os.close(read_fd)
@@ -229,10 +269,17 @@ def test_a_grader_process_never_hands_out_a_uid_twice():
     assert len(set(uids)) == len(uids), f"a uid was handed out twice in one grader process: {uids}"
     # grade-all runs one grader process per submission: the next one takes the uid released longest ago
     code = "from autograder.runtime.sandbox.users import SandboxUser; u = SandboxUser(); print(u.uid); u.release()"
-    others = [int(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
-                                 timeout=60, check=True).stdout) for _ in range(3)]
-    assert not set(others) & set(uids) and len(set(others)) == 3, \
+    others = [
+        int(
+            subprocess.run(
+                [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60, check=True
+            ).stdout
+        )
+        for _ in range(3)
+    ]
+    assert not set(others) & set(uids) and len(set(others)) == 3, (
         f"grader processes one after another reused a uid: {uids} then {others}"
+    )
 
 
 @needs_namespaces
@@ -242,8 +289,9 @@ def test_files_left_behind_are_gone_and_not_seen_by_the_next_exercise(tmp_path):
     empty temporary folders."""
     report = run_fixture("leave_files")
     assert report.imported is True, report.output_all
-    assert all(f"LEFT {d}\n" in report.output_all for d in ("/tmp", "/var/tmp", "/dev/shm")), \
+    assert all(f"LEFT {d}\n" in report.output_all for d in ("/tmp", "/var/tmp", "/dev/shm")), (
         f"inside its sandbox the attack should have written its files: {report.output_all[:500]}"
+    )
     for folder in ("/tmp", "/var/tmp", "/dev/shm", "/run/lock"):
         name = "a2-leftover-" + folder.strip("/").replace("/", "-")
         assert not Path(folder, name).exists(), f"{folder}/{name} outlived the exercise"
@@ -251,8 +299,10 @@ def test_files_left_behind_are_gone_and_not_seen_by_the_next_exercise(tmp_path):
     if shm.exists():
         assert str(0x0A2A2A2A) not in shm.read_text().split(), "the student's SysV segment (key 0x0A2A2A2A) survived"
     probe = tmp_path / EX01.filename
-    probe.write_text("import os\nfor d in ('/tmp', '/var/tmp', '/dev/shm'):\n"
-                     "    print('SEES', d, sorted(n for n in os.listdir(d) if n.startswith('a2-')))\n")
+    probe.write_text(
+        "import os\nfor d in ('/tmp', '/var/tmp', '/dev/shm'):\n"
+        "    print('SEES', d, sorted(n for n in os.listdir(d) if n.startswith('a2-')))\n"
+    )
     seen = runner.run_exercise(probe, EX01.module, [], 0, Limits(20, 20, 1024)).output_all
     assert "a2-leftover" not in seen and seen.count("SEES") == 3, seen
     assert not sandbox_survivors()
@@ -260,6 +310,7 @@ def test_files_left_behind_are_gone_and_not_seen_by_the_next_exercise(tmp_path):
 
 # ---------------------------------------------------------------------------------------------
 # 2. Network isolation that says when it is missing
+
 
 @needs_namespaces
 def test_network_probe_reaches_nothing():
@@ -299,6 +350,7 @@ def test_missing_network_isolation_is_said_in_the_results(tmp_path, monkeypatch,
 # ---------------------------------------------------------------------------------------------
 # 3. The child reads none of the grader's files; the grader changes none of the instructor's
 
+
 @needs_namespaces
 def test_child_reads_no_gradescope_file_no_hidden_folder_no_other_staging(tmp_path, monkeypatch):
     """read_grader_outputs globs a fake Gradescope root, a grade-all output folder (named to it in
@@ -318,8 +370,9 @@ def test_child_reads_no_gradescope_file_no_hidden_folder_no_other_staging(tmp_pa
         monkeypatch.setenv("A2_AUTOGRADER_ROOT", str(gradescope))
         monkeypatch.setenv("A2_TEST_READ", str(gradeall))
         attack = ADVERSARIAL / "read_grader_outputs" / EX02.filename
-        control = subprocess.run([sys.executable, str(attack)], capture_output=True, text=True, timeout=60,
-                                 env=dict(os.environ))
+        control = subprocess.run(
+            [sys.executable, str(attack)], capture_output=True, text=True, timeout=60, env=dict(os.environ)
+        )
         assert control.stdout.count("SECRET-") == 4, f"outside the sandbox the attack finds all four: {control.stdout}"
         folder = tmp_path / "submission"
         folder.mkdir()
@@ -327,7 +380,7 @@ def test_child_reads_no_gradescope_file_no_hidden_folder_no_other_staging(tmp_pa
         data = grader.grade_submission(folder, tmp_path / "results.json", exercises=["ex02"])
         res.validate(data)
         text = json.dumps(data)
-        leaks = [text[max(0, i - 300):i + 100] for i in (text.find("SECRET-"), text.find("READ-OK")) if i >= 0]
+        leaks = [text[max(0, i - 300) : i + 100] for i in (text.find("SECRET-"), text.find("READ-OK")) if i >= 0]
         assert not leaks, f"the child read a protected file: {leaks}"
         assert exercise_score(data, "ex02")[0] == 0
     finally:
@@ -360,11 +413,16 @@ def test_another_checkout_on_the_machine_gives_the_child_nothing(tmp_path, monke
             path.chmod(0o755 if path.is_dir() else 0o644)  # what a default clone (umask 022) looks like
         attack = ADVERSARIAL / "other_checkout_key" / EX02.filename
         monkeypatch.setenv("A2_TEST_OTHER_CLONE", str(clone))
-        control = subprocess.run([sys.executable, "-c", f"import runpy; runpy.run_path({str(attack)!r}, "
-                                  "run_name='ex01_cost_per_gb')"], capture_output=True, text=True, timeout=120,
-                                 cwd="/")
-        assert f"KEY-FOUND {clone}" in control.stdout and "OTHER-CLONE-VISIBLE" in control.stdout, \
+        control = subprocess.run(
+            [sys.executable, "-c", f"import runpy; runpy.run_path({str(attack)!r}, run_name='ex01_cost_per_gb')"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd="/",
+        )
+        assert f"KEY-FOUND {clone}" in control.stdout and "OTHER-CLONE-VISIBLE" in control.stdout, (
             f"outside the sandbox the attack finds the copy: {control.stdout[-2000:]}{control.stderr[-2000:]}"
+        )
         folder = tmp_path / "submission"
         folder.mkdir()
         for ex in (EX01, EX02):  # what it prints at import is its public output, shown in the feedback
@@ -375,8 +433,10 @@ def test_another_checkout_on_the_machine_gives_the_child_nothing(tmp_path, monke
         text = json.dumps(data)
         assert "KEY-NOT-FOUND" in text, f"the attack should have run and searched: {data['output'][-2000:]}"
         for marker in ("KEY-FOUND", "HIDDEN-LEAK", "OTHER-CLONE-VISIBLE", str(clone)):
-            assert marker not in text, f"the child saw the other checkout ({marker}): " \
-                                       f"{text[max(0, text.find(marker) - 300):text.find(marker) + 300]}"
+            assert marker not in text, (
+                f"the child saw the other checkout ({marker}): "
+                f"{text[max(0, text.find(marker) - 300) : text.find(marker) + 300]}"
+            )
         assert text.count("OTHER-CLONE-ABSENT") >= 2, "the copy must not exist in the child's file system"
         leaked = [c.id for ex in ("ex01", "ex02") for c in hidden_cases(ex) if c.id in text]
         assert not leaked, f"hidden case ids reached the results: {leaked[:5]}"
@@ -412,17 +472,27 @@ def test_gradescope_layout_hides_metadata_results_and_source(tmp_path):
                 old.unlink()
             for name, src in files.items():
                 shutil.copyfile(src, root / "submission" / name)
-            proc = subprocess.run(["bash", str(root / "source" / "run_autograder")], cwd=str(root), env=env,
-                                  capture_output=True, text=True, timeout=600)
+            proc = subprocess.run(
+                ["bash", str(root / "source" / "run_autograder")],
+                cwd=str(root),
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=600,
+            )
             assert proc.returncode == 0, proc.stderr[-2000:]
             return json.loads((root / "results" / "results.json").read_text())
 
-        attacked = run({EX01.filename: ADVERSARIAL / "read_hidden" / EX02.filename,
-                        EX02.filename: ADVERSARIAL / "read_grader_outputs" / EX02.filename})
+        attacked = run(
+            {
+                EX01.filename: ADVERSARIAL / "read_hidden" / EX02.filename,
+                EX02.filename: ADVERSARIAL / "read_grader_outputs" / EX02.filename,
+            }
+        )
         res.validate(attacked)
         text = json.dumps(attacked)
         assert "READ-DENIED" in text, "the attacks should have run and reported what they could not read"
-        leaks = [text[max(0, i - 200):i + 200] for i in (text.find("SECRET-"), text.find("READ-OK")) if i >= 0]
+        leaks = [text[max(0, i - 200) : i + 200] for i in (text.find("SECRET-"), text.find("READ-OK")) if i >= 0]
         assert not leaks, f"student code read the Gradescope root or the source: {leaks}"
         key = run({ex.filename: SOLUTIONS / ex.filename for ex in BY_ID.values()})
         assert abs(key["score"] - 100) < SCORE_TOL, key["output"][:2000]
@@ -441,12 +511,14 @@ def test_submission_copy_is_read_only_and_package_root_is_empty(tmp_path):
         "        open(target, 'a').close()\n"
         "        print('WRITE-OK', target)\n"
         "    except OSError as exc:\n"
-        "        print('WRITE-DENIED', exc.errno)\n")
+        "        print('WRITE-DENIED', exc.errno)\n"
+    )
     out = runner.run_exercise(probe, EX01.module, [], 0, Limits(20, 20, 1024)).output_all
     assert "WRITE-OK" not in out and out.count("WRITE-DENIED") == 2, out
     visible = out.split("ROOT ", 1)[1].splitlines()[0]
-    assert "autograder" not in visible and "solutions" not in visible and ".git" not in visible, \
+    assert "autograder" not in visible and "solutions" not in visible and ".git" not in visible, (
         f"the package root shows more than the venv and shared/: {visible}"
+    )
 
 
 VIEW_PROBE = """
@@ -475,8 +547,20 @@ def test_child_root_holds_only_the_allow_list(tmp_path, monkeypatch):
     .pyenv and the checkout holds .venv and shared/hetero, nothing else: no other checkout, no answer key);
     /tmp, /var/tmp, /dev/shm and the work folder are tmpfs of TMPFS_BYTES each."""
     binds = [dest for _, dest in isolation.allow_list()]
-    folders = ["/root", "/work", "/home", "/autograder", "/srv", "/opt", "/mnt", "/run", "/boot", str(ROOT),
-               str(ROOT.parent), str(ROOT / "shared")]
+    folders = [
+        "/root",
+        "/work",
+        "/home",
+        "/autograder",
+        "/srv",
+        "/opt",
+        "/mnt",
+        "/run",
+        "/boot",
+        str(ROOT),
+        str(ROOT.parent),
+        str(ROOT / "shared"),
+    ]
     monkeypatch.setenv("A2_TEST_FOLDERS", json.dumps(folders))
     probe = tmp_path / EX01.filename
     probe.write_text(VIEW_PROBE)
@@ -490,19 +574,21 @@ def test_child_root_holds_only_the_allow_list(tmp_path, monkeypatch):
 
     def on_the_way(folder: str) -> list[str] | None:
         """What `folder` may hold in the child: the next component of each bind below it; None: must not exist."""
-        below = sorted({d[len(folder) + 1:].split("/")[0] for d in binds if d.startswith(folder + "/")})
+        below = sorted({d[len(folder) + 1 :].split("/")[0] for d in binds if d.startswith(folder + "/")})
         return below or None
 
     for folder in folders:
         if any(folder == d or folder.startswith(d + "/") for d in binds):
             continue  # inside a bound folder (not on this machine's layout)
-        assert view["folders"][folder] == on_the_way(folder), \
+        assert view["folders"][folder] == on_the_way(folder), (
             f"{folder}: the child sees {view['folders'][folder]}, expected {on_the_way(folder)}"
+        )
     shown_root = view["folders"][str(ROOT)] or []
     assert not {"autograder", "solutions", ".git", "assignments"} & set(shown_root), shown_root
     for folder, size in view["sizes"].items():
-        assert view["types"][folder] == "tmpfs" and size == isolation.TMPFS_BYTES, \
+        assert view["types"][folder] == "tmpfs" and size == isolation.TMPFS_BYTES, (
             f"{folder}: expected a tmpfs of {isolation.TMPFS_BYTES} bytes, got {view['types'][folder]} of {size}"
+        )
     assert view["cwd"] == isolation.SANDBOX_WORK
 
 
@@ -522,11 +608,13 @@ def test_venv_under_tmp_stays_reachable_and_the_installed_grader_is_covered(tmp_
     monkeypatch.setattr(isolation, "allow_list", lambda: [*real, (str(venv), str(venv))])
     monkeypatch.setattr(isolation, "AUTOGRADER_DIR", package)
     probe = tmp_path / EX01.filename
-    probe.write_text("import os\n"
-                     f"site = {str(venv / 'lib' / 'site-packages')!r}\n"
-                     "print('SITE', sorted(os.listdir(site)))\n"
-                     "print('PACKAGE', sorted(os.listdir(os.path.join(site, 'autograder'))))\n"
-                     "print('OTHER', open(os.path.join(site, 'other.py')).read().strip())\n")
+    probe.write_text(
+        "import os\n"
+        f"site = {str(venv / 'lib' / 'site-packages')!r}\n"
+        "print('SITE', sorted(os.listdir(site)))\n"
+        "print('PACKAGE', sorted(os.listdir(os.path.join(site, 'autograder'))))\n"
+        "print('OTHER', open(os.path.join(site, 'other.py')).read().strip())\n"
+    )
     out = runner.run_exercise(probe, EX01.module, [], 0, Limits(20, 20, 1024)).output_all
     assert "SITE ['autograder', 'other.py']" in out and "OTHER VISIBLE = 1" in out, out
     assert "PACKAGE []" in out and "SECRET" not in out, f"the installed grader's package must be empty: {out}"
@@ -537,8 +625,13 @@ def test_answer_key_scores_full_marks_in_the_allow_list_root(tmp_path):
     """The CLI grades the answer key of ex01 and ex05 (ex05 imports numpy) inside bubblewrap: full marks,
     and the staff-only entry says how the files were isolated."""
     out = tmp_path / "results.json"
-    proc = subprocess.run([sys.executable, "-m", "autograder", "grade", str(SOLUTIONS), "--out", str(out),
-                           "--exercises", "ex01", "ex05"], capture_output=True, text=True, timeout=300, cwd=ROOT)
+    proc = subprocess.run(
+        [sys.executable, "-m", "autograder", "grade", str(SOLUTIONS), "--out", str(out), "--exercises", "ex01", "ex05"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     data = json.loads(out.read_text())
     res.validate(data)
@@ -561,8 +654,10 @@ def test_bubblewrap_before_0_8_needs_no_size_option_as_root_and_says_so_without(
     assert all(f"size={isolation.TMPFS_BYTES}" in r["data"] for r in setup["resize"]), setup
     old_user = {**base, "user": True, "sized": False}
     assert "--size" not in isolation.bwrap_args(old_user, tmp_path)
-    assert "temporary folders: not size-capped (bubblewrap 0.6.1 has no --size and the grader is not root)" in \
-        isolation._isolation_notes(old_user, None)
+    assert (
+        "temporary folders: not size-capped (bubblewrap 0.6.1 has no --size and the grader is not root)"
+        in isolation._isolation_notes(old_user, None)
+    )
     new_user = isolation.bwrap_args({**base, "version": (0, 8, 0), "user": True, "sized": True}, tmp_path)
     assert new_user.count("--size") == len(isolation.PRIVATE_FOLDERS) + 1 and "--cap-drop" in new_user
 
@@ -575,18 +670,23 @@ def test_without_working_bubblewrap_the_mode_is_none_and_said(bwrap, tmp_path, m
     folder.mkdir()
     if bwrap == "broken":
         fake = folder / "bwrap"
-        fake.write_text("#!/bin/sh\n[ \"$1\" = --version ] && echo 'bubblewrap 0.6.1' && exit 0\n"
-                        "echo 'bwrap: No permissions to creating new namespace' >&2\nexit 1\n")
+        fake.write_text(
+            "#!/bin/sh\n[ \"$1\" = --version ] && echo 'bubblewrap 0.6.1' && exit 0\n"
+            "echo 'bwrap: No permissions to creating new namespace' >&2\nexit 1\n"
+        )
         fake.chmod(0o755)
     monkeypatch.setenv("PATH", str(folder))
     monkeypatch.setattr(isolation, "_MODE", {})
     monkeypatch.setattr(isolation, "is_root", lambda: False)  # no uid change: the interpreter under /root
     mode = isolation.isolation_mode()
-    why = {"missing": "bubblewrap missing: apt-get install bubblewrap",
-           "broken": "bubblewrap 0.6.1 does not work here: bwrap: No permissions to creating new namespace"}[bwrap]
+    why = {
+        "missing": "bubblewrap missing: apt-get install bubblewrap",
+        "broken": "bubblewrap 0.6.1 does not work here: bwrap: No permissions to creating new namespace",
+    }[bwrap]
     assert mode["mode"] == "none" and mode["failures"] == [why], mode
-    data = grader.grade_submission(_helpers.submission_with(tmp_path, ["ex01"]), tmp_path / "results.json",
-                                   exercises=["ex01"])
+    data = grader.grade_submission(
+        _helpers.submission_with(tmp_path, ["ex01"]), tmp_path / "results.json", exercises=["ex01"]
+    )
     res.validate(data)
     assert abs(exercise_score(data, "ex01")[0] - EX01.points) < SCORE_TOL, data["output"]
     assert f"Sandbox: files: not isolated ({why})." in data["output"], data["output"]
@@ -630,14 +730,16 @@ def test_grading_as_root_leaves_the_checkout_modes_unchanged(tmp_path):
 # ---------------------------------------------------------------------------------------------
 # 4. Output through a pipe; the result channel's junk costs little
 
+
 def test_output_is_a_pipe_and_public_output_is_only_the_public_cases():
     report = run_fixture("rewrite_output")
     n_public = len(public_cases("ex02"))
     assert "SEEK-DENIED" in report.output_all, f"stdout must be a pipe (no seek): {report.output_all[:500]}"
     assert "HIDDEN-TEXT" not in report.output_all
     shown = [line for line in report.output_public.splitlines() if line.startswith("CALL-")]
-    assert shown == [f"CALL-{i}-END" for i in range(1, n_public + 1)], \
+    assert shown == [f"CALL-{i}-END" for i in range(1, n_public + 1)], (
         f"the public output must hold the {n_public} public calls and nothing later: {shown}"
+    )
     assert report.output_bytes >= len(report.output_all.encode()) - 100
 
 
@@ -646,19 +748,24 @@ def test_a_skipped_first_hidden_case_still_ends_the_public_output(tmp_path):
     the fresh process skips its later cases, the first hidden one too; the others print numbered lines.
     The output shown to the student must end where the hidden cases start, skipped or not."""
     path = tmp_path / EX02.filename
-    path.write_text((SOLUTIONS / EX02.filename).read_text() + "\n\n"
-                    + (ADVERSARIAL / "loop_skips_hidden_start" / "leak_suffix.py").read_text())
+    path.write_text(
+        (SOLUTIONS / EX02.filename).read_text()
+        + "\n\n"
+        + (ADVERSARIAL / "loop_skips_hidden_start" / "leak_suffix.py").read_text()
+    )
     cases, _, hidden_from = specs_for("ex02")
     looped = "kv_bytes_per_token"
     assert cases[0].func == looped and cases[hidden_from].func == looped, (
         "the attack needs ex02's first public and first hidden case to call kv_bytes_per_token: "
-        f"{cases[0].func}, {cases[hidden_from].func}")
+        f"{cases[0].func}, {cases[hidden_from].func}"
+    )
     report = run_fixture("loop_skips_hidden_start", path=path)
     n_public = sum(1 for c in cases[:hidden_from] if c.func != looped)
     shown = [line.split()[0] for line in report.output_public.splitlines() if line.startswith("CALL-")]
     assert shown == [f"CALL-{i}" for i in range(1, n_public + 1)], (
         f"the public output must hold the {n_public} public calls of the other functions and nothing "
-        f"later (a hidden case's arguments would reach the student): {shown}")
+        f"later (a hidden case's arguments would reach the student): {shown}"
+    )
     later = [line for line in report.output_all.splitlines() if line.startswith(f"CALL-{n_public + 1} ")]
     assert later, "the hidden cases of the other functions must still run (and print, unseen)"
     assert report.stopped_cases == (cases[0].id,), report.stopped_cases
@@ -676,8 +783,9 @@ def test_page_cache_relay_carries_no_hidden_input_into_visible_text(tmp_path, mo
     relay = ADVERSARIAL / "page_cache_relay"
     channel = (relay / "channel.py").read_text()
     for ex, part in ((EX01, "sender.py"), (EX02, "receiver.py")):
-        (folder / ex.filename).write_text((SOLUTIONS / ex.filename).read_text() + "\n\n" + channel + "\n\n"
-                                          + (relay / part).read_text())
+        (folder / ex.filename).write_text(
+            (SOLUTIONS / ex.filename).read_text() + "\n\n" + channel + "\n\n" + (relay / part).read_text()
+        )
     monkeypatch.setitem(grader.BY_ID, "ex02", dataclasses.replace(EX02, hidden_detail_visibility="after_due_date"))
     data = grader.grade_submission(folder, tmp_path / "results.json", exercises=["ex01", "ex02"])
     res.validate(data)
@@ -692,8 +800,10 @@ def test_page_cache_relay_carries_no_hidden_input_into_visible_text(tmp_path, mo
     visible = data["output"] + "\n".join(t["output"] for t in data["tests"] if t["visibility"] == "visible")
     detail = "\n".join(t["output"] for t in data["tests"] if t["visibility"] == "after_due_date")
     if not [v for v in relayed(visible + "\n" + detail) if v not in public_args]:
-        pytest.skip("the page-cache channel carries nothing on this machine (no RWF_NOWAIT, or the cache "
-                    f"was disturbed): {detail[-300:]}")
+        pytest.skip(
+            "the page-cache channel carries nothing on this machine (no RWF_NOWAIT, or the cache "
+            f"was disturbed): {detail[-300:]}"
+        )
     leaked = [v for v in relayed(visible) if v not in public_args]
     assert not leaked, f"hidden arguments of ex01 reached the visible text through the page cache: {leaked[:5]}"
     assert not sandbox_survivors()
@@ -702,8 +812,9 @@ def test_page_cache_relay_carries_no_hidden_input_into_visible_text(tmp_path, mo
 def test_result_channel_junk_stops_the_child_and_costs_little_grader_cpu():
     _, specs, hidden_from = specs_for("ex02")  # drawing the hidden cases costs CPU too: not counted
     before = resource.getrusage(resource.RUSAGE_SELF)
-    report = runner.run_exercise(ADVERSARIAL / "result_junk" / EX02.filename, EX02.module, specs, hidden_from,
-                                  grader.limits_for(EX02))
+    report = runner.run_exercise(
+        ADVERSARIAL / "result_junk" / EX02.filename, EX02.module, specs, hidden_from, grader.limits_for(EX02)
+    )
     after = resource.getrusage(resource.RUSAGE_SELF)
     spent = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     assert report.ended == "junk", (report.ended, report.detail)
@@ -723,8 +834,9 @@ def test_forged_huge_records_are_refused_unread_and_cost_little_grader_memory():
     limits = grader.limits_for(EX02)
     tracemalloc.start()
     try:
-        report = runner.run_exercise(ADVERSARIAL / "forged_huge_records" / EX02.filename, EX02.module, specs,
-                                      hidden_from, limits)
+        report = runner.run_exercise(
+            ADVERSARIAL / "forged_huge_records" / EX02.filename, EX02.module, specs, hidden_from, limits
+        )
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
@@ -741,12 +853,16 @@ def test_forged_huge_records_are_refused_unread_and_cost_little_grader_memory():
 # ---------------------------------------------------------------------------------------------
 # 5. A looping function costs only its own cases
 
+
 def test_one_looping_function_costs_only_its_cases(tmp_path):
     """one_function_loops: the ex02 answer key whose kv_capacity_tokens never returns, graded with the
     manifest's own limits (10 s per case, 20 s in all)."""
     path = tmp_path / EX02.filename
-    path.write_text((SOLUTIONS / EX02.filename).read_text() + "\n\n"
-                    + (ADVERSARIAL / "one_function_loops" / "loop_suffix.py").read_text())
+    path.write_text(
+        (SOLUTIONS / EX02.filename).read_text()
+        + "\n\n"
+        + (ADVERSARIAL / "one_function_loops" / "loop_suffix.py").read_text()
+    )
     cases, _, _ = specs_for("ex02")
     start = time.monotonic()
     report = run_fixture("one_function_loops", path=path)
@@ -775,8 +891,11 @@ def test_one_looping_function_in_results_json(tmp_path):
     other functions has full marks, the looping function's entries none, and ex01 keeps its score."""
     folder = tmp_path / "submission"
     folder.mkdir()
-    (folder / EX02.filename).write_text((SOLUTIONS / EX02.filename).read_text() + "\n\n"
-                                        + (ADVERSARIAL / "one_function_loops" / "loop_suffix.py").read_text())
+    (folder / EX02.filename).write_text(
+        (SOLUTIONS / EX02.filename).read_text()
+        + "\n\n"
+        + (ADVERSARIAL / "one_function_loops" / "loop_suffix.py").read_text()
+    )
     shutil.copyfile(SOLUTIONS / EX01.filename, folder / EX01.filename)
     data = grader.grade_submission(folder, tmp_path / "results.json", exercises=["ex01", "ex02"])
     res.validate(data)
@@ -826,13 +945,21 @@ def _has_account(uid: int) -> bool:
 @needs_root
 def test_graders_with_different_tmpdirs_never_hold_the_same_uid(tmp_path):
     """grade-all gives each grader its own TMPDIR: the uid locks must still be shared by all graders."""
-    hold = ("import sys, time\nfrom autograder.runtime.sandbox.users import SandboxUser\nuser = SandboxUser()\n"
-            "print(user.uid, flush=True)\ntime.sleep(3)\nuser.release()\n")
+    hold = (
+        "import sys, time\nfrom autograder.runtime.sandbox.users import SandboxUser\nuser = SandboxUser()\n"
+        "print(user.uid, flush=True)\ntime.sleep(3)\nuser.release()\n"
+    )
     procs = []
     for name in ("a", "b"):
         (tmp_path / name).mkdir()
-        procs.append(subprocess.Popen([sys.executable, "-c", hold], stdout=subprocess.PIPE, text=True,
-                                      env=dict(os.environ, TMPDIR=str(tmp_path / name))))
+        procs.append(
+            subprocess.Popen(
+                [sys.executable, "-c", hold],
+                stdout=subprocess.PIPE,
+                text=True,
+                env=dict(os.environ, TMPDIR=str(tmp_path / name)),
+            )
+        )
     uids = [int(p.stdout.readline()) for p in procs]
     for p in procs:
         p.wait(timeout=60)
