@@ -17,7 +17,7 @@ from autograder.authoring.expected import available_exercises  # noqa: E402
 @pytest.mark.parametrize("ex_id", available_exercises())  # one test per exercise: xdist spreads them
 def test_expected_values_are_fresh(ex_id):
     result = subprocess.run(
-        [sys.executable, "-m", "autograder", "expected", "--check", ex_id],
+        [sys.executable, "-m", "autograder", "expected", "--check", "--full", ex_id],
         capture_output=True,
         text=True,
         cwd=ROOT,

@@ -19,10 +19,12 @@ that output: `hetero.checks.diagnosis`). The public cases' `mistakes` also ship 
 release, as `assignments/tests/public_mistakes.json`; the hidden cases' never do. Grading reads only
 these files: it never imports `solutions/`.
 
-`--check` recomputes everything and fails when a stored file is stale: any difference but the last bits
-of a float (`drift`), which differ between CPUs' vector kernels (numpy's power on AVX-512 and AVX2, torch's
-float32 matrix products: 1 ulp in ex01's generated inputs, 2.4e-7 absolute in ex10's float32 tensors).
-`python -m autograder expected` itself writes what this machine computes. The build fails loudly when
+`--check` recomputes the exercises whose inputs changed since their values were written (the digests of
+`autograder.authoring.digests`; `--full`: every exercise) and fails when a stored file is stale: any
+difference but the last bits of a float (`drift`), which differ between CPUs' vector kernels (numpy's
+power on AVX-512 and AVX2, torch's float32 matrix products: 1 ulp in ex01's generated inputs, 2.4e-7
+absolute in ex10's float32 tensors), or inputs changed without their record. `python -m autograder
+expected` itself writes what this machine computes, and records the inputs' digests. The build fails loudly when
 the answer key contradicts a public case, raises where it should return (or the reverse), or when a
 wrong fixture passes every case (it would test nothing).
 
@@ -49,6 +51,7 @@ from typing import Any
 
 import numpy as np
 
+from autograder.authoring import digests
 from autograder.authoring.wrong_fixtures import for_exercise, materialise
 from autograder.core import scoring
 from autograder.core.cases import case_from_data, case_to_data, hidden_cases_from_source, public_cases
@@ -309,11 +312,24 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m autograder expected", description=__doc__.split("\n")[0])
     parser.add_argument("exercises", nargs="*", help="exercise ids (default: every exercise with cases)")
     parser.add_argument("--check", action="store_true", help="fail if a stored file is stale")
+    parser.add_argument(
+        "--full",
+        action="store_true",
+        help="with --check: recompute every exercise, also those whose inputs match their recorded digest",
+    )
     parser.add_argument("--jobs", type=int, default=1, help="exercises computed at once, each in its own process")
     args = parser.parse_args(argv)
     if args.jobs < 1:
         parser.error(f"--jobs must be >= 1, got {args.jobs}")
     ids = args.exercises or available_exercises()
+    records = digests.load()
+    if args.check and not args.full:
+        unchanged = [ex_id for ex_id in ids if _recorded(ex_id, records)]
+        if unchanged:
+            print(
+                f"inputs unchanged since their values were computed and judged: {', '.join(unchanged)} (--full recomputes)"
+            )
+        ids = [ex_id for ex_id in ids if ex_id not in unchanged]
     stale = []
     for ex_id, (text, error) in rendered_all(ids, args.jobs).items():
         if error:
@@ -327,13 +343,26 @@ def main(argv: list[str]) -> int:
             if losses:
                 print(f"expected values for {ex_id}: {_losses_text(ex_id, losses)}", file=sys.stderr)
                 return 1
+            if not problems and not _recorded(ex_id, records):
+                problems = [f"its inputs changed since {digests.RECORD_NAME} recorded them"]
             if problems:
                 stale.append(f"{path.relative_to(ROOT)} ({'; '.join(problems[:3])})")
             continue
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
+        records["expected"][ex_id] = {"inputs": digests.exercise_digest(ex_id), "stored": digests.file_sha256(path)}
         print(f"wrote {path.relative_to(ROOT)}")
+    if not args.check:
+        digests.RECORD.write_text(digests.render(records), encoding="utf-8")
     if stale:
-        print("stale expected values (run `python -m autograder expected`): " + ", ".join(stale), file=sys.stderr)
+        print("stale expected values (run `make release`): " + ", ".join(stale), file=sys.stderr)
         return 1
     return 0
+
+
+def _recorded(ex_id: str, records: dict[str, dict[str, Any]]) -> bool:
+    """Whether the stored file and the exercise's inputs are those recorded when the values were computed."""
+    record = records["expected"].get(ex_id, {})
+    return record.get("stored") == digests.file_sha256(EXPECTED_DIR / f"{ex_id}.json") and record.get(
+        "inputs"
+    ) == digests.exercise_digest(ex_id)

@@ -104,11 +104,14 @@ def _package_modules(dotted: str, root: Path) -> list[Path]:
     return sorted(p for p in init.parent.rglob("*.py") if "__pycache__" not in p.parts)
 
 
-def closure(starts: Iterable[Path], root: Path = ROOT, follow_not: Iterable[Path] = ()) -> dict[Path, Path | None]:
+def closure(
+    starts: Iterable[Path], root: Path = ROOT, follow_not: Iterable[Path] = (), by_name: bool = True
+) -> dict[Path, Path | None]:
     """{file: the file that first imported it (None for a starting file)} for every repository file the
     Python files `starts` run through their imports, the starting files included; `follow_not`: files
     reached but whose own imports are not followed (`autograder/__main__.py`'s command table names every
-    command's module as a string, yet one run imports one of them)."""
+    command's module as a string, yet one run imports one of them); `by_name=False`: a BY_NAME package
+    reaches only its `__init__.py` (the caller adds the modules it knows are named)."""
     unfollowed = {Path(p) for p in follow_not}
     files: dict[str, Path | None] = {}
 
@@ -129,7 +132,7 @@ def closure(starts: Iterable[Path], root: Path = ROOT, follow_not: Iterable[Path
         for dotted in sorted(imported_names(path), reverse=True):
             parts = dotted.split(".")
             targets = [file_of(".".join(parts[:depth])) for depth in range(1, len(parts) + 1)]
-            if dotted in BY_NAME:
+            if by_name and dotted in BY_NAME:
                 targets += _package_modules(dotted, root)
             todo.extend((t, path) for t in targets if t is not None and t not in reached)
     return reached
