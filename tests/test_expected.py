@@ -1,5 +1,6 @@
 """The stored answer-key values are fresh: recomputing them from solutions/ changes nothing."""
 
+import os
 import re
 import subprocess
 import sys
@@ -136,12 +137,14 @@ PLANTED_ID = "ex01.usd_per_gb.planted"
 
 
 def _planted_copy(tmp_path: Path, key_line: str, args: tuple) -> Path:
-    """A copy of the package's grading sources (autograder/, solutions/) with one hidden case of ex01 added
-    (`usd_per_gb` on `args`) and the key's `return price_usd / capacity_gb` replaced by `key_line`."""
+    """A copy of the repository's sources (no venv) with one hidden case of ex01 added (`usd_per_gb` on
+    `args`) and the key's `return price_usd / capacity_gb` replaced by `key_line`."""
     import shutil
 
-    shutil.copytree(ROOT / "autograder", tmp_path / "autograder", ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copytree(ROOT / "solutions", tmp_path / "solutions", ignore=shutil.ignore_patterns("__pycache__"))
+    for folder in ("autograder", "solutions", "assignments", "shared/hetero", "locks"):
+        shutil.copytree(ROOT / folder, tmp_path / folder, ignore=shutil.ignore_patterns("__pycache__", ".pytest_cache"))
+    for name in ("README.md", "pyproject.toml"):  # prose with derived counts, pins
+        shutil.copyfile(ROOT / name, tmp_path / name)
     key = tmp_path / "solutions" / "ex01_cost_per_gb.py"
     old = "    return price_usd / capacity_gb\n"
     text = key.read_text(encoding="utf-8")
@@ -183,13 +186,19 @@ def test_a_key_that_loses_a_point_stops_expected_naming_the_case(tmp_path):
     said = str(caught.value)
     for part in (PLANTED_ID, "expected NumpyScalar(dtype='float32'", "the answer key returned", "could not be read"):
         assert part in said, f"the error should name {part!r}:\n{said}"
-    check = subprocess.run(
-        [sys.executable, "-m", "autograder", "expected", "--check", "ex01"],
-        capture_output=True,
-        text=True,
-        cwd=root,
-        timeout=600,
-        env={**__import__("os").environ, "PYTHONPATH": str(root)},
-    )
-    assert check.returncode == 1, f"`expected --check` must fail on a key that loses a point:\n{check.stderr[-2000:]}"
-    assert PLANTED_ID in check.stderr and "Traceback" not in check.stderr, check.stderr[-2000:]
+    before = {p: p.read_bytes() for p in (root / "autograder" / "expected").glob("*.json")}
+    for command in (["expected", "--check"], ["release"]):  # what `make check` and `make release` run
+        run = subprocess.run(
+            [sys.executable, "-m", "autograder", *command],
+            capture_output=True,
+            text=True,
+            cwd=root,
+            timeout=600,
+            env={**os.environ, "PYTHONPATH": str(root)},
+        )
+        assert run.returncode == 1, (
+            f"`{' '.join(command)}` must fail on a key that loses a point:\n{run.stdout}{run.stderr[-2000:]}"
+        )
+        assert PLANTED_ID in run.stderr and "Traceback" not in run.stderr, run.stderr[-2000:]
+    after = {p: p.read_bytes() for p in (root / "autograder" / "expected").glob("*.json")}
+    assert after == before, "a release that stops writes nothing"

@@ -108,6 +108,28 @@ def test_files_the_entry_names_must_exist_and_agree(tmp_path):
     assert any("public_ex07.py: public cases cover" in p for p in found), found
 
 
+def test_a_function_hetero_calls_by_name_must_be_declared():
+    """The rename story (issue 30): ex04's link_efficiency renamed in the manifest (and the key), not in the
+    driver that calls it by name: the release's first check names the caller's file:line and the entry,
+    before anything runs, instead of a traceback minutes later."""
+    from autograder.core import hetero_calls
+
+    assert hetero_calls.problems() == []
+    renamed = _replace(
+        "ex04", functions=("line_rate_gb_per_s", "link_eff", "transfer_time_s", "speedup_over_recompute")
+    )
+    found = hetero_calls.problems(exercises=renamed)
+    assert any(p.startswith("shared/hetero/transfer.py:") and "ex04.link_efficiency" in p for p in found), found
+    assert all(manifest.where("ex04") in p for p in found if "ex04" in p), found
+    renamed = _replace(
+        "ex05", functions=("predicted_decode_load", "admit", "antiphase_correlation", "dominant_period_s")
+    )
+    found = hetero_calls.problems(exercises=renamed)
+    assert any(p.startswith("shared/hetero/harness/overload.py:") and "module.admit_predictive" in p for p in found), (
+        f"a harness reading a renamed function off the exercise module must be named: {found}"
+    )
+
+
 def test_derived_files_are_current():
     assert derived.drift() == [], "run `python -m autograder release`"
     values = derived.span_values()
