@@ -112,14 +112,15 @@ def compute(
     expected: dict[str, str] | None = None,
     stored: str | None = None,
     records: dict[str, Any] | None = None,
-) -> tuple[str, dict[str, Any]]:
-    """(the file's text, the parts' records for digests.json). A part whose digest equals its record in
+) -> tuple[str, dict[str, Any], list[str]]:
+    """(the file's text, the parts' records for digests.json, the parts run). A part whose digest equals its record in
     `records` and whose left-out numbers are all still hidden keeps its figures from `stored` (the current
     file's text); the others run on the answer key. `expected`: fresh expected-value texts by exercise."""
     hidden = hidden_expected_values(root, expected)
     old = json.loads(stored) if stored else {}
     figures: dict[str, dict[str, Any]] = {}
     new_records: dict[str, Any] = {}
+    ran: list[str] = []
     for exp, part in parts():
         key = f"{exp}/{part.key}"
         now = digests.part_digest(part, root)
@@ -127,6 +128,7 @@ def compute(
         kept = old.get(exp, {}).get(part.key)
         reusable = record.get("inputs") == now and kept is not None and set(record.get("withheld", [])) <= hidden
         raw = kept if reusable else _run(exp, part, root)
+        ran += [] if reusable else [key]
         withheld = (
             sorted(set(record.get("withheld", [])) | set(_withheld(raw, hidden)))
             if reusable
@@ -134,7 +136,7 @@ def compute(
         )
         figures.setdefault(exp, {})[part.key] = without(raw, hidden)
         new_records[key] = {"inputs": now, "withheld": withheld}
-    return reference.dumps({reference.INPUTS_KEY: digests.figures_sha(new_records), **figures}), new_records
+    return reference.dumps({reference.INPUTS_KEY: digests.figures_sha(new_records), **figures}), new_records, ran
 
 
 def staleness(assignments: Path, root: Path = ROOT, records: dict[str, Any] | None = None) -> list[str]:

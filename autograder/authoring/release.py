@@ -391,7 +391,7 @@ def release(out: Path, jobs: int = 2, with_expected: bool = True) -> list[str]:
             if ex_id not in stored or expected.drift(json.loads(stored[ex_id]), json.loads(text), ex_id)
         }
         current = out / REFERENCE_FILE
-        figures, records["figures"] = reference_figures.compute(
+        figures, records["figures"], ran = reference_figures.compute(
             ROOT,
             {**stored, **changed},
             current.read_text(encoding="utf-8") if current.is_file() else None,
@@ -406,6 +406,8 @@ def release(out: Path, jobs: int = 2, with_expected: bool = True) -> list[str]:
         written = [f"released {len(files)} files into {out}"]
         if due:
             written.append(f"computed the expected values of {', '.join(due)} (inputs changed)")
+        if ran:
+            written.append(f"ran the lecture-driver parts {', '.join(ran)} (inputs changed)")
     for ex_id, text in changed.items():
         path = expected.EXPECTED_DIR / f"{ex_id}.json"
         path.write_text(text, encoding="utf-8")
