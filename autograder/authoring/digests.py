@@ -6,13 +6,16 @@ the answer key on every case, the wrong fixtures too) and one lecture-driver par
 only when its digest differs from the recorded one, so one changed hidden case recomputes that exercise's
 values and no driver.
 
-A digest is the sha256 over the repository paths and bytes of the part's inputs, the lock of third-party
-versions (locks/instructor.txt) and the Python (major.minor):
+A digest is the sha256 over the repository paths and bytes of the part's inputs (BOOKKEEPING aside: the
+code that decides when to compute), the lock of third-party versions (locks/instructor.txt) and the
+Python (major.minor):
 - an exercise: the import closure (`autograder.core.closure`) of its answer key, its public and hidden case
   files and `autograder.authoring.expected`, the harness modules its cases name ("<module>.<function>"),
   and hetero's data files;
-- a driver part: the import closure of the module defining the part and of `reference_figures`, the answer
-  key of every exercise the part calls (`Part.needs` and its `exercise_function` calls), and hetero's data.
+- a driver part: the import closure of the module defining the part and of `hetero.reference` (the
+  aggregates kept), the answer key of every exercise the part calls (`Part.needs` and its
+  `exercise_function` calls), and hetero's data. Not the release's own code: the hidden-value filter runs
+  on every release; after changing how figures are kept, `release --recompute` runs every part.
 
 The recorded digests are `autograder/expected/digests.json` (instructor side: neither the zip nor the
 student's copy carries it):
@@ -41,13 +44,16 @@ RECORD = ROOT / RECORD_NAME
 DATA = ("shared/hetero/data/*",)
 LOCK = "locks/instructor.txt"
 CALLS = re.compile(r"""exercise_function\(\s*["'](ex\d+)["']""")
+# The bookkeeping that decides when a part is computed, not what it holds: never an input.
+BOOKKEEPING = ("autograder/authoring/digests.py", "autograder/core/closure.py", "autograder/core/hetero_calls.py")
 
 
 def digest(files: Iterable[Path], root: Path = ROOT) -> str:
     """sha256 over the paths and bytes of `files`, the lock and the Python (major.minor)."""
     h = hashlib.sha256(f"python {sys.version_info.major}.{sys.version_info.minor}\0".encode())
     lock = root / LOCK
-    for path in sorted({*files, *([lock] if lock.is_file() else [])}):
+    skipped = {root / rel for rel in BOOKKEEPING}
+    for path in sorted({*files, *([lock] if lock.is_file() else [])} - skipped):
         h.update(path.relative_to(root).as_posix().encode() + b"\0" + hashlib.sha256(path.read_bytes()).digest())
     return h.hexdigest()
 
@@ -78,7 +84,7 @@ def exercise_digest(ex_id: str, root: Path = ROOT) -> str:
 def part_inputs(part: Any, root: Path = ROOT) -> list[Path]:
     """The files one driver part's figures are computed from (see the module docstring)."""
     module = importlib.import_module(part.run.__module__)
-    starts = [Path(str(module.__file__)), root / "autograder" / "authoring" / "reference_figures.py"]
+    starts = [Path(str(module.__file__)), root / "shared" / "hetero" / "reference.py"]
     code = closure.closure(starts, root, by_name=False)
     needs = set(part.needs) | {ex for path in code for ex in CALLS.findall(path.read_text(encoding="utf-8"))}
     keys = [root / "solutions" / BY_ID[ex].filename for ex in sorted(needs) if ex in BY_ID]

@@ -13,18 +13,20 @@
   public cases only, so that a failed public case names the same known mistake in `pytest` as in
   grading (`hetero.checks.diagnosis`); no hidden case's id, input or value is in it;
 - `reference_figures.json`: the answer key's driver figures (`autograder.authoring.reference_figures`),
-  recomputed only when what they are computed from changed;
+  each part recomputed only when what it is computed from changed;
 - the handout `solutions/HANDOUT.md` becomes `assignments/README.md`, `<!-- CASE_LIMITS -->` replaced
   by the manifest's per-case time limits and the line `<!-- EXERCISES -->`
   replaced by one section per exercise generated from the solution file's docstrings (signatures,
   units, invalid-input rules), the manifest (points, lecture section, terms) and the public cases.
 Hidden tests live in `autograder/tests/` and are never copied.
 
-`python -m autograder release` (`make release`) is atomic: the manifest's files are checked, the release
-and every exercise's expected values (`autograder.authoring.expected`) and the files derived from the
-manifest (`autograder.authoring.derived`: hetero's exercise list, counts in the prose) are computed in
-a temporary tree first; only when all of that succeeded is `assignments/` replaced (by renames) and are
-the changed files written. An error names the file to edit and writes nothing.
+`python -m autograder release` (`make release`) is atomic and fails fast: what needs no computing is
+checked first (`static_checks`); then the expected values of the exercises whose inputs changed
+(`autograder.authoring.expected`, `autograder.authoring.digests`), the driver parts whose inputs changed,
+the release and the files derived from the manifest (`autograder.authoring.derived`: hetero's exercise
+list, counts in the prose) are computed in a temporary tree; only when all of that succeeded is
+`assignments/` replaced (by renames) and are the changed files written. An error names the file to edit
+and writes nothing. `--recompute` ignores the recorded digests.
 
 `python -m autograder release --check` builds the release in a temporary folder and fails (exit 1,
 listing the files) when `assignments/` or a derived file differs from it. Malformed markers (nested, unterminated,
@@ -368,18 +370,18 @@ def due_exercises(records: dict[str, Any], stored: dict[str, str]) -> list[str]:
     return due
 
 
-def release(out: Path, jobs: int = 2, with_expected: bool = True) -> list[str]:
+def release(out: Path, jobs: int = 2, with_expected: bool = True, recompute: bool = False) -> list[str]:
     """Build the whole release and everything derived from the manifest in a temporary tree; replace
     `out`, the stored expected values (where they changed beyond float noise), their digests and the
     derived files only when all of it succeeded. Returns what was written, as lines.
 
     Fail-fast and incremental: `static_checks` first; then the expected values of the exercises whose
     inputs changed only (`due_exercises`), then the driver parts whose inputs changed only
-    (`reference_figures.compute`)."""
+    (`reference_figures.compute`); `recompute`: every exercise and every part, whatever the records say."""
     from autograder.authoring import derived, expected
 
     static_checks()
-    records = digests.load()
+    records = {"expected": {}, "figures": {}} if recompute else digests.load()
     with tempfile.TemporaryDirectory() as tmp:
         fresh = Path(tmp) / "release"
         stored = _stored_texts(ROOT)
@@ -455,6 +457,11 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--out", type=Path, default=ROOT / "assignments", help="release folder (default: assignments/)")
     parser.add_argument("--no-expected", action="store_true", help="leave the stored expected values alone (faster)")
     parser.add_argument("--jobs", type=int, default=2, help="exercises whose expected values are computed at once")
+    parser.add_argument(
+        "--recompute",
+        action="store_true",
+        help="compute every exercise's expected values and every driver part again, whatever their recorded digests say",
+    )
     args = parser.parse_args(argv)
     try:
         if args.check:
@@ -471,7 +478,7 @@ def main(argv: list[str]) -> int:
                 return 1
             print("assignments/ and the derived files match a fresh release of solutions/")
             return 0
-        for line in release(args.out, args.jobs, not args.no_expected):
+        for line in release(args.out, args.jobs, not args.no_expected, args.recompute):
             print(line)
         return 0
     except (MarkerError, FileNotFoundError, ReleaseError, ValueError) as exc:
