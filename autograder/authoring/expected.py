@@ -56,7 +56,7 @@ from autograder.authoring.wrong_fixtures import for_exercise, materialise
 from autograder.core import scoring
 from autograder.core.cases import case_from_data, case_to_data, hidden_cases_from_source, public_cases
 from autograder.core.manifest import BY_ID, EXERCISES, ROOT, public_cases_in
-from autograder.runtime.feedback import judge_case
+from autograder.runtime.feedback import judge_case, short_repr
 from hetero.checks import NO_EXPECT, Case, Outcome, decode, encode, judge, run_call
 from hetero.impl import load_module_from_path
 
@@ -208,12 +208,11 @@ def key_losses(ex_id: str, stored: dict[str, Any], computed: dict[str, Any], roo
     return losses
 
 
-def _shown(encoded: Any, limit: int = 200) -> str:
+def _shown(encoded: Any) -> str:
     try:
-        text = repr(decode(encoded))
+        return short_repr(decode(encoded), 200)
     except (ValueError, TypeError, KeyError) as exc:
-        text = f"an unreadable value ({type(exc).__name__}: {exc})"
-    return text if len(text) <= limit else text[:limit] + " ..."
+        return f"an unreadable value ({type(exc).__name__}: {exc})"
 
 
 def _losses_text(ex_id: str, losses: list[str]) -> str:

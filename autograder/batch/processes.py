@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from autograder.batch.submissions import Submission, _zip_is_readable
+from autograder.batch.submissions import Submission, zip_is_readable
 from autograder.core.manifest import ROOT
 from autograder.core.safetext import clean_data
 from autograder.gradescope.fallback import failure_results, readable_results
@@ -229,7 +229,7 @@ def _ended_results(
     if results is None:
         if not reason:
             reason = f"the grader exited with status {ended.status} without writing {what}" + (
-                "" if sub.path.is_dir() or _zip_is_readable(sub.path) else " (the zip file is damaged)"
+                "" if sub.path.is_dir() or zip_is_readable(sub.path) else " (the zip file is damaged)"
             )
         tail = log_path.read_text(encoding="utf-8", errors="replace")[-LOG_TAIL_CHARS:]
         return Graded(sub.student, clean_data(failure_results(reason, tail)), ended.duration_s, True)

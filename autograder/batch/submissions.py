@@ -420,7 +420,7 @@ def content_hash(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _zip_is_readable(path: Path) -> bool:
+def zip_is_readable(path: Path) -> bool:
     """Whether the zip's directory can be read (its members are not decompressed: that is the grader's job)."""
     try:
         with zipfile.ZipFile(path) as zf:

@@ -98,7 +98,7 @@ def public_cell_code(src: nb.ExerciseSources, key: str, case: Case) -> str:
     literal = nb.case_source(case)
     return "\n".join(
         [
-            *nb._needs(literal),
+            *nb.needed_imports(literal),
             "from types import SimpleNamespace",
             "from hetero.checks import Case, Gen",
             "from hetero.grading import recall_paid, run_limited",

@@ -50,12 +50,12 @@ from autograder.core.manifest import BY_ID, EXERCISES, ROOT, Exercise
 from autograder.runtime import intake, phases
 from autograder.runtime import results as res
 from autograder.runtime.feedback import (
-    _call_text,
-    _hidden_message,
-    _no_result_reason,
-    _outcome_text,
-    _short,
+    call_text,
+    hidden_message,
     judge_case,
+    no_result_reason,
+    outcome_text,
+    short_repr,
     shown_hints,
     stop_words,
 )
@@ -244,7 +244,7 @@ def grade_exercise(
     for case in public + hidden:
         entry = entries[case.id]
         outcome = outcomes.get(case.id)
-        reason = "" if outcome is not None else _no_result_reason(found, ex, report, case.id, during_hidden)
+        reason = "" if outcome is not None else no_result_reason(found, ex, report, case.id, during_hidden)
         expect = entry.get("expect") if case.id in hidden_ids else None
         if outcome is None:
             verdict = Verdict(False, f"{case.func}: {case.id}: {reason}.")
@@ -276,11 +276,13 @@ def grade_exercise(
             continue
         expect = entries[case.id].get("expect")
         expected_text = (
-            f"raises {case.raises}" if case.raises else _short(decode(expect)) + (f" {case.unit}" if case.unit else "")
+            f"raises {case.raises}"
+            if case.raises
+            else short_repr(decode(expect)) + (f" {case.unit}" if case.unit else "")
         )
         detail = (
-            f"[{'passed' if passed else 'FAILED'}] {case.id}\n  call:     {_call_text(case)}\n"
-            f"  expected: {expected_text}\n  got:      {_outcome_text(outcome, reason)}\n  verdict:  {message}"
+            f"[{'passed' if passed else 'FAILED'}] {case.id}\n  call:     {call_text(case)}\n"
+            f"  expected: {expected_text}\n  got:      {outcome_text(outcome, reason)}\n  verdict:  {message}"
         )
         cases.append(
             res.CaseResult(
@@ -290,7 +292,7 @@ def grade_exercise(
                 cents[case.id],
                 passed,
                 pays[case.id],
-                _hidden_message(case, passed, verdict.known_mistake, outcome, reason, expect, required, hints[case.id])
+                hidden_message(case, passed, verdict.known_mistake, outcome, reason, expect, required, hints[case.id])
                 + gate,
                 detail,
                 group=scoring.group_key(case),
