@@ -29,7 +29,7 @@ pytest.importorskip("distributed")
 
 from autograder.batch import bulk, cluster  # noqa: E402
 from autograder.batch.gradebook import Gradebook  # noqa: E402
-from autograder.batch.processes import Graded, Sealed  # noqa: E402
+from autograder.batch.processes import Graded, Job, Sealed  # noqa: E402
 from autograder.batch.submissions import Submission  # noqa: E402
 from autograder.runtime import phases  # noqa: E402
 
@@ -231,12 +231,12 @@ def test_a_state_that_arrives_changed_is_never_graded(tmp_path):
     sub = Submission("alice", tmp_path / "alice")
     (tmp_path / "states").mkdir()
     good = cluster.Returned(None, b"log\n", seal, 1.5, tuple(packed.items()))
-    first = cluster._received_public(tmp_path / "out", (sub, "h", tmp_path / "states" / "s0"), good)
+    first = cluster._received_public(tmp_path / "out", Job(sub, "h", tmp_path / "states" / "s0"), good)
     assert isinstance(first, Sealed) and first.seal == seal and first.state == tmp_path / "states" / "s0"
     assert (tmp_path / "out" / "alice" / "grader.log").read_bytes() == b"log\n"
     packed["public.json"] = b'{"n": 6}'
     changed = cluster.Returned(None, b"", seal, 1.5, tuple(packed.items()))
-    second = cluster._received_public(tmp_path / "out", (sub, "h", tmp_path / "states" / "s1"), changed)
+    second = cluster._received_public(tmp_path / "out", Job(sub, "h", tmp_path / "states" / "s1"), changed)
     assert isinstance(second, Graded) and second.grader_failed
     assert "did not arrive intact" in json.dumps(second.results)
 
@@ -304,11 +304,12 @@ def test_a_task_lost_on_every_worker_fails_only_its_student(tmp_path):
             return future
 
     pool = Pool()
-    remote = cluster.Remote(lambda: pool, lambda name: f"graded {name}", lambda job: job[0].student, lambda job, r: r)
+    remote = cluster.Remote(lambda: pool, lambda name: f"graded {name}", lambda job: job.sub.student, lambda job, r: r)
     done = {}
-    jobs = [(Submission(name, tmp_path / name), "digest") for name in ("alice", "bob", "carol")]
+    jobs = [Job(Submission(name, tmp_path / name), "digest") for name in ("alice", "bob", "carol")]
     local = lambda job: pytest.fail("a job with a remote runs on the cluster")  # noqa: E731
-    bulk._each_in_pool(jobs, local, lambda job, r: done.update({job[0].student: r}), "x", 1, False, remote)
+    batch = bulk.Batch(tmp_path, 1, 60.0, False, sys.executable, None)
+    bulk._each_in_pool(jobs, local, lambda job, r: done.update({job.sub.student: r}), "x", batch, remote)
     assert pool.shipped == ["alice", "bob", "carol"]
     assert done["alice"] == "graded alice" and done["carol"] == "graded carol"
     assert isinstance(done["bob"], Graded) and done["bob"].grader_failed

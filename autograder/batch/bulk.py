@@ -91,9 +91,9 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from tqdm import tqdm
 
@@ -103,6 +103,7 @@ from autograder.batch.outputs import write_outputs
 from autograder.batch.processes import (
     SCRATCH_PREFIX,
     Graded,
+    Job,
     Sealed,
     grade_hidden,
     grade_one,
@@ -169,14 +170,34 @@ def _record(book: Gradebook, sub: Submission, digest: str, result: Graded, out: 
         print(f"grade-all: {terminal_text(sub.student)} was not recorded ({type(exc).__name__})", file=sys.stderr)
     try:
         write_outputs(out / sub.out_folder, sub.student, failed.results)
-    except Exception:  # said above and in the gradebook; the other students go on
-        pass
+    except Exception as exc:  # the other students go on
+        print(
+            f"grade-all: the failure files of {terminal_text(sub.student)} were not written either "
+            f"({type(exc).__name__}: {terminal_text(exc)})",
+            file=sys.stderr,
+        )
     return failed
 
 
-Store = Callable[[Submission, str, Graded], None]
+Store = Callable[[Job, Graded], None]  # records one grading: the gradebook, the student's files
 
-Job = TypeVar("Job", bound=tuple)  # a submission's job: (Submission, digest, whatever its phase needs)
+
+@dataclass(frozen=True)
+class Batch:
+    """What every grader process of one batch shares: where the students' folders are, how many run at once,
+    the time limit of a submission (both phases), the progress bar, the interpreter, the exercises graded
+    and, with --cluster, where the processes run."""
+
+    out: Path
+    n_workers: int
+    timeout_s: float
+    progress: bool
+    python: str
+    exercises: Sequence[str] | None
+    cluster: Cluster | None = None
+
+    def folder(self, job: Job) -> Path:
+        return self.out / job.sub.out_folder
 
 
 def _failed_to_start(sub: Submission, exc: Exception) -> Graded:
@@ -184,82 +205,60 @@ def _failed_to_start(sub: Submission, exc: Exception) -> Graded:
 
 
 def _each_in_pool(
-    items: Sequence[Job],
+    jobs: Sequence[Job],
     run: Callable[[Job], Any],
     done: Callable[[Job, Any], None],
     desc: str,
-    n_workers: int,
-    progress: bool,
+    batch: Batch,
     remote: Remote | None = None,
 ) -> None:
-    """`run(item)` for every item (a tuple whose first element is its Submission), `n_workers` at once,
-    with a progress bar; `done(item, result)` as each ends. A job that raised (the submission could not
-    even be handed to the grader) ends with the student's failure. With `remote` (a phase on a Dask
-    cluster, `autograder.batch.cluster`) each item goes to the cluster's executor instead: `remote.ship(item)`
-    is run there by `remote.run`, and `remote.receive` turns the answer into what `run` would have returned."""
+    """`run(job)` for every job, `batch.n_workers` at once, with a progress bar; `done(job, result)` as each
+    ends. A job that raised (the submission could not even be handed to the grader) ends with the student's
+    failure. With `remote` (a phase on a Dask cluster, `autograder.batch.cluster`) each job goes to the
+    cluster's executor instead: `remote.ship(job)` is run there by `remote.run`, and `remote.receive` turns
+    the answer into what `run` would have returned."""
     with (
-        ThreadPoolExecutor(max_workers=n_workers) if remote is None else remote.executor() as pool,
-        tqdm(total=len(items), desc=desc, unit="submission", file=sys.stderr, disable=not progress) as bar,
+        ThreadPoolExecutor(max_workers=batch.n_workers) if remote is None else remote.executor() as pool,
+        tqdm(total=len(jobs), desc=desc, unit="submission", file=sys.stderr, disable=not batch.progress) as bar,
     ):
         futures = {}
-        for item in items:
+        for job in jobs:
             try:
-                futures[pool.submit(run, item) if remote is None else pool.submit(remote.run, remote.ship(item))] = item
+                futures[pool.submit(run, job) if remote is None else pool.submit(remote.run, remote.ship(job))] = job
             except Exception as exc:
-                done(item, _failed_to_start(item[0], exc))
+                done(job, _failed_to_start(job.sub, exc))
                 bar.update(1)
         for future in as_completed(futures):
-            item = futures.pop(future)  # the last reference to it: a cluster forgets a result once received
+            job = futures.pop(future)  # the last reference to it: a cluster forgets a result once received
             try:
-                result = future.result() if remote is None else remote.receive(item, future.result())
+                result = future.result() if remote is None else remote.receive(job, future.result())
             except Exception as exc:
-                result = _failed_to_start(item[0], exc)
+                result = _failed_to_start(job.sub, exc)
             del future
-            done(item, result)
+            done(job, result)
             bar.update(1)
 
 
-def _grade_unsealed(
-    todo: Sequence[tuple[Submission, str]],
-    out: Path,
-    store: Store,
-    n_workers: int,
-    timeout_s: float,
-    progress: bool,
-    python: str,
-    exercises: Sequence[str] | None,
-    cluster: Cluster | None = None,
-) -> None:
-    """Each submission in one grader process (`grade_one`), `n_workers` at once; `store` each grading."""
-    _each_in_pool(
-        todo,
-        lambda job: grade_one(job[0], out / job[0].out_folder, timeout_s, python, exercises),
-        lambda job, result: store(job[0], job[1], result),
-        "grading",
-        n_workers,
-        progress,
-        None if cluster is None else cluster.one(out, timeout_s, python, exercises),
-    )
+def _grade(todo: Sequence[Job], batch: Batch, store: Store, sealed: bool) -> None:
+    """Grade every job and `store` each grading once it is complete.
 
-
-def _grade_sealed(
-    todo: Sequence[tuple[Submission, str]],
-    out: Path,
-    store: Store,
-    n_workers: int,
-    timeout_s: float,
-    progress: bool,
-    python: str,
-    exercises: Sequence[str] | None,
-    cluster: Cluster | None = None,
-) -> None:
-    """Every submission's public phase (`grade_public`, `n_workers` at once), then, once the last has
-    ended and is sealed, every hidden phase (`grade_hidden`); `store` each grading as it is complete.
-    The public cases' call specs are computed once, here, and handed to every public phase.
-
-    The sealed states live in one grader-only folder (mode 0700, a SCRATCH_PREFIX name: a killed batch's
-    is swept by the next), outside every sandbox's root and removed at the end, also on an error.
+    Sealed: every submission's public phase (`grade_public`), then, once the last has ended and is sealed
+    (the barrier), every hidden phase (`grade_hidden`). The public cases' call specs are computed once,
+    here, and handed to every public phase; the sealed states live in one grader-only folder (mode 0700,
+    a SCRATCH_PREFIX name: a killed batch's is swept by the next), removed at the end, also on an error.
+    Unsealed: each submission in one grader process (`grade_one`), side by side with the others.
     """
+    cluster = batch.cluster
+    if not sealed:
+        _each_in_pool(
+            todo,
+            lambda job: grade_one(job.sub, batch.folder(job), batch.timeout_s, batch.python, batch.exercises),
+            store,
+            "grading",
+            batch,
+            None if cluster is None else cluster.one(batch.out, batch.timeout_s, batch.python, batch.exercises),
+        )
+        return
     states = Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{os.getpid()}-"))
     try:
         states.chmod(0o700)
@@ -267,43 +266,54 @@ def _grade_sealed(
         try:  # once for the batch (ex10's cases import torch: 1.5 s of CPU in every process that loads them)
             from autograder.runtime import grader
 
-            grader.write_public_specs(states / "public_specs.json", exercises)
+            grader.write_public_specs(states / "public_specs.json", batch.exercises)
         except Exception as exc:  # each public phase computes them then
             print(f"grade-all: the public call specs were not computed ({type(exc).__name__})", file=sys.stderr)
             specs = None
-        ready: list[tuple[Submission, str, Sealed]] = []
+        ready: list[Job] = []
 
-        def public_done(job: tuple[Submission, str, Path], first: Sealed | Graded) -> None:
+        def public_done(job: Job, first: Sealed | Graded) -> None:
             if isinstance(first, Sealed):
-                ready.append((job[0], job[1], first))
+                ready.append(replace(job, state=None, sealed=first))
             else:  # no hidden phase: its failure is what the student sees
-                store(job[0], job[1], first)
+                store(job, first)
 
-        def hidden_done(job: tuple[Submission, str, Sealed], result: Graded) -> None:
-            remove_tree(job[2].state)
-            store(job[0], job[1], result)
+        def hidden_done(job: Job, result: Graded) -> None:
+            assert job.sealed is not None
+            remove_tree(job.sealed.state)
+            store(job, result)
 
-        public_jobs = [(sub, digest, states / f"s{index:06d}") for index, (sub, digest) in enumerate(todo)]
+        def public(job: Job) -> Sealed | Graded:
+            assert job.state is not None
+            return grade_public(
+                job.sub, batch.folder(job), job.state, batch.timeout_s, batch.python, batch.exercises, specs
+            )
+
+        def hidden(job: Job) -> Graded:
+            assert job.sealed is not None
+            return grade_hidden(job.sub, batch.folder(job), job.sealed, batch.timeout_s, batch.python)
+
+        public_jobs = [replace(job, state=states / f"s{index:06d}") for index, job in enumerate(todo)]
         _each_in_pool(
             public_jobs,
-            lambda job: grade_public(job[0], out / job[0].out_folder, job[2], timeout_s, python, exercises, specs),
+            public,
             public_done,
             "public phases",
-            n_workers,
-            progress,
-            None if cluster is None else cluster.public(out, timeout_s, python, exercises, specs),
+            batch,
+            None
+            if cluster is None
+            else cluster.public(batch.out, batch.timeout_s, batch.python, batch.exercises, specs),
         )
         # the barrier: every public phase above has ended and is sealed; no hidden case ran before this line
         if cluster is not None:  # and none runs anywhere in the cluster (a worker's rerun, say)
-            cluster.close_public(timeout_s)
+            cluster.close_public(batch.timeout_s)
         _each_in_pool(
-            sorted(ready, key=lambda job: job[0].student),
-            lambda job: grade_hidden(job[0], out / job[0].out_folder, job[2], timeout_s, python),
+            sorted(ready, key=lambda job: job.sub.student),
+            hidden,
             hidden_done,
             "hidden phases",
-            n_workers,
-            progress,
-            None if cluster is None else cluster.hidden(out, timeout_s, python),
+            batch,
+            None if cluster is None else cluster.hidden(batch.out, batch.timeout_s, batch.python),
         )
     finally:
         remove_tree(states)
@@ -353,7 +363,7 @@ def grade_all(
     # the exercises graded are part of it: a full run after an --exercises run grades everything again
     fingerprint = grader_fingerprint() + ("" if exercises is None else ":" + ",".join(sorted(exercises)))
     with Gradebook(out / GRADEBOOK_NAME) as book:
-        todo: list[tuple[Submission, str]] = []
+        todo: list[Job] = []
         for sub in subs:
             digest = content_hash(sub.path)
             if (
@@ -370,21 +380,20 @@ def grade_all(
                     continue
                 except Exception:  # its files cannot be rewritten: graded again, and any failure recorded
                     skipped.pop()
-            todo.append((sub, digest))
-        n_workers = max(1, workers or os.cpu_count() or 1)
+            todo.append(Job(sub, digest))
+        batch = Batch(out, max(1, workers or os.cpu_count() or 1), timeout_s, progress, python, exercises)
 
-        def store(sub: Submission, digest: str, result: Graded) -> None:
-            result = _record(book, sub, digest, result, out, fingerprint)
-            graded.append(sub.student)
+        def store(job: Job, result: Graded) -> None:
+            result = _record(book, job.sub, job.digest, result, out, fingerprint)
+            graded.append(job.sub.student)
             if result.grader_failed:
-                failed.append(sub.student)
+                failed.append(job.sub.student)
 
-        grade = _grade_sealed if sealed else _grade_unsealed
         if cluster is None or not todo:
-            grade(todo, out, store, n_workers, timeout_s, progress, python, exercises)
+            _grade(todo, batch, store, sealed)
         else:
             with connect(cluster) as where:  # distributed: in the instructor's extra only
-                grade(todo, out, store, n_workers, timeout_s, progress, python, exercises, where)
+                _grade(todo, replace(batch, cluster=where), store, sealed)
         wanted = {s.student for s in subs}
         records = [r for r in book.records() if r.student in wanted]
     return BatchReport(sorted(graded), skipped, sorted(failed), records, time.perf_counter() - start, refused)

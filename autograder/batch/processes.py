@@ -272,6 +272,18 @@ class Sealed:
     duration_s: float  # the public phase's wall time
 
 
+@dataclass(frozen=True)
+class Job:
+    """One submission on its way through a batch (`autograder.batch.bulk`): the submission, the content
+    digest its grading is recorded with, and what its current phase needs: `state`, the grader-only folder
+    a public phase seals into; `sealed`, the sealed public phase a hidden phase continues."""
+
+    sub: Submission
+    digest: str
+    state: Path | None = None
+    sealed: Sealed | None = None
+
+
 def grade_public(
     sub: Submission,
     student_dir: Path,
