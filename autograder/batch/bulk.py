@@ -1,86 +1,26 @@
 """Grade a whole class: `python -m autograder grade-all SUBMISSIONS --csv grades.csv [--out DIR] [--workers N | --cluster ADDRESS] [--force]`.
 
-SUBMISSIONS is one of:
-- a folder with one entry per student: a folder or a .zip (the student is the folder name or the
-  zip's stem), e.g. a flat folder of per-student zips;
-- Gradescope's "export submissions" zip, or that zip unpacked: a top folder holding
-  `submission_metadata.yml` and one folder per submission (`submission_123456/`). The yml maps each
-  folder to its submitters; the student is the submitters' e-mail (else their SID, else the folder
-  name), so a resubmission, which Gradescope exports under a new folder name, lands on the same
-  student; names and e-mails go to the gradebook and the CSV;
-- a zip of either (a zip of a folder of per-student zips, for instance).
-A zip is unpacked into DIR/_gradescope_export/ with caps (per file, per export, depth; links and
-damaged members skipped).
-
-An entry that cannot be graded as a student is refused with a sentence saying why (printed, in the
-report and in DIR/refused.txt), never stopping the batch: a name that collides with grade-all's own
-outputs (`gradebook.sqlite.zip`, ...), two entries for one student (`alice/` and `alice.zip`), the
-output folder itself.
-
-Output folders: every student's folder under DIR differs from every other student's and from every
-entry the batch writes into DIR, whatever the students are called. Names are compared ignoring case
-and Unicode normalisation: two names collide when any of their lower-cased, upper-cased or
-case-folded NFC, NFD or NFKC forms agree. A name colliding with a fixed output (the gradebook and its
-journals, refused.txt, _gradescope_export) is refused, as above. Otherwise a student's folder is
-their name made safe (`folder_name`) when that collides with no other student's name and not with
-this run's --csv file (or the folder holding it) when that lies in DIR. Every other student (both
-`Alice/` and `alice/`; `grades.csv/` with `--csv DIR/grades.csv`) gets `<name>-<first 8 hex of
-sha256(student)>`, or, when that too collides with an output or a folder already given (a student
-literally named `alice-2bd806c9`), `<name>-<16 hex>-<n>` for the first n = 1, 2, ... that collides
-with none; these students are served in sorted order, each checked against every name given before.
-The gradebook is keyed by student, not by folder.
-
-The batch is sealed: every submission's public phase ends, and what it produced is fixed, before any
-submission's hidden phase starts. Each submission is graded by the single-submission grader in two
-subprocesses (`autograder.runtime.grader`): `python -m autograder grade SUB --phase public --state STATE`
-(intake and every exercise's public phase, sealed in STATE: `autograder.runtime.phases`) for every
-submission, several at once; then, once the last of them has ended, `grade SUB --out
-DIR/<student>/results.json --phase hidden --state STATE --seal SEAL` for every submission, several
-at once. SEAL is the sha256 of the sealed state, taken by the batch when the public phase's process
-and everything it started had ended; the hidden phase refuses a state that differs from it, never
-replaces what the public phase produced, and a state that changed during the hidden phase makes
-the student's grading fail. So no hidden input exists on the machine while any student's visible
-output (what the public phases print, return and raise) is being produced: students graded side by
-side cannot relay hidden inputs to each other through state the machine shares (record locks, the
-page cache, inotify, CPU and timing), which the two phases of one grader process could not stop.
-The states live in one grader-only folder (mode 0700, hidden from the sandboxes, removed at the
-end), beside the public cases' call specs, computed once per batch. A submission whose public phase
-fails (time limit, crash, no sealed state) gets its failure at once and has no hidden phase.
-
-Each grader process is handled the same way, so that a crash, a hang or a runaway submission only
-ever affects that student: when it exits or reaches the time limit (one per submission, across both
-phases: the hidden phase gets what the public phase left), the grader and every process it started
-that is still its descendant or in its process group are stopped (SIGSTOP, so none can fork) and
-killed, while the grader is kept unreaped so that its pid and group cannot be reused meanwhile; the
-student gets a results.json saying what happened; the batch goes on. (A process that left both the
-tree and the group is the sandbox's to end: its children die with the grader, see
-`autograder.runtime.sandbox.runner`.) Each grader process runs with a TMPDIR of its own, removed once it has ended
-(killed or not), and on Linux dies with the batch process (PR_SET_PDEATHSIG), so a killed batch
-leaves no grader running; the TMPDIRs and sealed states a killed batch left behind are removed by
-the next batch.
-
-Per student, DIR/<student>/ receives results.json (Gradescope format), grader.log, feedback.md (what
-the student may see now: tests whose visibility is "visible") and feedback_instructor.md (every
-test, including hidden details). Every text written is made encodable first, and student text is
-inert where it is shown: escaped or fenced in the feedback's Markdown, its control characters
-escaped in what is printed (`autograder.core.safetext`). All results also go into the SQLite gradebook
-(DIR/gradebook.sqlite, with the history of every graded version), which makes the run resumable:
-each grading is committed as soon as it ends (with its hidden phase), so a rerun after any failure, even a crash of the
-batch itself, grades only what is left; a submission whose content hash is unchanged since it was
-last graded successfully, by a grader with the same inputs (`grader_fingerprint`: its code, the
-cases, the stored expected values, the `hetero` library), is skipped unless --force (one whose
-grader failed is graded again; a changed hidden case or expected value regrades everyone). A failure
-to record a grading or to write a student's files is recorded for that student as grade-all's own
-failure (0 points, said as such) and the batch goes on. At the end, a summary table (per-exercise
-mean and distribution) is printed and, with --csv, the gradebook rows of this batch are exported.
-
-`--cluster ADDRESS` runs every grader process on a Dask cluster instead (a scheduler's address, or `local:N`:
-N worker processes on this machine): the same processes, phases, barrier and records, the batch alone writing
-the gradebook and the students' folders; what the workers need, and how the sealed states travel, is in
-`autograder.batch.cluster`.
-
-`--dry-run` grades into a temporary folder instead and prints whose grade would change, and which
-tests moved, against DIR's gradebook, writing nothing under DIR (`autograder.batch.regrade`).
+How to use it is in README.md ("Grading a folder locally"); why a batch is sealed, and what that closes,
+in docs/DESIGN.md ("Reading submissions and grading a batch"). `grade_all` does, in order:
+1. finds what to grade (`autograder.batch.submissions`: folders, zips, Gradescope exports, each student's
+   output folder); an entry refused is printed, with its reason, and listed in DIR/refused.txt;
+2. skips a submission whose content hash is unchanged since it was last graded successfully by a grader
+   with the same inputs (`grader_fingerprint`, with the exercises graded), unless `force`, and writes its
+   files again from the gradebook (one whose files cannot be written is graded again);
+3. grades the others (`_grade`), each in grader subprocesses (`autograder.batch.processes`: time limit,
+   TMPDIR, the process tree ended), `workers` at once: sealed, every submission's public phase (`grade SUB
+   --phase public --state STATE`), then, once the last one has ended and is sealed, every hidden phase
+   (`grade SUB --phase hidden --state STATE --seal SEAL`). The states live in one grader-only folder (mode
+   0700, removed at the end) beside the public cases' call specs, computed once for the batch; a
+   submission whose public phase fails gets that failure and no hidden phase. With `cluster` the same
+   processes run on Dask workers (`autograder.batch.cluster`);
+4. records each grading as soon as it is complete (`_record`): the SQLite gradebook DIR/gradebook.sqlite
+   with the history of every graded version, so that a rerun after any failure grades only what is left,
+   and DIR/<student>/ results.json, grader.log, feedback.md, feedback_instructor.md
+   (`autograder.batch.outputs`). A grading that cannot be recorded or written is recorded as grade-all's
+   own failure for that student (0 points, said as such); the batch goes on;
+5. returns a `BatchReport`; `autograder.batch.cli` prints the summary and writes the CSV, and
+   `autograder.batch.regrade` runs `--dry-run`.
 """
 
 from __future__ import annotations

@@ -1,8 +1,16 @@
 """One student's grading as a process tree: start the single-submission grader (public or hidden phase) in a
 subprocess with a TMPDIR of its own, stop it at its time limit, and end everything it started.
 
-The rules (SIGSTOP sweeps, the grader kept unreaped, death with the batch) are in `autograder.batch.bulk`'s
-docstring; the sealed two-phase order is the batch's (`bulk.grade_all`).
+A crash, a hang or a runaway submission only ever affects its student: when a grader process exits or
+reaches its time limit (one per submission, across both phases: the hidden phase gets what the public
+phase left), it and every process it started that is still its descendant or in its process group are
+stopped (SIGSTOP, so none can fork) and killed, while the grader is kept unreaped so that its pid and group
+cannot be reused meanwhile; the student gets a results.json saying what happened. (A process that left both
+the tree and the group is the sandbox's to end: its children die with the grader, see
+`autograder.runtime.sandbox.runner`.) Its TMPDIR is removed once it has ended, killed or not, and on Linux
+it dies with the batch process (PR_SET_PDEATHSIG), so a killed batch leaves no grader running; the TMPDIRs
+and sealed states a killed batch left behind are removed by the next batch (`sweep_stale_scratch`). The
+sealed two-phase order is the batch's (`autograder.batch.bulk`).
 """
 
 from __future__ import annotations

@@ -409,7 +409,7 @@ def grade_submission(
     """Grade `submission` (folder or zip); write results.json to `out` if given; return its content.
 
     Both phases in this process, one after the other (`grade_public_phase` and `grade_hidden_phase`
-    split them across processes). exercises: ids to grade (default: all ten); root: where the cases
+    split them across processes). exercises: ids to grade (default: every exercise of the manifest); root: where the cases
     and expected values live (default: this package); time_scale multiplies the manifest's time limits.
     """
     start = time.monotonic()

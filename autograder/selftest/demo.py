@@ -24,7 +24,7 @@ from autograder.packaging import build, pack
 
 
 def copy_exercises(src: Path, dest: Path) -> Path:
-    """Copy the ten exercise files of `src` (solutions/ or assignments/) into a fresh folder `dest`."""
+    """Copy the exercise files of `src` (solutions/ or assignments/) into a fresh folder `dest`."""
     if dest.exists():
         shutil.rmtree(dest)
     dest.mkdir(parents=True)
