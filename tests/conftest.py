@@ -39,7 +39,7 @@ def _exercise_folder(folder: Path, source: Path) -> Path:
 
 @pytest.fixture(scope="session")
 def key_submission(tmp_path_factory) -> Path:
-    """A submission folder holding the answer key's ten files (solutions/exNN_*.py) and nothing else."""
+    """A submission folder holding the answer key's exercise files (solutions/exNN_*.py) and nothing else."""
     from autograder.core.manifest import ROOT
 
     return _exercise_folder(tmp_path_factory.mktemp("key") / "key", ROOT / "solutions")
@@ -47,7 +47,7 @@ def key_submission(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def stubs_submission(tmp_path_factory) -> Path:
-    """A submission folder holding the ten unfilled stubs of the release (assignments/exNN_*.py)."""
+    """A submission folder holding the unfilled stubs of the release (assignments/exNN_*.py)."""
     from autograder.core.manifest import ROOT
 
     return _exercise_folder(tmp_path_factory.mktemp("stubs") / "stubs", ROOT / "assignments")

@@ -356,7 +356,7 @@ def test_demo_on_stubs_names_the_missing_exercises(student_copy):
 
 @pytest.fixture(scope="module")
 def filled_copy(student_copy) -> Path:
-    """The same copy with the answer key's ten files in its assignments/ (after the stub tests above)."""
+    """The same copy with the answer key's exercise files in its assignments/ (after the stub tests above)."""
     for ex in EXERCISES:
         shutil.copyfile(ROOT / "solutions" / ex.filename, student_copy / "assignments" / ex.filename)
     return student_copy

@@ -448,7 +448,7 @@ def test_another_checkout_on_the_machine_gives_the_child_nothing(tmp_path, monke
 
 
 @needs_root
-@pytest.mark.slow  # builds the zip and grades all ten exercises through run_autograder: about a minute
+@pytest.mark.slow  # builds the zip and grades every exercise through run_autograder: about a minute
 def test_gradescope_layout_hides_metadata_results_and_source(tmp_path):
     """The zip unpacked as Gradescope does (under a world-traversable root, with this machine's venv in
     place of setup.sh's): read_hidden as ex01 and read_grader_outputs as ex02 find nothing of
