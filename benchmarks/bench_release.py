@@ -11,8 +11,9 @@ tree is never touched:
 3. `make test-fast` as the Makefile's `test-fast` recipe runs it (pytest-xdist, one worker per core), in this
    checkout: the sandboxed grader's children import `hetero` from the venv's editable install, which is
    this checkout's (`--skip-test-fast` leaves it out: it keeps both cores busy for minutes).
-Each step prints its wall seconds, its exit code and the load average before and after, since other
-work on a shared machine moves the figures more than anything measured here. Targets (issue 30, on a
+Each step prints its wall seconds, the CPU seconds of its processes, its exit code and the load average
+before and after, since other work on a shared machine moves the wall figures more than anything measured
+here. Targets (issue 30, on a
 quiet 2-core machine): release <= 60 s, `make check` warm <= 30 s, `make test-fast` <= 180 s.
 
 Run: `python benchmarks/bench_release.py [--skip-test-fast] [--keep]`.
@@ -23,6 +24,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import resource
 import shutil
 import subprocess
 import sys
@@ -60,6 +62,7 @@ def timed(label: str, commands: list[str], clone: Path, log: Path) -> tuple[floa
     """Run `commands` (shell lines, stopping at the first failure) in `clone` (this checkout: ROOT, with its own
     environment); (seconds, exit code, output)."""
     before = os.getloadavg()[0]
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     code = 0
     with open(log, "w", encoding="utf-8") as out:
@@ -76,11 +79,14 @@ def timed(label: str, commands: list[str], clone: Path, log: Path) -> tuple[floa
             if code:
                 break
     seconds = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu_s = after.ru_utime + after.ru_stime - usage.ru_utime - usage.ru_stime
     text = log.read_text(encoding="utf-8", errors="replace")
     target = TARGETS_S.get(label)
     verdict = "" if target is None else f" (target <= {target:.0f} s: {'met' if seconds <= target else 'NOT met'})"
     print(
-        f"{label}: {seconds:.1f} s, exit {code}, load average {before:.2f} -> {os.getloadavg()[0]:.2f}{verdict}",
+        f"{label}: {seconds:.1f} s ({cpu_s:.1f} s of CPU), exit {code}, load average {before:.2f} -> "
+        f"{os.getloadavg()[0]:.2f}{verdict}",
         flush=True,
     )
     return seconds, code, text
