@@ -61,8 +61,8 @@ test-fast: setup
 # The inner loop: lint, format, types (mypy's cache in .cache/mypy), release and expected-value drift,
 # manifest consistency.
 check: setup
-	$(VPY) -m ruff check --no-fix shared/hetero autograder benchmarks tests/proofs.py tests/graded.py tests/conftest.py tests/gradescope_container.py
-	$(VPY) -m ruff format --check shared/hetero autograder benchmarks
+	$(VPY) -m ruff check --no-fix shared/hetero autograder benchmarks tests
+	$(VPY) -m ruff format --check shared/hetero autograder benchmarks tests
 	$(VPY) -m mypy --cache-dir .cache/mypy
 	$(VPY) -m autograder release --check
 	$(VPY) -m autograder expected --check --jobs 2

@@ -39,7 +39,7 @@ def _exercise_folder(folder: Path, source: Path) -> Path:
 
 @pytest.fixture(scope="session")
 def key_submission(tmp_path_factory) -> Path:
-    """A submission folder holding the answer key's ten files (solutions/exNN_*.py) and nothing else."""
+    """A submission folder holding the answer key's exercise files (solutions/exNN_*.py) and nothing else."""
     from autograder.core.manifest import ROOT
 
     return _exercise_folder(tmp_path_factory.mktemp("key") / "key", ROOT / "solutions")
@@ -47,7 +47,7 @@ def key_submission(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def stubs_submission(tmp_path_factory) -> Path:
-    """A submission folder holding the ten unfilled stubs of the release (assignments/exNN_*.py)."""
+    """A submission folder holding the unfilled stubs of the release (assignments/exNN_*.py)."""
     from autograder.core.manifest import ROOT
 
     return _exercise_folder(tmp_path_factory.mktemp("stubs") / "stubs", ROOT / "assignments")
@@ -58,6 +58,13 @@ def graded():
     """`graded(folder, exercises=None)`: the results.json dict of grading `folder` with the real grader,
     from the graded-corpus cache when the same files were graded by the same grader before."""
     return _graded.graded
+
+
+@pytest.fixture(scope="session")
+def failed_cases():
+    """`failed_cases(folder, ex_id)`: why `folder` lost points on `ex_id`, in the staff's words (case id,
+    call, expected, got, verdict; graded again), for the message of a test that expected full marks."""
+    return _graded.failed_cases
 
 
 # ---------------------------------------------------------------------------------------------

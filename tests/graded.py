@@ -12,7 +12,8 @@ concurrent test workers (pytest-xdist) grade a submission once and the others wa
 is kept across sessions: a grading stopped by a time limit on a loaded machine is not carried over.
 
 Tests that grade under special conditions (another root, a changed environment, a time scale, a
-patched sandbox) call the grader directly instead.
+patched sandbox) call the grader directly instead. `failed_cases(folder, ex_id)` says why a submission
+lost points, in the staff's words (case id, call, expected, got, verdict), for a failing test's message.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import functools
 import hashlib
 import json
 import os
+import shutil
 import sys
 import tempfile
 from collections.abc import Iterable
@@ -29,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from autograder.batch import submissions
-from autograder.core.manifest import ROOT
+from autograder.core.manifest import BY_ID, ROOT
 from autograder.runtime import grader
 
 CACHE_ENV = "A2_GRADED_CACHE"
@@ -66,3 +68,27 @@ def graded(folder: Path, exercises: Iterable[str] | None = None) -> dict[str, An
             json.dump(data, fh)
         os.replace(tmp, path)
         return data
+
+
+def failed_cases(folder: Path, ex_id: str) -> str:
+    """Each case of `ex_id` that `folder` fails, as the grader's staff view words it: the case id, the call,
+    the expected and the returned value, the verdict (public cases: the verdict, which names both). Graded
+    again, directly: results.json words hidden cases without their inputs or values."""
+    ex = BY_ID[ex_id]
+    staging = Path(tempfile.mkdtemp(prefix="a2-failed-"))
+    try:
+        found, _ = grader.locate(Path(folder), [ex], staging)
+        result = grader.grade_exercise(ex, found.get(ex_id))
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    lines = [c.detail or f"[FAILED] {c.case_id}\n  verdict:  {c.message}" for c in result.cases if not c.passed]
+    lines += [
+        f"[passed, not paid: its group {c.group} is not live] {c.case_id}"
+        for c in result.cases
+        if c.passed and not c.paid and c.cents
+    ]
+    if result.failure:
+        lines.append(f"the grader failed on {ex_id}:\n{result.failure}")
+    if result.note:
+        lines.append(f"note: {result.note}")
+    return "\n".join(lines) or f"{ex_id}: every case passes when graded again (a time limit on a loaded machine?)"

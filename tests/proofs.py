@@ -2,8 +2,10 @@
 
 A proof is a set of slow tests that exercise a route through real tools (a fresh Gradescope venv made
 by setup.sh on Python 3.10, the student copy set up from nothing, nbgrader and Otter for real, pip's
-resolver against the package index). Its result depends on a known set of files, listed here in
-PROOFS; the tests carry `@pytest.mark.proof("<name>")`.
+resolver against the package index). Its result depends on the files it runs and reads, computed
+from what PROOFS declares (the import closure of the Python files it runs, the data it reads, the
+members of the artefact it installs, and for a proof that grades every file of the grader); the tests
+carry `@pytest.mark.proof("<name>")`.
 
 Each proof keeps a record, `tests/proofs/<name>.json` (committed): what ran, on which Python, the
 sha256 of every input file, each test's outcome and duration, and what the tests printed (their
@@ -16,17 +18,20 @@ measured figures). At collection:
 
 A record is written only when all the proof's tests ran in this session and passed: a `-k` or `-m`
 selection that runs part of a proof, a skip, or a failure leaves the old record (and so the proof
-stays due). The digest covers file contents and paths, the Python (major.minor) that runs pytest, and
-each proof's own extra keys (such as the Python 3.10 interpreter used).
+stays due). The digest covers file contents and paths, the Python (major.minor) that runs pytest, the
+grader's fingerprint (a proof that grades) and each proof's own extra keys (such as the Python 3.10
+interpreter used).
 """
 
 from __future__ import annotations
 
 import datetime
+import functools
 import hashlib
 import json
 import os
 import platform
+import re
 import shutil
 import subprocess
 import sys
@@ -93,27 +98,48 @@ def local_torch_index(dest: Path, version: str) -> str | None:
     return (dest / "simple").resolve().as_uri()
 
 
+MACHINERY = ("tests/conftest.py", "tests/proofs.py")  # every proof runs under them (what conftest imports too)
+GRADED = "tests/graded.py"  # conftest's `graded` fixture: the grader, for the proofs that grade
+MAIN = ROOT / "autograder" / "__main__.py"  # its command table names every command's module: one run imports one
+
+
 @dataclass(frozen=True)
 class Proof:
+    """A slow proof: what it shows, and what it runs and reads (its inputs are computed from these).
+
+    runs:   glob patterns of the Python files the proof runs: its test files, the modules it starts by
+            name (`python -m ...`), the exercise files it grades. Their import closure within autograder
+            and hetero (`autograder.core.closure`) is an input, and so is every tests/ helper a test
+            file loads by path.
+    reads:  glob patterns of the other files it reads: data, configuration, templates, locks.
+    grades: it grades with the repository's grader: every file a grading runs or reads
+            (`autograder.packaging.build.grader_files`) is an input, and their fingerprint is in the key.
+    ships:  the files of a built artefact it installs and runs (the Gradescope zip's members), all inputs.
+    extra:  more of the key: what the files do not say (the Python 3.10 interpreter's version).
+    """
+
     name: str
-    what: str  # one sentence: what the proof shows
-    inputs: tuple[str, ...]  # glob patterns relative to the repository root
+    what: str
+    runs: tuple[str, ...]
+    reads: tuple[str, ...] = ()
+    grades: bool = False
+    ships: Callable[[], Iterable[Path]] | None = None
     extra: Callable[[], dict[str, str]] = field(default=lambda: {})
 
 
-# The Gradescope zip's install route: what setup.sh installs and how, and the files that pick them.
-_GRADESCOPE_INSTALL = (
-    "autograder/gradescope/*",
-    "shared/hetero/install_torch.py",
-    "autograder/packaging/build.py",
-    "autograder/packaging/audiences.py",
-    "autograder/packaging/locks.py",
-    "locks/gradescope.txt",
-    "locks/excludes.txt",
-    "pyproject.toml",
-    "tests/test_build.py",
-    "tests/proofs.py",
-)
+@functools.lru_cache(maxsize=1)
+def _zip_members() -> list[Path]:
+    from autograder.packaging import build
+
+    return list(build.shipped_files().values())
+
+
+@functools.lru_cache(maxsize=1)
+def _grader_files() -> list[Path]:
+    from autograder.packaging import build
+
+    return build.grader_files()
+
 
 PROOFS = {
     p.name: p
@@ -123,8 +149,11 @@ PROOFS = {
             "setup.sh builds a fresh venv (this Python, and Python 3.10 from the image's own wheels) and "
             "run_autograder grades the key 100, the stubs 0, two do-nothing submissions 0 and a wrong fixture "
             "as the in-repo grader does",
-            _GRADESCOPE_INSTALL,
-            lambda: {"python3.10": _python310_version()},
+            runs=("tests/test_build.py", "solutions/ex*.py", "assignments/ex*.py"),
+            reads=("locks/gradescope.txt", "locks/excludes.txt", "pyproject.toml", "autograder/fixtures/nothing/**/*"),
+            grades=True,
+            ships=_zip_members,
+            extra=lambda: {"python3.10": _python310_version()},
         ),
         Proof(
             "gradescope_container",
@@ -163,90 +192,103 @@ PROOFS = {
             "student_copy",
             "the student's copy, from nothing: `make setup` in a fresh venv, its public tests fail on the stubs "
             "with NotImplementedError and pass on the key, `make demo` names the missing exercises, the "
-            "drivers give the repository's figures, the packing tool packs the ten files",
-            (
-                "autograder/packaging/bundle.py",
-                "autograder/student_bundle/*",
-                "autograder/packaging/audiences.py",
-                "autograder/authoring/release.py",
-                "autograder/core/manifest.py",
-                "shared/hetero/**/*",
+            "drivers give the repository's figures, the packing tool packs the exercise files",
+            runs=("tests/test_bundle.py", "shared/hetero/**/*.py", "solutions/**/*.py"),
+            reads=(
+                "autograder/student_bundle/**/*",
+                "shared/hetero/data/*",
                 "solutions/**/*",
+                "autograder/expected/*.json",
+                "assignments/reference_figures.json",
                 "pyproject.toml",
-                "tests/test_bundle.py",
-                "tests/proofs.py",
             ),
         ),
         Proof(
             "package_install",
             "a non-editable `pip install .` and a built wheel carry every file of hetero and autograder, and "
             "the installed package runs a driver",
-            ("pyproject.toml", "autograder/**/*", "shared/hetero/**/*", "tests/test_bundle.py", "tests/proofs.py"),
+            runs=("tests/test_bundle.py", "autograder/**/*.py", "shared/hetero/**/*.py"),
+            reads=("pyproject.toml", "autograder/**/*", "shared/hetero/**/*"),
         ),
         Proof(
             "real_exports",
             "nbgrader (generate_assignment, autograde, generate_feedback) and Otter (assign, run) grade the key, "
             "the release, do-nothing and wrong submissions to the native grader's points",
-            (
-                "autograder/exports/export_nbgrader.py",
-                "autograder/exports/export_otter.py",
-                "autograder/exports/notebooks.py",
-                "autograder/core/manifest.py",
-                "locks/instructor.txt",
-                "pyproject.toml",
+            runs=(
                 "tests/test_exports.py",
-                "tests/proofs.py",
+                "autograder/exports/*.py",
+                "solutions/ex*.py",
+                "assignments/ex*.py",
+                "solutions/tests/public_ex*.py",
             ),
+            reads=("locks/instructor.txt", "pyproject.toml", "autograder/fixtures/nothing/**/*"),
+            grades=True,
         ),
         Proof(
             "resolvers",
             "pip's resolver installs every audience's pins on its Python (3.10-3.13), uv recompiles the locks "
             "unchanged, and each lock resolves to itself",
-            (
-                "pyproject.toml",
-                "locks/*",
-                "autograder/packaging/audiences.py",
-                "autograder/packaging/locks.py",
-                "tests/test_pins_resolve.py",
-                "tests/test_locks.py",
-                "tests/proofs.py",
-            ),
+            runs=("tests/test_pins_resolve.py", "tests/test_locks.py"),
+            reads=("pyproject.toml", "locks/*"),
         ),
         Proof(
             "report_browser",
-            "the class report of a planted class of 20 graded for real (key, stubs, wrong fixtures, broken "
-            "submissions, a disguised copy, an HTML-tag name) with its similarity, rendered by headless Chromium: "
-            "the students table sorted by its script, every broken submission with its reason, the hardest cases, "
-            "each planted mistake counted once, the copied pairs, the name escaped, the tables drawn (screenshot)",
-            (
-                "autograder/batch/report.py",
-                "autograder/batch/report_data.py",
-                "autograder/batch/similarity.py",
-                "tests/test_report.py",
-                "tests/proofs.py",
-            ),
+            "the class report of a class graded for real (key, wrong fixtures, stubs, an HTML-tag name), rendered "
+            "by headless Chromium, shows the gradebook's ex04 figures, the known mistakes and hidden case ids, "
+            "escapes the name, and draws its plots (screenshot)",
+            runs=("tests/test_report.py", "autograder/batch/report.py", "solutions/ex*.py", "assignments/ex*.py"),
+            grades=True,
         ),
     )
 }
 
 
-def _files(patterns: Iterable[str]) -> list[Path]:
-    found: set[Path] = set()
-    for pattern in patterns:
-        for path in ROOT.glob(pattern):
-            rel = path.relative_to(ROOT).parts
-            if path.is_file() and "__pycache__" not in rel and not path.name.endswith(".pyc"):
-                found.add(path)
-    return sorted(found)
+def _loaded_helpers(test_files: Iterable[Path]) -> list[Path]:
+    """tests/ files that test files load by path (`Path(__file__).with_name("proofs.py")`); conftest's
+    graded.py is the grader's, taken by the proofs that grade."""
+    helpers = {p.name: p for p in (ROOT / "tests").glob("*.py")}
+    found = []
+    for path in test_files:
+        if path.parent == ROOT / "tests":
+            found += [
+                helpers[name] for name in re.findall(r'["\'](\w+\.py)["\']', path.read_text("utf-8")) if name in helpers
+            ]
+    return found
+
+
+def input_paths(proof: Proof) -> list[Path]:
+    """Every input file of `proof` (see `Proof`)."""
+    from autograder.core import closure
+
+    starts = closure.files_under(ROOT, proof.runs + MACHINERY + ((GRADED,) if proof.grades else ()))
+    starts += [p for p in _loaded_helpers(starts) if p.name != "graded.py"]
+    data = closure.files_under(ROOT, proof.reads)
+    if proof.grades:
+        data += _grader_files()
+    if proof.ships is not None:
+        data += list(proof.ships())
+    starts += [p for p in data if p.suffix == ".py"]
+    return sorted(set(closure.closure(starts, ROOT, follow_not=[MAIN])) | set(data))
+
+
+def file_sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def input_files(proof: Proof) -> dict[str, str]:
     """{relative path: sha256 of its bytes} for every input file of `proof`."""
-    return {p.relative_to(ROOT).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest() for p in _files(proof.inputs)}
+    return {p.relative_to(ROOT).as_posix(): file_sha256(p) for p in input_paths(proof)}
 
 
 def environment(proof: Proof) -> dict[str, str]:
-    return {"python": f"{sys.version_info.major}.{sys.version_info.minor}", **proof.extra()}
+    """The key beside the files: the Python running pytest, the grader's fingerprint (a proof that grades)
+    and the proof's `extra`."""
+    env = {"python": f"{sys.version_info.major}.{sys.version_info.minor}"}
+    if proof.grades:
+        from autograder.packaging import build
+
+        env["grader"] = build.fingerprint(_grader_files())
+    return {**env, **proof.extra()}
 
 
 def digest(files: dict[str, str], env: dict[str, str]) -> str:

@@ -115,8 +115,28 @@ def enter_view(private_checkout: bool) -> None:
         # A container holds the system, the interpreter and the grader's copy, nothing else a user made:
         # every other entry beside the folders on the way to them (another clone of the repository, a
         # helper's worktree, a home folder) is private too.
-        keep = {Path(p) for p in (ROOT, sys.prefix, sys.base_prefix, "/tmp", "/var", "/usr", "/etc", "/dev",
-                                  "/proc", "/sys", "/run", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32")}
+        keep = {
+            Path(p)
+            for p in (
+                ROOT,
+                sys.prefix,
+                sys.base_prefix,
+                "/tmp",
+                "/var",
+                "/usr",
+                "/etc",
+                "/dev",
+                "/proc",
+                "/sys",
+                "/run",
+                "/bin",
+                "/sbin",
+                "/lib",
+                "/lib64",
+                "/lib32",
+                "/libx32",
+            )
+        }
         chains = {a for k in keep for a in (k, *k.parents)}
         for folder in sorted({a for k in (ROOT, Path(sys.prefix), Path(sys.base_prefix)) for a in k.parents}):
             if folder == ROOT or ROOT in folder.parents:
@@ -186,9 +206,16 @@ def cli_env(work: Path, extra_env: dict[str, str] | None = None) -> dict[str, st
     return env
 
 
-def grade_cli(submission: Path, out_dir: Path, exercises: list[str], rung: str,
-              extra_env: dict[str, str] | None = None, timeout_s: float = 600, args: tuple[str, ...] = (),
-              wrapper: tuple[str, ...] = ()) -> dict:
+def grade_cli(
+    submission: Path,
+    out_dir: Path,
+    exercises: list[str],
+    rung: str,
+    extra_env: dict[str, str] | None = None,
+    timeout_s: float = 600,
+    args: tuple[str, ...] = (),
+    wrapper: tuple[str, ...] = (),
+) -> dict:
     """`python -m autograder grade SUBMISSION` in a process of its own on `rung`, in that rung's view (this
     file run as a script): as root, but for same-uid (GRADER_UID, not root, working in a folder of its own
     under /tmp, since pytest's folders are root's alone); its results.json, with its stderr under "_stderr"
@@ -201,10 +228,26 @@ def grade_cli(submission: Path, out_dir: Path, exercises: list[str], rung: str,
         env = cli_env(work, extra_env)
         hand_over(work, rung)
         results = work / "results.json"
-        cmd = cli_command(rung, [sys.executable, "-m", "autograder", "grade", str(sub), "--out", str(results),
-                                 "--exercises", *exercises, *args], wrapper)
+        cmd = cli_command(
+            rung,
+            [
+                sys.executable,
+                "-m",
+                "autograder",
+                "grade",
+                str(sub),
+                "--out",
+                str(results),
+                "--exercises",
+                *exercises,
+                *args,
+            ],
+            wrapper,
+        )
         proc = subprocess.run(cmd, cwd=str(ROOT), env=env, capture_output=True, text=True, timeout=timeout_s)
-        assert results.exists(), f"the grader on {rung} wrote no results.json: {proc.stdout[-2000:]}{proc.stderr[-3000:]}"
+        assert results.exists(), (
+            f"the grader on {rung} wrote no results.json: {proc.stdout[-2000:]}{proc.stderr[-3000:]}"
+        )
         data = json.loads(results.read_text())
     finally:
         if work != out_dir:

@@ -32,8 +32,11 @@ from hetero.impl import load_module_from_path as load_file_module
 _helpers = load_file_module(Path(__file__).with_name("test_grader.py"), "_a2_grader_test_helpers")
 rungs = load_file_module(Path(__file__).with_name("rungs.py"), "_a2_rungs")
 SCORE_TOL, SOLUTIONS, root_for = _helpers.SCORE_TOL, _helpers.SOLUTIONS, _helpers.root_for
-exercise_score, autograder_failures, sandbox_survivors = (_helpers.exercise_score, _helpers.autograder_failures,
-                                                          _helpers.sandbox_survivors)
+exercise_score, autograder_failures, sandbox_survivors = (
+    _helpers.exercise_score,
+    _helpers.autograder_failures,
+    _helpers.sandbox_survivors,
+)
 
 ADVERSARIAL = ROOT / "autograder" / "fixtures" / "adversarial"
 ATTACKED, UNTOUCHED = "ex02", "ex01"
@@ -59,8 +62,9 @@ def check(data: dict, attack: str) -> None:
     untouched, untouched_max = exercise_score(data, UNTOUCHED)
     assert attacked == 0, f"{attack}: the attacked exercise scored {attacked} / {attacked_max}, expected 0"
     assert abs(attacked_max - BY_ID[ATTACKED].points) < SCORE_TOL
-    assert abs(untouched - BY_ID[UNTOUCHED].points) < SCORE_TOL, \
+    assert abs(untouched - BY_ID[UNTOUCHED].points) < SCORE_TOL, (
         f"{attack}: the untouched correct exercise scored {untouched} / {untouched_max}: {data['output']}"
+    )
     assert not sandbox_survivors(), f"{attack}: sandbox processes survived the grading"
 
 
@@ -76,12 +80,18 @@ def test_attack_scores_what_it_deserves(attack, rung, tmp_path, monkeypatch):
     emulated here (tests/rungs.py); test_rung_attacks_on_every_rung adds the two other rungs."""
     rungs.use(rung, monkeypatch)
     # opt in to the hidden-detail entry: it carries everything the attack printed, which the checks read
-    monkeypatch.setitem(grader.BY_ID, ATTACKED, dataclasses.replace(BY_ID[ATTACKED],
-                                                                    hidden_detail_visibility="after_due_date"))
+    monkeypatch.setitem(
+        grader.BY_ID, ATTACKED, dataclasses.replace(BY_ID[ATTACKED], hidden_detail_visibility="after_due_date")
+    )
     root = root_for(tmp_path, [UNTOUCHED, ATTACKED])
     start = time.monotonic()
-    data = grader.grade_submission(build(attack, tmp_path), tmp_path / "results.json",
-                                   exercises=[UNTOUCHED, ATTACKED], root=root, time_scale=TIME_SCALE.get(attack, 1.0))
+    data = grader.grade_submission(
+        build(attack, tmp_path),
+        tmp_path / "results.json",
+        exercises=[UNTOUCHED, ATTACKED],
+        root=root,
+        time_scale=TIME_SCALE.get(attack, 1.0),
+    )
     elapsed = time.monotonic() - start
     check(data, attack)
     assert json.loads((tmp_path / "results.json").read_text()) == data
@@ -91,9 +101,23 @@ def test_attack_scores_what_it_deserves(attack, rung, tmp_path, monkeypatch):
 
 
 # Attacks on what differs between rungs (files, network, processes, memory, kernel state, how a child ends).
-RUNG_ATTACKS = ("background_process", "dask_scheduler", "deep_tree", "exit_at_import", "fork_bomb", "keyring",
-                "leave_files", "memory_bomb", "network_probe", "os_exit_in_function", "other_checkout_key",
-                "read_grader_outputs", "read_hidden", "relay", "write_outside")
+RUNG_ATTACKS = (
+    "background_process",
+    "dask_scheduler",
+    "deep_tree",
+    "exit_at_import",
+    "fork_bomb",
+    "keyring",
+    "leave_files",
+    "memory_bomb",
+    "network_probe",
+    "os_exit_in_function",
+    "other_checkout_key",
+    "read_grader_outputs",
+    "read_hidden",
+    "relay",
+    "write_outside",
+)
 
 
 @pytest.mark.parametrize("rung", [r for r in rungs.cli_rungs() if r not in rungs.IN_PROCESS])
@@ -104,8 +128,9 @@ def test_rung_attacks_on_every_rung(attack, rung, tmp_path):
     and the venv, as Gradescope's run_autograder leaves source/) and same-uid (a grader that is not root),
     each through the grader's command line in its emulated view (tests/rungs.py)."""
     tag = f"a2adv-{os.getpid()}-{attack}-{rung}"
-    data = rungs.grade_cli(build(attack, tmp_path), tmp_path / "cli", [UNTOUCHED, ATTACKED], rung,
-                           extra_env={"A2_TEST_TAG": tag})
+    data = rungs.grade_cli(
+        build(attack, tmp_path), tmp_path / "cli", [UNTOUCHED, ATTACKED], rung, extra_env={"A2_TEST_TAG": tag}
+    )
     data.pop("_stderr")
     assert data.pop("_returncode") == 0, f"{attack} on {rung}: the grader CLI did not end with status 0"
     res.validate(data)
@@ -139,8 +164,9 @@ def attack_checks(data: dict, attack: str, rung) -> None:  # type: ignore[no-unt
     in-process rung, whose filter says what a keyring call must have got)."""
     detail = "\n".join(t["output"] for t in data["tests"] if t["name"].startswith(f"{ATTACKED} "))  # every entry
     if attack == "read_hidden":
-        assert "READ-OK" not in detail and "READ-OK" not in data["output"], \
+        assert "READ-OK" not in detail and "READ-OK" not in data["output"], (
             f"the student's code could read protected files: {detail[-1500:]}"
+        )
         if isolation.is_root():
             assert "READ-DENIED" in data["output"]
     if attack == "other_checkout_key":
@@ -149,15 +175,18 @@ def attack_checks(data: dict, attack: str, rung) -> None:  # type: ignore[no-unt
         for marker in ("KEY-FOUND", "HIDDEN-LEAK"):
             assert marker not in everything, f"the child saw another checkout of the repository: {detail[-1500:]}"
     if attack == "keyring":
-        assert "KEYRING-OK" not in detail and "KEYRING-OK" not in data["output"], \
+        assert "KEYRING-OK" not in detail and "KEYRING-OK" not in data["output"], (
             f"the student's code could store or read a key in a kernel keyring: {detail[-1500:]}"
+        )
         if rung is None or rung.seccomp:
             for call in ("session", "user", "user-session", "get-persistent(-3)", "get-persistent(-2)", "request_key"):
-                assert f"KEYRING-DENIED {call} EPERM" in data["output"], \
+                assert f"KEYRING-DENIED {call} EPERM" in data["output"], (
                     f"with a seccomp filter here, {call} must fail with EPERM in the sandbox: {data['output'][-1500:]}"
+                )
             environment = [t["output"] for t in data["tests"] if t["name"] == "grading environment (staff only)"]
-            assert any("system calls: seccomp allow-list" in e for e in environment), \
+            assert any("system calls: seccomp allow-list" in e for e in environment), (
                 f"the staff-only entry must say the system calls were filtered: {environment}"
+            )
     if attack == "write_outside":
         # the child's own tmpfs under bubblewrap: a file planted there is gone with the child, not an escape
         private = ("/tmp/", "/var/tmp/", "/dev/shm/") if rung is not None and rung.name == "bwrap" else ()
@@ -165,15 +194,22 @@ def attack_checks(data: dict, attack: str, rung) -> None:  # type: ignore[no-unt
         escaped = [line for line in lines if line.startswith("PLANTED ") and not line.split()[1].startswith(private)]
         assert lines and not escaped, f"the child wrote outside its work folder: {escaped or data['output'][-1500:]}"
         site = Path(sysconfig.get_paths()["purelib"]) / "a2-planted.pth"
-        for path in (ROOT / "a2-planted", Path("/tmp/planted"), Path("/var/tmp/a2-planted"), Path("/root/a2-planted"),
-                     site):
+        for path in (
+            ROOT / "a2-planted",
+            Path("/tmp/planted"),
+            Path("/var/tmp/a2-planted"),
+            Path("/root/a2-planted"),
+            site,
+        ):
             assert not (path.is_file() and "a2-planted" in path.read_text(errors="replace")), f"{path} was planted"
-        assert "a2-planted" not in (ROOT / "autograder" / "expected" / f"{ATTACKED}.json").read_text(), \
+        assert "a2-planted" not in (ROOT / "autograder" / "expected" / f"{ATTACKED}.json").read_text(), (
             "the stored expected values were changed"
+        )
     if attack == "dask_scheduler":
         everything = json.dumps(data)
-        assert "DASK-REACHED" not in everything and "DASK-RAN-ON-SCHEDULER" not in everything, \
+        assert "DASK-REACHED" not in everything and "DASK-RAN-ON-SCHEDULER" not in everything, (
             f"the child reached a scheduler's port: {data['output'][-1500:]}"
+        )
         assert "DASK-DENIED tcp://127.0.0.1:8786 tcp" in data["output"], data["output"][-1500:]
     first = [t for t in data["tests"] if t["name"].startswith(f"{ATTACKED} ")][0]["output"]
     if attack == "syntax_error":
@@ -194,9 +230,24 @@ def test_fake_results_cannot_replace_the_cli_output(tmp_path):
     shared.mkdir()
     shared.chmod(0o1777)  # world-writable, like /tmp: the attacker may create files here
     out = shared / "results.json"
-    proc = subprocess.run([sys.executable, "-m", "autograder", "grade", str(build("fake_results", tmp_path)),
-                           "--out", str(out), "--exercises", UNTOUCHED, ATTACKED],
-                          capture_output=True, text=True, timeout=180, cwd=ROOT)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "autograder",
+            "grade",
+            str(build("fake_results", tmp_path)),
+            "--out",
+            str(out),
+            "--exercises",
+            UNTOUCHED,
+            ATTACKED,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        cwd=ROOT,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     data = json.loads(out.read_text())
     check(data, "fake_results (CLI)")

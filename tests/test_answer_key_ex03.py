@@ -1,7 +1,6 @@
-"""The ex03 answer key (local vs global KV cache) against its cases, and every ex03 wrong fixture.
+"""ex03's own checks (local vs global KV cache; the ones every exercise gets are in
+tests/test_answer_keys.py and tests/test_wrong_fixtures.py):
 
-- The solution passes every public case and runs every hidden case (value where a value is expected,
-  the expected exception where `raises` is set); each function has at least 5 hidden cases.
 - Every wrong fixture fails at least one case, where hidden expectations are the solution's outputs
   (as `python -m autograder expected` stores them), and the feedback then names the fixture's mistake.
 - A student whose ttft_dispatch treats pool fetches as free fails a public case whose printed block
@@ -27,7 +26,11 @@ from hetero.publictest import run_public_case
 
 FIXTURES = [f.name for f in for_exercise("ex03")]
 DISPATCH_FIXTURES = (
-    "ex03_ignores_queue", "ex03_ties_highest", "ex03_transfer_multiplied", "ex03_ignores_pool", "ex03_transfer_free",
+    "ex03_ignores_queue",
+    "ex03_ties_highest",
+    "ex03_transfer_multiplied",
+    "ex03_ignores_pool",
+    "ex03_transfer_free",
 )
 
 
@@ -47,35 +50,9 @@ def _mistake(path: Path) -> str:
     return doc.splitlines()[0] if doc else ""
 
 
-def test_solution_passes_every_public_case():
-    cases = public_cases("ex03")
-    # 4-8 as in every exercise, plus two: ttft_dispatch's transfer term and its sum of terms each need a
-    # case of their own (issue 22: a mistake in either must fail a public case)
-    assert 4 <= len(cases) <= 10, f"expected 4-10 public cases, found {len(cases)}"
-    assert any(c.raises == "ValueError" for c in cases), "no public invalid-input case"
-    failures = [v.message for v in (check_call(c, _key()) for c in cases) if not v.passed]
-    assert not failures, "the answer key fails its public cases:\n" + "\n".join(failures)
-
-
-def test_solution_runs_every_hidden_case():
-    per_func: dict[str, int] = {}
-    for case in hidden_cases("ex03"):
-        per_func[case.func] = per_func.get(case.func, 0) + 1
-        outcome = run_call(case, _key())
-        if case.raises:
-            assert outcome.error_type == case.raises, (
-                f"{case.id}: expected the answer key to raise {case.raises}, got "
-                f"{outcome.error_type or 'a value'} {outcome.error_message}")
-        else:
-            assert outcome.error_type is None, f"{case.id}: the answer key raised {outcome.error_type}: " \
-                                               f"{outcome.error_message}"
-    thin = {f: n for f, n in per_func.items() if n < 5}
-    assert not thin, f"fewer than 5 hidden cases for {thin}"
-    assert sum(1 for c in hidden_cases("ex03") if c.harness) >= 2, "expected simulator (harness) hidden cases"
-
-
-def test_at_least_three_fixtures():
-    assert len(FIXTURES) >= 3, f"ex03 needs >= 3 wrong fixtures, found {FIXTURES}"
+def test_the_simulator_drives_hidden_cases():
+    harness = [c.id for c in hidden_cases("ex03") if c.harness]
+    assert len(harness) >= 2, f"expected simulator (harness) hidden cases of ex03, found {harness}"
 
 
 @pytest.mark.parametrize("name", FIXTURES)
@@ -90,8 +67,9 @@ def test_wrong_fixture_fails_some_case_and_feedback_names_it(name, wrong_dir):
         if caught:
             break
         got = run_call(case, wrong)
-        verdict = judge(case, got, _key_value(case.id),
-                        mistakes={name: (mistake, got.value)} if got.value is not None else None)
+        verdict = judge(
+            case, got, _key_value(case.id), mistakes={name: (mistake, got.value)} if got.value is not None else None
+        )
         if not verdict.passed:
             caught.append(case.id)
             if got.value is not None:
@@ -104,8 +82,10 @@ def test_simulator_cases_catch_dispatch_mistakes(name, wrong_dir):
     wrong = load_exercise("ex03", wrong_dir / name)
     harness = [c for c in hidden_cases("ex03") if c.harness == "kvcache.dispatch"]
     caught = [c.id for c in harness if not judge(c, run_call(c, wrong), _key_value(c.id)).passed]
-    assert caught, (f"{name}: the simulator run with this dispatch reproduces the reference figures "
-                    "(hit rate, transfers, imbalance, TTFT) on every hidden workload; expected a difference")
+    assert caught, (
+        f"{name}: the simulator run with this dispatch reproduces the reference figures "
+        "(hit rate, transfers, imbalance, TTFT) on every hidden workload; expected a difference"
+    )
 
 
 def test_free_transfers_fail_a_public_case_whose_hint_names_the_mistake(wrong_dir):

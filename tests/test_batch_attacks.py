@@ -94,10 +94,12 @@ def _disk_bytes(folder: Path) -> int:
 # ---------------------------------------------------------------------------------------------
 # The reader (no grading).
 
+
 def test_damaged_zip_members_cost_only_their_exercise(tmp_path):
     found, notes, _ = _locate(damaged_zip(tmp_path / "damaged.zip"), tmp_path)
     assert found["ex01"].path is not None and found["ex01"].path.read_bytes() == _key(EX01), (
-        "the intact member must be extracted byte for byte")
+        "the intact member must be extracted byte for byte"
+    )
     expected = {"ex02": "encrypted", "ex03": "Bad CRC", "ex04": "zip method 99"}
     for ex_id, words in expected.items():
         assert found[ex_id].path is None, f"{ex_id}: a damaged member must not be graded"
@@ -117,7 +119,8 @@ def test_zip_bomb_is_capped_while_extracting(tmp_path):
     on_disk = _disk_bytes(staging)
     assert on_disk <= 2 * intake.MAX_FILE_BYTES, (
         f"{on_disk} bytes left in staging: only the chosen copy of each exercise may be extracted, not all "
-        f"{BOMB_COPIES + 1} (about {BOMB_COPIES * 3 + 256} MiB)")
+        f"{BOMB_COPIES + 1} (about {BOMB_COPIES * 3 + 256} MiB)"
+    )
     # reading stops after MAX_FILE_BYTES + one chunk: far less than decompressing 556 MiB (seconds)
     assert took < 5.0, f"locating took {took:.1f} s: the bomb was decompressed past its cap"
 
@@ -207,8 +210,11 @@ def test_near_miss_names_are_accepted_with_a_note_or_named(tmp_path):
     (top / "ex03_cache_pool.py.txt").write_text("x = 1\n")
     (top / "ex4.py").write_text("x = 1\n")
     found, _, _ = _locate(top, tmp_path)
-    for ex_id, shown in (("ex01", "ex01_cost_per_gb (1).py"), ("ex02", "EX02_KV_Capacity.py"),
-                         ("ex03", "ex03_cache_pool.py.txt")):
+    for ex_id, shown in (
+        ("ex01", "ex01_cost_per_gb (1).py"),
+        ("ex02", "EX02_KV_Capacity.py"),
+        ("ex03", "ex03_cache_pool.py.txt"),
+    ):
         assert found[ex_id].path is not None and found[ex_id].path.name == BY_ID[ex_id].filename, found[ex_id]
         assert f"Graded {shown} as {BY_ID[ex_id].filename}" in found[ex_id].note, found[ex_id].note
     assert found["ex04"].path is None and "ex4.py looks like it" in found["ex04"].note, found["ex04"]
@@ -244,9 +250,16 @@ def _within(path: Path, folder: Path) -> bool:
     return folder.resolve() in path.resolve().parents
 
 
-@pytest.mark.parametrize("damage", [
-    {"tags": 5}, {"tags": "a2-exercise"}, {"tags": [None, 3]}, "metadata as text", None,
-])
+@pytest.mark.parametrize(
+    "damage",
+    [
+        {"tags": 5},
+        {"tags": "a2-exercise"},
+        {"tags": [None, 3]},
+        "metadata as text",
+        None,
+    ],
+)
 def test_malformed_cell_metadata_costs_nothing_when_the_marker_is_there(tmp_path, damage):
     from autograder.exports.notebooks import load_sources, marker_line, student_notebook
     from autograder.runtime.notebook_code import extract_code
@@ -260,7 +273,8 @@ def test_malformed_cell_metadata_costs_nothing_when_the_marker_is_there(tmp_path
     path.write_text(json.dumps(notebook))
     code = extract_code(path, "ex01")
     assert code.strip() == _key(EX01).decode().strip() and marker_line(EX01) not in code, (
-        "with the marker line present, the exercise cell must be found whatever its metadata holds")
+        "with the marker line present, the exercise cell must be found whatever its metadata holds"
+    )
 
 
 @pytest.mark.parametrize("text", ["[" * 100000, '{"cells": [], "nbformat": {"x": 1}}', '{"cells": [5]}'])
@@ -271,8 +285,9 @@ def test_hostile_notebook_json_costs_only_its_exercise(tmp_path, text):
     (top / EX01.filename).write_bytes(_key(EX01))
     found, _, _ = _locate(top, tmp_path)
     assert found["ex01"].path is not None
-    assert found["ex02"].path is None and "could not be read as this exercise's notebook" in found["ex02"].note, (
-        found["ex02"])
+    assert found["ex02"].path is None and "could not be read as this exercise's notebook" in found["ex02"].note, found[
+        "ex02"
+    ]
 
 
 def test_committed_bad_tags_notebook_costs_only_its_exercise(tmp_path):
@@ -373,8 +388,12 @@ def test_surrogates_everywhere_and_reruns_never_stop_the_batch(tmp_path, fake_py
         results = json.loads((out / student / "results.json").read_text(encoding="utf-8"))
         json.dumps(results, ensure_ascii=False).encode("utf-8")  # no lone surrogate left, even escaped
     assert "odd \\udcff\\ud800 text" in (out / "alice_surrogate" / "feedback.md").read_text(encoding="utf-8")
-    assert cli.main([str(subs), "--out", str(out), "--csv", str(tmp_path / "g.csv"), "--no-progress",
-                      "--python", fake_python]) == 0
+    assert (
+        cli.main(
+            [str(subs), "--out", str(out), "--csv", str(tmp_path / "g.csv"), "--no-progress", "--python", fake_python]
+        )
+        == 0
+    )
     rows = list(csv.DictReader((tmp_path / "g.csv").open(encoding="utf-8")))
     assert sorted(r["student"] for r in rows) == ["alice_surrogate", "bob\\udcff", "carol"]
     with Gradebook(out / "gradebook.sqlite") as book:
@@ -392,18 +411,22 @@ def test_names_colliding_with_outputs_are_refused_and_formulas_neutralised(tmp_p
             zf.writestr("f.py", "x = 1\n")
     (subs / "+tab\there").mkdir()
     out = tmp_path / "graded"
-    code = cli.main([str(subs), "--out", str(out), "--csv", str(tmp_path / "g.csv"), "--no-progress",
-                      "--python", fake_python])
+    code = cli.main(
+        [str(subs), "--out", str(out), "--csv", str(tmp_path / "g.csv"), "--no-progress", "--python", fake_python]
+    )
     assert code == 0
     with Gradebook(out / "gradebook.sqlite") as book:
         students = sorted(r.student for r in book.records())
     assert students == sorted(["alice", formula, "+tab\there"]), students
     cells = [row[0] for row in csv.reader((tmp_path / "g.csv").open(encoding="utf-8"))][1:]
     assert sorted(cells) == sorted(["alice", "'" + formula, "'+tab\there"]), (
-        f"cells starting with = + - @ tab or CR must be neutralised with a leading apostrophe: {cells}")
+        f"cells starting with = + - @ tab or CR must be neutralised with a leading apostrophe: {cells}"
+    )
     report = bulk.grade_all(subs, out, progress=False, python=fake_python)
     refused = sorted(r.entry for r in report.refused)
-    assert refused == sorted(["gradebook.sqlite.zip", "GRADEBOOK.SQLITE-wal.zip", f"{submissions.EXPORT_DIR}.zip"]), refused
+    assert refused == sorted(["gradebook.sqlite.zip", "GRADEBOOK.SQLITE-wal.zip", f"{submissions.EXPORT_DIR}.zip"]), (
+        refused
+    )
     assert all("collides with grade-all's own output" in r.reason for r in report.refused), report.refused
     assert (out / "gradebook.sqlite").is_file(), "the gradebook must not be replaced by a student's folder"
     listed = (out / "refused.txt").read_text(encoding="utf-8")
@@ -418,7 +441,8 @@ def test_case_variants_are_two_students_with_two_folders(tmp_path, fake_python):
     assert report.graded == ["Alice", "alice"] and not report.refused, report
     folders = sorted(p.name for p in (tmp_path / "graded").iterdir() if p.is_dir())
     assert len(folders) == 2 and all(f.lower().startswith("alice-") for f in folders), (
-        f"one output folder per student, distinct even where case is ignored: {folders}")
+        f"one output folder per student, distinct even where case is ignored: {folders}"
+    )
 
 
 def test_output_folder_inside_the_submissions_is_not_a_student(tmp_path, fake_python):
@@ -464,7 +488,8 @@ def test_timeout_ends_the_graders_whole_tree_and_says_so(tmp_path, fake_python):
     assert (out / "spawn" / "relay.txt").stat().st_size == size, "the relay is still forking"
     scratch = Path((out / "spawn" / "scratch.txt").read_text())
     assert not scratch.exists() and not scratch.parent.exists(), (
-        f"the killed grader's temporary files ({scratch}) must be removed with its TMPDIR")
+        f"the killed grader's temporary files ({scratch}) must be removed with its TMPDIR"
+    )
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="PR_SET_PDEATHSIG is Linux only")
@@ -476,8 +501,10 @@ def test_graders_die_with_a_killed_batch(tmp_path, fake_python, monkeypatch):
     # this killed batch's included, before this test could see the sweep below do it.
     own_tmp = tmp_path / "tmp"
     own_tmp.mkdir()
-    script = (f"from pathlib import Path\nfrom autograder.batch import bulk\n"
-              f"bulk.grade_all(Path({str(subs)!r}), Path({str(out)!r}), progress=False, python={fake_python!r})\n")
+    script = (
+        f"from pathlib import Path\nfrom autograder.batch import bulk\n"
+        f"bulk.grade_all(Path({str(subs)!r}), Path({str(out)!r}), progress=False, python={fake_python!r})\n"
+    )
     batch = subprocess.Popen([sys.executable, "-c", script], cwd=str(ROOT), env={**os.environ, "TMPDIR": str(own_tmp)})
     monkeypatch.setattr(tempfile, "tempdir", str(own_tmp))
     pid_file = out / "spawn" / "pids.txt"
@@ -485,8 +512,11 @@ def test_graders_die_with_a_killed_batch(tmp_path, fake_python, monkeypatch):
     while not (out / "spawn" / "scratch.txt").is_file() and time.monotonic() < deadline:
         time.sleep(0.1)
     assert pid_file.is_file(), "the stand-in grader did not start"
-    graders = [pid for pid in processes.descendants(batch.pid)
-               if " grade " in _cmdline(pid) and "/subs/spawn " in _cmdline(pid)]
+    graders = [
+        pid
+        for pid in processes.descendants(batch.pid)
+        if " grade " in _cmdline(pid) and "/subs/spawn " in _cmdline(pid)
+    ]
     batch.kill()
     assert len(graders) == 1, f"expected the one grader below the batch, found {graders}"
     (grader_pid,) = graders
@@ -506,7 +536,8 @@ def test_graders_die_with_a_killed_batch(tmp_path, fake_python, monkeypatch):
     scratch = Path((out / "spawn" / "scratch.txt").read_text()).parent
     assert scratch.name.startswith(f"{processes.SCRATCH_PREFIX}{batch.pid}-") and scratch.is_dir()
     assert processes.sweep_stale_scratch() >= 1 and not scratch.exists(), (
-        "the next batch must remove the TMPDIR a killed batch left behind")
+        "the next batch must remove the TMPDIR a killed batch left behind"
+    )
 
 
 def _cmdline(pid: int) -> str:
@@ -574,7 +605,7 @@ def test_resubmission_history_keeps_every_graded_version(tmp_path, fake_python):
     assert row["versions"] == "2" and row["content_hash"] == versions[-1].content_hash
 
 
-GRADESCOPE_YML = textwrap.dedent('''\
+GRADESCOPE_YML = textwrap.dedent("""\
     submission_111:
       :submitters:
       - :name: Alice Liddell
@@ -593,7 +624,7 @@ GRADESCOPE_YML = textwrap.dedent('''\
         :email: carol@example.edu
       :created_at: 2026-11-30 11:00:00.000000000 -08:00
       :score: 0.0
-    ''')
+    """)
 
 
 def gradescope_export(path: Path, folders: dict[str, str], yml: str) -> Path:
@@ -605,19 +636,25 @@ def gradescope_export(path: Path, folders: dict[str, str], yml: str) -> Path:
 
 
 def test_gradescope_export_zip_is_graded_by_student_with_history(tmp_path, fake_python):
-    export = gradescope_export(tmp_path / "export.zip", {"submission_111": "x = 1\n", "submission_222": "x = 2\n"},
-                               GRADESCOPE_YML)
+    export = gradescope_export(
+        tmp_path / "export.zip", {"submission_111": "x = 1\n", "submission_222": "x = 2\n"}, GRADESCOPE_YML
+    )
     out = tmp_path / "graded"
-    assert cli.main([str(export), "--out", str(out), "--csv", str(tmp_path / "g.csv"), "--no-progress",
-                      "--python", fake_python]) == 0
+    assert (
+        cli.main(
+            [str(export), "--out", str(out), "--csv", str(tmp_path / "g.csv"), "--no-progress", "--python", fake_python]
+        )
+        == 0
+    )
     rows = {r["student"]: r for r in csv.DictReader((tmp_path / "g.csv").open())}
     assert sorted(rows) == ["alice@example.edu", "bob@example.edu+carol@example.edu"], rows
     assert rows["alice@example.edu"]["name"] == "Alice Liddell"
     assert rows["bob@example.edu+carol@example.edu"]["name"] == "Bob Duo, =Carol Duo", "names joined, text kept"
     assert (out / "alice@example.edu" / "feedback.md").read_text().startswith("# Feedback for Alice Liddell")
     resubmitted = GRADESCOPE_YML.replace("submission_111", "submission_333")
-    export2 = gradescope_export(tmp_path / "export2.zip", {"submission_333": "x = 3\n", "submission_222": "x = 2\n"},
-                                resubmitted)
+    export2 = gradescope_export(
+        tmp_path / "export2.zip", {"submission_333": "x = 3\n", "submission_222": "x = 2\n"}, resubmitted
+    )
     report = bulk.grade_all(export2, out, progress=False, python=fake_python)
     assert report.graded == ["alice@example.edu"] and report.skipped == ["bob@example.edu+carol@example.edu"], report
     with Gradebook(out / "gradebook.sqlite") as book:
@@ -649,6 +686,7 @@ def test_unpacked_gradescope_export_and_flat_folder_of_zips(tmp_path, fake_pytho
 
 # ---------------------------------------------------------------------------------------------
 # The real grader.
+
 
 def _submission(base: Path, name: str, files: dict[str, bytes]) -> Path:
     folder = base / name
@@ -691,8 +729,9 @@ def test_real_batch_of_twenty_grades_the_honest_ones_as_alone(tmp_path, deep_tre
     honest["wrong"] = _submission(subs, "wrong", wrong)
     honest["stubs"] = _submission(subs, "stubs", {f: (ROOT / "assignments" / f).read_bytes() for f in key})
     honest["zipped"] = _zip(subs, "zipped.zip", {f"hw/{k}": v for k, v in key.items()})
-    honest["near_miss"] = _submission(subs, "near_miss", {"ex01_cost_per_gb (1).py": key[EX01.filename],
-                                                          EX02.filename: key[EX02.filename]})
+    honest["near_miss"] = _submission(
+        subs, "near_miss", {"ex01_cost_per_gb (1).py": key[EX01.filename], EX02.filename: key[EX02.filename]}
+    )
     surrogate = _submission(subs, "surrogate", {EX01.filename: key[EX01.filename]})
     shutil.copyfile(ADVERSARIAL / "batch_surrogate_message" / EX02.filename, surrogate / EX02.filename)
     _submission(subs, os.fsdecode(b"name\xff"), key)
@@ -714,12 +753,20 @@ def test_real_batch_of_twenty_grades_the_honest_ones_as_alone(tmp_path, deep_tre
     for student, path in honest.items():
         alone = graded(path, GRADED)  # the eight copies of the key are one grading
         assert abs(scores[student].score - alone["score"]) < SCORE_TOL, (
-            f"{student}: {scores[student].score} in the batch, {alone['score']} alone")
+            f"{student}: {scores[student].score} in the batch, {alone['score']} alone"
+        )
     full = EX01.points + EX02.points
     assert abs(scores["key0"].score - full) < SCORE_TOL and scores["wrong"].score < full - SCORE_TOL
-    deserved = {"surrogate": EX01.points, "name\\udcff": full, "deep": EX01.points, "bomb": EX02.points,
-                "damaged": EX01.points, "notebook": EX01.points, '=HYPERLINK("example.invalid")': full,
-                "near_miss": full}
+    deserved = {
+        "surrogate": EX01.points,
+        "name\\udcff": full,
+        "deep": EX01.points,
+        "bomb": EX02.points,
+        "damaged": EX01.points,
+        "notebook": EX01.points,
+        '=HYPERLINK("example.invalid")': full,
+        "near_miss": full,
+    }
     for student, points in deserved.items():
         assert abs(scores[student].score - points) < SCORE_TOL, f"{student}: {scores[student].score}, deserved {points}"
     assert again.graded == [] and len(again.skipped) == 19, "an unchanged batch must be skipped entirely"
@@ -738,15 +785,17 @@ def test_grade_all_children_see_neither_the_batch_outputs_nor_other_submissions(
     subs = tmp_path / "submissions"
     (subs / "alice").mkdir(parents=True)
     (subs / "alice" / BY_ID["ex02"].filename).write_text(
-        (ROOT / "solutions" / BY_ID["ex02"].filename).read_text() + "\n# SECRET-ALICE\n")
+        (ROOT / "solutions" / BY_ID["ex02"].filename).read_text() + "\n# SECRET-ALICE\n"
+    )
     (subs / "zed").mkdir()
     attack = ROOT / "autograder" / "fixtures" / "adversarial" / "read_grader_outputs" / BY_ID["ex02"].filename
     (subs / "zed" / BY_ID["ex02"].filename).write_text(attack.read_text())
     out = tmp_path / "graded"
     bulk.grade_all(subs, out, workers=1, progress=False, exercises=["ex02"])
     zed = (out / "zed" / "results.json").read_text()
-    assert "SECRET-ALICE" not in zed and "SQLite" not in zed and "READ-OK" not in zed, \
+    assert "SECRET-ALICE" not in zed and "SQLite" not in zed and "READ-OK" not in zed, (
         "a child read another student's submission or the batch's outputs"
+    )
     assert json.loads((out / "alice" / "results.json").read_text())["score"] == BY_ID["ex02"].points
 
 
@@ -754,8 +803,10 @@ def test_grade_all_children_see_neither_the_batch_outputs_nor_other_submissions(
 def test_a_process_name_that_spoofs_a_parent_line_stays_in_the_tree():
     """A student's process may rename itself (prctl PR_SET_NAME, 15 bytes) to look like a `PPid:` line of
     /proc/PID/status; the kernel escapes the newline, so grade-all still finds it under its real parent."""
-    code = ("import ctypes, sys, time; ctypes.CDLL(None).prctl(15, b'x\\nPPid:\\t1\\n', 0, 0, 0); "
-            "print('renamed', flush=True); time.sleep(30)")
+    code = (
+        "import ctypes, sys, time; ctypes.CDLL(None).prctl(15, b'x\\nPPid:\\t1\\n', 0, 0, 0); "
+        "print('renamed', flush=True); time.sleep(30)"
+    )
     child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
     try:
         assert child.stdout is not None and child.stdout.readline().strip() == "renamed"

@@ -41,9 +41,9 @@ OPEN_CHANNELS = ("fcntl", "ofd", "flock")
 # (on every rung of the ladder; on the "unsafe" one, --unsafe-no-sandbox, the sandbox says so and they are open).
 CLOSED_CHANNELS = {
     "abstract_socket": "the seccomp filter refuses every socket but a connected AF_UNIX pair (on bwrap, abstract "
-                       "names also belong to the child's own network namespace)",
+    "names also belong to the child's own network namespace)",
     "posix_shm": "on bwrap each child gets an empty tmpfs of its own at /dev/shm (isolation.PRIVATE_FOLDERS); "
-                 "elsewhere /dev/shm is outside the Landlock allow-list, or no file can be created (seccomp-uid)",
+    "elsewhere /dev/shm is outside the Landlock allow-list, or no file can be created (seccomp-uid)",
     "inotify": "the seccomp filter refuses inotify_init (autograder.runtime.sandbox.syscalls.REFUSED)",
 }
 
@@ -157,15 +157,30 @@ def test_the_cli_runs_each_phase_alone(tmp_path):
     (folder / EX01.filename).write_bytes((ROOT / "solutions" / EX01.filename).read_bytes())
     state, out = tmp_path / "state", tmp_path / "results.json"
     cli = [sys.executable, "-m", "autograder", "grade", str(folder)]
-    first = subprocess.run([*cli, "--phase", "public", "--state", str(state), "--exercises", "ex01"],
-                           capture_output=True, text=True, timeout=120, cwd=ROOT)
+    first = subprocess.run(
+        [*cli, "--phase", "public", "--state", str(state), "--exercises", "ex01"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
     assert first.returncode == 0 and phases.read_seal(state) in first.stdout, first.stdout + first.stderr
     assert not out.exists()
-    refused = subprocess.run([*cli, "--phase", "hidden", "--state", str(state), "--exercises", "ex01"],
-                             capture_output=True, text=True, timeout=120, cwd=ROOT)
+    refused = subprocess.run(
+        [*cli, "--phase", "hidden", "--state", str(state), "--exercises", "ex01"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
     assert refused.returncode == 2 and "grades the exercises" in refused.stderr, refused.stderr
-    second = subprocess.run([*cli, "--phase", "hidden", "--state", str(state), "--out", str(out)],
-                            capture_output=True, text=True, timeout=120, cwd=ROOT)
+    second = subprocess.run(
+        [*cli, "--phase", "hidden", "--state", str(state), "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
     assert second.returncode == 0, second.stderr
     data = json.loads(out.read_text())
     assert abs(data["score"] - EX01.points) < SCORE_TOL and "hidden 44/44 passed" in data["output"], data["output"]
@@ -240,9 +255,14 @@ def test_every_public_phase_ends_before_any_hidden_phase_starts(tmp_path, phased
     public_ends = [at for phase, what, _, at in events if phase == "public" and what in ("start", "end")]
     hidden_starts = [at for phase, what, _, at in events if phase == "hidden" and what == "start"]
     assert hidden_starts and max(public_ends) < min(hidden_starts), (
-        f"a hidden phase started before every public phase had ended: {events}")
+        f"a hidden phase started before every public phase had ended: {events}"
+    )
     assert sorted(name for phase, what, name, _ in events if phase == "hidden" and what == "start") == [
-        "a_slow", "b", "c", "e_tamper"], "a submission whose public phase failed has no hidden phase"
+        "a_slow",
+        "b",
+        "c",
+        "e_tamper",
+    ], "a submission whose public phase failed has no hidden phase"
     assert report.failed == ["d_crash", "e_tamper"], report.failed
     crash = json.loads((out / "d_crash" / "results.json").read_text())
     assert "without writing its sealed public phase" in crash["tests"][0]["output"], crash["tests"][0]
@@ -250,7 +270,8 @@ def test_every_public_phase_ends_before_any_hidden_phase_starts(tmp_path, phased
     assert "sealed public phase changed during the hidden phase" in tamper["tests"][0]["output"], tamper
     assert {r.student: r.score for r in report.records}["b"] == pytest.approx(1.0)
     assert not [p for p in Path(tempfile.gettempdir()).glob(f"{processes.SCRATCH_PREFIX}{os.getpid()}-*")], (
-        "the sealed states and the graders' TMPDIRs must be removed at the end of the batch")
+        "the sealed states and the graders' TMPDIRs must be removed at the end of the batch"
+    )
 
 
 def test_one_time_limit_covers_both_phases(tmp_path, phased_python):
@@ -302,8 +323,10 @@ def test_a_colluding_pair_shows_no_hidden_argument(tmp_path, channel):
     if channel in CLOSED_CHANNELS and ladder.current().name != ladder.UNSAFE:
         assert not received, f"{channel} must be closed ({CLOSED_CHANNELS[channel]}); the reader got: {beacon}"
     elif channel in OPEN_CHANNELS:
-        assert received, (f"{channel}: nothing crossed between the two public phases ({beacon}); if the sandbox "
-                          "now closes this channel, move it to CLOSED_CHANNELS and say why")
+        assert received, (
+            f"{channel}: nothing crossed between the two public phases ({beacon}); if the sandbox "
+            "now closes this channel, move it to CLOSED_CHANNELS and say why"
+        )
 
 
 @pytest.mark.slow

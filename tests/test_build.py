@@ -48,10 +48,21 @@ def _names(zip_path: Path) -> list[str]:
 def test_zip_layout(built):
     zip_path, report = built
     names = set(_names(zip_path))
-    for required in ("setup.sh", "run_autograder", "fallback.py", "requirements.txt", "requirements-torch.txt",
-                     "autograder/__main__.py", "autograder/runtime/grader.py", "autograder/core/manifest.py",
-                     "autograder/core/cases.py", "autograder/schema/gradescope_results.schema.json",
-                     "shared/hetero/__init__.py", "shared/hetero/checks.py", "shared/hetero/harness/__init__.py"):
+    for required in (
+        "setup.sh",
+        "run_autograder",
+        "fallback.py",
+        "requirements.txt",
+        "requirements-torch.txt",
+        "autograder/__main__.py",
+        "autograder/runtime/grader.py",
+        "autograder/core/manifest.py",
+        "autograder/core/cases.py",
+        "autograder/schema/gradescope_results.schema.json",
+        "shared/hetero/__init__.py",
+        "shared/hetero/checks.py",
+        "shared/hetero/harness/__init__.py",
+    ):
         assert required in names, f"{required} must be in the zip"
     for e in EXERCISES:
         for rel in (f"assignments/tests/public_{e.id}.py", f"autograder/expected/{e.id}.json"):
@@ -59,8 +70,9 @@ def test_zip_layout(built):
     for tool in ("release", "build", "bulk", "pack", "demo", "gradebook", "export_nbgrader", "export_otter"):
         assert f"autograder/{tool}.py" not in names, f"autograder/{tool}.py is not needed for grading"
     assert not [n for n in names if n.startswith("autograder/tests/")], "no hidden case source in the zip"
-    assert {f"shared/hetero/data/citymoe-grading-seed{s}.pt" for s in (0, 1)} <= names, \
+    assert {f"shared/hetero/data/citymoe-grading-seed{s}.pt" for s in (0, 1)} <= names, (
         "ex10's grading checkpoints must ship"
+    )
     with zipfile.ZipFile(zip_path) as zf:
         for entry in ("setup.sh", "run_autograder"):
             mode = zf.getinfo(entry).external_attr >> 16
@@ -127,21 +139,28 @@ def test_shipped_code_compiles_under_python_310(built, tmp_path):
     src = tmp_path / "src"
     with zipfile.ZipFile(zip_path) as zf:
         zf.extractall(src)
-    code = ("import pathlib, sys\nbad = []\n"
-            "for p in pathlib.Path(sys.argv[1]).rglob('*.py'):\n"
-            "    try: compile(p.read_bytes(), str(p), 'exec')\n"
-            "    except SyntaxError as e: bad.append(f'{p}: {e}')\n"
-            "print('\\n'.join(bad)); sys.exit(1 if bad else 0)\n")
+    code = (
+        "import pathlib, sys\nbad = []\n"
+        "for p in pathlib.Path(sys.argv[1]).rglob('*.py'):\n"
+        "    try: compile(p.read_bytes(), str(p), 'exec')\n"
+        "    except SyntaxError as e: bad.append(f'{p}: {e}')\n"
+        "print('\\n'.join(bad)); sys.exit(1 if bad else 0)\n"
+    )
     proc = subprocess.run([PYTHON310, "-c", code, str(src)], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, f"not Python 3.10 syntax:\n{proc.stdout}{proc.stderr}"
-    proc = subprocess.run([PYTHON310, str(src / "fallback.py"), "--results", str(tmp_path / "r.json"),
-                           "--status", "1"], capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [PYTHON310, str(src / "fallback.py"), "--results", str(tmp_path / "r.json"), "--status", "1"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 0, proc.stderr
     jsonschema.validate(json.loads((tmp_path / "r.json").read_text()), SCHEMA)
 
 
 # ---------------------------------------------------------------------------------------------
 # Gradescope layout runs.
+
 
 def _gradescope_root(zip_path: Path, root: Path) -> Path:
     """source/ (the unpacked zip), submission/, results/, and run_autograder copied to the root."""
@@ -170,8 +189,9 @@ def _run_autograder(root: Path, files: dict[str, Path], env: dict[str, str]) -> 
         shutil.copyfile(src, root / "submission" / name)
     results = root / "results" / "results.json"
     results.unlink(missing_ok=True)
-    proc = subprocess.run([str(root / "run_autograder")], cwd=str(root), env=env, capture_output=True,
-                          text=True, timeout=1200)
+    proc = subprocess.run(
+        [str(root / "run_autograder")], cwd=str(root), env=env, capture_output=True, text=True, timeout=1200
+    )
     assert proc.returncode == 0, f"run_autograder failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
     data = json.loads(results.read_text())
     jsonschema.validate(data, SCHEMA)
@@ -203,10 +223,25 @@ def _wheelhouse_310(zip_path: Path, tmp_path: Path) -> Path:
         for name in ("requirements.txt", "requirements-torch.txt"):
             zf.extract(name, src)
     WHEELHOUSE_310.mkdir(parents=True, exist_ok=True)
-    done = subprocess.run([PYTHON310, "-m", "pip", "download", "--quiet", "--only-binary=:all:", "-d",
-                           str(WHEELHOUSE_310), "-r", str(src / "requirements.txt"),
-                           "-r", str(src / "requirements-torch.txt")],
-                          capture_output=True, text=True, timeout=3000)
+    done = subprocess.run(
+        [
+            PYTHON310,
+            "-m",
+            "pip",
+            "download",
+            "--quiet",
+            "--only-binary=:all:",
+            "-d",
+            str(WHEELHOUSE_310),
+            "-r",
+            str(src / "requirements.txt"),
+            "-r",
+            str(src / "requirements-torch.txt"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=3000,
+    )
     assert done.returncode == 0, f"downloading the Python 3.10 wheels failed:\n{done.stderr[-3000:]}"
     return WHEELHOUSE_310
 
@@ -221,8 +256,12 @@ def test_gradescope_layout_end_to_end(built, tmp_path, python):
     zip_path, _ = built
     if python == "python3.10":
         assert PYTHON310 is not None, "a Python 3.10 interpreter is needed (pyenv install 3.10)"
-        extra = {"A2_PYTHON": PYTHON310, "A2_TORCH_INDEX_URL": "", "PIP_NO_INDEX": "1",
-                 "PIP_FIND_LINKS": str(_wheelhouse_310(zip_path, tmp_path))}
+        extra = {
+            "A2_PYTHON": PYTHON310,
+            "A2_TORCH_INDEX_URL": "",
+            "PIP_NO_INDEX": "1",
+            "PIP_FIND_LINKS": str(_wheelhouse_310(zip_path, tmp_path)),
+        }
     else:  # torch through the installer's index route: a file index of the local CPU wheel, else the real one
         index = PROOFS.local_torch_index(tmp_path / "torch-index", "2.13.0")
         extra = {"A2_TORCH_INDEX_URL": index} if index else {}
@@ -242,12 +281,21 @@ def _end_to_end(root: Path, tmp_path: Path, extra: dict[str, str], label: str) -
 
     env = _env(root, **extra)
     start = time.monotonic()
-    setup = subprocess.run(["bash", str(root / "source" / "setup.sh")], cwd=str(root / "source"), env=env,
-                           capture_output=True, text=True, timeout=3000)
+    setup = subprocess.run(
+        ["bash", str(root / "source" / "setup.sh")],
+        cwd=str(root / "source"),
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=3000,
+    )
     setup_s = time.monotonic() - start
     assert setup.returncode == 0, f"setup.sh failed:\n{setup.stdout[-4000:]}\n{setup.stderr[-4000:]}"
-    version = subprocess.run([str(root / "venv" / "bin" / "python"), "-c", "import sys; print(sys.version.split()[0])"],
-                             capture_output=True, text=True).stdout.strip()
+    version = subprocess.run(
+        [str(root / "venv" / "bin" / "python"), "-c", "import sys; print(sys.version.split()[0])"],
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
     if label == "python3.10":
         assert version.startswith("3.10."), f"the venv runs Python {version}, not 3.10"
         assert "from pip's configured index" in setup.stdout, setup.stdout[-3000:]
@@ -264,8 +312,9 @@ def _end_to_end(root: Path, tmp_path: Path, extra: dict[str, str], label: str) -
     stubs = _run_autograder(root, _exercise_files(ROOT / "assignments"), env)
     timings["stubs"] = time.monotonic() - start
     assert stubs["score"] == 0, "the unfilled stubs must score 0"
-    assert "expected:" not in json.dumps(stubs) and "hidden cases: inputs" not in json.dumps(stubs), \
+    assert "expected:" not in json.dumps(stubs) and "hidden cases: inputs" not in json.dumps(stubs), (
         "a stub's results.json must hold no hidden input or expected value"
+    )
     for attack in ("public_table_raise", "constant_true"):
         folder = nothing.build(attack, tmp_path / attack)
         data = _run_autograder(root, _exercise_files(folder), env)
@@ -283,10 +332,14 @@ def _end_to_end(root: Path, tmp_path: Path, extra: dict[str, str], label: str) -
         shutil.copyfile(src, in_repo_sub / name)
     direct = grade_submission(in_repo_sub)
     assert wrong["score"] == direct["score"], (
-        f"{fixture.name}: Gradescope run gave {wrong['score']}, in-repo grading {direct['score']}")
+        f"{fixture.name}: Gradescope run gave {wrong['score']}, in-repo grading {direct['score']}"
+    )
     assert wrong["score"] < 100, f"{fixture.name} must lose points"
-    print(f"\n[{label}] Python {version}: setup.sh {setup_s:.0f} s; run_autograder " +
-          ", ".join(f"{k} {v:.1f} s" for k, v in timings.items()) + f"\n[{label}] {torch_line}")
+    print(
+        f"\n[{label}] Python {version}: setup.sh {setup_s:.0f} s; run_autograder "
+        + ", ".join(f"{k} {v:.1f} s" for k, v in timings.items())
+        + f"\n[{label}] {torch_line}"
+    )
 
 
 def test_fallback_keeps_good_results_and_replaces_broken_ones(tmp_path):

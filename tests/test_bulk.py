@@ -92,17 +92,22 @@ def test_batch_isolates_crashes_and_timeouts_and_keeps_going(tmp_path, fake_pyth
     wall = time.perf_counter() - start
     assert wall < 30, f"the hanging submission must be stopped at its 3 s limit; the batch took {wall:.1f} s"
     assert report.graded == ["alice", "bob", "carol_crash", "dave_hang", "erin"], report.graded
-    assert report.failed == ["carol_crash", "dave_hang"], f"expected the crash and the hang to fail, got {report.failed}"
+    assert report.failed == ["carol_crash", "dave_hang"], (
+        f"expected the crash and the hang to fail, got {report.failed}"
+    )
     scores = {r.student: r.score for r in report.records}
     assert abs(scores["alice"] - 6) < SCORE_TOL and abs(scores["bob"] - 2) < SCORE_TOL, scores
     for student in ("carol_crash", "dave_hang"):
         results = json.loads((out / student / "results.json").read_text())
         assert results["score"] == 0 and results["tests"][0]["visibility"] == "visible", results
         assert results["tests"][0]["status"] == "failed"
-    assert "time limit" in (out / "dave_hang" / "results.json").read_text() or \
-        "longer than" in (out / "dave_hang" / "results.json").read_text()
+    assert (
+        "time limit" in (out / "dave_hang" / "results.json").read_text()
+        or "longer than" in (out / "dave_hang" / "results.json").read_text()
+    )
     assert "grader exploded" in (out / "carol_crash" / "feedback_instructor.md").read_text(), (
-        "the instructor's feedback must carry the grader's log tail for a crash")
+        "the instructor's feedback must carry the grader's log tail for a crash"
+    )
     hung_pid = int((out / "dave_hang" / "pid.txt").read_text())
     with pytest.raises(ProcessLookupError):
         os.kill(hung_pid, 0)  # the runaway grader was killed, not left behind
@@ -140,7 +145,8 @@ def test_resume_skips_unchanged_and_force_regrades(tmp_path, fake_python):
     assert forced.graded == ["alice", "bob"] and forced.skipped == []
     calls = _calls(out)
     assert calls.count("alice") == 2 and calls.count("bob") == 3, (
-        f"alice graded by the first and the forced run, bob also after resubmitting; got {calls}")
+        f"alice graded by the first and the forced run, bob also after resubmitting; got {calls}"
+    )
     with sqlite3.connect(out / "gradebook.sqlite") as db:
         assert db.execute("SELECT COUNT(*) FROM submissions").fetchone()[0] == 2
         assert db.execute("SELECT COUNT(*) FROM exercise_scores").fetchone()[0] == 2 * len(EXERCISES)
@@ -159,7 +165,8 @@ def test_a_changed_grader_regrades_unchanged_submissions(tmp_path, fake_python, 
     monkeypatch.setattr(bulk, "grader_fingerprint", lambda root=None: "another grader")
     changed = bulk.grade_all(subs, out, workers=1, progress=False, python=fake_python)
     assert changed.graded == ["alice"] and changed.skipped == [], (
-        f"a grading made by a grader with other inputs must be redone; got {changed}")
+        f"a grading made by a grader with other inputs must be redone; got {changed}"
+    )
     assert _calls(out).count("alice") == 2, _calls(out)
 
 
@@ -176,8 +183,12 @@ def test_grader_fingerprint_follows_the_grading_inputs(tmp_path):
     (tmp_path / "shared/hetero/__pycache__").mkdir()
     (tmp_path / "shared/hetero/__pycache__/m.pyc").write_bytes(b"\0")
     assert submissions.grader_fingerprint(tmp_path) == base, "fixtures and caches do not decide a grade"
-    for path in ("autograder/expected/ex01.json", "autograder/tests/ex01_hidden.py", "solutions/tests/public_ex01.py",
-                 "shared/hetero/roofline.py"):
+    for path in (
+        "autograder/expected/ex01.json",
+        "autograder/tests/ex01_hidden.py",
+        "solutions/tests/public_ex01.py",
+        "shared/hetero/roofline.py",
+    ):
         before = submissions.grader_fingerprint(tmp_path)
         (tmp_path / path).write_text("changed = True\n")
         assert submissions.grader_fingerprint(tmp_path) != before, f"changing {path} must change the fingerprint"
@@ -208,10 +219,13 @@ def test_discover_refuses_two_submissions_for_one_student_and_keeps_the_others(t
 
 
 def test_gradebook_csv_and_summary(tmp_path):
-    results = {"score": 7.5, "tests": [
-        {"name": "ex01 public: ex01.a", "score": 6.0, "max_score": 6.0, "status": "passed"},
-        {"name": "ex02 hidden: ex02.b", "score": 1.5, "max_score": 10.0, "status": "failed"},
-    ]}
+    results = {
+        "score": 7.5,
+        "tests": [
+            {"name": "ex01 public: ex01.a", "score": 6.0, "max_score": 6.0, "status": "passed"},
+            {"name": "ex02 hidden: ex02.b", "score": 1.5, "max_score": 10.0, "status": "failed"},
+        ],
+    }
     assert exercise_scores(results)["ex02"] == (1.5, 10.0)
     with Gradebook(tmp_path / "gb.sqlite") as book:
         book.record("zoe", "subs/zoe", "h1", results, 1.0, False)
@@ -235,8 +249,20 @@ def test_gradebook_csv_and_summary(tmp_path):
 def test_cli_writes_csv_and_prints_summary(tmp_path, fake_python, capsys):
     subs = tmp_path / "subs"
     _folder(subs, "alice", 6)
-    code = cli.main([str(subs), "--csv", str(tmp_path / "g.csv"), "--out", str(tmp_path / "graded"),
-                      "--workers", "1", "--no-progress", "--python", fake_python])
+    code = cli.main(
+        [
+            str(subs),
+            "--csv",
+            str(tmp_path / "g.csv"),
+            "--out",
+            str(tmp_path / "graded"),
+            "--workers",
+            "1",
+            "--no-progress",
+            "--python",
+            fake_python,
+        ]
+    )
     assert code == 0
     out = capsys.readouterr().out
     assert "ex10" in out and "total" in out and "wrote" in out
@@ -263,10 +289,24 @@ def test_folder_entries_of_a_zip_are_accepted_silently(tmp_path, capsys):
 
 
 def test_moved_tests_compares_two_results_in_hundredths():
-    old = {"tests": [{"name": "ex01 a", "score": 1.0}, {"name": "ex01 b", "score": 0.1 + 0.2},
-                     {"name": "dup", "score": 1.0}, {"name": "dup", "score": 2.0}, {"name": "gone", "score": 3.0}]}
-    new = {"tests": [{"name": "ex01 a", "score": 0.5}, {"name": "ex01 b", "score": 0.3},
-                     {"name": "dup", "score": 1.0}, {"name": "dup", "score": 2.5}, {"name": "added", "score": 0.0}]}
+    old = {
+        "tests": [
+            {"name": "ex01 a", "score": 1.0},
+            {"name": "ex01 b", "score": 0.1 + 0.2},
+            {"name": "dup", "score": 1.0},
+            {"name": "dup", "score": 2.0},
+            {"name": "gone", "score": 3.0},
+        ]
+    }
+    new = {
+        "tests": [
+            {"name": "ex01 a", "score": 0.5},
+            {"name": "ex01 b", "score": 0.3},
+            {"name": "dup", "score": 1.0},
+            {"name": "dup", "score": 2.5},
+            {"name": "added", "score": 0.0},
+        ]
+    }
     moved = regrade.moved_tests(old, new)
     assert moved == [
         regrade.MovedTest("ex01 a", 1.0, 0.5),
@@ -275,8 +315,9 @@ def test_moved_tests_compares_two_results_in_hundredths():
         regrade.MovedTest("gone", 3.0, None),
     ], moved
     assert regrade.moved_tests(old, old) == [], "a grading equal to itself moves nothing"
-    only = regrade.only_exercises({"score": 9.0, "tests": [{"name": "ex01 a", "score": 1.0},
-                                                            {"name": "ex02 c", "score": 2.0}]}, ["ex02"])
+    only = regrade.only_exercises(
+        {"score": 9.0, "tests": [{"name": "ex01 a", "score": 1.0}, {"name": "ex02 c", "score": 2.0}]}, ["ex02"]
+    )
     assert only == {"score": 2.0, "tests": [{"name": "ex02 c", "score": 2.0}]}
     lines = regrade.format_diff(regrade.StudentDiff("amy", 7.0, 6.5, moved[:1], "graded", "graded"))
     assert lines == ["amy: 7.00 -> 6.50", "  ex01 a: 1.00 -> 0.50"], lines
@@ -290,22 +331,27 @@ def test_dry_run_prints_what_a_regrade_would_change_and_writes_nothing(tmp_path,
     first = bulk.grade_all(subs, out, workers=2, progress=False, python=fake_python)
     assert first.graded == ["alice", "bob"], first
     grader = Path(fake_python)  # the grader changes: bob's ex01 test now earns one point more
-    grader.write_text(grader.read_text().replace(
-        "n_files = len(os.listdir(sub)) if os.path.isdir(sub) else 0\n",
-        "n_files = len(os.listdir(sub)) if os.path.isdir(sub) else 0\nn_files += name == 'bob'\n"))
+    grader.write_text(
+        grader.read_text().replace(
+            "n_files = len(os.listdir(sub)) if os.path.isdir(sub) else 0\n",
+            "n_files = len(os.listdir(sub)) if os.path.isdir(sub) else 0\nn_files += name == 'bob'\n",
+        )
+    )
     _folder(subs, "carol", 1)  # new since the stored grading
     watched = [out / "gradebook.sqlite", out / "bob" / "results.json", out / "bob" / "feedback.md", out / "calls.txt"]
     before = [(p.read_bytes(), p.stat().st_mtime_ns) for p in watched]
     capsys.readouterr()
-    code = cli.main([str(subs), "--out", str(out), "--dry-run", "--workers", "2", "--no-progress",
-                      "--python", fake_python])
+    code = cli.main(
+        [str(subs), "--out", str(out), "--dry-run", "--workers", "2", "--no-progress", "--python", fake_python]
+    )
     printed = capsys.readouterr().out
     assert code == 0, printed
     assert "bob: 2.00 -> 3.00\n  ex01 public: ex01.f.case: 2.00 -> 3.00\n" in printed, printed
     assert "carol: not graded before -> 1.00" in printed and "alice" not in printed, printed
     assert "refused graded" in printed, "the real --out inside SUBMISSIONS is not a student"
     assert "dry run: 1 of 3 students would change (their points), 1 graded for the first time; 0 more" in printed, (
-        printed)
+        printed
+    )
     assert [(p.read_bytes(), p.stat().st_mtime_ns) for p in watched] == before, "the dry run wrote into --out"
     assert not (out / "carol").exists()
     with Gradebook(out / "gradebook.sqlite") as book:
@@ -314,10 +360,15 @@ def test_dry_run_prints_what_a_regrade_would_change_and_writes_nothing(tmp_path,
 
 
 def test_points_change_and_rewording_are_told_apart():
-    old = {"score": 3.0, "output": "Score: 3", "tests": [
-        {"name": "ex01 a (public cases)", "score": 1.0, "output": "[passed] a"},
-        {"name": "ex01 b (hidden cases)", "score": 2.0, "output": "hidden case 1 of 1: passed."},
-        {"name": "grading environment (staff only)", "score": 0, "output": "grading took 3.1 s"}]}
+    old = {
+        "score": 3.0,
+        "output": "Score: 3",
+        "tests": [
+            {"name": "ex01 a (public cases)", "score": 1.0, "output": "[passed] a"},
+            {"name": "ex01 b (hidden cases)", "score": 2.0, "output": "hidden case 1 of 1: passed."},
+            {"name": "grading environment (staff only)", "score": 0, "output": "grading took 3.1 s"},
+        ],
+    }
 
     def variant(**changes) -> dict:
         new = json.loads(json.dumps(old))
@@ -328,14 +379,17 @@ def test_points_change_and_rewording_are_told_apart():
 
     timing = variant(tests={2: {"output": "grading took 9.9 s"}})
     assert not regrade.points_change(old, timing) and regrade.reworded(old, timing) == [], (
-        "the staff-only entry's grading time is never a change")
+        "the staff-only entry's grading time is never a change"
+    )
     text = variant(tests={1: {"output": "hidden case 1 of 1: passed (new words)."}})
     assert not regrade.points_change(old, text), "a changed feedback text is not a points change"
     assert regrade.reworded(old, text) == ["ex01 b (hidden cases): feedback text changed"]
     renamed = variant(tests={0: {"name": "ex01 a renamed (public cases)"}})
     assert not regrade.points_change(old, renamed), "a test renamed with its points changes no score"
-    assert regrade.reworded(old, renamed) == ["ex01 a renamed (public cases): new test (1.00 points)",
-                                              "ex01 a (public cases): test gone (1.00 points)"]
+    assert regrade.reworded(old, renamed) == [
+        "ex01 a renamed (public cases): new test (1.00 points)",
+        "ex01 a (public cases): test gone (1.00 points)",
+    ]
     shifted = variant(tests={0: {"score": 2.0}, 1: {"score": 1.0}})
     assert regrade.points_change(old, shifted), "points moved between two tests of one exercise are a change"
     noise = variant(tests={0: {"score": 1.0 + 1e-9}}, top={"score": 3.0 + 1e-9})
@@ -355,18 +409,30 @@ def test_dry_run_counts_only_students_whose_points_change(tmp_path, fake_python,
     first = bulk.grade_all(subs, out, workers=2, progress=False, python=fake_python)
     assert not first.failed, [(out / s / "feedback_instructor.md").read_text()[-1500:] for s in first.failed]
     grader = Path(fake_python)  # the new grader: more points for p*, other words for w*
-    grader.write_text(grader.read_text().replace(
-        "n_files = len(os.listdir(sub)) if os.path.isdir(sub) else 0\n",
-        "n_files = len(os.listdir(sub)) if os.path.isdir(sub) else 0\nn_files += name.startswith('p')\n",
-    ).replace('"output": "ex01 said: expected 187.5 $/GB"',
-              '"output": "ex01 says: expected 187.5 $/GB" if name.startswith("w") else "ex01 said: expected 187.5 $/GB"'))
+    grader.write_text(
+        grader.read_text()
+        .replace(
+            "n_files = len(os.listdir(sub)) if os.path.isdir(sub) else 0\n",
+            "n_files = len(os.listdir(sub)) if os.path.isdir(sub) else 0\nn_files += name.startswith('p')\n",
+        )
+        .replace(
+            '"output": "ex01 said: expected 187.5 $/GB"',
+            '"output": "ex01 says: expected 187.5 $/GB" if name.startswith("w") else "ex01 said: expected 187.5 $/GB"',
+        )
+    )
     capsys.readouterr()
-    assert cli.main([str(subs), "--out", str(out), "--dry-run", "--workers", "2", "--no-progress",
-                     "--python", fake_python]) == 0
+    assert (
+        cli.main(
+            [str(subs), "--out", str(out), "--dry-run", "--workers", "2", "--no-progress", "--python", fake_python]
+        )
+        == 0
+    )
     printed = capsys.readouterr().out
     head, _, apart = printed.partition("same points, other feedback:")
-    assert "dry run: 5 of 20 students would change (their points), 0 graded for the first time; 13 more keep " \
-        "their points but their feedback differs" in head, printed
+    assert (
+        "dry run: 5 of 20 students would change (their points), 0 graded for the first time; 13 more keep "
+        "their points but their feedback differs" in head
+    ), printed
     for student in points_move:
         assert f"{student}: 3.00 -> 4.00\n  ex01 public: ex01.f.case: 3.00 -> 4.00" in head, printed
     for student in words_move:
@@ -377,6 +443,7 @@ def test_dry_run_counts_only_students_whose_points_change(tmp_path, fake_python,
 
 # ---------------------------------------------------------------------------------------------
 # The real grader on a small batch.
+
 
 def _copy_exercises(src: Path, dest: Path) -> Path:
     dest.mkdir(parents=True)
@@ -403,7 +470,8 @@ def test_real_batch_matches_single_grader(tmp_path, graded):
     assert scores["stubs"].score == pytest.approx(0, abs=SCORE_TOL), "the unfilled stubs must score 0"
     direct = graded(wrong)
     assert scores["wrong"].score == pytest.approx(float(direct["score"]), abs=SCORE_TOL), (
-        f"bulk and single grading disagree on {fixture.name}")
+        f"bulk and single grading disagree on {fixture.name}"
+    )
     assert scores["wrong"].score < 100 - SCORE_TOL, f"{fixture.name} must lose points"
     assert scores["damaged"].score == pytest.approx(0, abs=SCORE_TOL)
     assert (out / "damaged" / "results.json").is_file()
@@ -428,13 +496,25 @@ def _ex01_submission(subs: Path, name: str, right: bool) -> None:
 
 
 def _run_grade_all(subs: Path, out: Path, csv_path: Path) -> int:
-    argv = [str(subs), "--out", str(out), "--csv", str(csv_path), "--workers", "1", "--exercises", "ex01",
-            "--no-progress"]
+    argv = [
+        str(subs),
+        "--out",
+        str(out),
+        "--csv",
+        str(csv_path),
+        "--workers",
+        "1",
+        "--exercises",
+        "ex01",
+        "--no-progress",
+    ]
     try:
         return cli.main(argv)
     except Exception as exc:  # the batch must end with its report, whatever the students' names
-        pytest.fail(f"grade-all must finish with exit code 0 for {sorted(p.name for p in subs.iterdir())}, "
-                    f"it raised {type(exc).__name__}: {exc}")
+        pytest.fail(
+            f"grade-all must finish with exit code 0 for {sorted(p.name for p in subs.iterdir())}, "
+            f"it raised {type(exc).__name__}: {exc}"
+        )
 
 
 def _check_every_student_has_own_outputs(subs: Path, out: Path, csv_path: Path, expected: dict[str, float]) -> None:
@@ -446,7 +526,8 @@ def _check_every_student_has_own_outputs(subs: Path, out: Path, csv_path: Path, 
         student = header.removeprefix("# Feedback for ").removesuffix(" (student copy)")
         folders.setdefault(student, []).append(folder.name)
     assert sorted(folders) == sorted(expected) and all(len(f) == 1 for f in folders.values()), (
-        f"expected one output folder for each of {sorted(expected)}, found {folders}")
+        f"expected one output folder for each of {sorted(expected)}, found {folders}"
+    )
     lowered = [f[0].casefold() for f in folders.values()]
     assert len(set(lowered)) == len(lowered), f"expected one output folder per student, even ignoring case: {folders}"
     with Gradebook(out / "gradebook.sqlite") as book:
@@ -456,13 +537,16 @@ def _check_every_student_has_own_outputs(subs: Path, out: Path, csv_path: Path, 
         folder = out / folders[student][0]
         results = json.loads((folder / "results.json").read_text(encoding="utf-8"))
         assert results["score"] == pytest.approx(score, abs=SCORE_TOL), (
-            f"expected {folder.name}/results.json to hold {student}'s score {score}, it says {results['score']}")
+            f"expected {folder.name}/results.json to hold {student}'s score {score}, it says {results['score']}"
+        )
         assert student in recorded, f"expected {student} in the gradebook, it holds {sorted(recorded)}"
         assert recorded[student] == (pytest.approx(score, abs=SCORE_TOL), "graded"), (
-            f"expected the gradebook to say {student} {score} graded, it says {recorded[student]}")
+            f"expected the gradebook to say {student} {score} graded, it says {recorded[student]}"
+        )
         assert student in rows, f"expected {student} in {csv_path.name}, it lists {sorted(rows)}"
         assert float(rows[student]["score"]) == pytest.approx(score, abs=SCORE_TOL), (
-            f"expected {csv_path.name} to give {student} {score}, it gives {rows[student]['score']}")
+            f"expected {csv_path.name} to give {student} {score}, it gives {rows[student]['score']}"
+        )
 
 
 @pytest.mark.slow
@@ -516,19 +600,32 @@ def test_an_error_writing_one_students_files_is_recorded_for_that_student_only(t
         pytest.fail(f"expected the batch to go on past carol's unwritable folder, it raised {exc!r}")
     status = {r.student: (r.score, r.status) for r in report.records}
     assert status == {"bob": (6.0, "graded"), "carol": (0.0, "grader_failed"), "zed": (6.0, "graded")}, (
-        f"expected carol recorded as a failure and bob and zed graded, got {status}")
+        f"expected carol recorded as a failure and bob and zed graded, got {status}"
+    )
     with Gradebook(tmp_path / "graded" / "gradebook.sqlite") as book:
         said = json.dumps(book.results("carol"))
     assert "grade-all itself failed, not the submission" in said and "FileExistsError" in said, (
-        f"expected carol's results to say the failure is grade-all's own, got {said}")
+        f"expected carol's results to say the failure is grade-all's own, got {said}"
+    )
 
 
 def test_folders_stay_distinct_whatever_names_are_chosen(tmp_path):
     """Names built to hit each candidate folder of the others (every attempt, any case, ß/SS) and the CSV."""
     digest = hashlib.sha256(b"alice").hexdigest()
-    names = ["alice", "Alice", "ALICE", f"alice-{digest[:8]}", f"ALICE-{digest[:8].upper()}",
-             f"alice-{digest[:16]}-1", f"alice-{digest[:16]}-2", "straße", "STRASSE", "strasse",
-             "grades.csv", "GRADES.CSV-" + hashlib.sha256(b"grades.csv").hexdigest()[:8]]
+    names = [
+        "alice",
+        "Alice",
+        "ALICE",
+        f"alice-{digest[:8]}",
+        f"ALICE-{digest[:8].upper()}",
+        f"alice-{digest[:16]}-1",
+        f"alice-{digest[:16]}-2",
+        "straße",
+        "STRASSE",
+        "strasse",
+        "grades.csv",
+        "GRADES.CSV-" + hashlib.sha256(b"grades.csv").hexdigest()[:8],
+    ]
     subs = tmp_path / "subs"
     for name in names:
         _folder(subs, name, 1)

@@ -44,6 +44,7 @@ def _text(members: dict[str, bytes], name: str) -> str:
 # ---------------------------------------------------------------------------------------------
 # What is in the copy, and the audit
 
+
 def test_the_copy_passes_its_audit(members):
     problems = bundle.audit(members)
     assert not problems, "the student's copy fails its own audit:\n" + "\n".join(problems)
@@ -53,8 +54,15 @@ def test_the_copy_holds_the_students_files_and_nothing_for_grading(members):
     for ex in EXERCISES:
         assert f"assignments/{ex.filename}" in members, f"stub {ex.filename} missing from the copy"
         assert STUB_RE.search(_text(members, f"assignments/{ex.filename}")), f"{ex.filename} is not a stub"
-    for name in ("README.md", "Makefile", "pyproject.toml", "assignments/README.md", "shared/hetero/pack.py",
-                 "shared/hetero/lecture.py", "shared/hetero/data/sample_trace.jsonl"):
+    for name in (
+        "README.md",
+        "Makefile",
+        "pyproject.toml",
+        "assignments/README.md",
+        "shared/hetero/pack.py",
+        "shared/hetero/lecture.py",
+        "shared/hetero/data/sample_trace.jsonl",
+    ):
         assert name in members, f"{name} missing from the copy"
     assert not [n for n in members if n.startswith("autograder/") or n.startswith("solutions/")], sorted(members)
     assert not [n for n in members if n.endswith(".pt")], "the ex10 grading models are hidden-case inputs"
@@ -65,7 +73,8 @@ def test_student_pyproject_pins_exactly_the_students_packages(members):
     deps = re.findall(r'^    "([^"]+)",?$', text, flags=re.M)
     names = {re.split(r"[=<>!~;\[ ]", d, maxsplit=1)[0] for d in deps}
     assert names == set(bundle.STUDENT_DISTRIBUTIONS), (
-        f"the student's pyproject must depend on exactly {sorted(bundle.STUDENT_DISTRIBUTIONS)}, got {sorted(names)}")
+        f"the student's pyproject must depend on exactly {sorted(bundle.STUDENT_DISTRIBUTIONS)}, got {sorted(names)}"
+    )
     root_text = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
     for dep in deps:
         assert f'"{dep}"' in root_text, f"{dep}: not the root pyproject's pin (markers included)"
@@ -79,8 +88,13 @@ def test_readme_quick_start_has_exactly_two_commands(members):
     commands = [line.split("#")[0].strip() for line in quick.strip().splitlines()]
     assert commands == ["make demo", "make test"], f"Quick start must be `make demo` and `make test`, got {commands}"
     assert "3.10 to 3.13" in readme and "make test PYTHON=python3.12" in readme, "how to choose the Python"
-    for words in ("https://download.pytorch.org/whl/cpu", "A2_TORCH_INDEX_URL=https://", "A2_TORCH_INDEX_URL= make",
-                  "1.4 GB", "shared/hetero/install_torch.py"):
+    for words in (
+        "https://download.pytorch.org/whl/cpu",
+        "A2_TORCH_INDEX_URL=https://",
+        "A2_TORCH_INDEX_URL= make",
+        "1.4 GB",
+        "shared/hetero/install_torch.py",
+    ):
         assert words in readme, f"the README must say how torch is installed ({words!r})"
     recipe = _text(members, "Makefile").split("$(STAMP): pyproject.toml", 1)[1].split("\n\n", 1)[0]
     installer, rest = recipe.index("shared/hetero/install_torch.py"), recipe.index("pip install -e .")
@@ -89,9 +103,20 @@ def test_readme_quick_start_has_exactly_two_commands(members):
 
 def test_handout_states_the_limits_the_types_and_the_differences(members):
     handout = _text(members, "assignments/README.md")
-    for words in ("10 s; ex05 20 s; ex10 30 s", "Gradescope grading", "numpy.float32", "numpy.float64",
-                  "Where this package's figures differ", "Overload", "Small MoE", "Recompute", "Launch share",
-                  "_check_cluster", "pytest assignments -m ex01", "python -m hetero.pack"):
+    for words in (
+        "10 s; ex05 20 s; ex10 30 s",
+        "Gradescope grading",
+        "numpy.float32",
+        "numpy.float64",
+        "Where this package's figures differ",
+        "Overload",
+        "Small MoE",
+        "Recompute",
+        "Launch share",
+        "_check_cluster",
+        "pytest assignments -m ex01",
+        "python -m hetero.pack",
+    ):
         assert words in handout, f"the handout must say {words!r}"
     assert "python -m autograder" not in handout, "the handout names a grader command the copy does not have"
     assert re.search(r"run `pytest -m ex\d\d`", handout) is None, "`pytest -m exNN` selects nothing from the root"
@@ -114,15 +139,19 @@ def test_a_planted_solution_line_fails_the_audit(members):
     stub = "assignments/ex02_kv_capacity.py"
     problems = bundle.audit(_planted(members, stub, f"\n\ndef leaked():\n    {line}\n"))
     assert any(p.startswith(stub) and "solution block" in p for p in problems), (
-        f"planting the answer key's line {line!r} in {stub} was not caught: {problems}")
+        f"planting the answer key's line {line!r} in {stub} was not caught: {problems}"
+    )
 
 
-@pytest.mark.parametrize("what, name, extra, words", [
-    ("a solution marker", "assignments/ex01_cost_per_gb.py", "\n# BEGIN SOLUTION\n", "solution marker"),
-    ("a grader import", "shared/hetero/catalog.py", "\nimport autograder.runtime.grader\n", "imports the grader"),
-    ("a wrong fixture", "shared/hetero/extra.py", '"""MISTAKE: used GiB."""\n', "not part of"),
-    ("a wrong fixture's docstring", "shared/hetero/roofline.py", "", "MISTAKE"),
-])
+@pytest.mark.parametrize(
+    "what, name, extra, words",
+    [
+        ("a solution marker", "assignments/ex01_cost_per_gb.py", "\n# BEGIN SOLUTION\n", "solution marker"),
+        ("a grader import", "shared/hetero/catalog.py", "\nimport autograder.runtime.grader\n", "imports the grader"),
+        ("a wrong fixture", "shared/hetero/extra.py", '"""MISTAKE: used GiB."""\n', "not part of"),
+        ("a wrong fixture's docstring", "shared/hetero/roofline.py", "", "MISTAKE"),
+    ],
+)
 def test_other_leaks_fail_the_audit(members, what, name, extra, words):
     planted = _planted(members, name, extra)
     if what == "a wrong fixture's docstring":
@@ -135,16 +164,20 @@ def test_hidden_cases_expected_values_and_fixtures_fail_the_audit(members):
     hidden_id = hidden_cases("ex02")[0].id
     problems = bundle.audit(_planted(members, "assignments/tests/public_ex02.py", f"\n# {hidden_id}\n"))
     assert any(hidden_id in p for p in problems), f"the hidden case id {hidden_id} was not caught"
-    copied = {**members,
-              "assignments/tests/exercises.json": (ROOT / "autograder" / "expected" / "ex02.json").read_bytes()}
-    assert any("identical to autograder/expected/ex02.json" in p for p in bundle.audit(copied))
+    copied = {
+        **members,
+        "assignments/tests/exercises.json": (ROOT / "autograder" / "expected" / "ex02.json").read_bytes(),
+    }
+    problems = bundle.audit(copied)
+    assert any("identical to autograder/expected/ex02.json" in p for p in problems), problems
     fixture = source(for_exercise("ex01")[0].name).encode("utf-8")
     copied = {**members, "assignments/ex01_cost_per_gb.py": fixture}
     problems = bundle.audit(copied)
     assert any("identical to the wrong fixture ex01_" in p for p in problems), problems
     assert any("MISTAKE" in p for p in problems), problems
     answer = {**members, "assignments/ex01_cost_per_gb.py": (ROOT / "solutions" / "ex01_cost_per_gb.py").read_bytes()}
-    assert any("identical to solutions/ex01_cost_per_gb.py" in p for p in bundle.audit(answer))
+    problems = bundle.audit(answer)
+    assert any("identical to solutions/ex01_cost_per_gb.py" in p for p in problems), problems
 
 
 def test_the_reference_figures_ship_and_hold_no_hidden_case(members):
@@ -170,8 +203,8 @@ def test_the_reference_figures_ship_and_hold_no_hidden_case(members):
     problems = bundle.audit(_planted(members, name, f"\n{hidden_id}\n"))
     assert any(p.startswith(name) and hidden_id in p for p in problems), problems
     copied = {**members, name: (ROOT / "autograder" / "expected" / "ex05.json").read_bytes()}
-    assert any(p.startswith(name) and "identical to autograder/expected/ex05.json" in p
-               for p in bundle.audit(copied))
+    problems = bundle.audit(copied)
+    assert any(p.startswith(name) and "identical to autograder/expected/ex05.json" in p for p in problems), problems
 
 
 def test_build_refuses_to_write_a_copy_that_fails_the_audit(tmp_path, monkeypatch, members):
@@ -188,7 +221,8 @@ def test_same_source_same_bytes(tmp_path):
     bundle.build_bundle(first)
     bundle.build_bundle(second)
     assert (tmp_path / "a" / "student.zip").read_bytes() == (tmp_path / "b" / "student.zip").read_bytes(), (
-        "two builds of the same source gave different zips (timestamps or order leak in)")
+        "two builds of the same source gave different zips (timestamps or order leak in)"
+    )
     with zipfile.ZipFile(tmp_path / "a" / "student.zip") as zf:
         names = zf.namelist()
         assert names == sorted(names) and all(n.startswith("student/") for n in names)
@@ -204,6 +238,7 @@ def test_same_source_same_bytes(tmp_path):
 
 # ---------------------------------------------------------------------------------------------
 # The proof from nothing (slow): a fresh venv from the copy alone
+
 
 def _clean_env(**extra: str) -> dict[str, str]:
     """The environment without any path into this repository (no PYTHONPATH, no venv of ours on PATH)."""
@@ -228,16 +263,25 @@ def student_copy(tmp_path_factory) -> Path:
     locally, a file index of it standing in (A2_TORCH_INDEX_URL)."""
     out = tmp_path_factory.mktemp("copy") / "student"
     bundle.build_bundle(out)
-    index = PROOFS.local_torch_index(tmp_path_factory.mktemp("torch-index"), bundle._torch_version(
-        bundle.student_requirements()))
+    index = PROOFS.local_torch_index(
+        tmp_path_factory.mktemp("torch-index"), bundle._torch_version(bundle.student_requirements())
+    )
     torch_env = {"A2_TORCH_INDEX_URL": index} if index else {}
-    result = _run(["make", "setup", f"PYTHON={shutil.which('python3', path=_clean_env()['PATH']) or 'python3'}"], out,
-                  timeout_s=1800, **torch_env)
-    assert result.returncode == 0, f"make setup failed in the student's copy:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
+    result = _run(
+        ["make", "setup", f"PYTHON={shutil.which('python3', path=_clean_env()['PATH']) or 'python3'}"],
+        out,
+        timeout_s=1800,
+        **torch_env,
+    )
+    assert result.returncode == 0, (
+        f"make setup failed in the student's copy:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
+    )
     assert "[install_torch] the index lists torch-" in result.stdout, result.stdout[-3000:]
     torch = _run([_vpy(out), "-c", "import torch; print(torch.__version__)"], out).stdout.strip()
     assert torch.endswith("+cpu"), f"the copy's torch is {torch}, not the CPU build"
-    print(f"\n[student copy] torch {torch} from {index or 'PyTorch CPU index'} ({'local stand-in' if index else 'real'})")
+    print(
+        f"\n[student copy] torch {torch} from {index or 'PyTorch CPU index'} ({'local stand-in' if index else 'real'})"
+    )
     return out
 
 
@@ -252,7 +296,8 @@ def test_copy_imports_its_own_hetero(student_copy):
     assert "No module named 'autograder'" in result.stderr, "the copy's venv must not see the grader package"
     result = _run([_vpy(student_copy), "-c", "import hetero; print(hetero.__file__)"], student_copy)
     assert Path(result.stdout.strip()).resolve().is_relative_to(student_copy.resolve()), (
-        f"the copy's venv imports hetero from {result.stdout.strip()}, not from the copy")
+        f"the copy's venv imports hetero from {result.stdout.strip()}, not from the copy"
+    )
 
 
 @pytest.mark.slow
@@ -265,7 +310,8 @@ def test_unfilled_copy_fails_every_public_test_with_not_implemented(student_copy
     head = out[:first_failure]
     assert f"exercise files: {(student_copy / 'assignments').resolve()}" in head, head
     assert "still stubs: ex01, ex02" in head and "NotImplementedError" in head, (
-        f"the top of the output must say that the stubs fail with NotImplementedError:\n{head}")
+        f"the top of the output must say that the stubs fail with NotImplementedError:\n{head}"
+    )
     assert "time limit per case: 10 s (ex05 20 s, ex10 30 s)" in head, head
     blocks = re.split(r"\n_{3,} test_public\[[^\]]+\] _{3,}\n", out[first_failure:])[1:]
     n_cases = int(re.search(r"(\d+) failed", out).group(1))
@@ -275,24 +321,27 @@ def test_unfilled_copy_fails_every_public_test_with_not_implemented(student_copy
         assert body.startswith("NotImplementedError: ex"), f"expected a NotImplementedError block, got:\n{body}"
         assert len(body.splitlines()) == 1, f"one line per unfilled case, no harness source:\n{body}"
     assert "ImportError" not in out and "Traceback" not in out
-    summary = out[out.index("per-exercise summary"):]
+    summary = out[out.index("per-exercise summary") :]
     assert summary.rstrip().endswith("make up the rest."), "the per-exercise summary must be the last thing printed"
     for ex in EXERCISES:
         assert re.search(rf"^{ex.id}\s+0\s+\d+\s+0 / [\d.]+\s+{ex.points:g}\s+FAILING$", summary, flags=re.M), (
-            f"{ex.id}:\n{summary}")
+            f"{ex.id}:\n{summary}"
+        )
 
 
 @pytest.mark.slow
 @pytest.mark.proof("student_copy")
 def test_one_exercise_is_selected_from_the_root_as_the_handout_says(student_copy):
-    result = _run([_vpy(student_copy), "-m", "pytest", "assignments", "-m", "ex01", "-p", "no:cacheprovider"],
-                  student_copy)
+    result = _run(
+        [_vpy(student_copy), "-m", "pytest", "assignments", "-m", "ex01", "-p", "no:cacheprovider"], student_copy
+    )
     counts = re.search(r"(\d+) failed, (\d+) passed, (\d+) deselected", result.stdout)
     assert counts, f"`pytest assignments -m ex01` selected nothing:\n{result.stdout[-2000:]}"
     failed, passed, _ = map(int, counts.groups())
     assert failed == len(public_cases("ex01")) and passed == 1, (
         f"expected every ex01 public case to fail on the stub and its presence check to pass, got {failed} "
-        f"failed, {passed} passed:\n{result.stdout[-2000:]}")
+        f"failed, {passed} passed:\n{result.stdout[-2000:]}"
+    )
 
 
 @pytest.mark.slow
@@ -307,7 +356,7 @@ def test_demo_on_stubs_names_the_missing_exercises(student_copy):
 
 @pytest.fixture(scope="module")
 def filled_copy(student_copy) -> Path:
-    """The same copy with the answer key's ten files in its assignments/ (after the stub tests above)."""
+    """The same copy with the answer key's exercise files in its assignments/ (after the stub tests above)."""
     for ex in EXERCISES:
         shutil.copyfile(ROOT / "solutions" / ex.filename, student_copy / "assignments" / ex.filename)
     return student_copy
@@ -324,11 +373,19 @@ def test_filled_copy_passes_every_public_test(filled_copy):
 @pytest.mark.slow
 @pytest.mark.proof("student_copy")
 def test_filled_copy_drivers_give_the_repositorys_figures(filled_copy):
-    copy_run = _run([_vpy(filled_copy), "-m", "hetero.lecture", "all", "--impl", "assignments", "--json"],
-                    filled_copy, timeout_s=1800)
+    copy_run = _run(
+        [_vpy(filled_copy), "-m", "hetero.lecture", "all", "--impl", "assignments", "--json"],
+        filled_copy,
+        timeout_s=1800,
+    )
     assert copy_run.returncode == 0, copy_run.stderr[-3000:]
-    repo_run = subprocess.run([sys.executable, "-m", "hetero.lecture", "all", "--impl", "solutions", "--json"],
-                              cwd=ROOT, capture_output=True, text=True, timeout=1800)
+    repo_run = subprocess.run(
+        [sys.executable, "-m", "hetero.lecture", "all", "--impl", "solutions", "--json"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
     assert repo_run.returncode == 0, repo_run.stderr[-3000:]
     ours, theirs = json.loads(copy_run.stdout), json.loads(repo_run.stdout)
     for exp in (ours, theirs):
@@ -340,14 +397,17 @@ def test_filled_copy_drivers_give_the_repositorys_figures(filled_copy):
         assert result.pop("gaps") == [] and result.pop("reference"), f"experiment {exp}: gaps against the reference"
     differences = drift(ours, theirs)  # floats within 1e-9 relative, everything else exactly
     assert not differences, "the copy's drivers differ from the repository's --impl solutions:\n" + "\n".join(
-        differences[:20])
+        differences[:20]
+    )
 
 
 @pytest.mark.slow
 @pytest.mark.proof("student_copy")
 def test_filled_copy_packs_the_files_the_tests_read(filled_copy, tmp_path):
-    result = _run([_vpy(filled_copy), "-m", "hetero.pack", "--out", str(tmp_path / "s.zip")],
-                  filled_copy / "assignments" / "tests")  # from below assignments/: found upward
+    result = _run(
+        [_vpy(filled_copy), "-m", "hetero.pack", "--out", str(tmp_path / "s.zip")],
+        filled_copy / "assignments" / "tests",
+    )  # from below assignments/: found upward
     assert result.returncode == 0, result.stderr
     assert f"exercise files: {(filled_copy / 'assignments').resolve()}" in result.stdout
     with zipfile.ZipFile(tmp_path / "s.zip") as zf:
@@ -356,6 +416,7 @@ def test_filled_copy_packs_the_files_the_tests_read(filled_copy, tmp_path):
 
 # ---------------------------------------------------------------------------------------------
 # The instructor package: non-editable install and wheel
+
 
 def _package_files() -> set[str]:
     """Every file of the two packages in this repository, as installed paths ("hetero/data/...")."""
@@ -373,22 +434,42 @@ def installed_root(tmp_path_factory) -> Path:
     link and no build residue in the working tree)."""
     work = tmp_path_factory.mktemp("root")
     source = work / "src"
-    shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(".venv", ".git", ".cache", "__pycache__", "out", "dist",
-                                                                "build", "*.egg-info", ".pytest_cache", ".hypothesis"))
+    shutil.copytree(
+        ROOT,
+        source,
+        ignore=shutil.ignore_patterns(
+            ".venv",
+            ".git",
+            ".cache",
+            "__pycache__",
+            "out",
+            "dist",
+            "build",
+            "*.egg-info",
+            ".pytest_cache",
+            ".hypothesis",
+        ),
+    )
     venv = work / "venv"
     base = shutil.which("python3", path=_clean_env()["PATH"]) or "python3"
     assert _run([base, "-m", "venv", str(venv)], work).returncode == 0
     result = _run([str(venv / "bin" / "python"), "-m", "pip", "install", str(source)], work, timeout_s=1800)
     assert result.returncode == 0, result.stderr[-3000:]
-    found = _run([str(venv / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], work)
+    found = _run(
+        [str(venv / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], work
+    )
     return Path(found.stdout.strip())
 
 
 @pytest.mark.slow
 @pytest.mark.proof("package_install")
 def test_non_editable_install_carries_every_file(installed_root):
-    installed = {p.relative_to(installed_root).as_posix() for pkg in ("hetero", "autograder")
-                 for p in (installed_root / pkg).rglob("*") if p.is_file() and "__pycache__" not in p.parts}
+    installed = {
+        p.relative_to(installed_root).as_posix()
+        for pkg in ("hetero", "autograder")
+        for p in (installed_root / pkg).rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts
+    }
     missing = sorted(_package_files() - installed)
     assert not missing, f"`pip install .` left out {len(missing)} files, e.g. {missing[:10]}"
 
@@ -410,10 +491,27 @@ def test_installed_package_runs_a_driver_on_a_folder(installed_root, tmp_path):
 @pytest.mark.proof("package_install")
 def test_built_wheel_carries_every_file(tmp_path):
     source = tmp_path / "src"
-    shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(".venv", ".git", ".cache", "__pycache__", "out", "dist",
-                                                                "build", "*.egg-info", ".pytest_cache", ".hypothesis"))
-    result = _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-w", str(tmp_path / "wheel"), str(source)],
-                  tmp_path, timeout_s=900)
+    shutil.copytree(
+        ROOT,
+        source,
+        ignore=shutil.ignore_patterns(
+            ".venv",
+            ".git",
+            ".cache",
+            "__pycache__",
+            "out",
+            "dist",
+            "build",
+            "*.egg-info",
+            ".pytest_cache",
+            ".hypothesis",
+        ),
+    )
+    result = _run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-w", str(tmp_path / "wheel"), str(source)],
+        tmp_path,
+        timeout_s=900,
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     (wheel,) = (tmp_path / "wheel").glob("*.whl")
     with zipfile.ZipFile(wheel) as zf:

@@ -61,6 +61,43 @@ def test_compare_types_before_values():
     assert "keys" in compare({"a": 1.0}, {"b": 1.0}, 1e-9, 0.0)
 
 
+INF, NAN = float("inf"), float("nan")
+
+
+@pytest.mark.parametrize(
+    ("expected", "got"),
+    [(INF, INF), (-INF, -INF), (NAN, NAN), ([1.0, INF], [1.0, INF]), ({"t": -INF}, {"t": -INF})],
+)
+def test_a_non_finite_value_matches_itself(expected, got):
+    """compare's documented rule: a NaN agrees with a NaN, an infinity with the same infinity (ex11's key
+    returned a correct inf and the grader said "expected inf, got inf")."""
+    assert compare(expected, roundtrip(got), 1e-9, 0.0) is None, compare(expected, roundtrip(got), 1e-9, 0.0)
+
+
+@pytest.mark.parametrize(
+    ("expected", "got", "said"),
+    [
+        (INF, -INF, "expected inf, got -inf"),
+        (INF, 1e308, "expected inf, got 1e+308"),
+        (INF, NAN, "expected inf, got nan"),
+        (2.0, INF, "expected 2, got inf"),
+        (NAN, INF, "expected nan, got inf"),
+        (-INF, 0, "expected -inf, got 0"),
+    ],
+)
+def test_a_non_finite_value_takes_no_tolerance(expected, got, said):
+    problem = compare(expected, got, 1e-9, 1e300)  # even a huge abs_tol does not reach an infinity
+    assert problem == said, f"compare({expected!r}, {got!r}) said {problem!r}, expected {said!r}"
+
+
+def test_arrays_follow_the_same_non_finite_rule():
+    e = roundtrip(np.array([1.0, INF, NAN, -INF]))
+    assert compare(e, roundtrip(np.array([1.0, INF, NAN, -INF])), 1e-9, 0.0) is None
+    flipped = compare(e, roundtrip(np.array([1.0, -INF, NAN, -INF])), 1e-9, 0.0)
+    assert flipped is not None and "first at index (1,)" in flipped, flipped
+    assert "non-finite" in compare(roundtrip(np.array([1.0, 2.0])), roundtrip(np.array([1.0, INF])), 1e-9, 0.0)
+
+
 def test_numpy_float32_keeps_its_type_and_float64_is_accepted():
     assert type(roundtrip(np.float64(2.5))) is float  # a float64 is a Python float (subclass, same precision)
     back = roundtrip(np.float32(229.376))
@@ -91,7 +128,8 @@ def test_type_mistakes_are_named_and_carry_no_formula_hint(returned, expect, wor
     assert "the value is right" in verdict.message, verdict.message
     assert "number of layers" not in verdict.message, (
         f"a right value of the wrong type got the formula hint, which points at a mistake that is not there: "
-        f"{verdict.message}")
+        f"{verdict.message}"
+    )
     assert "expected 229.376, got 229.376" not in verdict.message
 
 
@@ -168,6 +206,7 @@ def test_a_verdict_carries_the_known_mistake_it_matches_as_a_field():
     assert not matched.passed and matched.known_mistake == "Your result matches a known mistake: GiB instead of GB"
     assert matched.message.endswith(matched.known_mistake), "the message shows the named mistake"
     other = judge(case, Outcome(encode(3.0)), None, mistakes)
-    assert other.known_mistake == "" and "Likely mistake: check the unit" in other.message, \
+    assert other.known_mistake == "" and "Likely mistake: check the unit" in other.message, (
         "no match: no named mistake, the case's hint instead"
+    )
     assert judge(case, Outcome(encode(2.0)), None, mistakes).known_mistake == ""

@@ -29,7 +29,7 @@ pytest.importorskip("distributed")
 
 from autograder.batch import bulk, cluster  # noqa: E402
 from autograder.batch.gradebook import Gradebook  # noqa: E402
-from autograder.batch.processes import Graded, Sealed  # noqa: E402
+from autograder.batch.processes import Graded, Job, Sealed  # noqa: E402
 from autograder.batch.submissions import Submission  # noqa: E402
 from autograder.runtime import phases  # noqa: E402
 
@@ -111,7 +111,9 @@ def _events(subs: Path) -> list[tuple[str, str, str, float, int]]:
 def _assert_sealed_order(events) -> None:
     public = [at for phase, _, _, at, _ in events if phase == "public"]
     hidden_starts = [at for phase, what, _, at, _ in events if phase == "hidden" and what == "start"]
-    assert hidden_starts and max(public) < min(hidden_starts), f"a hidden phase started before a public one ended: {events}"
+    assert hidden_starts and max(public) < min(hidden_starts), (
+        f"a hidden phase started before a public one ended: {events}"
+    )
 
 
 def _graded(out: Path) -> dict[str, tuple]:
@@ -139,9 +141,7 @@ def test_the_cluster_grades_as_the_process_pool(tmp_path, grader_python, monkeyp
     pool = bulk.grade_all(pool_subs, tmp_path / "pool" / "out", workers=2, progress=False, python=grader_python)
     dask_subs = _batch(tmp_path / "dask", STUDENTS)
     start = time.perf_counter()
-    dask = bulk.grade_all(
-        dask_subs, tmp_path / "dask" / "out", progress=False, python=grader_python, cluster="local:2"
-    )
+    dask = bulk.grade_all(dask_subs, tmp_path / "dask" / "out", progress=False, python=grader_python, cluster="local:2")
     took = time.perf_counter() - start
     assert (dask.graded, dask.failed) == (pool.graded, pool.failed) == (sorted(STUDENTS), ["d_crash"]), dask
     assert _graded(tmp_path / "dask" / "out") == _graded(tmp_path / "pool" / "out")
@@ -156,7 +156,10 @@ def test_the_cluster_grades_as_the_process_pool(tmp_path, grader_python, monkeyp
         assert f"grading {student} (public)" in log, f"the coordinator writes the worker's log: {log!r}"
         if student != "d_crash":
             assert f"grading {student} (hidden)" in log, log
-    assert "without writing its sealed public phase" in (tmp_path / "dask" / "out" / "d_crash" / "results.json").read_text()
+    assert (
+        "without writing its sealed public phase"
+        in (tmp_path / "dask" / "out" / "d_crash" / "results.json").read_text()
+    )
     assert held == [[]], f"the cluster still held results at the barrier (a lost worker would rerun them): {held}"
     events = _events(dask_subs)
     _assert_sealed_order(events)
@@ -184,7 +187,9 @@ def test_a_killed_worker_costs_a_rerun_not_a_grade(tmp_path, grader_python):
 
 def test_unsealed_batch_on_the_cluster(tmp_path, grader_python):
     subs = _batch(tmp_path, {"a": 6, "b": 3})
-    report = bulk.grade_all(subs, tmp_path / "out", progress=False, python=grader_python, cluster="local:1", sealed=False)
+    report = bulk.grade_all(
+        subs, tmp_path / "out", progress=False, python=grader_python, cluster="local:1", sealed=False
+    )
     assert {r.student: r.score for r in report.records} == {"a": 6.0, "b": 3.0}, report
     assert {phase for phase, *_ in _events(subs)} == {"both"}
 
@@ -226,12 +231,12 @@ def test_a_state_that_arrives_changed_is_never_graded(tmp_path):
     sub = Submission("alice", tmp_path / "alice")
     (tmp_path / "states").mkdir()
     good = cluster.Returned(None, b"log\n", seal, 1.5, tuple(packed.items()))
-    first = cluster._received_public(tmp_path / "out", (sub, "h", tmp_path / "states" / "s0"), good)
+    first = cluster._received_public(tmp_path / "out", Job(sub, "h", tmp_path / "states" / "s0"), good)
     assert isinstance(first, Sealed) and first.seal == seal and first.state == tmp_path / "states" / "s0"
     assert (tmp_path / "out" / "alice" / "grader.log").read_bytes() == b"log\n"
     packed["public.json"] = b'{"n": 6}'
     changed = cluster.Returned(None, b"", seal, 1.5, tuple(packed.items()))
-    second = cluster._received_public(tmp_path / "out", (sub, "h", tmp_path / "states" / "s1"), changed)
+    second = cluster._received_public(tmp_path / "out", Job(sub, "h", tmp_path / "states" / "s1"), changed)
     assert isinstance(second, Graded) and second.grader_failed
     assert "did not arrive intact" in json.dumps(second.results)
 
@@ -299,11 +304,12 @@ def test_a_task_lost_on_every_worker_fails_only_its_student(tmp_path):
             return future
 
     pool = Pool()
-    remote = cluster.Remote(lambda: pool, lambda name: f"graded {name}", lambda job: job[0].student, lambda job, r: r)
+    remote = cluster.Remote(lambda: pool, lambda name: f"graded {name}", lambda job: job.sub.student, lambda job, r: r)
     done = {}
-    jobs = [(Submission(name, tmp_path / name), "digest") for name in ("alice", "bob", "carol")]
+    jobs = [Job(Submission(name, tmp_path / name), "digest") for name in ("alice", "bob", "carol")]
     local = lambda job: pytest.fail("a job with a remote runs on the cluster")  # noqa: E731
-    bulk._each_in_pool(jobs, local, lambda job, r: done.update({job[0].student: r}), "x", 1, False, remote)
+    batch = bulk.Batch(tmp_path, 1, 60.0, False, sys.executable, None)
+    bulk._each_in_pool(jobs, local, lambda job, r: done.update({job.sub.student: r}), "x", batch, remote)
     assert pool.shipped == ["alice", "bob", "carol"]
     assert done["alice"] == "graded alice" and done["carol"] == "graded carol"
     assert isinstance(done["bob"], Graded) and done["bob"].grader_failed

@@ -30,13 +30,17 @@ def figures() -> dict:
 
 def near(got: float, lecture: float, what: str, unit: str, rel: float = REL, abs_: float = 0.0, hint: str = "") -> None:
     assert math.isclose(got, lecture, rel_tol=rel, abs_tol=abs_), (
-        f"{what}: expected {lecture} {unit} (lecture), got {got:.6g} {unit}; tolerance rel {rel}, abs {abs_}. {hint}")
+        f"{what}: expected {lecture} {unit} (lecture), got {got:.6g} {unit}; tolerance rel {rel}, abs {abs_}. {hint}"
+    )
 
 
 def test_parts_keys_and_needs():
     assert [p.key for p in ktrans.PARTS] == ["placement", "decode", "amx"]
     assert {p.key: p.needs for p in ktrans.PARTS} == {
-        "placement": ("ex06", "ex07"), "decode": ("ex06", "ex08"), "amx": ("ex09",)}
+        "placement": ("ex06", "ex07"),
+        "decode": ("ex06", "ex08"),
+        "amx": ("ex09",),
+    }
 
 
 def test_figures_are_json(figures):
@@ -51,16 +55,28 @@ def test_placement(figures):
     near(f["other_params"], 17e9, "non-routed parameters (attention, dense, shared, embeddings)", "params")
     tp = f["tokens_per_param"]
     assert tp["batch"] == [1, 8, 64, 256]
-    for b, r, s in zip(tp["batch"], tp["routed"], tp["shared"]):
-        near(r, b * 8 / 256, f"tokens per routed expert at B={b}", "tokens", rel=1e-9,
-             hint="B x 8 / 256, exact up to float rounding")
+    for b, r, s in zip(tp["batch"], tp["routed"], tp["shared"], strict=True):
+        near(
+            r,
+            b * 8 / 256,
+            f"tokens per routed expert at B={b}",
+            "tokens",
+            rel=1e-9,
+            hint="B x 8 / 256, exact up to float rounding",
+        )
         near(s, float(b), f"tokens per shared-expert parameter at B={b}", "tokens", rel=1e-9)
     near(tp["routed"][2], 2.0, "tokens per routed expert at B=64 (§7 Q7)", "tokens", rel=1e-9)
     assert f["offload_order"] == ["routed experts", "shared expert", "attention"], (
-        f"offload order (lecture §4.2: routed > shared > attention), got {f['offload_order']}")
+        f"offload order (lecture §4.2: routed > shared > attention), got {f['offload_order']}"
+    )
     # "约 18 GB (8 位)": 17.1B params at 8.5 bits (8-bit + scales) = 18.2 GB, within ±2%.
-    near(f["gpu_gb"], 18.0, "GPU weights at 8-bit", "GB",
-         hint="8.5 bits per parameter (8-bit + a 16-bit scale per 32); 17.1 GB means plain 8 bits")
+    near(
+        f["gpu_gb"],
+        18.0,
+        "GPU weights at 8-bit",
+        "GB",
+        hint="8.5 bits per parameter (8-bit + a 16-bit scale per 32); 17.1 GB means plain 8 bits",
+    )
     near(f["cpu_gb"], 368.0, "CPU expert weights at 4.5 bits", "GB", hint="653.9e9 x 4.5 / 8 bytes")
     assert f["gpu_gb"] < f["gpu_capacity_gb"] == 24.0, "the GPU part must fit a 24 GB consumer card (§4.2)"
     assert f["cpu_gb"] < f["slides_cpu_memory_gb"] == 382.0, "the CPU part must fit the slides' 382 GB machine"
@@ -68,8 +84,13 @@ def test_placement(figures):
 
 def test_decode_bytes_and_bound(figures):
     f = figures["decode"]
-    near(f["cpu_gb_per_token"], 11.5, "CPU expert bytes per token (§7 Q6)", "GB",
-         hint="8 x 3 x 7168 x 2048 x 58 params x 4.5 bits / 8")
+    near(
+        f["cpu_gb_per_token"],
+        11.5,
+        "CPU expert bytes per token (§7 Q6)",
+        "GB",
+        hint="8 x 3 x 7168 x 2048 x 58 params x 4.5 bits / 8",
+    )
     # "约 18 token/秒": 0.7 x 300 / 11.49 = 18.27, within ±2% of 18.
     near(f["q6_bound_tokens_per_s"], 18.0, "CPU decode bound at 300 GB/s x 0.7 (§7 Q6)", "tokens/s")
     near(f["cpu_bandwidth_gb_per_s"]["numa_aware"], 2 * 307.2, "two DDR5-4800 x 8 sockets", "GB/s", rel=1e-9)
@@ -85,17 +106,33 @@ def test_decode_configurations_are_consistent(figures):
     assert list(configs) == ["Fiddler-like", "llama.cpp-like", "KTransformers", "KTransformers+deferral"]
     for name, c in configs.items():
         parts = c["launch_ms"] + c["gpu_ms"] + c["cpu_exposed_ms"]
-        near(parts, c["total_ms"], f"{name}: launch + GPU + exposed CPU", "ms", rel=1e-9,
-             hint="the stacked bar must add up to the total")
+        near(
+            parts,
+            c["total_ms"],
+            f"{name}: launch + GPU + exposed CPU",
+            "ms",
+            rel=1e-9,
+            hint="the stacked bar must add up to the total",
+        )
         near(c["tokens_per_s"], 1e3 / c["total_ms"], f"{name}: tokens/s = 1000 / ms per token", "tokens/s", rel=1e-9)
         if not c["deferral"] and not c["shared_overlap"]:
-            near(c["cpu_exposed_ms"], c["cpu_ms"], f"{name}: without deferral or overlap nothing overlaps", "ms",
-                 rel=1e-9)
+            near(
+                c["cpu_exposed_ms"],
+                c["cpu_ms"],
+                f"{name}: without deferral or overlap nothing overlaps",
+                "ms",
+                rel=1e-9,
+            )
         elif not c["deferral"]:
             # Per MoE layer the shared expert (GPU) runs beside the routed experts (CPU): the shorter hides.
-            near(c["cpu_exposed_ms"], c["cpu_ms"] - min(c["shared_ms"], c["cpu_ms"]),
-                 f"{name}: the shared expert's GPU time hides as much CPU time", "ms", rel=1e-9,
-                 hint="KTransformers overlaps the shared expert with the CPU's routed experts")
+            near(
+                c["cpu_exposed_ms"],
+                c["cpu_ms"] - min(c["shared_ms"], c["cpu_ms"]),
+                f"{name}: the shared expert's GPU time hides as much CPU time",
+                "ms",
+                rel=1e-9,
+                hint="KTransformers overlaps the shared expert with the CPU's routed experts",
+            )
     ktf, defer = configs["KTransformers"], configs["KTransformers+deferral"]
     assert not configs["llama.cpp-like"]["shared_overlap"] and ktf["shared_overlap"] and defer["shared_overlap"]
     # The last MoE layer defers nothing. 58 MoE layers: 57 with d deferred + 1 with none, each with ex08's
@@ -106,9 +143,14 @@ def test_decode_configurations_are_consistent(figures):
     def layer(dd):
         return max(g, dd * c) + (k - dd) * c + max(0.0, sh - (k - dd) * c)
 
-    near(defer["total_ms"] - defer["launch_ms"], 57 * layer(d) + layer(0) + 3 * g,
-         "deferral: 57 MoE layers deferring + the last one not + 3 dense layers", "ms", rel=1e-9,
-         hint="deferring in the last MoE layer has no next layer to overlap with")
+    near(
+        defer["total_ms"] - defer["launch_ms"],
+        57 * layer(d) + layer(0) + 3 * g,
+        "deferral: 57 MoE layers deferring + the last one not + 3 dense layers",
+        "ms",
+        rel=1e-9,
+        hint="deferring in the last MoE layer has no next layer to overlap with",
+    )
     speeds = [c["tokens_per_s"] for c in configs.values()]
     assert speeds == sorted(speeds), f"each optimisation must help: tokens/s {speeds} should increase"
     assert 1 <= defer["deferred"] <= 8 - 2, f"deferral keeps >= 2 experts immediate, got {defer['deferred']}"
@@ -157,8 +199,11 @@ def test_plot(figures, tmp_path):
 
 
 def test_stubs_raise_missing_exercise(tmp_path):
-    for ex_id, stem in (("ex06", "ex06_expert_bytes"), ("ex07", "ex07_arithmetic_intensity"),
-                        ("ex08", "ex08_deferral_overlap")):
+    for _ex_id, stem in (
+        ("ex06", "ex06_expert_bytes"),
+        ("ex07", "ex07_arithmetic_intensity"),
+        ("ex08", "ex08_deferral_overlap"),
+    ):
         shutil.copy(ROOT / "solutions" / f"{stem}.py", tmp_path / f"{stem}.py")
     stubbed = strip_solutions((ROOT / "solutions" / "ex09_amx_tops.py").read_text(), "ex09")
     assert "BEGIN SOLUTION" not in stubbed and stubbed.count("raise NotImplementedError") == 5
@@ -171,8 +216,11 @@ def test_stubs_raise_missing_exercise(tmp_path):
 
     stubs = tmp_path / "stubs"
     stubs.mkdir()
-    for ex_id, stem in (("ex06", "ex06_expert_bytes"), ("ex07", "ex07_arithmetic_intensity"),
-                        ("ex08", "ex08_deferral_overlap")):
+    for ex_id, stem in (
+        ("ex06", "ex06_expert_bytes"),
+        ("ex07", "ex07_arithmetic_intensity"),
+        ("ex08", "ex08_deferral_overlap"),
+    ):
         (stubs / f"{stem}.py").write_text(strip_solutions((ROOT / "solutions" / f"{stem}.py").read_text(), ex_id))
     for key in ("placement", "decode"):
         with pytest.raises(MissingExercise, match="ex06"):

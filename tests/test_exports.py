@@ -101,8 +101,13 @@ def _native_cents(src: nb.ExerciseSources, path: Path) -> int:
         stored = src.expected[case.id]
         passed[case.id] = judge(case, run_call(case, module), stored.get("expect"), stored.get("mistakes")).passed
     rules = {k: scoring.rule_from_data(v) for k, v in src.rules.items()}
-    live = scoring.live_groups(rules, src.hidden, {k: v["class"] for k, v in src.expected.items()}, passed,
-                               {k: bool(v.get("echo")) for k, v in src.expected.items()})
+    live = scoring.live_groups(
+        rules,
+        src.hidden,
+        {k: v["class"] for k, v in src.expected.items()},
+        passed,
+        {k: bool(v.get("echo")) for k, v in src.expected.items()},
+    )
     pays = scoring.paid(src.public + src.hidden, passed, live)
     return sum(c for cid, c in src.cents.items() if pays[cid])
 
@@ -120,12 +125,15 @@ def _implementations(src: nb.ExerciseSources, tmp_path: Path) -> list[Path]:
 def _check_same_points(src: nb.ExerciseSources, run, cells: list[str], tmp_path: Path) -> None:
     for path in _implementations(src, tmp_path):
         got, want = run(path.read_text(encoding="utf-8"), cells), _native_cents(src, path)
-        assert got == want, (f"{src.exercise.id} with {path}: the exported cells pay {got / 100:.2f} points, "
-                             f"the native grader {want / 100:.2f} on the same code")
+        assert got == want, (
+            f"{src.exercise.id} with {path}: the exported cells pay {got / 100:.2f} points, "
+            f"the native grader {want / 100:.2f} on the same code"
+        )
 
 
 # ---------------------------------------------------------------------------------------------
 # nbgrader
+
 
 def _nbgrader_cells(note: dict) -> list[dict]:
     return [c for c in note["cells"] if "nbgrader" in c["metadata"]]
@@ -137,13 +145,17 @@ def test_nbgrader_notebook_structure_and_points(sources):
     ex = sources.exercise
     cells = _nbgrader_cells(note)
     assert len(cells) == len(note["cells"]), "every cell carries nbgrader metadata (markers alone fail)"
-    assert all(c["metadata"]["nbgrader"]["schema_version"] == 3 for c in cells)
+    assert all(c["metadata"]["nbgrader"]["schema_version"] == 3 for c in cells), [
+        c["metadata"]["nbgrader"] for c in cells if c["metadata"]["nbgrader"]["schema_version"] != 3
+    ][:3]
     ids = [c["metadata"]["nbgrader"]["grade_id"] for c in cells]
     assert len(set(ids)) == len(ids), "nbgrader grade_ids must be unique"
     solution = [c for c in cells if c["metadata"]["nbgrader"]["solution"]]
     assert len(solution) == 1 and notebook_code.EXERCISE_TAG in solution[0]["metadata"]["tags"]
     blocks = sources.solution.count("# BEGIN SOLUTION")
-    assert solution[0]["source"].count("### BEGIN SOLUTION") == blocks, "each solution block needs nbgrader's ### marker"
+    assert solution[0]["source"].count("### BEGIN SOLUTION") == blocks, (
+        "each solution block needs nbgrader's ### marker"
+    )
     assert solution[0]["source"].count("### END SOLUTION") == blocks
     grades = [c for c in cells if c["metadata"]["nbgrader"]["grade"]]
     assert len(grades) == len(nb.cell_groups(sources)), "expected one grade cell per exercise function"
@@ -153,7 +165,12 @@ def test_nbgrader_notebook_structure_and_points(sources):
         assert "json.loads" not in visible, "hidden values must sit between the hidden-test markers"
     cents = sum(round(c["metadata"]["nbgrader"]["points"] * 100) for c in grades)
     assert cents == round(ex.points * 100), f"{ex.id} grade cells total {cents / 100}, manifest says {ex.points}"
-    assert all(round(c["metadata"]["nbgrader"]["points"], 2) == c["metadata"]["nbgrader"]["points"] for c in grades)
+    inexact = [
+        c["metadata"]["nbgrader"]
+        for c in grades
+        if round(c["metadata"]["nbgrader"]["points"], 2) != c["metadata"]["nbgrader"]["points"]
+    ]
+    assert not inexact, f"grade cells whose points are not exact hundredths: {inexact[:3]}"
 
 
 @pytest.mark.parametrize("ex_id", VERDICT_PARAMS)
@@ -194,7 +211,9 @@ def test_grade_cell_points_are_written_in_exact_hundredths():
     cells = []
     for ex_id in GRADABLE:
         note = export_nbgrader.source_notebook(nb.load_sources(ex_id))
-        cells += [c["metadata"]["nbgrader"]["points"] for c in _nbgrader_cells(note) if c["metadata"]["nbgrader"]["grade"]]
+        cells += [
+            c["metadata"]["nbgrader"]["points"] for c in _nbgrader_cells(note) if c["metadata"]["nbgrader"]["grade"]
+        ]
     assert all(p == round(p, 2) for p in cells) and round(sum(cells), 2) == sum(BY_ID[e].points for e in GRADABLE)
     noisy = 0.0
     for p in cells:  # what nbgrader's SUM over every grade cell of the assignment computes
@@ -268,10 +287,11 @@ def test_autograded_points_are_rounded(tmp_path, monkeypatch):
 # ---------------------------------------------------------------------------------------------
 # Otter
 
+
 def _otter_tests(note: dict) -> list[str]:
     sources = [c["source"] for c in note["cells"]]
     begin, end = sources.index("# BEGIN TESTS"), sources.index("# END TESTS")
-    return sources[begin + 1:end]
+    return sources[begin + 1 : end]
 
 
 def _strip_test_config(source: str) -> tuple[dict[str, Any], str]:
@@ -279,7 +299,7 @@ def _strip_test_config(source: str) -> tuple[dict[str, Any], str]:
     assert lines[0] == '""" # BEGIN TEST CONFIG', "each Otter test cell starts with its TEST CONFIG block"
     end = lines.index('""" # END TEST CONFIG')
     config = dict(line.split(": ", 1) for line in lines[1:end])
-    return config, "\n".join(lines[end + 1:])
+    return config, "\n".join(lines[end + 1 :])
 
 
 def test_otter_master_structure_and_points(sources):
@@ -289,13 +309,21 @@ def test_otter_master_structure_and_points(sources):
     first = note["cells"][0]
     assert first["cell_type"] == "raw" and first["source"].startswith("# ASSIGNMENT CONFIG")
     raw = [c["source"].splitlines()[0] for c in note["cells"] if c["cell_type"] == "raw"]
-    assert raw == ["# ASSIGNMENT CONFIG", "# BEGIN QUESTION", "# BEGIN SOLUTION", "# END SOLUTION",
-                   "# BEGIN TESTS", "# END TESTS", "# END QUESTION"]
+    assert raw == [
+        "# ASSIGNMENT CONFIG",
+        "# BEGIN QUESTION",
+        "# BEGIN SOLUTION",
+        "# END SOLUTION",
+        "# BEGIN TESTS",
+        "# END TESTS",
+        "# END QUESTION",
+    ]
     tests = _otter_tests(note)
     assert len(tests) == len(sources.public) + len(sources.hidden)
     configs = [_strip_test_config(t)[0] for t in tests]
-    assert [c.get("hidden") == "true" for c in configs] == [True] * len(sources.hidden) + [False] * len(sources.public), \
-        "hidden tests come first: they score each function before the public tests ask whether they were paid"
+    assert [c.get("hidden") == "true" for c in configs] == [True] * len(sources.hidden) + [False] * len(
+        sources.public
+    ), "hidden tests come first: they score each function before the public tests ask whether they were paid"
     cents = sum(round(float(c["points"]) * 100) for c in configs)
     assert cents == round(ex.points * 100), f"{ex.id} tests total {cents / 100}, manifest says {ex.points}"
     for test in tests:
@@ -323,6 +351,7 @@ def test_export_otter_cli(tmp_path):
 
 # ---------------------------------------------------------------------------------------------
 # The real tools against the native grader (slow)
+
 
 def _submissions() -> dict[str, dict[str, Any]]:
     """{submission kind: {exercise id: code, or None for the tool's own unfilled release}}.
@@ -362,29 +391,42 @@ def _native_points(notebooks: dict[str, Path], workdir: Path) -> dict[str, float
     for ex_id, path in notebooks.items():
         shutil.copyfile(path, folder / f"{BY_ID[ex_id].module}.ipynb")
     out = workdir / "results.json"
-    subprocess.run([sys.executable, "-m", "autograder", "grade", str(folder), "--out", str(out)],
-                   check=True, capture_output=True, text=True, timeout=900, cwd=ROOT)
+    subprocess.run(
+        [sys.executable, "-m", "autograder", "grade", str(folder), "--out", str(out)],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        cwd=ROOT,
+    )
     scores = exercise_scores(json.loads(out.read_text(encoding="utf-8")))
     _NATIVE_CACHE[key] = {ex_id: scores[ex_id][0] for ex_id in notebooks}
     return _NATIVE_CACHE[key]
 
 
-def _compare(tool: str, tool_points: dict[str, dict[str, float]], native: dict[str, dict[str, float]],
-             kinds: dict[str, dict[str, Any]]) -> None:
+def _compare(
+    tool: str,
+    tool_points: dict[str, dict[str, float]],
+    native: dict[str, dict[str, float]],
+    kinds: dict[str, dict[str, Any]],
+) -> None:
     for kind, exercises in kinds.items():
         for ex_id in exercises:
             got, want = tool_points[kind].get(ex_id, 0.0), native[kind][ex_id]
             assert round(got, 2) == round(want, 2) and abs(got - round(got, 2)) < 1e-9, (
                 f"{tool} gives {got:.4f} points for {ex_id} on the '{kind}' submission, the native grader "
-                f"{want:.4f} on the same code (expected equal, in exact hundredths)")
+                f"{want:.4f} on the same code (expected equal, in exact hundredths)"
+            )
     # the comparison must not be vacuous: full marks, zero, and a fixture below full marks
     for ex_id in kinds["solutions"]:
         assert math.isclose(native["solutions"][ex_id], BY_ID[ex_id].points, abs_tol=POINTS_TOL), (
-            f"the answer key should earn all {BY_ID[ex_id].points} points of {ex_id}")
+            f"the answer key should earn all {BY_ID[ex_id].points} points of {ex_id}"
+        )
         assert native["release"][ex_id] <= POINTS_TOL, f"the unfilled release should earn 0 points on {ex_id}"
     for ex_id in kinds["nothing"]:
-        assert native["nothing"][ex_id] == 0 and tool_points["nothing"].get(ex_id, 0.0) == 0, \
+        assert native["nothing"][ex_id] == 0 and tool_points["nothing"].get(ex_id, 0.0) == 0, (
             f"{tool}: a submission that computes nothing must earn 0 on {ex_id}"
+        )
     for kind, exercises in kinds.items():
         for ex_id in exercises if kind.startswith("fixtures") else ():
             assert native[kind][ex_id] < BY_ID[ex_id].points - POINTS_TOL, f"the {kind} of {ex_id} should lose points"
@@ -408,21 +450,34 @@ def test_nbgrader_autograde_matches_native_grader(tmp_path):
     autograde = export_nbgrader.run_nbgrader(course, ["autograde", "a2", "--create"], timeout_s=1800)
     log = autograde.stdout + autograde.stderr
     changed = log.count("Attribute 'checksum' for cell")
-    with_hidden = {ex_id: sum(export_nbgrader.BEGIN_HIDDEN in c["source"] for c in
-                              export_nbgrader.source_notebook(nb.load_sources(ex_id))["cells"]) for ex_id in GRADABLE}
+    with_hidden = {
+        ex_id: sum(
+            export_nbgrader.BEGIN_HIDDEN in c["source"]
+            for c in export_nbgrader.source_notebook(nb.load_sources(ex_id))["cells"]
+        )
+        for ex_id in GRADABLE
+    }
     expected_warnings = sum(with_hidden[ex_id] for exercises in kinds.values() for ex_id in exercises)
-    assert changed <= expected_warnings, (f"{changed} checksum warnings, more than the {expected_warnings} grade "
-                                          "cells whose hidden tests nbgrader restores")
+    assert changed <= expected_warnings, (
+        f"{changed} checksum warnings, more than the {expected_warnings} grade "
+        "cells whose hidden tests nbgrader restores"
+    )
     tool = export_nbgrader.autograded_points(course)
     export_nbgrader.run_nbgrader(course, ["generate_feedback", "a2"], timeout_s=1800)
     for html in (course / "feedback").rglob("*.html"):
         text = html.read_text(encoding="utf-8")
-        assert "json.loads" not in text and "HIDDEN TESTS" not in text, \
+        assert "json.loads" not in text and "HIDDEN TESTS" not in text, (
             f"{html}: the feedback shows hidden tests (their inputs and expected values)"
+        )
     print(f"\nnbgrader autograde: {changed} 'checksum changed' warnings (one per grade cell holding hidden tests)")
     with ThreadPoolExecutor(max_workers=2) as pool:
-        native = dict(zip(submitted, pool.map(lambda k: _native_points(submitted[k], tmp_path / "native" / k),
-                                              submitted), strict=True))
+        native = dict(
+            zip(
+                submitted,
+                pool.map(lambda k: _native_points(submitted[k], tmp_path / "native" / k), submitted),
+                strict=True,
+            )
+        )
     _compare("nbgrader", tool, native, kinds)
 
 
@@ -433,9 +488,18 @@ def test_otter_run_matches_native_grader(tmp_path):
     export_otter.export(masters, run_tests=False)  # the solution is graded below anyway
     kinds = _submissions()
     with ThreadPoolExecutor(max_workers=2) as pool:
-        built = dict(zip(GRADABLE, pool.map(
-            lambda e: export_otter.assign(masters / BY_ID[e].module / f"{BY_ID[e].module}.ipynb",
-                                          tmp_path / "dist" / e), GRADABLE), strict=True))
+        built = dict(
+            zip(
+                GRADABLE,
+                pool.map(
+                    lambda e: export_otter.assign(
+                        masters / BY_ID[e].module / f"{BY_ID[e].module}.ipynb", tmp_path / "dist" / e
+                    ),
+                    GRADABLE,
+                ),
+                strict=True,
+            )
+        )
     jobs = []
     for kind, exercises in kinds.items():
         for ex_id, code in exercises.items():
@@ -453,8 +517,13 @@ def test_otter_run_matches_native_grader(tmp_path):
     with ThreadPoolExecutor(max_workers=2) as pool:
         scores = list(pool.map(grade, jobs))
         submitted = {kind: {e: p for k, e, p in jobs if k == kind} for kind in kinds}
-        native = dict(zip(submitted, pool.map(lambda k: _native_points(submitted[k], tmp_path / "native" / k),
-                                              submitted), strict=True))
+        native = dict(
+            zip(
+                submitted,
+                pool.map(lambda k: _native_points(submitted[k], tmp_path / "native" / k), submitted),
+                strict=True,
+            )
+        )
     tool: dict[str, dict[str, float]] = {kind: {} for kind in kinds}
     for (kind, ex_id, _), score in zip(jobs, scores, strict=True):
         tool[kind][ex_id] = score
@@ -491,15 +560,24 @@ def test_otter_grade_assigns_once_runs_every_notebook_and_totals(tmp_path):
 
     subs = tmp_path / "subs"
     first, second = (BY_ID[e].module for e in ids)
-    for student, files in {"alice": {first: "1.5", second: "2.25"}, "bob": {first: "crash"}, "=cmd": {second: "3"}}.items():
+    for student, files in {
+        "alice": {first: "1.5", second: "2.25"},
+        "bob": {first: "crash"},
+        "=cmd": {second: "3"},
+    }.items():
         (subs / student).mkdir(parents=True)
         for module, text in files.items():
             (subs / student / f"{module}.ipynb").write_text(text, encoding="utf-8")
     table = otter_grade.grade_class(masters, subs, tmp_path / "out", 2, run=fake_run, assign=fake_assign)
     assert sorted(assigned) == sorted([first, second])
     assert table["alice"] == {ids[0]: (1.5, ""), ids[1]: (2.25, "")}
-    assert table["bob"][ids[0]][0] == 0.0 and table["bob"][ids[0]][1].startswith("otter run failed: RuntimeError: kernel died")
-    assert (tmp_path / "out" / "bob" / ids[0] / "otter-error.log").is_file() and table["bob"][ids[1]] == (0.0, "missing")
+    assert table["bob"][ids[0]][0] == 0.0 and table["bob"][ids[0]][1].startswith(
+        "otter run failed: RuntimeError: kernel died"
+    )
+    assert (tmp_path / "out" / "bob" / ids[0] / "otter-error.log").is_file() and table["bob"][ids[1]] == (
+        0.0,
+        "missing",
+    )
     otter_grade.grade_class(masters, subs, tmp_path / "out", 1, run=fake_run, assign=fake_assign)
     assert len(assigned) == 2, "an exercise whose zip exists is not assigned again"
     otter_grade.write_csv(table, tmp_path / "grades.csv")

@@ -22,7 +22,7 @@ from autograder.authoring.wrong_fixtures import materialise
 from autograder.core.cases import hidden_cases
 from autograder.core.manifest import ROOT
 from autograder.runtime import grader
-from autograder.runtime.feedback import _hidden_message, process_note, tolerance_text
+from autograder.runtime.feedback import hidden_message, process_note, tolerance_text
 from autograder.runtime.sandbox.limits import ChildReport
 from hetero.checks import Outcome, encode
 
@@ -57,10 +57,11 @@ def test_tolerance_once_per_function_and_differing_ones_stated():
     assert len(notes) >= 2, "this test needs a function whose hidden cases have differing tolerances"
     shown: set[tuple[str, str]] = set()
     wrong = Outcome(encode(-1.0))
-    lines = [_hidden_message(c, False, "", wrong, "", encode(1.0), (), "", shown) for c in cases]
+    lines = [hidden_message(c, False, "", wrong, "", encode(1.0), (), "", shown) for c in cases]
     stated = [line for line in lines if "tolerance:" in line]
     assert len(stated) == len(notes), (
-        f"each distinct tolerance of hbm_for_kv_bytes is stated once ({len(notes)}), got {len(stated)} lines: {stated}")
+        f"each distinct tolerance of hbm_for_kv_bytes is stated once ({len(notes)}), got {len(stated)} lines: {stated}"
+    )
     assert "the same below unless a line says otherwise" in lines[0], lines[0]
     assert all(c.tol_note in line for c, line in zip(cases, lines, strict=True) if "tolerance:" in line)
     assert tolerance_text(cases[0], None) == f" (tolerance: {cases[0].tol_note})", "None: every line states it"
@@ -74,7 +75,8 @@ def test_wrong_fixture_hidden_entry_states_its_tolerance_once(tmp_path):
     failed = [line for line in entry["output"].splitlines() if "wrong value" in line]
     assert len(failed) >= 5, f"the fixture fails most line_rate cases: {entry['output'][:800]}"
     assert sum("tolerance:" in line for line in failed) == 1, (
-        f"the tolerance is stated once per function, not on each of the {len(failed)} failed lines:\n{entry['output']}")
+        f"the tolerance is stated once per function, not on each of the {len(failed)} failed lines:\n{entry['output']}"
+    )
     assert "tolerance:" in failed[0] and all("known mistake" in line for line in failed)
 
 

@@ -40,8 +40,11 @@ def has_solution(ex_id: str) -> bool:
 
 def real_ready(ex_id: str) -> bool:
     ex = BY_ID[ex_id]
-    return has_solution(ex_id) and ex.hidden_cases_path.is_file() and \
-        (ROOT / "autograder" / "expected" / f"{ex_id}.json").is_file()
+    return (
+        has_solution(ex_id)
+        and ex.hidden_cases_path.is_file()
+        and (ROOT / "autograder" / "expected" / f"{ex_id}.json").is_file()
+    )
 
 
 WITH_SOLUTION = list(BY_ID)  # every exercise has an answer key; test_every_exercise_is_ready says so
@@ -93,18 +96,25 @@ def sandbox_survivors() -> list[int]:
 
 # ---------------------------------------------------------------------------------------------
 
+
 @pytest.mark.slow  # the whole key graded once for the session (test-fast grades ex01 in the tests below)
 @pytest.mark.parametrize("ex_id", WITH_SOLUTION)
-def test_answer_key_scores_full_marks(ex_id, tmp_path, graded, key_submission):
-    """Each exercise of the whole answer key graded once (the graded corpus), read per exercise."""
+def test_answer_key_scores_full_marks(ex_id, tmp_path, graded, key_submission, failed_cases):
+    """Each exercise of the whole answer key graded once (the graded corpus), read per exercise; when it
+    loses a point, the message names each case, its expected and returned value and the verdict."""
     data = graded(key_submission)
     res.write(data, tmp_path / "results.json")
     score, max_score = exercise_score(data, ex_id)
     assert not autograder_failures(data), data["tests"][-1]["output"]
-    assert abs(max_score - BY_ID[ex_id].points) < SCORE_TOL, \
+    assert abs(max_score - BY_ID[ex_id].points) < SCORE_TOL, (
         f"{ex_id}: max score {max_score}, expected the manifest's {BY_ID[ex_id].points} points"
-    failed = [t["output"] for t in data["tests"] if t["status"] == "failed"]
-    assert abs(score - BY_ID[ex_id].points) < SCORE_TOL, f"the answer key lost points on {ex_id}: {failed[:3]}"
+    )
+    if abs(score - BY_ID[ex_id].points) >= SCORE_TOL:
+        pytest.fail(
+            f"the answer key scores {score} of {BY_ID[ex_id].points} on {ex_id} (`make release` should have "
+            f"stopped on this: autograder.authoring.expected.key_losses); the cases it loses:\n"
+            f"{failed_cases(key_submission, ex_id)}"
+        )
     res.validate(json.loads((tmp_path / "results.json").read_text()))
 
 
@@ -114,8 +124,9 @@ def test_points_are_exact_and_one_entry_per_function_and_side(tmp_path):
     public = [t for t in data["tests"] if t["name"].endswith("(public cases)")]
     hidden = [t for t in data["tests"] if t["name"].endswith("(hidden cases)")]
     functions = {c.func for c in public_cases("ex01")}
-    assert len(public) == len(hidden) == len(functions), \
+    assert len(public) == len(hidden) == len(functions), (
         f"expected one public and one hidden entry per function {sorted(functions)}, got {[t['name'] for t in data['tests']]}"
+    )
     for test in data["tests"]:
         for key in ("score", "max_score"):
             assert round(test[key], 2) == test[key], f"{test['name']}: {key} {test[key]!r} is not an exact hundredth"
@@ -125,9 +136,10 @@ def test_points_are_exact_and_one_entry_per_function_and_side(tmp_path):
     assert data["score"] == ex.points, f"the answer key must score exactly {ex.points}, got {data['score']!r}"
     assert {t["visibility"] for t in public} == {ex.public_visibility}
     assert {t["visibility"] for t in hidden} == {ex.hidden_visibility}
-    assert not [t for t in data["tests"] if "hidden cases: inputs" in t["name"]], \
+    assert not [t for t in data["tests"] if "hidden cases: inputs" in t["name"]], (
         "by default no entry may show the hidden inputs and expected values"
-    assert all(t["number"].startswith(("1.", "2.")) for t in data["tests"])
+    )
+    assert all(t["number"].startswith(("1.", "2.")) for t in data["tests"]), [t["number"] for t in data["tests"]]
     staff = [t for t in data["tests"] if t["name"].startswith("grading environment")]
     assert len(staff) == 1 and staff[0]["visibility"] == "hidden" and "network" in staff[0]["output"]
 
@@ -164,8 +176,9 @@ def test_zip_nested_duplicates_macosx_hidden_and_symlinks(tmp_path):
         zf.writestr(f"a/{name}", good)
         zf.writestr("../evil.py", "x = 1")
     data = grader.grade_submission(archive, exercises=["ex01"], root=root)
-    assert abs(exercise_score(data, "ex01")[0] - BY_ID["ex01"].points) < SCORE_TOL, \
+    assert abs(exercise_score(data, "ex01")[0] - BY_ID["ex01"].points) < SCORE_TOL, (
         "the shallowest copy (the correct one) must be graded"
+    )
     assert f"graded a/{name} (the shallowest), ignored a/b/c/{name}" in data["output"]
     link_folder = tmp_path / "linked"
     link_folder.mkdir()
@@ -232,14 +245,25 @@ def test_same_submission_graded_five_times_scores_identically(tmp_path):
     root = root_for(tmp_path, ["ex01"])
     folder = tmp_path / "partial"
     folder.mkdir()
-    text = (SOLUTIONS / BY_ID["ex01"].filename).read_text().replace("return price_usd / capacity_gb",
-                                                                      "return price_usd / capacity_gb / 1.073741824")
+    text = (
+        (SOLUTIONS / BY_ID["ex01"].filename)
+        .read_text()
+        .replace("return price_usd / capacity_gb", "return price_usd / capacity_gb / 1.073741824")
+    )
     (folder / BY_ID["ex01"].filename).write_text(text)
     runs = []
     for _ in range(5):
         data = grader.grade_submission(folder, exercises=["ex01"], root=root)
-        runs.append((data["score"], [(t["name"], t["score"], t["status"], t["output"]) for t in data["tests"]
-                                     if t["name"] != "grading environment (staff only)"]))  # holds the child's uid
+        runs.append(
+            (
+                data["score"],
+                [
+                    (t["name"], t["score"], t["status"], t["output"])
+                    for t in data["tests"]
+                    if t["name"] != "grading environment (staff only)"
+                ],
+            )
+        )  # holds the child's uid
     assert 0 < runs[0][0] < BY_ID["ex01"].points, f"the partial submission should score partly, got {runs[0][0]}"
     assert all(run == runs[0] for run in runs), "five gradings of one submission differ"
 
@@ -251,16 +275,18 @@ def test_grader_failure_is_reported_and_valid(tmp_path, monkeypatch):
         raise RuntimeError("simulated grader bug")
 
     monkeypatch.setattr(grader, "grade_exercise", broken)
-    data = grader.grade_submission(submission_with(tmp_path, ["ex01"]), tmp_path / "r.json",
-                                   exercises=["ex01"], root=root)
+    data = grader.grade_submission(
+        submission_with(tmp_path, ["ex01"]), tmp_path / "r.json", exercises=["ex01"], root=root
+    )
     res.validate(json.loads((tmp_path / "r.json").read_text()))
     visible = [t for t in data["tests"] if t["visibility"] == "visible"]
     staff = [t for t in data["tests"] if t["visibility"] == "hidden"]
     assert visible[0]["name"].startswith("autograder failed") and "simulated grader bug" not in visible[0]["output"]
     assert "simulated grader bug" in staff[0]["output"], "the traceback must reach the staff-only entry"
     monkeypatch.setattr(res, "assemble", broken)
-    data = grader.grade_submission(submission_with(tmp_path, ["ex01"]), tmp_path / "r2.json",
-                                   exercises=["ex01"], root=root)
+    data = grader.grade_submission(
+        submission_with(tmp_path, ["ex01"]), tmp_path / "r2.json", exercises=["ex01"], root=root
+    )
     res.validate(json.loads((tmp_path / "r2.json").read_text()))
     assert data["score"] == 0 and autograder_failures(data)
 
@@ -268,9 +294,23 @@ def test_grader_failure_is_reported_and_valid(tmp_path, monkeypatch):
 def test_cli_writes_results(tmp_path):
     assert real_ready("ex01"), "the CLI grades against the package's own cases: ex01's are missing"
     out = tmp_path / "out" / "results.json"
-    proc = subprocess.run([sys.executable, "-m", "autograder", "grade", str(submission_with(tmp_path, ["ex01"])),
-                           "--out", str(out), "--exercises", "ex01"], capture_output=True, text=True, timeout=120,
-                          cwd=ROOT)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "autograder",
+            "grade",
+            str(submission_with(tmp_path, ["ex01"])),
+            "--out",
+            str(out),
+            "--exercises",
+            "ex01",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     data = json.loads(out.read_text())
     res.validate(data)
@@ -288,7 +328,8 @@ def test_sandbox_isolation_as_seen_from_inside(tmp_path):
         "    print('NET', type(exc).__name__)\n"
         "print('AS', resource.getrlimit(resource.RLIMIT_AS)[0] // 2**20)\n"
         "print('STDIN', repr(open(0).read()))\n"
-        "print('ENV', sorted(os.environ))\n")
+        "print('ENV', sorted(os.environ))\n"
+    )
     report = runner.run_exercise(probe, "ex01_cost_per_gb", [], 0, Limits(20, 20, 1024))
     out = report.output_all
     assert report.imported is True, out
@@ -303,8 +344,10 @@ def test_sandbox_isolation_as_seen_from_inside(tmp_path):
 
 
 def test_result_channel_refuses_forged_duplicate_and_out_of_order_records():
-    specs = [{"id": f"ex01.f.{i}", "func": "f", "args": {"__tuple__": []}, "kwargs": {"__dict__": {}},
-              "harness": None} for i in range(3)]
+    specs = [
+        {"id": f"ex01.f.{i}", "func": "f", "args": {"__tuple__": []}, "kwargs": {"__dict__": {}}, "harness": None}
+        for i in range(3)
+    ]
     report = ChildReport()
     run = records._Run(specs, b"k" * 32, 2, report)
 
@@ -325,8 +368,9 @@ def test_result_channel_refuses_forged_duplicate_and_out_of_order_records():
     run.record(line({"seq": 0, "id": "ex01.f.0", "outcome": ok}))
     assert "ex01.f.0" not in report.outcomes and "two result records" in report.refused["ex01.f.0"]
     run.record(line({"seq": 2, "id": "ex01.f.2", "outcome": ok}))
-    assert "ex01.f.2" not in report.outcomes and "out of order" in report.refused["ex01.f.2"], \
+    assert "ex01.f.2" not in report.outcomes and "out of order" in report.refused["ex01.f.2"], (
         "a record for a case not yet sent must be refused"
+    )
     assert report.bad_records == 2
 
 
@@ -342,9 +386,11 @@ def test_non_root_path_still_sandboxes(tmp_path, monkeypatch):
 def test_results_schema_rejects_malformed_results():
     good = res.grader_failure("trace", 100.0)
     res.validate(good)
-    for broken in ({**good, "tests": [{**good["tests"][0], "status": "ok"}]},
-                   {**good, "tests": [{**good["tests"][0], "visibility": "public"}]},
-                   {**good, "scroe": 1.0}):
+    for broken in (
+        {**good, "tests": [{**good["tests"][0], "status": "ok"}]},
+        {**good, "tests": [{**good["tests"][0], "visibility": "public"}]},
+        {**good, "scroe": 1.0},
+    ):
         with pytest.raises(jsonschema.ValidationError):
             res.validate(broken)
 

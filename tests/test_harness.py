@@ -14,13 +14,26 @@ def test_a_name_resolves_to_the_function_of_its_module():
     from hetero.harness import kvcache as hkv
 
     assert harness.resolve("kvcache.cluster") is hkv.cluster
-    assert harness.build("kvcache.cluster", seed=3, num_instances=2, max_blocks=4, id_range=9) == \
-        hkv.cluster(seed=3, num_instances=2, max_blocks=4, id_range=9)
+    assert harness.build("kvcache.cluster", seed=3, num_instances=2, max_blocks=4, id_range=9) == hkv.cluster(
+        seed=3, num_instances=2, max_blocks=4, id_range=9
+    )
 
 
-@pytest.mark.parametrize("name", ["hetero.kvcache:dispatch_harness", "os.system", "kvcache", "kvcache.np",
-                                  "kvcache._small_config", "kvcache.WorkloadConfig", "../kvcache.cluster",
-                                  "nosuch.cluster", "kvcache.cluster.x", ""])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "hetero.kvcache:dispatch_harness",
+        "os.system",
+        "kvcache",
+        "kvcache.np",
+        "kvcache._small_config",
+        "kvcache.WorkloadConfig",
+        "../kvcache.cluster",
+        "nosuch.cluster",
+        "kvcache.cluster.x",
+        "",
+    ],
+)
 def test_a_name_outside_the_package_or_its_all_is_refused(name):
     with pytest.raises(ValueError, match="grading name|has no"):
         harness.resolve(name)
@@ -45,8 +58,10 @@ def test_an_unknown_harness_in_a_case_is_the_cases_error_not_a_crash():
 
 
 def test_importing_the_case_format_imports_neither_torch_nor_a_simulator():
-    code = ("import sys, hetero.checks; bad = [m for m in ('torch', 'hetero.kvcache', 'hetero.moe', "
-            "'hetero.overload') if m in sys.modules]; print(bad)")
+    code = (
+        "import sys, hetero.checks; bad = [m for m in ('torch', 'hetero.kvcache', 'hetero.moe', "
+        "'hetero.overload') if m in sys.modules]; print(bad)"
+    )
     import subprocess
 
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

@@ -57,8 +57,9 @@ class ReferenceCache:
 
 
 def _random_requests(rng, n, universe, max_len):
-    return [[int(b) for b in rng.choice(universe, size=int(rng.integers(1, max_len + 1)), replace=False)]
-            for _ in range(n)]
+    return [
+        [int(b) for b in rng.choice(universe, size=int(rng.integers(1, max_len + 1)), replace=False)] for _ in range(n)
+    ]
 
 
 @pytest.mark.parametrize("policy", kvcache.POLICIES)
@@ -70,8 +71,10 @@ def test_cache_matches_reference(policy, seed):
         fast, ref = kvcache.make_cache(policy, capacity), ReferenceCache(capacity, policy)
         for i, req in enumerate(requests):
             got, want = fast.access(req), ref.access(req)
-            assert got == want, (f"{policy} capacity {capacity}, request {i}: prefix hit {got} blocks, "
-                                 f"reference {want}; likely an eviction-order mistake")
+            assert got == want, (
+                f"{policy} capacity {capacity}, request {i}: prefix hit {got} blocks, "
+                f"reference {want}; likely an eviction-order mistake"
+            )
         assert sorted(fast.blocks()) == sorted(e[0] for e in ref.entries), f"{policy} {capacity}: contents differ"
 
 
@@ -104,7 +107,9 @@ def test_replay_sample_trace_monotone_and_bounded():
     requests = read_trace(SAMPLE_TRACE)
     sweep = kvcache.capacity_sweep(requests, (100, 500, 2000, 10000), ("lru",))
     rates = sweep["lru"]["block_hit_rate"]
-    assert all(a <= b for a, b in zip(rates, rates[1:])), f"LRU hit rate must not fall with capacity: {rates}"
+    assert all(a <= b for a, b in zip(rates, rates[1:], strict=False)), (
+        f"LRU hit rate must not fall with capacity: {rates}"
+    )
     inf = sweep["infinite"]["block_hit_rate"]
     assert rates[-1] <= inf + 1e-12, "no finite cache beats the infinite one"
     # 10,000 blocks hold every block the sample reuses within a session (its working set is small):
@@ -115,9 +120,10 @@ def test_replay_sample_trace_monotone_and_bounded():
 # ---------------------------------------------------------------------------------------------
 # LRU stack depths: every capacity in one pass (hetero.stackdist)
 
+
 def _requests(*blocks, input_lengths=None):
     lengths = input_lengths or [512 * len(b) for b in blocks]
-    return [TraceRequest(i, n, 1, tuple(b)) for i, (b, n) in enumerate(zip(blocks, lengths))]
+    return [TraceRequest(i, n, 1, tuple(b)) for i, (b, n) in enumerate(zip(blocks, lengths, strict=True))]
 
 
 def _replay_hits(requests, capacity):
@@ -133,8 +139,10 @@ def test_stack_depths_hand_checked():
     #   r3 [4, 2, 5]  stack: 1 4 2 3    4 at depth 1, 2 at depth 2  -> [1, 2]
     requests = _requests([1, 2, 3], [3, 1], [2, 4, 1], [4, 2, 5])
     depths = list(stackdist.request_depths(requests))
-    assert depths == [[], [0, 2], [2], [1, 2]], f"stack depths {depths}; a depth counts the distinct blocks " \
+    assert depths == [[], [0, 2], [2], [1, 2]], (
+        f"stack depths {depths}; a depth counts the distinct blocks "
         "used since the block's last use, up to the request's start (not the blocks of the request itself)"
+    )
     # With a limit of 2 the look-ups stop after the first depth >= 2 (no cache of 2 blocks or fewer
     # reuses anything past it): r1 keeps [0, 2], r3 [1, 2]; with a limit of 1, r3 stops at [1].
     assert list(stackdist.request_depths(requests, limit=2)) == [[], [0, 2], [2], [1, 2]]
@@ -142,7 +150,7 @@ def test_stack_depths_hand_checked():
     # A request reuses #{j : max(depth[0..j]) < C} blocks: r1 1/1/2, r2 0/0/1, r3 0/1/2 at C = 1/2/3.
     sweep = stackdist.lru_stack_sweep(requests, [1, 2, 3, 4])
     assert sweep["block_hits"] == [1, 2, 5, 5], f"block hits at capacities 1-4: {sweep['block_hits']}"
-    for capacity, hits in zip([1, 2, 3, 4], sweep["block_hits"]):
+    for capacity, hits in zip([1, 2, 3, 4], sweep["block_hits"], strict=True):
         replayed = sum(_replay_hits(requests, capacity))
         assert hits == replayed, f"capacity {capacity} blocks: one pass {hits} block hits, LRUCache replay {replayed}"
 
@@ -162,8 +170,9 @@ def test_stack_depths_repeated_block_and_oversized_request():
     for requests, capacities, want in ((repeated, [1, 2], [3, 4]), (oversized, [1, 2, 3], [0, 2, 5])):
         got = stackdist.lru_stack_sweep(requests, capacities)["block_hits"]
         replayed = [sum(_replay_hits(requests, c)) for c in capacities]
-        assert got == want == replayed, f"block hits at {capacities}: one pass {got}, hand count {want}, " \
-            f"LRUCache replay {replayed}"
+        assert got == want == replayed, (
+            f"block hits at {capacities}: one pass {got}, hand count {want}, LRUCache replay {replayed}"
+        )
 
 
 def test_stack_sweep_token_hits_cap_at_input_length():
@@ -172,7 +181,8 @@ def test_stack_sweep_token_hits_cap_at_input_length():
     requests = _requests([1, 2], [1, 2], input_lengths=[1000, 1000])
     sweep = stackdist.lru_stack_sweep(requests, [1, 2])
     assert sweep["token_hits"] == [0, 1000], (
-        f"token hits {sweep['token_hits']} at capacities 1 and 2; expected [0, 1000]: the last block is partial")
+        f"token hits {sweep['token_hits']} at capacities 1 and 2; expected [0, 1000]: the last block is partial"
+    )
     assert sweep["tokens"] == [2000, 2000] and sweep["blocks"] == [4, 4]
 
 
@@ -200,13 +210,15 @@ def _check_sweep_equals_replay(requests, capacities):
         for key in ("block_hits", "blocks", "token_hits", "tokens"):
             assert sweep[key][j] == replayed[key], (
                 f"capacity {capacity} blocks: one pass {key} = {sweep[key][j]}, per-capacity replay "
-                f"{replayed[key]}; likely a hit/insert semantics mismatch with LRUCache.access")
+                f"{replayed[key]}; likely a hit/insert semantics mismatch with LRUCache.access"
+            )
         # The rates are the same integer ratios, so they agree to the last bit; rel 1e-15 only
         # allows for a division done in another order.
         for key in ("block_hit_rate", "token_hit_rate"):
             for got in (sweep[key][j], via_sweep[key][j]):
                 assert math.isclose(got, replayed[key], rel_tol=1e-15, abs_tol=0.0), (
-                    f"capacity {capacity} blocks: {key} {got} vs per-capacity replay {replayed[key]}")
+                    f"capacity {capacity} blocks: {key} {got} vs per-capacity replay {replayed[key]}"
+                )
 
 
 def test_stack_sweep_equals_replay_on_sample_trace():
@@ -221,19 +233,22 @@ def test_stack_sweep_equals_replay_on_random_trace(seed):
     _check_sweep_equals_replay(requests, [1, 3, 10, 25, 61])
     beyond_int64 = stackdist.lru_stack_sweep(requests, [61, 2**70])
     assert beyond_int64["block_hits"][0] == beyond_int64["block_hits"][1], (
-        "a capacity above every block holds the same as one of 2**70 blocks")
+        "a capacity above every block holds the same as one of 2**70 blocks"
+    )
 
 
 def test_capacity_sweep_uses_one_pass_for_several_lru_capacities(monkeypatch):
     calls = []
     replay = kvreplay.replay_trace
-    monkeypatch.setattr(kvreplay, "replay_trace", lambda req, cap, policy="lru": calls.append((cap, policy))
-                        or replay(req, cap, policy))
+    monkeypatch.setattr(
+        kvreplay, "replay_trace", lambda req, cap, policy="lru": calls.append((cap, policy)) or replay(req, cap, policy)
+    )
     requests = read_trace(SAMPLE_TRACE)[:200]
     kvcache.capacity_sweep(requests, (10, 100, 1000), ("lru", "lfu"))
     assert calls == [(10, "lfu"), (100, "lfu"), (1000, "lfu"), (None, "lru")], (
         f"replays {calls}: LRU at several capacities must come from the one-pass sweep, LFU and the "
-        "infinite cache from replays")
+        "infinite cache from replays"
+    )
     calls.clear()
     kvcache.capacity_sweep(requests, (100,), ("lru",))
     assert calls == [(100, "lru"), (None, "lru")], f"one LRU capacity is a plain replay, got {calls}"
@@ -259,12 +274,15 @@ def test_workload_is_seeded_and_zipf():
 
 def test_run_needs_ex03(tmp_path):
     stub = tmp_path / "ex03_cache_pool.py"
-    stub.write_text("def effective_capacity_blocks(instance_blocks):\n"
-                    "    raise NotImplementedError('ex03: effective_capacity_blocks')\n"
-                    "def duplication_factor(instance_blocks):\n"
-                    "    raise NotImplementedError('ex03: duplication_factor')\n"
-                    "def ttft_dispatch(*args, **kwargs):\n"
-                    "    raise NotImplementedError('ex03: ttft_dispatch')\n", encoding="utf-8")
+    stub.write_text(
+        "def effective_capacity_blocks(instance_blocks):\n"
+        "    raise NotImplementedError('ex03: effective_capacity_blocks')\n"
+        "def duplication_factor(instance_blocks):\n"
+        "    raise NotImplementedError('ex03: duplication_factor')\n"
+        "def ttft_dispatch(*args, **kwargs):\n"
+        "    raise NotImplementedError('ex03: ttft_dispatch')\n",
+        encoding="utf-8",
+    )
     with pytest.raises(MissingExercise):
         kvcache.run(str(tmp_path))
     assert kvcache.PARTS[0].key == "cache_pool" and kvcache.PARTS[0].needs == ("ex03",)
@@ -274,9 +292,16 @@ def test_small_cluster_trade_off():
     """On a 6,000-request workload the §2.3 ordering already shows; exact values are in the slow test."""
     key = load_exercise("ex03", SOLUTIONS)
     workload = kvcache.generate_workload(np.random.default_rng(11), kvcache.WorkloadConfig(num_requests=6000))
-    res = {d: kvcache.simulate_cluster(workload, d, ttft_dispatch=key.ttft_dispatch,
-                                       effective_capacity=key.effective_capacity_blocks,
-                                       duplication=key.duplication_factor) for d in kvcache.DISPATCHES}
+    res = {
+        d: kvcache.simulate_cluster(
+            workload,
+            d,
+            ttft_dispatch=key.ttft_dispatch,
+            effective_capacity=key.effective_capacity_blocks,
+            duplication=key.duplication_factor,
+        )
+        for d in kvcache.DISPATCHES
+    }
     local, sticky, pool = res["local_round_robin"], res["local_sticky"], res["global_round_robin"]
     assert pool["block_hit_rate"] > local["block_hit_rate"] + 0.2, "the global pool must beat local round-robin"
     assert sticky["request_imbalance"] > 1.4 > pool["request_imbalance"], "sticky dispatch must pile up load"
@@ -296,13 +321,16 @@ def test_experiment_confirms_one_eighth_and_the_trade_off(figures, tmp_path):
     # §7 Q3: 8 local caches under round-robin act like one cache of 1/8 the pool. Measured 0.125;
     # +-25 % covers other seeds, and a wrong model (e.g. no duplication: 1.0) is far outside.
     assert eq["bracketed"] and 0.09 <= eq["fraction_of_pool"] <= 0.16, (
-        f"local + round-robin is worth {eq['fraction_of_pool']:.3f} of the pool; lecture §7 Q3 says about 1/8")
+        f"local + round-robin is worth {eq['fraction_of_pool']:.3f} of the pool; lecture §7 Q3 says about 1/8"
+    )
     assert p["global_round_robin"]["block_hit_rate"] > p["local_round_robin"]["block_hit_rate"] + 0.3
     assert p["local_sticky"]["request_imbalance"] > 1.5 and p["global_round_robin"]["request_imbalance"] < 1.05
     assert p["global_ttft"]["ttft_mean_blocks"] < p["global_round_robin"]["ttft_mean_blocks"], (
-        "TTFT-aware dispatch must lower the mean TTFT of round-robin on the same pool")
+        "TTFT-aware dispatch must lower the mean TTFT of round-robin on the same pool"
+    )
     assert p["global_ttft"]["transferred_fraction"] < p["global_round_robin"]["transferred_fraction"], (
-        "TTFT-aware dispatch must transfer less than round-robin (it prefers the instance holding the prefix)")
+        "TTFT-aware dispatch must transfer less than round-robin (it prefers the instance holding the prefix)"
+    )
     text = kvcache.render(figures)
     assert "local + round-robin" in text and "1/8" in text
     json.dumps(figures)  # JSON-able
@@ -345,8 +373,13 @@ def test_cli_json_and_errors(tmp_path, capsys):
 def test_harness_returns_plain_numbers():
     key = load_exercise("ex03", SOLUTIONS)
     out = hkv.dispatch(key, seed=1, num_requests=400)
-    assert set(out) == {"block_hit_rate", "transferred_fraction", "work_imbalance", "ttft_mean_blocks",
-                        "requests_per_instance"}
+    assert set(out) == {
+        "block_hit_rate",
+        "transferred_fraction",
+        "work_imbalance",
+        "ttft_mean_blocks",
+        "requests_per_instance",
+    }
     assert sum(out["requests_per_instance"]) == 400
     cluster = hkv.cluster(seed=3, num_instances=5, max_blocks=10, id_range=12, empty_instances=2)
     assert cluster[0] == [] and cluster[1] == [] and all(len(set(c)) == len(c) for c in cluster)
@@ -355,13 +388,24 @@ def test_harness_returns_plain_numbers():
 # ---------------------------------------------------------------------------------------------
 # Hot blocks: sender-side bandwidth, replication, the balancing threshold (hand-checked)
 
+
 def _hot_workload(blocks, arrivals, instances=3, rate=2.0):
-    c = kvcache.WorkloadConfig(num_instances=instances, num_requests=len(blocks), instance_capacity_blocks=100,
-                               transfer_blocks_per_prefill_block=rate)
+    c = kvcache.WorkloadConfig(
+        num_instances=instances,
+        num_requests=len(blocks),
+        instance_capacity_blocks=100,
+        transfer_blocks_per_prefill_block=rate,
+    )
     n = len(blocks)
-    return kvcache.Workload(c, np.zeros(n, dtype=np.int64), tuple(tuple(b) for b in blocks),
-                            np.array([len(b) for b in blocks]), np.array([512 * len(b) for b in blocks]),
-                            np.array(arrivals, dtype=np.float64), frozenset({0, 1, 2, 3}))
+    return kvcache.Workload(
+        c,
+        np.zeros(n, dtype=np.int64),
+        tuple(tuple(b) for b in blocks),
+        np.array([len(b) for b in blocks]),
+        np.array([512 * len(b) for b in blocks]),
+        np.array(arrivals, dtype=np.float64),
+        frozenset({0, 1, 2, 3}),
+    )
 
 
 HOT = kvcache.HotBlockConfig
@@ -379,15 +423,21 @@ def test_hot_block_congests_its_holder_and_replication_spreads_the_fetches():
     free = kvcache.simulate_hot_blocks(w, HOT("free", sender_limited=False))
     congested = kvcache.simulate_hot_blocks(w, HOT("limited"))
     replicated = kvcache.simulate_hot_blocks(w, HOT("replicated", replicate=True))
-    for name, r, mean in (("no sender limit", free, 14 / 5), ("sender-limited", congested, 16 / 5),
-                          ("replicated", replicated, 12 / 5)):
+    for name, r, mean in (
+        ("no sender limit", free, 14 / 5),
+        ("sender-limited", congested, 16 / 5),
+        ("replicated", replicated, 12 / 5),
+    ):
         assert math.isclose(r["ttft_mean"], mean, rel_tol=1e-12), (
-            f"{name}: mean TTFT {r['ttft_mean']} prefill-block-times, expected {mean}")
+            f"{name}: mean TTFT {r['ttft_mean']} prefill-block-times, expected {mean}"
+        )
     # Remote traffic: 4 + 4 + 4 blocks over 5 requests without replication, 4 + 4 with it.
     assert math.isclose(congested["remote_blocks_per_request"], 2.4) and math.isclose(
-        replicated["remote_blocks_per_request"], 1.6), (congested, replicated)
+        replicated["remote_blocks_per_request"], 1.6
+    ), (congested, replicated)
     assert congested["busiest_sender_share"] == 1.0 and replicated["busiest_sender_share"] == 0.5, (
-        "without replicas inst 0 sends everything; with them inst 0 and inst 1 send 4 blocks each")
+        "without replicas inst 0 sends everything; with them inst 0 and inst 1 send 4 blocks each"
+    )
     assert replicated["copies_per_block"] == 2.0 and congested["copies_per_block"] == 1.0
 
 
@@ -400,7 +450,8 @@ def test_balancing_threshold_decides_between_fetching_and_recomputing():
     fetch = kvcache.simulate_hot_blocks(w, HOT("t1", replicate=True, balancing_threshold=1.0))
     recompute = kvcache.simulate_hot_blocks(w, HOT("t2", replicate=True, balancing_threshold=2.0))
     assert math.isclose(fetch["block_hit_rate"], 6 / 14) and math.isclose(recompute["block_hit_rate"], 4 / 14), (
-        f"block hit rates {fetch['block_hit_rate']:.3f} / {recompute['block_hit_rate']:.3f}, expected 6/14 and 4/14")
+        f"block hit rates {fetch['block_hit_rate']:.3f} / {recompute['block_hit_rate']:.3f}, expected 6/14 and 4/14"
+    )
     with pytest.raises(ValueError, match="balancing_threshold"):
         kvcache.simulate_hot_blocks(w, HOT("bad", balancing_threshold=0.5))
 
@@ -413,9 +464,12 @@ def test_hot_block_part_renders_every_configuration():
     assert all(cfg.name in text for cfg in kvcache.HOT_BLOCK_CONFIGS), text
     by = {r["name"]: r for r in rows}
     assert by["no sender limit"]["block_hit_rate"] == by["sender-limited, no replication"]["block_hit_rate"], (
-        "the sender limit changes times, not what is cached")
-    assert by["replication, threshold 1"]["remote_blocks_per_request"] < by["sender-limited, no replication"][
-        "remote_blocks_per_request"], "replicas turn remote hits into local ones"
+        "the sender limit changes times, not what is cached"
+    )
+    assert (
+        by["replication, threshold 1"]["remote_blocks_per_request"]
+        < by["sender-limited, no replication"]["remote_blocks_per_request"]
+    ), "replicas turn remote hits into local ones"
 
 
 def test_hot_block_plot_tick_labels_do_not_overlap(monkeypatch, tmp_path):
@@ -423,12 +477,20 @@ def test_hot_block_plot_tick_labels_do_not_overlap(monkeypatch, tmp_path):
     from hetero import plotting
     from hetero.kvcache import experiment
 
-    keys = ("transfer_wait_mean", "transfer_wait_p99", "ttft_mean", "ttft_p99", "remote_blocks_per_request",
-            "busiest_sender_share")
+    keys = (
+        "transfer_wait_mean",
+        "transfer_wait_p99",
+        "ttft_mean",
+        "ttft_p99",
+        "remote_blocks_per_request",
+        "busiest_sender_share",
+    )
     values = [(4.15, 8.0, 11.54, 42.0, 20.74, 0.3), (4.9, 18.32, 12.25, 42.0, 20.74, 0.3)]
     values += [(1.57, 8.0, 13.2, 52.46, 7.86, 0.13)] * 3  # the part's figures (y tick labels take room too)
-    rows = [{"name": cfg.name, **dict(zip(keys, v, strict=True))}
-            for cfg, v in zip(kvcache.HOT_BLOCK_CONFIGS, values, strict=True)]
+    rows = [
+        {"name": cfg.name, **dict(zip(keys, v, strict=True))}
+        for cfg, v in zip(kvcache.HOT_BLOCK_CONFIGS, values, strict=True)
+    ]
     boxes = {}
     save = plotting.save
 
@@ -438,7 +500,8 @@ def test_hot_block_plot_tick_labels_do_not_overlap(monkeypatch, tmp_path):
         renderer = figure.canvas.get_renderer()
         for n, ax in enumerate(figure.axes):
             boxes[f"panel {n} ({ax.get_ylabel()})"] = [
-                t.get_window_extent(renderer) for t in ax.get_xticklabels() if t.get_text()]
+                t.get_window_extent(renderer) for t in ax.get_xticklabels() if t.get_text()
+            ]
         return save(figure, *args, **kwargs)
 
     monkeypatch.setattr(plotting, "save", measured_save)

@@ -16,8 +16,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def lecture(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "hetero.lecture", *args], capture_output=True, text=True,
-                          cwd=ROOT, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", "hetero.lecture", *args], capture_output=True, text=True, cwd=ROOT, timeout=600
+    )
 
 
 @pytest.mark.parametrize("exp", ["01", "02", "03"])
@@ -50,18 +51,21 @@ def test_assignments_is_found_upward_and_the_folder_is_printed(tmp_path):
     work = tmp_path / "course" / "assignments"
     shutil.copytree(ROOT / "assignments", work, ignore=shutil.ignore_patterns("__pycache__", ".pytest_cache"))
     below = work / "tests"
-    result = subprocess.run([sys.executable, "-m", "hetero.lecture", "01", "--json"], capture_output=True,
-                            text=True, cwd=below, timeout=600)
+    result = subprocess.run(
+        [sys.executable, "-m", "hetero.lecture", "01", "--json"], capture_output=True, text=True, cwd=below, timeout=600
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     data = json.loads(result.stdout)
     assert data["impl_dir"] == str(work.resolve()), (
-        f"from {below} the driver must read {work.resolve()} (the first assignments/ upward), read {data['impl_dir']}")
+        f"from {below} the driver must read {work.resolve()} (the first assignments/ upward), read {data['impl_dir']}"
+    )
     assert f"exercise files: {work.resolve()}" in result.stderr
 
 
 def test_no_fallback_to_the_copy_beside_the_installed_package(tmp_path):
-    result = subprocess.run([sys.executable, "-m", "hetero.lecture", "01"], capture_output=True, text=True,
-                            cwd=tmp_path, timeout=600)
+    result = subprocess.run(
+        [sys.executable, "-m", "hetero.lecture", "01"], capture_output=True, text=True, cwd=tmp_path, timeout=600
+    )
     assert result.returncode != 0, "with no assignments/ here or above, the driver must not run another copy"
     assert "no folder assignments/" in result.stderr and str(tmp_path.resolve()) in result.stderr, result.stderr
     assert str(ROOT / "assignments") not in result.stdout + result.stderr
@@ -73,16 +77,22 @@ def test_a_broken_exercise_costs_only_its_parts(tmp_path):
     for name in ("ex01_cost_per_gb.py", "ex02_kv_capacity.py"):
         shutil.copyfile(ROOT / "solutions" / name, folder / name)
     (folder / "ex01_cost_per_gb.py").write_text(
-        (ROOT / "solutions" / "ex01_cost_per_gb.py").read_text(encoding="utf-8") + "\ndef broken(:\n", encoding="utf-8")
+        (ROOT / "solutions" / "ex01_cost_per_gb.py").read_text(encoding="utf-8") + "\ndef broken(:\n", encoding="utf-8"
+    )
     ex02 = folder / "ex02_kv_capacity.py"
-    ex02.write_text(ex02.read_text(encoding="utf-8").replace(
-        "    return 2.0 * num_layers * num_kv_heads * head_dim * bytes_per_elem", "    return 1 / 0"), encoding="utf-8")
+    ex02.write_text(
+        ex02.read_text(encoding="utf-8").replace(
+            "    return 2.0 * num_layers * num_kv_heads * head_dim * bytes_per_elem", "    return 1 / 0"
+        ),
+        encoding="utf-8",
+    )
     result = lecture("01", "--impl", str(folder), "--trust-impl", "--json")
     assert result.returncode == 0, result.stderr[-2000:]
     data = json.loads(result.stdout)
     assert re.search(r"ex01 failed at ex01_cost_per_gb\.py:\d+: SyntaxError", data["missing"]["cost"]), data["missing"]
-    assert re.search(r"ex02 failed at ex02_kv_capacity\.py:\d+: ZeroDivisionError", data["missing"]["roofline"]), (
-        data["missing"])
+    assert re.search(r"ex02 failed at ex02_kv_capacity\.py:\d+: ZeroDivisionError", data["missing"]["roofline"]), data[
+        "missing"
+    ]
     text = lecture("01", "--impl", str(folder), "--trust-impl")
     assert text.returncode == 0 and "ZeroDivisionError" in text.stdout and "Traceback" not in text.stderr
 
@@ -110,21 +120,25 @@ def test_a_wrong_exercise_is_marked_against_the_reference(tmp_path):
     ex01 = folder / "ex01_cost_per_gb.py"
     right = "    return price_usd / capacity_gb\n"
     assert right in ex01.read_text(encoding="utf-8")
-    ex01.write_text(ex01.read_text(encoding="utf-8").replace(right, "    return 2 * price_usd / capacity_gb\n"),
-                    encoding="utf-8")
+    ex01.write_text(
+        ex01.read_text(encoding="utf-8").replace(right, "    return 2 * price_usd / capacity_gb\n"), encoding="utf-8"
+    )
     text = lecture("01", "--impl", str(folder), "--trust-impl")
     assert text.returncode == 0, text.stderr[-2000:]
-    assert re.search(r"usd_per_gb: yours 375, reference 187\.5  <- differs from the reference by \+100\.0%",
-                     text.stdout), text.stdout[-3000:]
+    assert re.search(
+        r"usd_per_gb: yours 375, reference 187\.5  <- differs from the reference by \+100\.0%", text.stdout
+    ), text.stdout[-3000:]
     data = json.loads(lecture("01", "--impl", str(folder), "--trust-impl", "--json").stdout)
-    assert any(g["part"] == "cost" and g["path"].endswith("usd_per_gb") and g["gap"] == "+100.0%"
-               for g in data["gaps"]), data["gaps"]
+    assert any(
+        g["part"] == "cost" and g["path"].endswith("usd_per_gb") and g["gap"] == "+100.0%" for g in data["gaps"]
+    ), data["gaps"]
 
 
 def test_no_reference_file_is_said_once_and_the_figures_still_print(tmp_path):
     folder = _answer_key_folder(tmp_path / "assignments")
-    result = subprocess.run([sys.executable, "-m", "hetero.lecture", "01"], capture_output=True, text=True,
-                            cwd=tmp_path, timeout=600)
+    result = subprocess.run(
+        [sys.executable, "-m", "hetero.lecture", "01"], capture_output=True, text=True, cwd=tmp_path, timeout=600
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stderr.count("no reference_figures.json") == 1 and str(folder) in result.stderr
     assert "Experiment 01" in result.stdout and "yours" not in result.stdout
@@ -162,5 +176,6 @@ def test_plots_of_every_part_that_ran_with_stub_ex08_and_ex10(tmp_path):
     for key in ran:
         written = re.findall(rf"\[03\] {key}: wrote (\S+\.png)", result.stderr)
         assert written and all(Path(w).is_file() and Path(w).stat().st_size > 10_000 for w in written), (
-            f"part {key} ran but wrote no plot:\n{result.stderr[-2000:]}")
+            f"part {key} ran but wrote no plot:\n{result.stderr[-2000:]}"
+        )
     assert sorted(p.name for p in out.glob("*.png")) == ["exp03_amx.png", "exp03_placement.png"]

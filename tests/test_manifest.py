@@ -61,7 +61,9 @@ def test_a_bad_entry_is_named_with_the_manifest_file_and_line(changes, said):
 
 def _copy_package(tmp_path: Path) -> Path:
     """A copy of the grader's Python package (no data) under tmp_path, importable as `autograder`."""
-    shutil.copytree(ROOT / "autograder", tmp_path / "autograder", ignore=shutil.ignore_patterns("fixtures", "__pycache__"))
+    shutil.copytree(
+        ROOT / "autograder", tmp_path / "autograder", ignore=shutil.ignore_patterns("fixtures", "__pycache__")
+    )
     return tmp_path
 
 
@@ -75,7 +77,10 @@ def test_a_101_point_manifest_stops_release_build_and_grade(tmp_path, command):
     path.write_text(text[:at] + "points=11," + text[at + len("points=10,") :], encoding="utf-8")
     proc = subprocess.run(
         [sys.executable, "-m", "autograder", command, "--help"],
-        cwd=root, capture_output=True, text=True, env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"},
+        cwd=root,
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"},
     )
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "autograder/core/manifest.py" in proc.stderr and "add up to 101, not 100" in proc.stderr, proc.stderr
@@ -85,25 +90,58 @@ def test_a_101_point_manifest_stops_release_build_and_grade(tmp_path, command):
 def test_files_the_entry_names_must_exist_and_agree(tmp_path):
     for rel in ("solutions", "autograder/tests"):
         shutil.copytree(ROOT / rel, tmp_path / rel)
-    assert check_files(tmp_path) == []
+    assert check_files(tmp_path) == [], "the copied answer key and case files must agree with the manifest"
     ex = manifest.BY_ID["ex04"]
     solution = tmp_path / "solutions" / ex.filename
-    solution.write_text(solution.read_text(encoding="utf-8").replace("def link_efficiency(", "def link_eff("), encoding="utf-8")
+    solution.write_text(
+        solution.read_text(encoding="utf-8").replace("def link_efficiency(", "def link_eff("), encoding="utf-8"
+    )
     found = check_files(tmp_path)
     assert any("no function link_efficiency" in p for p in found), found
     (tmp_path / "autograder" / "tests" / "ex06_hidden.py").unlink()
-    assert any("ex06_hidden.py, which does not exist" in p for p in check_files(tmp_path))
+    found = check_files(tmp_path)
+    assert any("ex06_hidden.py, which does not exist" in p for p in found), (
+        f"a missing hidden case file must be named (check_files said {found})"
+    )
     renamed = _replace("ex07", functions=("tokens_per_routed_expert", "tokens_per_shared_expert", "offload_plan"))
     found = check_files(tmp_path, renamed)
     assert any("public_ex07.py: public cases cover" in p for p in found), found
 
 
+def test_a_function_hetero_calls_by_name_must_be_declared():
+    """The rename story (issue 30): ex04's link_efficiency renamed in the manifest (and the key), not in the
+    driver that calls it by name: the release's first check names the caller's file:line and the entry,
+    before anything runs, instead of a traceback minutes later."""
+    from autograder.core import hetero_calls
+
+    assert hetero_calls.problems() == []
+    renamed = _replace(
+        "ex04", functions=("line_rate_gb_per_s", "link_eff", "transfer_time_s", "speedup_over_recompute")
+    )
+    found = hetero_calls.problems(exercises=renamed)
+    assert any(p.startswith("shared/hetero/transfer.py:") and "ex04.link_efficiency" in p for p in found), found
+    assert all(manifest.where("ex04") in p for p in found if "ex04" in p), found
+    renamed = _replace(
+        "ex05", functions=("predicted_decode_load", "admit", "antiphase_correlation", "dominant_period_s")
+    )
+    found = hetero_calls.problems(exercises=renamed)
+    assert any(p.startswith("shared/hetero/harness/overload.py:") and "module.admit_predictive" in p for p in found), (
+        f"a harness reading a renamed function off the exercise module must be named: {found}"
+    )
+
+
 def test_derived_files_are_current():
     assert derived.drift() == [], "run `python -m autograder release`"
     values = derived.span_values()
-    assert values["count"] == ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
-                               "eleven", "twelve"][len(EXERCISES)]
-    assert values["files"].startswith(f"`{EXERCISES[0].filename}`") and values["files"].endswith(f"`{EXERCISES[-1].filename}`")
+    assert (
+        values["count"]
+        == ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve"][
+            len(EXERCISES)
+        ]
+    )
+    assert values["files"].startswith(f"`{EXERCISES[0].filename}`") and values["files"].endswith(
+        f"`{EXERCISES[-1].filename}`"
+    )
 
 
 def test_spans_are_filled_and_unknown_keys_named():
@@ -131,20 +169,32 @@ def test_new_exercise_writes_an_entry_and_three_files_that_pass_lint_types_and_t
     with pytest.raises(ValueError, match="exNN_slug"):
         new_exercise.write("ex12-Bad", 5, "§2.4", "bad", tmp_path)
     files = [str(p) for p in touched[:3]]
-    fmt = subprocess.run([sys.executable, "-m", "ruff", "format", "--check", "--config", str(ROOT / "pyproject.toml"), *files],
-                         capture_output=True, text=True)
+    fmt = subprocess.run(
+        [sys.executable, "-m", "ruff", "format", "--check", "--config", str(ROOT / "pyproject.toml"), *files],
+        capture_output=True,
+        text=True,
+    )
     assert fmt.returncode == 0, fmt.stdout + fmt.stderr
-    lint = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-fix", "--config", str(ROOT / "pyproject.toml"), *files],
-                          capture_output=True, text=True)
+    lint = subprocess.run(
+        [sys.executable, "-m", "ruff", "check", "--no-fix", "--config", str(ROOT / "pyproject.toml"), *files],
+        capture_output=True,
+        text=True,
+    )
     assert lint.returncode == 0, lint.stdout
-    types = subprocess.run([sys.executable, "-m", "mypy", "--no-incremental", "--ignore-missing-imports", touched[0].as_posix()],
-                           capture_output=True, text=True, cwd=ROOT)
+    types = subprocess.run(
+        [sys.executable, "-m", "mypy", "--no-incremental", "--ignore-missing-imports", touched[0].as_posix()],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
     assert types.returncode == 0, types.stdout
     # The appended entry loads (as a module of its own) and, once 5 points are taken elsewhere, holds.
     with pytest.raises(ValueError, match="add up to 105, not 100"):
         load_module_from_path(touched[3], "_a2_manifest_with_ex11")
     table = tmp_path / "table.py"  # the same source without its import-time validation
-    table.write_text(touched[3].read_text(encoding="utf-8").split("_problems = problems(EXERCISES)")[0], encoding="utf-8")
+    table.write_text(
+        touched[3].read_text(encoding="utf-8").split("_problems = problems(EXERCISES)")[0], encoding="utf-8"
+    )
     entries = load_module_from_path(table, "_a2_manifest_table").EXERCISES
     ex11 = next(e for e in entries if e.id == new_id)
     fixed = tuple(dataclasses.replace(e, points=e.points - 5) if e.id == "ex10" else e for e in entries)
@@ -155,4 +205,3 @@ def test_new_exercise_writes_an_entry_and_three_files_that_pass_lint_types_and_t
     for case in public.CASES:
         verdict = check_call(case, solution)
         assert verdict.passed, f"the answer key must pass its own public case {case.id}: {verdict.message}"
-

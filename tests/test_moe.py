@@ -35,8 +35,17 @@ def key():
 
 
 def tiny_model(n_layers: int = 4, seed: int = 0, router_scale: float = 1.0) -> moe.CityMoE:
-    cfg = moe.ModelConfig(vocab_size=12, max_len=16, d_model=16, n_layers=n_layers, n_heads=2, n_experts=16,
-                          top_k=4, expert_hidden=8, shared_hidden=16)
+    cfg = moe.ModelConfig(
+        vocab_size=12,
+        max_len=16,
+        d_model=16,
+        n_layers=n_layers,
+        n_heads=2,
+        n_experts=16,
+        top_k=4,
+        expert_hidden=8,
+        shared_hidden=16,
+    )
     model = moe.CityMoE(cfg, torch.Generator().manual_seed(seed))
     with torch.no_grad():
         for block in model.blocks:
@@ -69,8 +78,9 @@ def test_defer0_and_skip0_equal_full_exactly(fns):
     full = run(model, toks, fns, "full", 0)
     for mode in ("skip", "defer"):
         got = run(model, toks, fns, mode, 0)
-        assert torch.equal(got, full), (f"{mode}-0 logits differ from full by up to "
-                                        f"{(got - full).abs().max():.3g} (expected bit-identical)")
+        assert torch.equal(got, full), (
+            f"{mode}-0 logits differ from full by up to {(got - full).abs().max():.3g} (expected bit-identical)"
+        )
     assert torch.equal(full, trained_path), "full mode through ex10 differs from the training forward"
 
 
@@ -90,9 +100,11 @@ def test_defer_equals_full_when_next_layer_adds_nothing(fns, layer, k):
         deferred = model(toks, defer_only_at)
         skipped = run(model, toks, fns, "skip", k)
     err = (deferred - full).abs().max().item()
-    assert err <= ROUNDING_ATOL, (f"defer-{k} at layer {layer} with layer {layer + 1} zeroed differs from full by "
-                                  f"{err:.3g} in logits (expected <= {ROUNDING_ATOL}: the carried output must "
-                                  f"reach the residual stream one layer later)")
+    assert err <= ROUNDING_ATOL, (
+        f"defer-{k} at layer {layer} with layer {layer + 1} zeroed differs from full by "
+        f"{err:.3g} in logits (expected <= {ROUNDING_ATOL}: the carried output must "
+        f"reach the residual stream one layer later)"
+    )
     assert (skipped - full).abs().max().item() > 100 * ROUNDING_ATOL, "skipping changed nothing: the test is blind"
 
 
@@ -122,8 +134,10 @@ def test_skip_drops_exactly_the_k_smallest_with_ties(key):
             for row in range(w.shape[0]):
                 dropped = {j for j in range(4) if immediate[row, j] == 0 and w[row, j] != 0}
                 expect = reference_lowest(w[row].tolist(), k)
-                assert dropped == expect, (f"row {w[row].tolist()}, k={k}: dropped slots {sorted(dropped)}, "
-                                           f"expected {sorted(expect)} (k smallest; ties: higher index first)")
+                assert dropped == expect, (
+                    f"row {w[row].tolist()}, k={k}: dropped slots {sorted(dropped)}, "
+                    f"expected {sorted(expect)} (k smallest; ties: higher index first)"
+                )
                 kept = [j for j in range(4) if j not in expect]
                 assert torch.equal(immediate[row, kept], w[row, kept]), "kept weights must be unchanged"
 
@@ -141,30 +155,44 @@ def test_last_layer_never_defers(fns):
     with torch.no_grad():
         model(toks, spy)
     assert seen == [(0, False, True), (1, False, True), (2, True, False)], (
-        f"(layer, last_layer, carried) = {seen}; the last layer must return no carry")
+        f"(layer, last_layer, carried) = {seen}; the last layer must return no carry"
+    )
 
 
 def one_token_router(temperature: float) -> moe.MoEFeedForward:
     """A 1-wide MoE layer of 3 experts (top-2) whose router logits for x = [[1]] are ln 4, ln 2, 0."""
-    cfg = moe.ModelConfig(vocab_size=4, d_model=1, n_layers=1, n_heads=1, n_experts=3, top_k=2, expert_hidden=1,
-                          shared_hidden=1, router_temperature=temperature)
+    cfg = moe.ModelConfig(
+        vocab_size=4,
+        d_model=1,
+        n_layers=1,
+        n_heads=1,
+        n_experts=3,
+        top_k=2,
+        expert_hidden=1,
+        shared_hidden=1,
+        router_temperature=temperature,
+    )
     layer = moe.MoEFeedForward(cfg, torch.Generator().manual_seed(0), torch.float64)
     with torch.no_grad():
         layer.router.copy_(torch.tensor([[math.log(4.0), math.log(2.0), 0.0]], dtype=torch.float64))
     return layer
 
 
-@pytest.mark.parametrize(("temperature", "want"), [
-    (1.0, [2 / 3, 1 / 3]),  # softmax of (ln 4, ln 2, 0) is 4:2:1; top-2 renormalised: 4/6, 2/6
-    (0.5, [0.8, 0.2]),      # logits / 0.5 = (ln 16, ln 4, 0): 16:4:1; top-2: 16/20, 4/20
-    (2.0, [2 / (2 + math.sqrt(2)), math.sqrt(2) / (2 + math.sqrt(2))]),  # (ln 2, ln sqrt 2, 0): 2:1.414:1
-])
+@pytest.mark.parametrize(
+    ("temperature", "want"),
+    [
+        (1.0, [2 / 3, 1 / 3]),  # softmax of (ln 4, ln 2, 0) is 4:2:1; top-2 renormalised: 4/6, 2/6
+        (0.5, [0.8, 0.2]),  # logits / 0.5 = (ln 16, ln 4, 0): 16:4:1; top-2: 16/20, 4/20
+        (2.0, [2 / (2 + math.sqrt(2)), math.sqrt(2) / (2 + math.sqrt(2))]),  # (ln 2, ln sqrt 2, 0): 2:1.414:1
+    ],
+)
 def test_router_temperature_divides_the_router_logits(temperature, want):
     weights, ids = one_token_router(temperature).route(torch.ones(1, 1, dtype=torch.float64))
     assert ids.tolist() == [[0, 1]], f"experts chosen {ids.tolist()}, expected the two largest logits [[0, 1]]"
     assert torch.allclose(weights, torch.tensor([want], dtype=torch.float64), rtol=1e-12, atol=0), (
         f"router_temperature {temperature}: top-2 weights {weights.tolist()}, expected {want} "
-        "(softmax of logits / temperature, top-2 renormalised)")
+        "(softmax of logits / temperature, top-2 renormalised)"
+    )
 
 
 def test_router_temperature_field_rules(tmp_path, monkeypatch):
@@ -175,7 +203,8 @@ def test_router_temperature_field_rules(tmp_path, monkeypatch):
     data = moe.build_data()
     one = dataclasses.replace(moe.TINY_CONFIG, router_temperature=1)
     assert moe.cache_key(one, data) == moe.cache_key(dataclasses.replace(one, router_temperature=1.0), data), (
-        "router_temperature 1 and 1.0 must give the same checkpoint cache key")
+        "router_temperature 1 and 1.0 must give the same checkpoint cache key"
+    )
     half = dataclasses.replace(moe.TINY_CONFIG, router_temperature=0.5)
     assert moe.cache_key(half, data) != moe.cache_key(one, data), "the temperature must be part of the cache key"
     # A checkpoint stores its temperature; one written before the field existed was trained at 1.
@@ -198,7 +227,7 @@ def padded_reference(model: moe.CityMoE, seqs, fns: moe.Ex10Functions) -> dict:
         mode, k = moe.parse_mode(name)
         update = moe.mode_update(fns, n_layers, mode, k)
 
-        def spy(layer, h, shared_out, expert_out, weights, carry):
+        def spy(layer, h, shared_out, expert_out, weights, carry, name=name, update=update):
             if name == "full":
                 real = (batch != moe.PAD).reshape(-1)  # [B*L]
                 top1.append(float(weights.max(dim=-1).values[real].sum()) / int(real.sum()))
@@ -212,8 +241,16 @@ def padded_reference(model: moe.CityMoE, seqs, fns: moe.Ex10Functions) -> dict:
 
 def float64_model(n_layers: int = 3) -> moe.CityMoE:
     vocab = len(moe.build_data().vocab)
-    cfg = moe.ModelConfig(vocab_size=vocab, d_model=16, n_layers=n_layers, n_heads=2, n_experts=8, top_k=4,
-                          expert_hidden=8, shared_hidden=16)
+    cfg = moe.ModelConfig(
+        vocab_size=vocab,
+        d_model=16,
+        n_layers=n_layers,
+        n_heads=2,
+        n_experts=8,
+        top_k=4,
+        expert_hidden=8,
+        shared_hidden=16,
+    )
     model = moe.CityMoE(cfg, torch.Generator().manual_seed(7), torch.float64)
     with torch.no_grad():
         for block in model.blocks:
@@ -237,17 +274,19 @@ def test_trie_evaluation_equals_padded_forwards(fns):
         for m, loss in want["loss_nats"].items():
             assert math.isclose(got["loss_nats"][m], loss, rel_tol=TRIE_RTOL), (
                 f"chunk {chunk}, mode {m}: {got['loss_nats'][m]!r} nats/char, padded forward gives {loss!r} "
-                f"(rel tol {TRIE_RTOL}): a node's hidden state or a target's multiplicity is wrong")
-        for layer, (a, b) in enumerate(zip(got["top1_weight_by_layer"], want["top1_weight_by_layer"])):
+                f"(rel tol {TRIE_RTOL}): a node's hidden state or a target's multiplicity is wrong"
+            )
+        for layer, (a, b) in enumerate(zip(got["top1_weight_by_layer"], want["top1_weight_by_layer"], strict=True)):
             assert math.isclose(a, b, rel_tol=TRIE_RTOL), (
-                f"chunk {chunk}, layer {layer}: mean top-1 weight {a!r}, padded forward {b!r} (dimensionless)")
+                f"chunk {chunk}, layer {layer}: mean top-1 weight {a!r}, padded forward {b!r} (dimensionless)"
+            )
 
 
 def test_update_writing_into_its_inputs_does_not_leak_between_modes(fns):
     """Modes share a layer's outputs; an ex10 update that writes into them must see only its own copy."""
+
     def in_place(x, shared_out, expert_out, topk_weights, carry, k, mode, last_layer):
-        new_x, carry_out = fns.moe_residual_update(x, shared_out, expert_out, topk_weights, carry, k, mode,
-                                                   last_layer)
+        new_x, carry_out = fns.moe_residual_update(x, shared_out, expert_out, topk_weights, carry, k, mode, last_layer)
         shared_out.mul_(3.0)  # corrupt the inputs after use
         expert_out.zero_()
         topk_weights.fill_(0.5)
@@ -259,7 +298,8 @@ def test_update_writing_into_its_inputs_does_not_leak_between_modes(fns):
     dirty = moe.evaluate(model, seqs, moe.Ex10Functions(fns.split_topk_weights, in_place))
     for m, loss in clean["loss_nats"].items():
         assert math.isclose(dirty["loss_nats"][m], loss, rel_tol=1e-12), (
-            f"mode {m}: {dirty['loss_nats'][m]!r} vs {loss!r} nats/char: another mode's update leaked in")
+            f"mode {m}: {dirty['loss_nats'][m]!r} vs {loss!r} nats/char: another mode's update leaked in"
+        )
 
 
 def test_prefix_trie_counts():
@@ -283,7 +323,7 @@ def test_grading_checkpoints_are_fresh():
         config = hmoe.grading_config(seed)
         stale = f"{path} is stale: regenerate with `python -m hetero.harness.moe`"
         assert meta["key"] == moe.cache_key(config, data), f"{stale} (config, data, code or torch changed)"
-        assert meta["val_tokens"] == [list(t) for t in data.val[:hmoe.GRADING_VAL_NAMES]], f"{stale} (names)"
+        assert meta["val_tokens"] == [list(t) for t in data.val[: hmoe.GRADING_VAL_NAMES]], f"{stale} (names)"
         fresh = moe.train(config, data, progress=False).model.state_dict()
         for name, tensor in model.state_dict().items():
             # float64 training of 20 steps; another CPU's kernels may round differently (~1e-15 per op)
@@ -312,7 +352,8 @@ def test_vectorised_dispatch_matches_a_loop_over_experts(n_tokens):
             want[t, s] = torch.relu(x[t] @ layer.w_in[e]) @ layer.w_out[e]
     assert torch.allclose(got, want, rtol=1e-5, atol=1e-6), (
         f"expert outputs differ from the per-expert loop by {(got - want).abs().max():.3g} (float32 rounding "
-        "of one matmul is ~1e-7 here)")
+        "of one matmul is ~1e-7 here)"
+    )
 
 
 def test_data_split_and_vocabulary_rules():
@@ -335,12 +376,14 @@ def test_train_smoke_and_determinism(tmp_path):
     uniform = math.log(len(moe.build_data().vocab))
     assert first.final_loss_nats < uniform - 0.5, (
         f"after {first.steps} steps the training loss is {first.final_loss_nats:.3f} nats/char; expected well "
-        f"below the uniform {uniform:.3f} (the model does not learn)")
+        f"below the uniform {uniform:.3f} (the model does not learn)"
+    )
     a, b = first.model.state_dict(), second.model.state_dict()
     different = [n for n in a if not torch.equal(a[n], b[n])]
     assert not different, f"two runs of the same config differ in {different} (training is not deterministic)"
     assert torch.get_num_threads() >= 1 and not torch.are_deterministic_algorithms_enabled(), (
-        "train() must restore the thread count and the deterministic-algorithms flag")
+        "train() must restore the thread count and the deterministic-algorithms flag"
+    )
 
 
 def test_corrupt_or_tampered_cache_is_retrained(tmp_path, monkeypatch, capsys):
@@ -366,8 +409,9 @@ def test_corrupt_or_tampered_cache_is_retrained(tmp_path, monkeypatch, capsys):
 
 def test_deferral_figures_shape_with_tiny_config(tmp_path, monkeypatch):
     monkeypatch.setenv("A2_CACHE_DIR", str(tmp_path))
-    fig = moe.deferral_figures("solutions", dataclasses.replace(moe.TINY_CONFIG, n_layers=4), progress=False,
-                               val_names=300)
+    fig = moe.deferral_figures(
+        "solutions", dataclasses.replace(moe.TINY_CONFIG, n_layers=4), progress=False, val_names=300
+    )
     assert set(fig) == {"full_loss_nats", "delta_mnats", "top1_weight_by_layer", "train_seconds"}
     assert set(fig["delta_mnats"]) == {f"{m}_{k}" for m in ("skip", "defer") for k in (1, 2, 3)}
     assert len(fig["top1_weight_by_layer"]) == 4 and all(0.25 <= w <= 1 for w in fig["top1_weight_by_layer"])
@@ -377,10 +421,12 @@ def test_deferral_figures_shape_with_tiny_config(tmp_path, monkeypatch):
 
 def test_part_raises_missing_exercise_for_a_stub(tmp_path):
     stub = tmp_path / "ex10_deferral_accuracy.py"
-    stub.write_text("def split_topk_weights(topk_weights, k, mode):\n"
-                    "    raise NotImplementedError('ex10: split_topk_weights')\n\n"
-                    "def moe_residual_update(*args):\n"
-                    "    raise NotImplementedError('ex10: moe_residual_update')\n")
+    stub.write_text(
+        "def split_topk_weights(topk_weights, k, mode):\n"
+        "    raise NotImplementedError('ex10: split_topk_weights')\n\n"
+        "def moe_residual_update(*args):\n"
+        "    raise NotImplementedError('ex10: moe_residual_update')\n"
+    )
     part = moe.PARTS[0]
     assert part.key == "deferral" and part.needs == ("ex10",)
     with pytest.raises(MissingExercise):
@@ -402,7 +448,8 @@ def test_default_model_figures_and_lecture_findings():
     for k in (1, 2, 3):
         assert abs(d[f"defer_{k}"]) <= 0.25 * abs(d[f"skip_{k}"]) + 0.5, (
             f"defer_{k} ({d[f'defer_{k}']:.2f} mnats) should cost far less than skip_{k} "
-            f"({d[f'skip_{k}']:.2f} mnats): expected |defer| <= 0.25 |skip| + 0.5")
+            f"({d[f'skip_{k}']:.2f} mnats): expected |defer| <= 0.25 |skip| + 0.5"
+        )
     assert d["skip_3"] > 10.0, f"skipping 3 of 4 experts costs only {d['skip_3']:.2f} mnats (expected > 10)"
     assert d["skip_3"] > d["skip_2"] > d["skip_1"], f"skipping more experts should cost more: {d}"
     # The router temperature is in effect: seed 0 routes with a mean top-1 weight of 0.79 at temperature

@@ -50,12 +50,16 @@ def _run_cells(code_cells: list[str], exercise_code: str) -> list[tuple[bool, st
 
 
 def _test_cells(notebook: dict) -> list[str]:
-    return [c["source"] for c in notebook["cells"] if c["cell_type"] == "code" and notebook_code.EXERCISE_TAG
-            not in c["metadata"].get("tags", [])]
+    return [
+        c["source"]
+        for c in notebook["cells"]
+        if c["cell_type"] == "code" and notebook_code.EXERCISE_TAG not in c["metadata"].get("tags", [])
+    ]
 
 
 # ---------------------------------------------------------------------------------------------
 # Building
+
 
 def test_student_notebook_is_valid_and_complete(sources):
     note = nb.student_notebook(sources)
@@ -78,7 +82,7 @@ def test_public_cells_pass_on_the_solution_and_fail_on_the_stub(sources):
     failing = [msg for ok, msg in solved if not ok]
     assert not failing, f"public test cells fail on the answer key: {failing[:2]}"
     stubbed = _run_cells(_test_cells(note), sources.stub)
-    passing = [keys for keys, (ok, _) in zip(nb.cell_groups(sources), stubbed) if ok]
+    passing = [keys for keys, (ok, _) in zip(nb.cell_groups(sources), stubbed, strict=True) if ok]
     assert not passing, f"public test cells pass on the unfilled stub (they test nothing): {passing}"
     assert all("not implemented" in msg for _, msg in stubbed), "a stub's failure should say 'not implemented'"
 
@@ -90,13 +94,30 @@ def test_write_student_notebooks(tmp_path):
         nbformat.validate(nbformat.read(path, as_version=4))
 
 
-@pytest.mark.parametrize("value", [
-    1.5, float("inf"), float("-inf"), 0.1 + 0.2, -0.0, 7, True, None, "GB", (3,), (1.0, "x"), [],
-    {"a": [1, (2.0, None)], "b": {"c": 1e-300}},
-    Gen("scenario", {"seed": 3, "sizes": (1, 2)}),
-    np.arange(6, dtype=np.float32).reshape(2, 3) / 7, np.array([1, -2], dtype=np.int64), np.float64(2.5),
-    torch.linspace(0, 1, 5, dtype=torch.float32), torch.tensor([[1, 2]], dtype=torch.int64),
-])
+@pytest.mark.parametrize(
+    "value",
+    [
+        1.5,
+        float("inf"),
+        float("-inf"),
+        0.1 + 0.2,
+        -0.0,
+        7,
+        True,
+        None,
+        "GB",
+        (3,),
+        (1.0, "x"),
+        [],
+        {"a": [1, (2.0, None)], "b": {"c": 1e-300}},
+        Gen("scenario", {"seed": 3, "sizes": (1, 2)}),
+        np.arange(6, dtype=np.float32).reshape(2, 3) / 7,
+        np.array([1, -2], dtype=np.int64),
+        np.float64(2.5),
+        torch.linspace(0, 1, 5, dtype=torch.float32),
+        torch.tensor([[1, 2]], dtype=torch.int64),
+    ],
+)
 def test_value_source_round_trips_exactly(value):
     text = nb.value_source(value)
     back = eval(text, {"Gen": Gen, "np": np, "torch": torch})  # the names a test cell imports
@@ -122,17 +143,20 @@ def test_case_shares_follow_the_manifest(sources):
     full = nb.load_sources(ex.id)
     cents = full.cents
     assert sum(cents[c.id] for c in full.public) == round(ex.points * ex.public_share * 100), (
-        f"public cases of {ex.id} should carry {ex.points * ex.public_share} points")
+        f"public cases of {ex.id} should carry {ex.points * ex.public_share} points"
+    )
     assert sum(cents.values()) == round(ex.points * 100), f"{ex.id} cases should total {ex.points} points"
     heavy = max(full.public, key=lambda c: c.points)
     light = min(full.public, key=lambda c: c.points)
     # shares are whole hundredths: the ratio may miss the weights' by one hundredth on the lighter case
     assert abs(cents[heavy.id] - cents[light.id] * heavy.points / light.points) <= heavy.points / light.points, (
-        "points inside a share must be proportional to Case.points")
+        "points inside a share must be proportional to Case.points"
+    )
 
 
 # ---------------------------------------------------------------------------------------------
 # Reading a submission back
+
 
 def _write(tmp_path: Path, note: dict, name: str = "sub.ipynb") -> Path:
     path = tmp_path / name
@@ -179,13 +203,21 @@ def test_extract_code_joins_several_exercise_cells_in_order(sources, tmp_path):
     assert code.endswith("\n\nHELPER_CONSTANT = 3\n"), "tagged cells are joined in notebook order by a blank line"
 
 
-@pytest.mark.parametrize("damage, message", [
-    (lambda n: "{not json", "invalid JSON"),
-    (lambda n: {**n, "nbformat": 3}, "format 3"),
-    (lambda n: {"metadata": {}}, "no list of cells"),
-    (lambda n: {**n, "cells": [c for c in n["cells"] if notebook_code.EXERCISE_TAG not in c["metadata"].get("tags", [])]},
-     "no exercise cell"),
-])
+@pytest.mark.parametrize(
+    "damage, message",
+    [
+        (lambda n: "{not json", "invalid JSON"),
+        (lambda n: {**n, "nbformat": 3}, "format 3"),
+        (lambda n: {"metadata": {}}, "no list of cells"),
+        (
+            lambda n: {
+                **n,
+                "cells": [c for c in n["cells"] if notebook_code.EXERCISE_TAG not in c["metadata"].get("tags", [])],
+            },
+            "no exercise cell",
+        ),
+    ],
+)
 def test_malformed_notebooks_raise_a_clear_error(sources, tmp_path, damage, message):
     note = damage(copy.deepcopy(nb.student_notebook(sources)))
     path = tmp_path / "bad.ipynb"

@@ -65,7 +65,9 @@ def _other(value: Any) -> Any:
             return None
         return {k: changed[k] if changed[k] is not None else v for k, v in value.items()}
     if isinstance(value, Array) and value.value.dtype.kind in "fiu":
-        arr = (value.value * 1.37 + 0.731 if value.value.dtype.kind == "f" else value.value + 7).astype(value.value.dtype)
+        arr = (value.value * 1.37 + 0.731 if value.value.dtype.kind == "f" else value.value + 7).astype(
+            value.value.dtype
+        )
         if value.tag != "tensor":
             return arr
         import torch

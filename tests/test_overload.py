@@ -30,19 +30,28 @@ def _constant(slots: int, step_s: float = 1.0, instances: int = 1) -> ov.DecodeM
     """Instances whose step takes step_s at any batch (output tokens x step_s = seconds), at half the TBT SLO,
     and whose KV room holds `slots` requests of 2 tokens (`_workload`'s default context): 2 x slots + 1
     tokens, so b requests fill b / (slots + 0.5) of it, below 1 up to `slots` and never exactly 1."""
-    return ov.DecodeModel(base_s=step_s, kv_s_per_token=0.0, compute_s_per_request=0.0, compute_s_per_token=0.0,
-                          tbt_slo_s=2 * step_s, kv_capacity_tokens=2 * slots + 1, instances=instances)
+    return ov.DecodeModel(
+        base_s=step_s,
+        kv_s_per_token=0.0,
+        compute_s_per_request=0.0,
+        compute_s_per_token=0.0,
+        tbt_slo_s=2 * step_s,
+        kv_capacity_tokens=2 * slots + 1,
+        instances=instances,
+    )
 
 
 def _workload(arrival, prefill, tokens, duration, contexts=None, prefix=None):
     ctx = np.full(len(arrival), 2, dtype=np.int64) if contexts is None else np.array(contexts, dtype=np.int64)
-    return ov.Workload(np.array(arrival, float), np.array(prefill, float), np.array(tokens, float), duration, ctx,
-                       prefix)
+    return ov.Workload(
+        np.array(arrival, float), np.array(prefill, float), np.array(tokens, float), duration, ctx, prefix
+    )
 
 
 def _run(w, policy, prefill_instances=1, slots=1, ttft=100.0, mean_decode=5.0, **kw):
-    return ov.simulate(w, prefill_instances, _constant(slots), ttft, mean_decode, policy, PREDICT, ADMIT,
-                       sample_dt_s=1.0, **kw)
+    return ov.simulate(
+        w, prefill_instances, _constant(slots), ttft, mean_decode, policy, PREDICT, ADMIT, sample_dt_s=1.0, **kw
+    )
 
 
 BASE, EARLY, PRED = ov.POLICIES[0], ov.POLICIES[1], ov.POLICIES[2]
@@ -64,7 +73,8 @@ def test_toy_decode_model_is_the_roofline_of_8_h20_and_its_limit_is_hand_checkab
     assert context == 131_072, f"toy context {context} tokens, expected LLaMA-3.1-70B's 128K window"
     one = roofline.decode_step("LLaMA-3.1-70B", "H20", 8, 1, context, ov.KV_BYTES_PER_TOKEN)
     assert math.isclose(d.step_s(1, context), one.time_s, rel_tol=1e-12), (
-        f"step at batch 1 {d.step_s(1, context)} s must equal hetero.roofline's decode step {one.time_s} s")
+        f"step at batch 1 {d.step_s(1, context)} s must equal hetero.roofline's decode step {one.time_s} s"
+    )
     full = roofline.decode_step("LLaMA-3.1-70B", "H20", 8, 13, context, ov.KV_BYTES_PER_TOKEN)
     assert math.isclose(d.step_s(13, 13 * context), full.time_s, rel_tol=1e-12)
     assert math.isclose(d.step_s(1, context), 0.007190, rel_tol=1e-3), f"batch-1 step {d.step_s(1, context)} s"
@@ -131,18 +141,22 @@ def test_hand_sequence_the_step_time_grows_with_the_batch_and_the_limit_wastes_t
     w = _workload([0.0, 1.0, 2.5], [1.0, 1.0, 0.5], [100.0, 100.0, 100.0], 6.0, contexts=[1, 1, 1])
     r = ov.simulate(w, 1, d, 100.0, 3.0, BASE, sample_dt_s=0.25)
     assert (r.completed, r.wasted_prefills, r.rejected_at_arrival) == (2, 1, 0), (
-        f"expected A and B completed and C wasted at decode entry (requests), got {r.counts()}")
+        f"expected A and B completed and C wasted at decode entry (requests), got {r.counts()}"
+    )
     assert math.isclose(r.max_tbt_s, 0.030, rel_tol=1e-12), f"longest step {r.max_tbt_s} s, expected 30 ms"
     # Samples every 0.25 s: 2 decoding at 3.25 s, 1 at 3.75 s (A left at 3.5 s), 1 at 4.25, 0 at 4.75 (B at 4.5).
     got = [int(r.decode_load[int(t / 0.25)]) for t in (1.25, 2.25, 3.25, 3.75, 4.25, 4.75)]
-    assert got == [1, 2, 2, 1, 1, 0], f"decode load at 1.25/2.25/3.25/3.75/4.25/4.75 s: {got}, expected [1, 2, 2, 1, 1, 0]"
+    assert got == [1, 2, 2, 1, 1, 0], (
+        f"decode load at 1.25/2.25/3.25/3.75/4.25/4.75 s: {got}, expected [1, 2, 2, 1, 1, 0]"
+    )
     # Mean admission-to-decode lag of the three that finished prefill: (1 + 1 + 0.5) / 3 s.
     assert math.isclose(r.mean_lag_s, 2.5 / 3, rel_tol=1e-12), f"mean lag {r.mean_lag_s} s, expected 0.833 s"
     # Early rejection sees 2 decoding at C's arrival (2.5 s): with C the step would be 40 ms, load 4/3 > 1, so C
     # is rejected at arrival, unwasted.
     e = ov.simulate(w, 1, d, 100.0, 3.0, EARLY, sample_dt_s=0.25)
     assert (e.completed, e.wasted_prefills, e.rejected_for_decode) == (2, 0, 1), (
-        f"early rejection must reject C at arrival on the instance's TBT load now: {e.counts()}")
+        f"early rejection must reject C at arrival on the instance's TBT load now: {e.counts()}"
+    )
 
 
 def test_hand_sequence_heterogeneous_contexts_set_the_tbt():
@@ -225,9 +239,11 @@ def test_hand_sequence_baseline_wastes_the_prefill_that_finds_decode_full():
     w = _workload([0.0, 1.0], [2.0, 3.0], [10.0, 10.0], 20.0)
     r = _run(w, BASE)
     assert (r.completed, r.rejected_at_arrival, r.wasted_prefills) == (1, 0, 1), (
-        f"expected 1 completed, 0 rejected, 1 wasted (requests), got {r.counts()}")
+        f"expected 1 completed, 0 rejected, 1 wasted (requests), got {r.counts()}"
+    )
     assert math.isclose(r.wasted_prefill_s, 3.0, rel_tol=1e-12), (
-        f"expected 3.0 instance-seconds of wasted prefill, got {r.wasted_prefill_s}")
+        f"expected 3.0 instance-seconds of wasted prefill, got {r.wasted_prefill_s}"
+    )
     assert r.prefill_load[:6].tolist() == [1, 2, 1, 1, 1, 0], f"prefill load series wrong: {r.prefill_load[:6]}"
     assert r.decode_load[:6].tolist() == [0, 0, 1, 1, 1, 1], f"decode load series wrong: {r.decode_load[:6]}"
     assert r.decode_load[11] == 1 and r.decode_load[13] == 0, "A decodes 10 steps of 1 s: 2-12 s"
@@ -238,7 +254,8 @@ def test_hand_sequence_early_rejects_only_when_decode_is_full_now():
     base, early = _run(w, BASE), _run(w, EARLY)
     assert (base.wasted_prefills, base.rejected_at_arrival) == (1, 0), f"baseline: {base.counts()}"
     assert (early.wasted_prefills, early.rejected_at_arrival, early.rejected_for_decode) == (0, 1, 1), (
-        f"early rejection should reject the arrival at 3 s (decode full now): {early.counts()}")
+        f"early rejection should reject the arrival at 3 s (decode full now): {early.counts()}"
+    )
 
 
 def test_hand_sequence_predictive_sees_the_decode_slot_free_up():
@@ -255,7 +272,8 @@ def test_ttft_check_rejects_at_arrival_for_every_policy():
     for policy in (BASE, EARLY, PRED):
         r = _run(w, policy, slots=4, ttft=6.0, mean_decode=1.0)
         assert (r.completed, r.rejected_at_arrival, r.rejected_for_decode) == (1, 1, 0), (
-            f"{policy.name}: expected the TTFT SLO to reject the 2nd request, got {r.counts()}")
+            f"{policy.name}: expected the TTFT SLO to reject the 2nd request, got {r.counts()}"
+        )
 
 
 @pytest.mark.parametrize("policy", ov.POLICIES, ids=[p.name for p in ov.POLICIES])
@@ -263,10 +281,13 @@ def test_every_request_is_accounted_for_and_no_step_breaks_the_tbt_slo(policy):
     w = ov.poisson_workload(SHORT, np.random.default_rng(1))
     r = ov.simulate_config(SHORT, w, policy, PREDICT, ADMIT)
     assert r.arrivals == r.completed + r.rejected_at_arrival + r.wasted_prefills, (
-        f"{policy.name}: arrivals must equal completed + rejected + wasted after draining: {r.counts()}")
+        f"{policy.name}: arrivals must equal completed + rejected + wasted after draining: {r.counts()}"
+    )
     d = SHORT.decode
     assert r.decode_load.max() <= SHORT.decode_max_batch, f"decode load {r.decode_load.max()} above the limit"
-    assert r.max_tbt_s <= d.tbt_slo_s, f"a step took {r.max_tbt_s * 1e3:.2f} ms, above the TBT SLO {d.tbt_slo_s * 1e3:.2f} ms"
+    assert r.max_tbt_s <= d.tbt_slo_s, (
+        f"a step took {r.max_tbt_s * 1e3:.2f} ms, above the TBT SLO {d.tbt_slo_s * 1e3:.2f} ms"
+    )
     assert r.decode_load.min() >= 0 and r.prefill_load.min() >= 0
 
 
@@ -277,7 +298,8 @@ def test_littles_law_on_a_constant_step_pool():
     r = ov.simulate_config(config, ov.poisson_workload(config, np.random.default_rng(1)), BASE)
     little = r.completed * 20.0 / config.duration_s
     assert math.isclose(r.decode_load.mean(), little, rel_tol=0.25), (
-        f"mean decode load {r.decode_load.mean():.1f} requests vs Little's law {little:.1f}")
+        f"mean decode load {r.decode_load.mean():.1f} requests vs Little's law {little:.1f}"
+    )
 
 
 def test_baseline_never_rejects_for_decode_and_huge_oversubscription_equals_baseline():
@@ -287,7 +309,8 @@ def test_baseline_never_rejects_for_decode_and_huge_oversubscription_equals_base
     loose = ov.simulate_config(SHORT, w, ov.Policy("loose", "predictive", 1000.0), PREDICT, ADMIT)
     assert loose.counts() == base.counts(), (
         f"a predictive threshold 1000x the slots never binds, so it must equal the baseline: {loose.counts()} vs "
-        f"{base.counts()}")
+        f"{base.counts()}"
+    )
 
 
 def test_same_seed_same_result_and_workload_shape():
@@ -300,11 +323,20 @@ def test_same_seed_same_result_and_workload_shape():
     assert a.prefill_s.min() >= 10.0 and a.prefill_s.max() <= 20.0 + 1e-9, "prefills of 10-20 s"
 
 
-@pytest.mark.parametrize("field,value", [("prefill_instances", 2.5), ("duration_s", -1.0),
-                                         ("prefill_spread", 1.0), ("arrival_rate_per_s", math.inf),
-                                         ("load_report_interval_s", -1.0), ("load_report_interval_s", math.nan),
-                                         ("load_report_interval_s", True), ("decode_mean_tokens", 0.0),
-                                         ("decode", "fast")])
+@pytest.mark.parametrize(
+    "field,value",
+    [
+        ("prefill_instances", 2.5),
+        ("duration_s", -1.0),
+        ("prefill_spread", 1.0),
+        ("arrival_rate_per_s", math.inf),
+        ("load_report_interval_s", -1.0),
+        ("load_report_interval_s", math.nan),
+        ("load_report_interval_s", True),
+        ("decode_mean_tokens", 0.0),
+        ("decode", "fast"),
+    ],
+)
 def test_config_validation_names_the_field(field, value):
     with pytest.raises(ValueError, match=field):
         replace(ov.DEFAULT, **{field: value}).validate()
@@ -323,11 +355,11 @@ def test_hand_sequence_stale_report_rejects_after_the_slot_has_freed():
     # C arrives at 21 s, after the 20 s report (slot free): admitted.
     w = _workload([0.0, 14.0, 21.0], [1.0, 1.0, 1.0], [12.0, 2.0, 2.0], 40.0)
     live = ov.simulate(w, 1, _constant(1), 100.0, 5.0, EARLY, sample_dt_s=1.0)
-    stale = ov.simulate(w, 1, _constant(1), 100.0, 5.0, EARLY, sample_dt_s=1.0,
-                        report_interval_s=10.0)
+    stale = ov.simulate(w, 1, _constant(1), 100.0, 5.0, EARLY, sample_dt_s=1.0, report_interval_s=10.0)
     assert (live.completed, live.rejected_for_decode) == (3, 0), f"live view: every request fits, got {live.counts()}"
     assert (stale.completed, stale.rejected_for_decode, stale.wasted_prefills) == (2, 1, 0), (
-        f"reported view: B (14 s) must be rejected on the 10 s report that showed the slot taken, got {stale.counts()}")
+        f"reported view: B (14 s) must be rejected on the 10 s report that showed the slot taken, got {stale.counts()}"
+    )
 
 
 def test_lecture_configuration_follows_the_lecture_words():
@@ -348,10 +380,22 @@ def test_run_scenario_harness_and_load_series_builder_return_plain_data():
     assert all(type(v) is int for v in out.values()), f"harness must return ints, got {out}"
     with pytest.raises(ValueError, match="unknown scenario fields"):
         hov.run_scenario(KEY, {"duration": 300.0}, 3)
-    small = {"duration_s": 300.0, "prefill_instances": 2, "prefill_mean_s": 1.0, "ttft_slo_s": 3.0,
-             "decode": {"base_s": 0.01, "kv_s_per_token": 0.002, "compute_s_per_request": 0.0,
-                        "compute_s_per_token": 0.0, "tbt_slo_s": 0.02, "kv_capacity_tokens": 100},
-             "context_tokens": 1, "decode_mean_tokens": 150.0}
+    small = {
+        "duration_s": 300.0,
+        "prefill_instances": 2,
+        "prefill_mean_s": 1.0,
+        "ttft_slo_s": 3.0,
+        "decode": {
+            "base_s": 0.01,
+            "kv_s_per_token": 0.002,
+            "compute_s_per_request": 0.0,
+            "compute_s_per_token": 0.0,
+            "tbt_slo_s": 0.02,
+            "kv_capacity_tokens": 100,
+        },
+        "context_tokens": 1,
+        "decode_mean_tokens": 150.0,
+    }
     assert hov._scenario_config(small).decode_max_batch == 5, "(20 - 10) / 2 = 5 requests"
     assert all(type(v) is int for v in hov.run_scenario(KEY, small, 3).values())
     series = hov.load_series("default", "early", 3, "decode", duration_s=300.0)
@@ -361,8 +405,9 @@ def test_run_scenario_harness_and_load_series_builder_return_plain_data():
 
 def test_experiment_figures_findings_and_render():
     scenarios = {"default": SHORT, "short_prefill": SHORT_SHORT_PREFILL}
-    figures = ov.experiment(PREDICT, ADMIT, KEY.antiphase_correlation, KEY.dominant_period_s,
-                            seeds=(0, 1), scenarios=scenarios)
+    figures = ov.experiment(
+        PREDICT, ADMIT, KEY.antiphase_correlation, KEY.dominant_period_s, seeds=(0, 1), scenarios=scenarios
+    )
     json.dumps(figures)  # JSON-able
     assert list(figures["default"]["policies"]) == [p.name for p in ov.POLICIES]
     assert list(figures["short_prefill"]["policies"]) == [p.name for p in ov.OSCILLATION_POLICIES]
@@ -370,12 +415,27 @@ def test_experiment_figures_findings_and_render():
     assert abs(base["completed_vs_baseline_pct"]["mean"]) < 1e-12, "baseline vs itself must be 0%"
     # The lag of the lecture configuration is ten-plus seconds, of the short-prefill one under ten.
     assert base["mean_lag_s"]["mean"] > 10.0 > figures["short_prefill"]["policies"]["baseline"]["mean_lag_s"]["mean"], (
-        "the admission-to-decode lag must be ten-plus seconds with 10-20 s prefills and under 10 s with 2-6 s ones")
-    assert set(figures["findings"]) and all(set(f) == {"measured", "target", "holds"} for f in figures["findings"].values())
+        "the admission-to-decode lag must be ten-plus seconds with 10-20 s prefills and under 10 s with 2-6 s ones"
+    )
+    assert set(figures["findings"]) and all(
+        set(f) == {"measured", "target", "holds"} for f in figures["findings"].values()
+    )
     text = ov.render(figures)
-    for name in ("baseline", "early", "predictive x1.1", "4,183", "corr(prefill, decode)", "TBT SLO 35.9 ms",
-                 "full at 13 requests of 131,072 tokens (step 27.3 ms = 0.76 of the TBT SLO", "KV 99.0 % of HBM",
-                 "breaks the KV memory", "lag s", "max TBT ms", "Short prefills", "holds"):
+    for name in (
+        "baseline",
+        "early",
+        "predictive x1.1",
+        "4,183",
+        "corr(prefill, decode)",
+        "TBT SLO 35.9 ms",
+        "full at 13 requests of 131,072 tokens (step 27.3 ms = 0.76 of the TBT SLO",
+        "KV 99.0 % of HBM",
+        "breaks the KV memory",
+        "lag s",
+        "max TBT ms",
+        "Short prefills",
+        "holds",
+    ):
         assert name in text, f"rendered table lacks {name!r}"
 
 
@@ -401,23 +461,28 @@ def test_oscillation_cross_correlation_finds_a_known_shift():
     p = np.round(100 + 50 * np.sin(2 * np.pi * t / 100.0)).astype(np.int64)
     d = np.round(20 - 10 * np.sin(2 * np.pi * (t - 15) / 100.0)).astype(np.int64)
     r = ov.SimResult(0, 0, 0, 0, 0, 0.0, 0.0, 0.0, p, d, 1.0)
-    o = ov.oscillation(r, replace(ov.DEFAULT, prefill_instances=100, decode=_constant(40), context_tokens=2), KEY.antiphase_correlation,
-                       KEY.dominant_period_s)
+    o = ov.oscillation(
+        r,
+        replace(ov.DEFAULT, prefill_instances=100, decode=_constant(40), context_tokens=2),
+        KEY.antiphase_correlation,
+        KEY.dominant_period_s,
+    )
     # Rounding to whole requests perturbs r by < 0.01 and cannot move the extremes by a whole sample.
     assert o["trough_lag_s"] == pytest.approx(15.0, abs=0.5), f"trough at {o['trough_lag_s']} s, expected +15 s"
     assert o["peak_lag_s"] == pytest.approx(-35.0, abs=0.5), f"peak at {o['peak_lag_s']} s, expected -35 s"
     assert o["trough_correlation"] < -0.99 and o["peak_correlation"] > 0.99, (
         f"a shifted sine correlates with r = -1 / +1 at the trough / peak: got {o['trough_correlation']:+.3f} / "
-        f"{o['peak_correlation']:+.3f}")
+        f"{o['peak_correlation']:+.3f}"
+    )
     assert o["prefill_period_s"] == pytest.approx(100.0, rel=1e-9), "the dominant period of a 100 s sine is 100 s"
-
 
 
 @pytest.mark.slow
 def test_plots_are_written(tmp_path):
     scenarios = {"default": SHORT, "short_prefill": SHORT_SHORT_PREFILL}
-    figures = ov.experiment(PREDICT, ADMIT, KEY.antiphase_correlation, KEY.dominant_period_s,
-                            seeds=(0, 1), scenarios=scenarios)
+    figures = ov.experiment(
+        PREDICT, ADMIT, KEY.antiphase_correlation, KEY.dominant_period_s, seeds=(0, 1), scenarios=scenarios
+    )
     paths = ov.plot(figures, tmp_path)
     paths += ov.plot_lag(ov.lag_sweep(PREDICT, ADMIT, seeds=(0, 1), prefill_means_s=(2.0, 8.0), base=SHORT), tmp_path)
     assert len(paths) == 2 and all(p.stat().st_size > 10_000 for p in paths), f"plots not written: {paths}"
@@ -425,10 +490,12 @@ def test_plots_are_written(tmp_path):
 
 def test_part_reports_missing_exercise_for_a_stub(tmp_path):
     stub = tmp_path / "ex05_overload.py"
-    stub.write_text("def predicted_decode_load(*a, **k):\n    raise NotImplementedError('ex05: predicted_decode_load')\n"
-                    "def admit_predictive(*a, **k):\n    raise NotImplementedError('ex05: admit_predictive')\n"
-                    "def antiphase_correlation(*a, **k):\n    raise NotImplementedError('ex05: antiphase_correlation')\n"
-                    "def dominant_period_s(*a, **k):\n    raise NotImplementedError('ex05: dominant_period_s')\n")
+    stub.write_text(
+        "def predicted_decode_load(*a, **k):\n    raise NotImplementedError('ex05: predicted_decode_load')\n"
+        "def admit_predictive(*a, **k):\n    raise NotImplementedError('ex05: admit_predictive')\n"
+        "def antiphase_correlation(*a, **k):\n    raise NotImplementedError('ex05: antiphase_correlation')\n"
+        "def dominant_period_s(*a, **k):\n    raise NotImplementedError('ex05: dominant_period_s')\n"
+    )
     with pytest.raises(MissingExercise, match="ex05"):
         ov.PARTS[0].run(str(tmp_path))
     assert ov_cli.main_or_missing(["--impl", str(tmp_path), "--trust-impl", "--seeds", "2"]) == 1
@@ -437,24 +504,37 @@ def test_part_reports_missing_exercise_for_a_stub(tmp_path):
 # ---------------------------------------------------------------------------------------------
 # Trace mode
 
+
 def _write_trace(path: Path, n: int = 300, seed: int = 0) -> Path:
     rng = np.random.default_rng(seed)
     ts = np.cumsum(rng.exponential(150.0, size=n)).astype(int)  # ~6.7 req/s, ms
     lines = []
     for t in ts:
         inp = int(rng.integers(1000, 60000))
-        lines.append(json.dumps({"timestamp": int(t), "input_length": inp, "output_length": int(rng.integers(1, 400)),
-                                 "hash_ids": list(range(-(-inp // 512)))}))
+        lines.append(
+            json.dumps(
+                {
+                    "timestamp": int(t),
+                    "input_length": inp,
+                    "output_length": int(rng.integers(1, 400)),
+                    "hash_ids": list(range(-(-inp // 512))),
+                }
+            )
+        )
     path.write_text("\n".join(lines) + "\n")
     return path
 
 
 def test_trace_cost_model_reproduces_the_lecture_prefill_time_and_scales_to_the_paper_gpu():
     t = ov.TraceCostModel(gpu="H800").prefill_s(np.array([8192]))[0]
-    assert math.isclose(t, 0.26, rel_tol=0.02), f"8K-token prefill on 8 x H800: expected ~0.26 s (lecture §1.2), got {t:.3f} s"
+    assert math.isclose(t, 0.26, rel_tol=0.02), (
+        f"8K-token prefill on 8 x H800: expected ~0.26 s (lecture §1.2), got {t:.3f} s"
+    )
     # The paper's A800 (the catalog's A100-80GB, 312 TFLOP/s) is 989 / 312 = 3.17x slower at the same efficiency.
     a800 = ov.TraceCostModel().prefill_s(np.array([8192]))[0]
-    assert math.isclose(a800 / t, 989.0 / 312.0, rel_tol=1e-9), f"A800 / H800 prefill time {a800 / t:.3f}, expected 3.17"
+    assert math.isclose(a800 / t, 989.0 / 312.0, rel_tol=1e-9), (
+        f"A800 / H800 prefill time {a800 / t:.3f}, expected 3.17"
+    )
     # Decode at 0.1 s TBT on 8 x 80 GB: the KV memory binds first. (8 x 80 GB - 141.1 GB) x 0.9 / 320 KiB
     # = 1,370,249 tokens (lecture §7 Q2: about 1.37 M); / 12,000 = 114 requests of 12,000 tokens per instance,
     # whose step, 11.02 ms + 114 x 12,000 x 25.6 ns = 46.0 ms, is within 0.1 s.
@@ -491,27 +571,49 @@ def test_decode_arithmetic_is_littles_law_on_the_roofline():
 
 def test_trace_cli_json_counts(tmp_path, capsys):
     trace = _write_trace(tmp_path / "t.jsonl")
-    code = ov.main(["--impl", "solutions", "--trace", str(trace), "--speedup", "2", "--prefill-instances", "8", "--decode-instances", "1",
-                    "--decode-slots", "1", "--policy", "all", "--json"])
+    code = ov.main(
+        [
+            "--impl",
+            "solutions",
+            "--trace",
+            str(trace),
+            "--speedup",
+            "2",
+            "--prefill-instances",
+            "8",
+            "--decode-instances",
+            "1",
+            "--decode-slots",
+            "1",
+            "--policy",
+            "all",
+            "--json",
+        ]
+    )
     assert code == 0
     out = json.loads(capsys.readouterr().out)
     assert list(out["policies"]) == ["baseline", "early", "predictive", "predictive x1.1"]
     for name, c in out["policies"].items():
         assert c["arrivals"] == 300 == c["completed"] + c["rejected_at_arrival"] + c["wasted_prefills"], (name, c)
-    assert out["policies"]["baseline"]["wasted_prefills"] > 0, "one decode slot behind 8 prefill instances must overflow"
+    assert out["policies"]["baseline"]["wasted_prefills"] > 0, (
+        "one decode slot behind 8 prefill instances must overflow"
+    )
     assert out["decode_max_batch"] == 1
 
 
-@pytest.mark.parametrize("argv,message", [
-    (["--policy", "fastest"], "unknown policy 'fastest'"),
-    (["--speedup", "0"], "--speedup must be > 0"),
-    (["--prefill-instances", "0"], "--prefill-instances must be >= 1"),
-    (["--decode-instances", "-2"], "--decode-instances must be >= 1"),
-    (["--decode-kv-tokens", "0"], "--decode-kv-tokens must be >= 1"),
-    (["--tbt-slo-s", "0.005"], "decode.tbt_slo_s (0.005 s) must exceed the weights' read time"),
-    (["--sweep", "--sweep-caps", "none,0"], "a batch cap must be >= 1"),
-    (["--sweep", "--sweep-tbt-slos", "0.1,-1"], "TBT SLOs must be > 0"),
-])
+@pytest.mark.parametrize(
+    "argv,message",
+    [
+        (["--policy", "fastest"], "unknown policy 'fastest'"),
+        (["--speedup", "0"], "--speedup must be > 0"),
+        (["--prefill-instances", "0"], "--prefill-instances must be >= 1"),
+        (["--decode-instances", "-2"], "--decode-instances must be >= 1"),
+        (["--decode-kv-tokens", "0"], "--decode-kv-tokens must be >= 1"),
+        (["--tbt-slo-s", "0.005"], "decode.tbt_slo_s (0.005 s) must exceed the weights' read time"),
+        (["--sweep", "--sweep-caps", "none,0"], "a batch cap must be >= 1"),
+        (["--sweep", "--sweep-tbt-slos", "0.1,-1"], "TBT SLOs must be > 0"),
+    ],
+)
 def test_trace_cli_rejects_bad_arguments(tmp_path, capsys, argv, message):
     trace = _write_trace(tmp_path / "t.jsonl", n=5)
     with pytest.raises(SystemExit) as exc:
@@ -543,7 +645,10 @@ def test_sample_trace_on_the_paper_cluster_decode_does_not_bind(capsys):
     # 8 + 8 instances of 8 x A800 at 2x: the decode pool never reaches its limit, so the three policies reject
     # the same requests, all at arrival by the TTFT check (docs/figures_overload.md, trace mode). With
     # prefix reuse the prefill pool keeps up better than without it (fewer TTFT rejections).
-    assert ov.main(["--impl", "solutions", "--trace", str(SAMPLE_TRACE), "--speedup", "2", "--policy", "all", "--json"]) == 0
+    assert (
+        ov.main(["--impl", "solutions", "--trace", str(SAMPLE_TRACE), "--speedup", "2", "--policy", "all", "--json"])
+        == 0
+    )
     out = json.loads(capsys.readouterr().out)
     totals = {name: c["rejected_total"] for name, c in out["policies"].items()}
     assert all(c["wasted_prefills"] == 0 and c["rejected_for_decode"] == 0 for c in out["policies"].values())
@@ -551,8 +656,12 @@ def test_sample_trace_on_the_paper_cluster_decode_does_not_bind(capsys):
     assert out["prefix_reuse"] and out["policies"]["baseline"]["cached_token_fraction"] > 0.05
     a = out["decode_arithmetic"]
     assert a["capacity_over_arrivals"] > 5 and a["littles_law_utilisation"] < 0.1, a
-    assert ov.main(["--impl", "solutions", "--trace", str(SAMPLE_TRACE), "--policy", "baseline", "--no-prefix-reuse",
-                    "--json"]) == 0
+    assert (
+        ov.main(
+            ["--impl", "solutions", "--trace", str(SAMPLE_TRACE), "--policy", "baseline", "--no-prefix-reuse", "--json"]
+        )
+        == 0
+    )
     off = json.loads(capsys.readouterr().out)
     assert not off["prefix_reuse"] and off["policies"]["baseline"]["cached_token_fraction"] == 0.0
     assert off["policies"]["baseline"]["rejected_total"] > totals["baseline"] > 0
@@ -562,8 +671,18 @@ def test_trace_sweep_cli_prints_plots_and_orders(tmp_path, capsys):
     # A small grid on the shipped sample: no cap (decode never binds: every policy equal) and a cap of 4 per
     # instance (8 x 4 = 32 slots against a Little's-law need of about 29 requests: decode binds, the
     # baseline wastes prefills at entry).
-    argv = ["--impl", "solutions", "--trace", str(SAMPLE_TRACE), "--sweep", "--sweep-caps", "none,4",
-            "--sweep-tbt-slos", "0.1", "--json"]
+    argv = [
+        "--impl",
+        "solutions",
+        "--trace",
+        str(SAMPLE_TRACE),
+        "--sweep",
+        "--sweep-caps",
+        "none,4",
+        "--sweep-tbt-slos",
+        "0.1",
+        "--json",
+    ]
     assert ov.main(argv) == 0
     out = json.loads(capsys.readouterr().out)
     assert [(c["tbt_slo_s"], c["cap_per_instance"]) for c in out["cells"]] == [(0.1, None), (0.1, 4)]

@@ -55,7 +55,8 @@ def test_complete_folder_packs_every_file_flat_without_warning(tmp_path, capsys)
     with zipfile.ZipFile(out) as zf:
         names = sorted(zf.namelist())
         assert names == sorted(e.filename for e in EXERCISES), (
-            f"expected exactly the 10 exercise files at the zip's root, got {names}")
+            f"expected exactly the 10 exercise files at the zip's root, got {names}"
+        )
         assert zf.read(EXERCISES[0].filename).decode() == FILLED.format(ex=EXERCISES[0].id)
     err = capsys.readouterr().err
     assert "warning" not in err, f"a complete folder must pack without warnings, got: {err}"
@@ -67,7 +68,8 @@ def test_released_stubs_are_reported_unfilled_function_by_function(tmp_path):
         expected = _solution_functions(status.exercise, status.filename)
         assert set(status.stubs) == expected, (
             f"{status.filename}: expected the stubs {sorted(expected)} (the functions with a solution "
-            f"block), got {sorted(status.stubs)}")
+            f"block), got {sorted(status.stubs)}"
+        )
         assert not status.complete
 
 
@@ -84,11 +86,12 @@ def test_missing_unparsable_and_partly_filled_files_warn(tmp_path, capsys):
     (folder / ex_partial.filename).write_text(
         "class Pool:\n"
         "    def put(self):\n"
-        f"        raise NotImplementedError(\"{ex_partial.id}: put\")\n\n"
+        f'        raise NotImplementedError("{ex_partial.id}: put")\n\n'
         "def done():\n    return 1\n\n"
         "def todo():\n"
         "    def inner():\n        return 0\n"
-        f"    raise NotImplementedError(\"{ex_partial.id}: todo\")\n")
+        f'    raise NotImplementedError("{ex_partial.id}: todo")\n'
+    )
     out = tmp_path / "s.zip"
     assert pack.main(["--from", str(folder), "--out", str(out)]) == 0
     captured = capsys.readouterr()
@@ -114,7 +117,8 @@ def test_other_not_implemented_errors_are_not_stubs(tmp_path):
         "        raise NotImplementedError('gpu mode is out of scope')\n"
         "    return 1\n"
         "def g():\n"
-        "    raise NotImplementedError('ex99: g')\n")
+        "    raise NotImplementedError('ex99: g')\n"
+    )
     status = pack.inspect_file(ex, folder)
     assert status.stubs == () and status.complete, status
 
@@ -122,8 +126,7 @@ def test_other_not_implemented_errors_are_not_stubs(tmp_path):
 def test_pack_never_imports_student_code(tmp_path):
     folder = _filled_folder(tmp_path / "work")
     sentinel = tmp_path / "imported"
-    (folder / EXERCISES[4].filename).write_text(
-        f"open({str(sentinel)!r}, 'w').write('x')\nraise SystemExit(3)\n")
+    (folder / EXERCISES[4].filename).write_text(f"open({str(sentinel)!r}, 'w').write('x')\nraise SystemExit(3)\n")
     pack.pack(folder, tmp_path / "s.zip")
     assert not sentinel.exists(), "pack executed a student file; it must only parse it"
 

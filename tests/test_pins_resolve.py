@@ -27,9 +27,16 @@ TORCH = "torch"
 
 def for_python(lines: list[str], python: str) -> list[str]:
     """The requirement lines whose markers hold on `python`, markers removed."""
-    env = {"python_version": python, "python_full_version": f"{python}.0", "sys_platform": "linux",
-           "platform_system": "Linux", "platform_machine": "x86_64", "os_name": "posix",
-           "implementation_name": "cpython", "platform_python_implementation": "CPython"}
+    env = {
+        "python_version": python,
+        "python_full_version": f"{python}.0",
+        "sys_platform": "linux",
+        "platform_system": "Linux",
+        "platform_machine": "x86_64",
+        "os_name": "posix",
+        "implementation_name": "cpython",
+        "platform_python_implementation": "CPython",
+    }
     kept = []
     for line in lines:
         req = Requirement(line)
@@ -57,8 +64,9 @@ def test_every_audience_gets_torch_and_numpy():
         names = {Requirement(line).name for line in audiences.requirements(audience)}
         assert {TORCH, "numpy"} <= names, f"{audience}: {sorted(names)}"
     student = {Requirement(line).name for line in audiences.requirements("student")}
-    assert not student & {"nbgrader", "otter-grader", "mutmut", "hypothesis"}, \
+    assert not student & {"nbgrader", "otter-grader", "mutmut", "hypothesis"}, (
         f"students need no grading tools: {sorted(student)}"
+    )
 
 
 @pytest.mark.slow
@@ -71,25 +79,53 @@ def test_requirements_resolve_for_target(target, tmp_path):
     reqs = tmp_path / "requirements.txt"
     reqs.write_text("\n".join(others) + "\n")
     report = tmp_path / "report.json"
-    run = subprocess.run([sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed", "--quiet",
-                          "--no-input", "--report", str(report), "--target", str(tmp_path / "target"),
-                          *_platform_args(target), "-r", str(reqs)],
-                         capture_output=True, text=True, timeout=900)
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--dry-run",
+            "--ignore-installed",
+            "--quiet",
+            "--no-input",
+            "--report",
+            str(report),
+            "--target",
+            str(tmp_path / "target"),
+            *_platform_args(target),
+            "-r",
+            str(reqs),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     errors = "\n".join(line for line in run.stderr.splitlines() if "Location 'file:" not in line)
-    assert run.returncode == 0, (f"{target.audience} on Python {target.python}: pip cannot install these pins "
-                                 f"({', '.join(others)}):\n{errors[-3000:]}")
-    installed = {item["metadata"]["name"].lower(): item["metadata"]["version"]
-                 for item in json.loads(report.read_text())["install"]}
+    assert run.returncode == 0, (
+        f"{target.audience} on Python {target.python}: pip cannot install these pins "
+        f"({', '.join(others)}):\n{errors[-3000:]}"
+    )
+    installed = {
+        item["metadata"]["name"].lower(): item["metadata"]["version"]
+        for item in json.loads(report.read_text())["install"]
+    }
     for line in others:
         req = Requirement(line)
-        assert installed.get(req.name.lower()) in req.specifier, \
+        assert installed.get(req.name.lower()) in req.specifier, (
             f"{target.audience} py{target.python}: resolved {req.name} {installed.get(req.name.lower())}, pinned {line}"
+        )
     assert len(torch) == 1, f"{target.audience}: expected one torch pin, got {torch}"
     version = str(Requirement(torch[0]).specifier).lstrip("=")
-    index = subprocess.run([sys.executable, "-m", "pip", "index", "versions", TORCH, "--no-input",
-                            *_platform_args(target)], capture_output=True, text=True, timeout=300)
+    index = subprocess.run(
+        [sys.executable, "-m", "pip", "index", "versions", TORCH, "--no-input", *_platform_args(target)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     available = re.search(r"Available versions: (.*)", index.stdout)
     assert available, f"pip index versions torch failed for Python {target.python}:\n{index.stderr[-2000:]}"
     versions = {v.strip().split("+")[0] for v in available.group(1).split(",")}
-    assert version in versions, (f"torch {version} has no wheel for Python {target.python} on Linux x86_64 "
-                                 f"(available: {sorted(versions)[-8:]})")
+    assert version in versions, (
+        f"torch {version} has no wheel for Python {target.python} on Linux x86_64 (available: {sorted(versions)[-8:]})"
+    )

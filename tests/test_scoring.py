@@ -81,8 +81,11 @@ def test_points_text_and_float_are_exact_decimals():
 def _cases() -> tuple[list[Case], list[Case], dict[str, object]]:
     """f(x) = 2x: two hidden values, one hidden invalid case, one public case (answer 2.0)."""
     public = [Case("exA.f.one", "f", (1.0,), expect=2.0)]
-    hidden = [Case("exA.f.three", "f", (3.0,)), Case("exA.f.five", "f", (5.0,)), Case("exA.f.bad", "f", (-1.0,),
-                                                                                          raises="ValueError")]
+    hidden = [
+        Case("exA.f.three", "f", (3.0,)),
+        Case("exA.f.five", "f", (5.0,)),
+        Case("exA.f.bad", "f", (-1.0,), raises="ValueError"),
+    ]
     answers = {"exA.f.one": encode(2.0), "exA.f.three": encode(6.0), "exA.f.five": encode(10.0), "exA.f.bad": None}
     return public, hidden, answers
 
@@ -118,9 +121,12 @@ def test_echo_cases_are_no_evidence_and_identity_functions_need_invalid_input_to
 
 
 def test_a_harness_pays_only_when_the_functions_it_drives_are_live():
-    hidden = [Case("exC.f.a", "f", (1.0,)), Case("exC.f.b", "f", (2.0,)),
-              Case("exC.sim.a", "f", (1,), harness="hetero.x:sim", uses=("f",)),
-              Case("exC.sim.b", "f", (2,), harness="hetero.x:sim", uses=("f",))]
+    hidden = [
+        Case("exC.f.a", "f", (1.0,)),
+        Case("exC.f.b", "f", (2.0,)),
+        Case("exC.sim.a", "f", (1,), harness="hetero.x:sim", uses=("f",)),
+        Case("exC.sim.b", "f", (2,), harness="hetero.x:sim", uses=("f",)),
+    ]
     answers = {"exC.f.a": encode(1.5), "exC.f.b": encode(2.5), "exC.sim.a": encode(10), "exC.sim.b": encode(20)}
     classes = scoring.answer_classes(hidden, answers)
     echo = {c.id: False for c in hidden}
@@ -179,8 +185,9 @@ def test_a_guessable_group_needs_more_passes_than_a_guess():
     rules = scoring.group_rules("exE", hidden, classes, hidden, echo, guess)
     assert rules["b"].min_passed == 8
     lucky = {c.id: i in (0, 1, 2, 4, 5, 7) for i, c in enumerate(hidden)}  # a coin right on six, both answers
-    assert scoring.live_groups(rules, hidden, classes, lucky, echo) == set(), \
+    assert scoring.live_groups(rules, hidden, classes, lucky, echo) == set(), (
         "six of eight bools right, True and False among them, is what a coin flip gets 14 % of the time"
+    )
     assert scoring.live_groups(rules, hidden, classes, {c.id: True for c in hidden}, echo) == {"b"}
     few = hidden[:3]
     with pytest.raises(scoring.CaseListError, match="beating a guess"):
@@ -207,16 +214,21 @@ def test_exit_status_exception_names_and_types_chosen_after_a_hidden_input_are_n
     from autograder.fixtures.nothing import exception_name_channel, type_channel
 
     with tempfile.TemporaryDirectory() as folder:
-        texts = {attack: _visible_text(grader.grade_submission(nothing.build(attack, Path(folder) / attack),
-                                                               exercises=["ex01", "ex02"]))
-                 for attack in ("exit_status_signal", "exception_name_channel", "type_channel")}
-    assert "status" not in texts["exit_status_signal"], \
+        texts = {
+            attack: _visible_text(
+                grader.grade_submission(nothing.build(attack, Path(folder) / attack), exercises=["ex01", "ex02"])
+            )
+            for attack in ("exit_status_signal", "exception_name_channel", "type_channel")
+        }
+    assert "status" not in texts["exit_status_signal"], (
         "the exit status was chosen by the student's code after it saw a hidden input (it encodes that input)"
+    )
     shown = [n for n in exception_name_channel.NAMES if f"raised {n}" in texts["exception_name_channel"]]
     assert not shown, f"hidden-case feedback names exceptions the exercises do not require: {shown}"
     kinds = {type(v).__name__ for v in type_channel.VALUES}
-    assert "your function returned a" not in texts["type_channel"].replace("returned a value", ""), \
+    assert "your function returned a" not in texts["type_channel"].replace("returned a value", ""), (
         f"hidden-case feedback names the type the student's code picked (one of {sorted(kinds)})"
+    )
 
 
 @pytest.mark.slow
@@ -224,21 +236,25 @@ def test_output_shown_before_the_due_date_cannot_be_rewritten_during_hidden_case
     """The child's output reaches the grader through a pipe it drains: what was printed during the public
     cases cannot be truncated and written over with hidden arguments afterwards."""
     with tempfile.TemporaryDirectory() as folder:
-        data = grader.grade_submission(nothing.build("rewrite_output", Path(folder) / "rewrite_output"),
-                                       exercises=["ex01"])
+        data = grader.grade_submission(
+            nothing.build("rewrite_output", Path(folder) / "rewrite_output"), exercises=["ex01"]
+        )
     assert "HIDDEN" not in _visible_text(data), "hidden arguments written during a hidden case are visible"
 
 
 def test_hidden_feedback_shows_no_hint_written_for_one_case_with_a_number_in_it():
-    cases = [Case("exG.f.a", "f", (1.0,), hint="divide by 8 bits per byte"),
-             Case("exG.f.b", "f", (2.0,), hint="divide by 8 bits per byte"),
-             Case("exG.f.neg", "f", (-1.0,), raises="ValueError", hint="x = -1 must raise ValueError naming x"),
-             Case("exG.f.zero", "f", (0.0,), raises="ValueError", hint="check x and raise ValueError naming it"),
-             Case("exG.f.inst", "f", (3.0,), hint="estimates 1.6, 1.4: instance 2")]
+    cases = [
+        Case("exG.f.a", "f", (1.0,), hint="divide by 8 bits per byte"),
+        Case("exG.f.b", "f", (2.0,), hint="divide by 8 bits per byte"),
+        Case("exG.f.neg", "f", (-1.0,), raises="ValueError", hint="x = -1 must raise ValueError naming x"),
+        Case("exG.f.zero", "f", (0.0,), raises="ValueError", hint="check x and raise ValueError naming it"),
+        Case("exG.f.inst", "f", (3.0,), hint="estimates 1.6, 1.4: instance 2"),
+    ]
     shown = feedback.shown_hints(cases)
     assert shown["exG.f.a"] == shown["exG.f.b"] == "divide by 8 bits per byte", "a shared rule is shown"
-    assert shown["exG.f.neg"] == "check x and raise ValueError naming it", \
+    assert shown["exG.f.neg"] == "check x and raise ValueError naming it", (
         "a one-case hint that states the input ('x = -1') must give way to the function's general hint"
+    )
     assert shown["exG.f.inst"] == "divide by 8 bits per byte", "a one-case hint that states the answer is not shown"
     assert shown["exG.f.zero"] == "check x and raise ValueError naming it", "a one-case hint without a numeral stays"
 

@@ -46,23 +46,95 @@ MACHINE = os.uname().machine
 # symlink, link, chmod, chown, utime, creat nor inotify_init: only their *at forms).
 NUMBERS = {
     "x86_64": {
-        "add_key": 248, "request_key": 249, "keyctl": 250, "socket": 41, "socketpair": 53, "clone": 56,
-        "clone3": 435, "unshare": 272, "setns": 308, "mount": 165, "ptrace": 101, "process_vm_readv": 310,
-        "io_uring_setup": 425, "mincore": 27, "cachestat": 451, "fadvise64": 221, "readahead": 187, "madvise": 28,
-        "preadv2": 327, "shmget": 29, "shmctl": 31, "msgget": 68, "msgctl": 71, "mq_open": 240, "mq_unlink": 241,
-        "inotify_init": 253, "inotify_init1": 294, "getpid": 39,
-        "open": 2, "openat": 257, "creat": 85, "mkdir": 83, "mkdirat": 258, "rename": 82, "renameat": 264,
-        "renameat2": 316, "unlink": 87, "unlinkat": 263, "symlink": 88, "symlinkat": 266, "link": 86, "linkat": 265,
-        "chmod": 90, "fchmodat": 268, "chown": 92, "fchownat": 260, "utime": 132, "utimensat": 280, "setxattr": 188,
+        "add_key": 248,
+        "request_key": 249,
+        "keyctl": 250,
+        "socket": 41,
+        "socketpair": 53,
+        "clone": 56,
+        "clone3": 435,
+        "unshare": 272,
+        "setns": 308,
+        "mount": 165,
+        "ptrace": 101,
+        "process_vm_readv": 310,
+        "io_uring_setup": 425,
+        "mincore": 27,
+        "cachestat": 451,
+        "fadvise64": 221,
+        "readahead": 187,
+        "madvise": 28,
+        "preadv2": 327,
+        "shmget": 29,
+        "shmctl": 31,
+        "msgget": 68,
+        "msgctl": 71,
+        "mq_open": 240,
+        "mq_unlink": 241,
+        "inotify_init": 253,
+        "inotify_init1": 294,
+        "getpid": 39,
+        "open": 2,
+        "openat": 257,
+        "creat": 85,
+        "mkdir": 83,
+        "mkdirat": 258,
+        "rename": 82,
+        "renameat": 264,
+        "renameat2": 316,
+        "unlink": 87,
+        "unlinkat": 263,
+        "symlink": 88,
+        "symlinkat": 266,
+        "link": 86,
+        "linkat": 265,
+        "chmod": 90,
+        "fchmodat": 268,
+        "chown": 92,
+        "fchownat": 260,
+        "utime": 132,
+        "utimensat": 280,
+        "setxattr": 188,
     },
     "aarch64": {
-        "add_key": 217, "request_key": 218, "keyctl": 219, "socket": 198, "socketpair": 199, "clone": 220,
-        "clone3": 435, "unshare": 97, "setns": 268, "mount": 40, "ptrace": 117, "process_vm_readv": 270,
-        "io_uring_setup": 425, "mincore": 232, "cachestat": 451, "fadvise64": 223, "readahead": 213, "madvise": 233,
-        "preadv2": 286, "shmget": 194, "shmctl": 195, "msgget": 186, "msgctl": 187, "mq_open": 180, "mq_unlink": 181,
-        "inotify_init1": 26, "getpid": 172,
-        "openat": 56, "mkdirat": 34, "renameat": 38, "renameat2": 276, "unlinkat": 35, "symlinkat": 36,
-        "linkat": 37, "fchmodat": 53, "fchownat": 54, "utimensat": 88, "setxattr": 5,
+        "add_key": 217,
+        "request_key": 218,
+        "keyctl": 219,
+        "socket": 198,
+        "socketpair": 199,
+        "clone": 220,
+        "clone3": 435,
+        "unshare": 97,
+        "setns": 268,
+        "mount": 40,
+        "ptrace": 117,
+        "process_vm_readv": 270,
+        "io_uring_setup": 425,
+        "mincore": 232,
+        "cachestat": 451,
+        "fadvise64": 223,
+        "readahead": 213,
+        "madvise": 233,
+        "preadv2": 286,
+        "shmget": 194,
+        "shmctl": 195,
+        "msgget": 186,
+        "msgctl": 187,
+        "mq_open": 180,
+        "mq_unlink": 181,
+        "inotify_init1": 26,
+        "getpid": 172,
+        "openat": 56,
+        "mkdirat": 34,
+        "renameat": 38,
+        "renameat2": 276,
+        "unlinkat": 35,
+        "symlinkat": 36,
+        "linkat": 37,
+        "fchmodat": 53,
+        "fchownat": 54,
+        "utimensat": 88,
+        "setxattr": 5,
     },
 }
 NR = NUMBERS.get(MACHINE, {})
@@ -75,9 +147,16 @@ KEYCTL_GET_KEYRING_ID, KEYCTL_GET_PERSISTENT = 0, 22
 AF_UNIX, AF_INET, AF_INET6, AF_NETLINK, AF_PACKET = 1, 2, 10, 16, 17
 SOCK_STREAM, SOCK_DGRAM, SOCK_RAW = 1, 2, 3
 SIGCHLD = 17
-CLONE_FLAGS = {"CLONE_NEWNS": 0x00020000, "CLONE_NEWCGROUP": 0x02000000, "CLONE_NEWUTS": 0x04000000,
-               "CLONE_NEWIPC": 0x08000000, "CLONE_NEWUSER": 0x10000000, "CLONE_NEWPID": 0x20000000,
-               "CLONE_NEWNET": 0x40000000, "CLONE_NEWTIME": 0x00000080}
+CLONE_FLAGS = {
+    "CLONE_NEWNS": 0x00020000,
+    "CLONE_NEWCGROUP": 0x02000000,
+    "CLONE_NEWUTS": 0x04000000,
+    "CLONE_NEWIPC": 0x08000000,
+    "CLONE_NEWUSER": 0x10000000,
+    "CLONE_NEWPID": 0x20000000,
+    "CLONE_NEWNET": 0x40000000,
+    "CLONE_NEWTIME": 0x00000080,
+}
 PTRACE_TRACEME = 0
 MADV_DONTNEED, MADV_COLD, MADV_PAGEOUT = 4, 20, 21
 POSIX_FADV_DONTNEED = 4
@@ -236,15 +315,22 @@ def _forked(result: list[int]) -> list[int]:
 def refused_everywhere(folder: str) -> dict[str, list[int]]:
     """Under a filter: every call no program allows, each with [result, errno]."""
     got = cache_probes(os.path.join(folder, "pages"))
-    got["add_key session"] = syscall("add_key", b"user", b"a2-seccomp-test", b"x", ctypes.c_size_t(1),
-                                     KEY_SPEC_SESSION_KEYRING)
-    got["add_key user"] = syscall("add_key", b"user", b"a2-seccomp-test", b"x", ctypes.c_size_t(1),
-                                  KEY_SPEC_USER_KEYRING)
+    got["add_key session"] = syscall(
+        "add_key", b"user", b"a2-seccomp-test", b"x", ctypes.c_size_t(1), KEY_SPEC_SESSION_KEYRING
+    )
+    got["add_key user"] = syscall(
+        "add_key", b"user", b"a2-seccomp-test", b"x", ctypes.c_size_t(1), KEY_SPEC_USER_KEYRING
+    )
     got["request_key"] = syscall("request_key", b"user", b"a2-seccomp-test", None, 0)
     got["keyctl get persistent"] = syscall("keyctl", KEYCTL_GET_PERSISTENT, -1, KEY_SPEC_PROCESS_KEYRING)
-    for family, kind, name in ((AF_INET, SOCK_STREAM, "AF_INET"), (AF_INET6, SOCK_STREAM, "AF_INET6"),
-                               (AF_UNIX, SOCK_STREAM, "AF_UNIX"), (AF_UNIX, SOCK_DGRAM, "AF_UNIX dgram"),
-                               (AF_NETLINK, SOCK_RAW, "AF_NETLINK"), (AF_PACKET, SOCK_RAW, "AF_PACKET")):
+    for family, kind, name in (
+        (AF_INET, SOCK_STREAM, "AF_INET"),
+        (AF_INET6, SOCK_STREAM, "AF_INET6"),
+        (AF_UNIX, SOCK_STREAM, "AF_UNIX"),
+        (AF_UNIX, SOCK_DGRAM, "AF_UNIX dgram"),
+        (AF_NETLINK, SOCK_RAW, "AF_NETLINK"),
+        (AF_PACKET, SOCK_RAW, "AF_PACKET"),
+    ):
         got[f"socket {name}"] = _made(syscall("socket", family, kind, 0), os.close)
     got["socket.socket AF_INET"] = _errno(lambda: __import__("socket").socket().close())
     for flag, value in CLONE_FLAGS.items():
@@ -259,37 +345,61 @@ def refused_everywhere(folder: str) -> dict[str, list[int]]:
     got["setns"] = syscall("setns", ns, 0)
     os.close(ns)
     target = os.path.join(folder, "mountpoint").encode()
-    got["mount"] = _made(syscall("mount", b"none", target, b"tmpfs", 0, None),
-                         lambda _: _libc.umount2(target, 2))
+    got["mount"] = _made(syscall("mount", b"none", target, b"tmpfs", 0, None), lambda _: _libc.umount2(target, 2))
     got["ptrace PTRACE_TRACEME"] = syscall("ptrace", PTRACE_TRACEME, 0, 0, 0)
     got["process_vm_readv"] = syscall("process_vm_readv", os.getppid(), None, 0, None, 0, 0)
     params = ctypes.create_string_buffer(120)  # struct io_uring_params
     got["io_uring_setup"] = _made(syscall("io_uring_setup", 4, params), os.close)
-    got["shmget"] = _made(syscall("shmget", IPC_PRIVATE, 4096, IPC_CREAT | 0o600),
-                          lambda shm: syscall("shmctl", shm, IPC_RMID, None))
-    got["msgget"] = _made(syscall("msgget", IPC_PRIVATE, IPC_CREAT | 0o600),
-                          lambda queue: syscall("msgctl", queue, IPC_RMID, None))
+    got["shmget"] = _made(
+        syscall("shmget", IPC_PRIVATE, 4096, IPC_CREAT | 0o600), lambda shm: syscall("shmctl", shm, IPC_RMID, None)
+    )
+    got["msgget"] = _made(
+        syscall("msgget", IPC_PRIVATE, IPC_CREAT | 0o600), lambda queue: syscall("msgctl", queue, IPC_RMID, None)
+    )
     name = f"a2-seccomp-{os.getpid()}".encode()  # the kernel's mq_open takes the name without its "/"
-    got["mq_open"] = _made(syscall("mq_open", name, O_CREAT | O_RDWR, 0o600, None),
-                           lambda fd: (os.close(fd), syscall("mq_unlink", name)))
+    got["mq_open"] = _made(
+        syscall("mq_open", name, O_CREAT | O_RDWR, 0o600, None), lambda fd: (os.close(fd), syscall("mq_unlink", name))
+    )
     return got
 
 
 # errno each refused call must get under every program (EPERM: "not allowed"; EACCES for sockets)
 REFUSED = {
-    "add_key session": errno.EPERM, "add_key user": errno.EPERM, "request_key": errno.EPERM,
-    "keyctl get id": errno.EPERM, "keyctl get persistent": errno.EPERM,
-    "socket AF_INET": errno.EACCES, "socket AF_INET6": errno.EACCES, "socket AF_UNIX": errno.EACCES,
-    "socket AF_UNIX dgram": errno.EACCES, "socket AF_NETLINK": errno.EACCES, "socket AF_PACKET": errno.EACCES,
-    "socket.socket AF_INET": errno.EACCES, "socketpair AF_INET": errno.EAFNOSUPPORT,
-    "unshare CLONE_NEWUSER": errno.EPERM, "unshare CLONE_NEWNS": errno.EPERM, "unshare CLONE_NEWNET": errno.EPERM,
-    "setns": errno.EPERM, "mount": errno.EPERM, "ptrace PTRACE_TRACEME": errno.EPERM,
-    "process_vm_readv": errno.EPERM, "io_uring_setup": errno.EPERM,
-    "mincore": errno.EPERM, "cachestat": errno.EPERM, "fadvise64": errno.EPERM, "os.posix_fadvise": errno.EPERM,
-    "readahead": errno.EPERM, "madvise MADV_COLD": errno.EPERM, "madvise MADV_PAGEOUT": errno.EPERM,
-    "preadv2 RWF_NOWAIT": errno.EPERM, "os.preadv RWF_NOWAIT": errno.EPERM,
-    "shmget": errno.EPERM, "msgget": errno.EPERM, "mq_open": errno.EPERM,
-    "inotify_init": errno.EPERM, "inotify_init1": errno.EPERM,
+    "add_key session": errno.EPERM,
+    "add_key user": errno.EPERM,
+    "request_key": errno.EPERM,
+    "keyctl get id": errno.EPERM,
+    "keyctl get persistent": errno.EPERM,
+    "socket AF_INET": errno.EACCES,
+    "socket AF_INET6": errno.EACCES,
+    "socket AF_UNIX": errno.EACCES,
+    "socket AF_UNIX dgram": errno.EACCES,
+    "socket AF_NETLINK": errno.EACCES,
+    "socket AF_PACKET": errno.EACCES,
+    "socket.socket AF_INET": errno.EACCES,
+    "socketpair AF_INET": errno.EAFNOSUPPORT,
+    "unshare CLONE_NEWUSER": errno.EPERM,
+    "unshare CLONE_NEWNS": errno.EPERM,
+    "unshare CLONE_NEWNET": errno.EPERM,
+    "setns": errno.EPERM,
+    "mount": errno.EPERM,
+    "ptrace PTRACE_TRACEME": errno.EPERM,
+    "process_vm_readv": errno.EPERM,
+    "io_uring_setup": errno.EPERM,
+    "mincore": errno.EPERM,
+    "cachestat": errno.EPERM,
+    "fadvise64": errno.EPERM,
+    "os.posix_fadvise": errno.EPERM,
+    "readahead": errno.EPERM,
+    "madvise MADV_COLD": errno.EPERM,
+    "madvise MADV_PAGEOUT": errno.EPERM,
+    "preadv2 RWF_NOWAIT": errno.EPERM,
+    "os.preadv RWF_NOWAIT": errno.EPERM,
+    "shmget": errno.EPERM,
+    "msgget": errno.EPERM,
+    "mq_open": errno.EPERM,
+    "inotify_init": errno.EPERM,
+    "inotify_init1": errno.EPERM,
 }
 # namespaces through clone's flags or clone3: not in the allow-list (ENOSYS, the default) or refused
 CLONE_REFUSALS = {errno.ENOSYS, errno.EPERM}
@@ -320,10 +430,15 @@ def test_every_program_refuses_what_outlives_or_watches_the_child(rung, tmp_path
     inotify: each refused with its errno under `rung`'s program."""
     _pages(tmp_path)
     got = in_child(filtered(rung, lambda: refused_everywhere(str(tmp_path))))
-    wrong = {name: (got[name], f"expected [-1, {errno.errorcode[want]}]") for name, want in REFUSED.items()
-             if name in got and got[name] != [-1, want]}
+    wrong = {
+        name: (got[name], f"expected [-1, {errno.errorcode[want]}]")
+        for name, want in REFUSED.items()
+        if name in got and got[name] != [-1, want]
+    }
     assert not wrong, f"{rung}: calls not refused as they should be (got [result, errno]): {wrong}"
-    missing = [name for name in REFUSED if name not in got and not (name == "inotify_init" and "inotify_init" not in NR)]
+    missing = [
+        name for name in REFUSED if name not in got and not (name == "inotify_init" and "inotify_init" not in NR)
+    ]
     assert not missing, f"{rung}: the probe did not try {missing}"
     clones = {name: r for name, r in got.items() if name.startswith(("clone ", "clone3 "))}
     assert len(clones) == len(CLONE_FLAGS) + 1, clones
@@ -373,16 +488,24 @@ def works_everywhere(folder: str) -> dict:
     got["os.preadv"] = os.preadv(fd, [bytearray(8)], 0)
     os.close(fd)
     # numpy and torch as a child imports them: python -S -s with its own site folder of links first
-    matmul = ("import sys; sys.path.insert(0, sys.argv[1]); import numpy as np, torch; "
-              "print(float((np.ones((64, 64)) @ np.ones((64, 64)))[3, 5]), "
-              "float((torch.ones(32, 32) @ torch.ones(32, 32))[1, 2]))")
-    proc = subprocess.run([sys.executable, "-S", "-s", "-B", "-c", matmul, os.path.join(folder, "site")],
-                          capture_output=True, text=True, timeout=240)
+    matmul = (
+        "import sys; sys.path.insert(0, sys.argv[1]); import numpy as np, torch; "
+        "print(float((np.ones((64, 64)) @ np.ones((64, 64)))[3, 5]), "
+        "float((torch.ones(32, 32) @ torch.ones(32, 32))[1, 2]))"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-S", "-s", "-B", "-c", matmul, os.path.join(folder, "site")],
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
     values = proc.stdout.split() if proc.returncode == 0 else [proc.stderr[-1500:]] * 2
     got["numpy matmul"], got["torch matmul"] = (float(v) if v.replace(".", "").isdigit() else v for v in values)
-    script = (f"import ctypes; libc = ctypes.CDLL(None, use_errno=True); libc.syscall.restype = ctypes.c_long; "
-              f"r = libc.syscall(ctypes.c_long({NR['keyctl']}), ctypes.c_long({KEYCTL_GET_KEYRING_ID}), "
-              f"ctypes.c_long({KEY_SPEC_USER_KEYRING}), ctypes.c_long(0)); print(r, ctypes.get_errno())")
+    script = (
+        f"import ctypes; libc = ctypes.CDLL(None, use_errno=True); libc.syscall.restype = ctypes.c_long; "
+        f"r = libc.syscall(ctypes.c_long({NR['keyctl']}), ctypes.c_long({KEYCTL_GET_KEYRING_ID}), "
+        f"ctypes.c_long({KEY_SPEC_USER_KEYRING}), ctypes.c_long(0)); print(r, ctypes.get_errno())"
+    )
     proc = subprocess.run([sys.executable, "-I", "-c", script], capture_output=True, text=True, timeout=60)
     got["exec keyctl"] = [proc.returncode, proc.stdout.strip(), proc.stderr[-300:]]
     got["seccomp"] = Path("/proc/self/status").read_text().split("Seccomp:")[1].split()[0]
@@ -405,18 +528,35 @@ def test_every_program_lets_python_numpy_and_torch_work(rung, tmp_path):
     # A Pool's locks are POSIX semaphores, files in /dev/shm: the read-only world of seccomp-uid makes none
     # (EROFS, said in the rung's notes: "Pool and Queue ... do not"); the other programs leave files to Landlock.
     pool = "OSError: [Errno 30] Read-only file system" if rung == "seccomp-uid" else [1, 2, 3]
-    expected = {"thread": True, "fork": 7, "multiprocessing Process": 45, "multiprocessing Pool": pool,
-                "subprocess /bin/true": 0, "socketpair AF_UNIX": "ping", "read": 4 * 4096,
-                "madvise MADV_DONTNEED": [0, 0], "os.preadv": 8, "numpy matmul": 64.0, "torch matmul": 32.0}
-    wrong = {name: (got[name], want) for name, want in expected.items()
-             if not (abs(got[name] - want) < 1e-9 if isinstance(want, float) and isinstance(got[name], float)
-                     else got[name] == want)}
+    expected = {
+        "thread": True,
+        "fork": 7,
+        "multiprocessing Process": 45,
+        "multiprocessing Pool": pool,
+        "subprocess /bin/true": 0,
+        "socketpair AF_UNIX": "ping",
+        "read": 4 * 4096,
+        "madvise MADV_DONTNEED": [0, 0],
+        "os.preadv": 8,
+        "numpy matmul": 64.0,
+        "torch matmul": 32.0,
+    }
+    wrong = {
+        name: (got[name], want)
+        for name, want in expected.items()
+        if not (
+            abs(got[name] - want) < 1e-9
+            if isinstance(want, float) and isinstance(got[name], float)
+            else got[name] == want
+        )
+    }
     assert not wrong, f"{rung}: under the filter these should work ((got, expected)): {wrong}"
     pid, err, real = got["getpid"]
     assert err == 0 and pid == real, f"{rung}: getpid expected {real} without an error, got {pid} (errno {err})"
     assert got["exec keyctl"][:2] == [0, f"-1 {errno.EPERM}"], (
         f"{rung}: a program exec'd under the filter keeps it: keyctl should print '-1 {errno.EPERM}', "
-        f"got {got['exec keyctl']}")
+        f"got {got['exec keyctl']}"
+    )
     assert got["seccomp"] == "2", f"{rung}: expected seccomp mode 2 (filter), /proc/self/status says {got['seccomp']}"
 
 
@@ -424,14 +564,32 @@ def test_every_program_lets_python_numpy_and_torch_work(rung, tmp_path):
 # Calls that change files, by program.
 
 
-TARGETS = ("f", "read", "rename", "rename2", "unlink", "symlink", "link", "chmod", "chown", "utime", "xattr",
-           "old_rename", "old_unlink", "old_link", "old_chmod", "old_chown", "old_utime")
+TARGETS = (
+    "f",
+    "read",
+    "rename",
+    "rename2",
+    "unlink",
+    "symlink",
+    "link",
+    "chmod",
+    "chown",
+    "utime",
+    "xattr",
+    "old_rename",
+    "old_unlink",
+    "old_link",
+    "old_chmod",
+    "old_chown",
+    "old_utime",
+)
 
 
 def file_changes(folder: str) -> dict[str, list[int]]:
     """Every way of creating or changing a file, by path or by an open with write flags, in `folder`
     (`_files`: one file of its own per call, a folder `d`, a file `read` never written); each call's
     [result, errno] (a file descriptor counts as 0), and whether `read` could be read."""
+
     def path(name: str) -> bytes:
         return os.path.join(folder, name).encode()
 
@@ -443,9 +601,14 @@ def file_changes(folder: str) -> dict[str, list[int]]:
             return [0, 0]
         return result
 
-    for flags, name in ((O_WRONLY, "O_WRONLY"), (O_RDWR, "O_RDWR"), (O_WRONLY | O_TRUNC, "O_TRUNC"),
-                        (O_WRONLY | O_APPEND, "O_APPEND"), (O_RDONLY | O_APPEND, "O_RDONLY|O_APPEND"),
-                        (O_RDONLY | O_TRUNC, "O_RDONLY|O_TRUNC")):
+    for flags, name in (
+        (O_WRONLY, "O_WRONLY"),
+        (O_RDWR, "O_RDWR"),
+        (O_WRONLY | O_TRUNC, "O_TRUNC"),
+        (O_WRONLY | O_APPEND, "O_APPEND"),
+        (O_RDONLY | O_APPEND, "O_RDONLY|O_APPEND"),
+        (O_RDONLY | O_TRUNC, "O_RDONLY|O_TRUNC"),
+    ):
         got[f"openat {name}"] = opened(syscall("openat", AT_FDCWD, path("f"), flags, 0))
         if "open" in NR:
             got[f"open {name}"] = opened(syscall("open", path("f"), flags, 0))
@@ -490,8 +653,10 @@ def _files(folder: Path) -> Path:
 
 
 def _listing(folder: Path) -> dict[str, tuple]:
-    return {p.name: (p.read_text() if p.is_file() else "", p.stat().st_mode, p.stat().st_mtime_ns)
-            for p in sorted(folder.iterdir())}
+    return {
+        p.name: (p.read_text() if p.is_file() else "", p.stat().st_mode, p.stat().st_mtime_ns)
+        for p in sorted(folder.iterdir())
+    }
 
 
 @known_arch
@@ -523,8 +688,11 @@ def test_landlock_programs_refuse_what_landlock_does_not_cover(rung, tmp_path):
     wrong = {name: got[name] for name in refused if got[name] != [-1, errno.EPERM]}
     assert not wrong, f"{rung}: these calls must fail with EPERM (got [result, errno]): {wrong}"
     unsupported = {errno.EOPNOTSUPP}  # user.* attributes where the file system of tmp_path has none
-    allowed = {name: r for name, r in got.items()
-               if name not in refused and r != [0, 0] and not (name == "setxattr" and r[1] in unsupported)}
+    allowed = {
+        name: r
+        for name, r in got.items()
+        if name not in refused and r != [0, 0] and not (name == "setxattr" and r[1] in unsupported)
+    }
     assert not allowed, f"{rung}: the filter must leave these calls to Landlock (they work here): {allowed}"
 
 
@@ -540,8 +708,9 @@ def test_answer_key_scores_full_marks_on_every_rung(rung, tmp_path, monkeypatch)
     submission = submission_with(tmp_path, [EX.id])
     if rung in rungs.IN_PROCESS:
         rungs.use(rung, monkeypatch)
-        data = grader.grade_submission(submission, tmp_path / "results.json", exercises=[EX.id],
-                                       root=root_for(tmp_path, [EX.id]))
+        data = grader.grade_submission(
+            submission, tmp_path / "results.json", exercises=[EX.id], root=root_for(tmp_path, [EX.id])
+        )
     else:
         data = rungs.grade_cli(submission, tmp_path / "cli", [EX.id], rung)
         data.pop("_stderr")
@@ -550,8 +719,10 @@ def test_answer_key_scores_full_marks_on_every_rung(rung, tmp_path, monkeypatch)
     score, max_score = exercise_score(data, EX.id)
     assert not autograder_failures(data), f"{rung}: the grader failed: {data['output'][-2000:]}"
     assert abs(score - EX.points) < SCORE_TOL and abs(max_score - EX.points) < SCORE_TOL, (
-        f"{rung}: {EX.id} expected {EX.points} / {EX.points}, got {score} / {max_score}: {data['output'][-2000:]}")
+        f"{rung}: {EX.id} expected {EX.points} / {EX.points}, got {score} / {max_score}: {data['output'][-2000:]}"
+    )
     environment = "\n".join(t["output"] for t in data["tests"] if t["name"] == "grading environment (staff only)")
     assert f"rung: {rung} " in environment, f"the staff-only entry must name the rung {rung}: {environment}"
-    assert f"system calls: seccomp allow-list ({rung})" in environment, \
+    assert f"system calls: seccomp allow-list ({rung})" in environment, (
         f"the staff-only entry must say the system calls were filtered by {rung}'s program: {environment}"
+    )

@@ -40,9 +40,17 @@ def copy_files(folder: Path, files: list[Path]) -> Path:
 
 
 @pytest.mark.slow
-def test_answer_key_scores_100_and_unfilled_release_scores_0(graded, key_submission, stubs_submission):
+def test_answer_key_scores_100_and_unfilled_release_scores_0(graded, key_submission, stubs_submission, failed_cases):
     data = graded(key_submission)
-    assert abs(data["score"] - 100) < SCORE_TOL, data["output"][-3000:]
+    if abs(data["score"] - 100) >= SCORE_TOL:
+        scores = {
+            ex.id: sum(t["score"] for t in data["tests"] if t["name"].split(" ", 1)[0] == ex.id) for ex in EXERCISES
+        }
+        lost = [ex.id for ex in EXERCISES if scores[ex.id] < ex.points - SCORE_TOL]
+        pytest.fail(
+            f"the answer key scores {data['score']}, not 100; the cases it loses:\n"
+            + "\n".join(failed_cases(key_submission, ex_id) for ex_id in lost)
+        )
     data = graded(stubs_submission)
     assert data["score"] == 0, data["output"][-3000:]
     assert not [t for t in data["tests"] if t["name"].startswith("autograder failed")]
@@ -59,7 +67,8 @@ def test_every_declared_fixture_has_stored_outcomes():
     differ = sorted(set(stored) ^ set(WRONG))
     assert not differ, (
         f"autograder/fixtures/wrong_scores.json and autograder/authoring/wrong_fixtures.py differ on {differ}: "
-        + wrong_scores.regrade_hint(BY_NAME[n].exercise if n in BY_NAME else stored[n]["exercise"] for n in differ))
+        + wrong_scores.regrade_hint(BY_NAME[n].exercise if n in BY_NAME else stored[n]["exercise"] for n in differ)
+    )
 
 
 def test_stored_outcomes_fit_the_cases_and_every_fixture_loses_points_but_not_all():
@@ -115,8 +124,11 @@ def test_moving_points_never_forces_a_regrade(monkeypatch):
             bound = (1 + ratio) * _rounding_cents(now, key)
             assert abs(now.cents - was.cents * ratio) <= bound, (
                 f"{name}: {was.cents} cents of {old[ex_id].points} became {now.cents} of {moved[ex_id]}, "
-                f"not in proportion (up to {bound} cents of rounding)")
-    assert {n: s for n, s in after.items() if n[:4] not in moved} == {n: s for n, s in before.items() if n[:4] not in moved}
+                f"not in proportion (up to {bound} cents of rounding)"
+            )
+    assert {n: s for n, s in after.items() if n[:4] not in moved} == {
+        n: s for n, s in before.items() if n[:4] not in moved
+    }
 
 
 def test_a_renamed_added_or_reclassified_case_makes_an_entry_stale():
@@ -157,13 +169,15 @@ def test_wrong_submission_loses_points_and_feedback_names_the_mistake(name, wron
     assert abs(max_score - ex.points) < SCORE_TOL
     assert score < ex.points - 0.05, f"{name} ({description}) kept {score:.2f} of {ex.points} points"
     stored = wrong_scores.stored_scores([name])[name]
-    assert round(score, 2) == stored, (f"{name} now scores {score:.2f}, its stored outcomes {stored}: look at why, "
-                                       f"then {wrong_scores.regrade_hint([ex.id])}")
+    assert round(score, 2) == stored, (
+        f"{name} now scores {score:.2f}, its stored outcomes {stored}: look at why, "
+        f"then {wrong_scores.regrade_hint([ex.id])}"
+    )
     assert score > 0, f"{name} has one mistake but scored 0: the cases cannot tell it from no answer"
     failed = [t["output"] for t in data["tests"] if t.get("status") == "failed" and t["max_score"] > 0]
     assert any(description in out for out in failed), (
-        f"{name}: no failed case names the mistake {description!r}; failed outputs:\n" + "\n".join(failed[:5]))
-
+        f"{name}: no failed case names the mistake {description!r}; failed outputs:\n" + "\n".join(failed[:5])
+    )
 
 
 def test_wrong_scores_is_a_listed_command_that_rewrites_only_the_exercises_graded(monkeypatch, tmp_path, capsys):

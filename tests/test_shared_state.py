@@ -32,13 +32,16 @@ from autograder.runtime import statedir
 from autograder.runtime.sandbox import users
 
 IS_ROOT = os.geteuid() == 0
-needs_root = pytest.mark.skipif(not IS_ROOT, reason="needs root: the uid lock folder is the root grader's, and "
-                                "planting another user's folder needs chown")
+needs_root = pytest.mark.skipif(
+    not IS_ROOT,
+    reason="needs root: the uid lock folder is the root grader's, and planting another user's folder needs chown",
+)
 NOBODY = 65534  # a uid that is not this grader's, for the planted folders
 UNSHARE = shutil.which("unshare")
 needs_pid_namespace = pytest.mark.skipif(
     not IS_ROOT or UNSHARE is None or sys.platform != "linux",
-    reason="needs root on Linux and util-linux's unshare to start a process in a new PID namespace")
+    reason="needs root on Linux and util-linux's unshare to start a process in a new PID namespace",
+)
 # uids only this file's SandboxUser takes (its lock folder is its own, not the one other graders on this machine
 # share): the top of SANDBOX_UIDS, which graders reach last (they take the lowest uid released longest ago).
 TEST_UIDS = [u for u in range(64990, 65000) if u not in users.used_uids()]
@@ -63,26 +66,39 @@ def _plant(parent: Path, targets: Path, owner: int, mode: int) -> list[Path]:
 
 
 @needs_root
-@pytest.mark.parametrize("owner, mode", [(NOBODY, 0o777), (0, 0o777), (0, 0o1777), (NOBODY, 0o755)],
-                         ids=["theirs-world-writable", "roots-world-writable", "roots-sticky", "theirs-0755"])
+@pytest.mark.parametrize(
+    "owner, mode",
+    [(NOBODY, 0o777), (0, 0o777), (0, 0o1777), (NOBODY, 0o755)],
+    ids=["theirs-world-writable", "roots-world-writable", "roots-sticky", "theirs-0755"],
+)
 def test_a_planted_uid_lock_folder_is_refused_and_no_link_is_followed(tmp_path, owner, mode):
     parent, targets = tmp_path / "locks", tmp_path / "targets"
     parent.mkdir()
     targets.mkdir()
     aims = _plant(parent, targets, owner, mode)
     # a grader process as the machine starts it: A2_UID_LOCK_DIR read at import
-    code = ("from autograder.runtime.sandbox.users import SandboxUser, SandboxError\n"
-            "try:\n    SandboxUser()\nexcept SandboxError as exc:\n    print(exc)\n    raise SystemExit(3)\n"
-            "print('TOOK A UID')\n")
-    proc = subprocess.run([sys.executable, "-c", code], cwd=str(ROOT), capture_output=True, text=True, timeout=120,
-                          env=dict(os.environ, A2_UID_LOCK_DIR=str(parent)))
+    code = (
+        "from autograder.runtime.sandbox.users import SandboxUser, SandboxError\n"
+        "try:\n    SandboxUser()\nexcept SandboxError as exc:\n    print(exc)\n    raise SystemExit(3)\n"
+        "print('TOOK A UID')\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=str(ROOT),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=dict(os.environ, A2_UID_LOCK_DIR=str(parent)),
+    )
     folder = parent / "a2grader-uids"
     assert proc.returncode == 3, (
         f"a root grader given a lock folder planted by another user ({folder}, owner {owner}, mode {mode:04o}) "
-        f"must refuse it with a SandboxError; it exited {proc.returncode}: {proc.stdout}{proc.stderr}")
+        f"must refuse it with a SandboxError; it exited {proc.returncode}: {proc.stdout}{proc.stderr}"
+    )
     message = proc.stdout
     assert str(folder) in message and "A2_UID_LOCK_DIR" in message, (
-        f"the refusal must name the folder and how to fix it (remove it, or set A2_UID_LOCK_DIR): {message!r}")
+        f"the refusal must name the folder and how to fix it (remove it, or set A2_UID_LOCK_DIR): {message!r}"
+    )
     expected_reason = "belongs to uid" if owner != 0 else "other users may write in it"
     assert expected_reason in message, f"the refusal must say what is wrong ({expected_reason!r}): {message!r}"
     created = [str(a) for a in aims if os.path.lexists(a)]
@@ -121,7 +137,8 @@ def test_a_root_grader_makes_its_own_lock_folder_and_never_follows_a_link_in_it(
         info = os.lstat(users.UID_LOCK_DIR)
         assert stat.S_ISDIR(info.st_mode) and info.st_uid == 0 and stat.S_IMODE(info.st_mode) == 0o700, (
             f"the lock folder must be root's own, mode 0700; got owner {info.st_uid}, mode "
-            f"{stat.S_IMODE(info.st_mode):04o}")
+            f"{stat.S_IMODE(info.st_mode):04o}"
+        )
         lock = users.UID_LOCK_DIR / f"{first.uid}.lock"
         assert stat.S_ISREG(os.lstat(lock).st_mode), f"{lock} must be a regular file"
     finally:
@@ -140,12 +157,14 @@ def test_the_uid_lock_folder_is_where_only_root_writes_whatever_the_tmpdir(tmp_p
     env = {k: v for k, v in os.environ.items() if k != "A2_UID_LOCK_DIR"}
     env["TMPDIR"] = str(tmp_path)  # grade-all gives each grader a TMPDIR of its own: the locks must not follow it
     code = "from autograder.runtime.sandbox import users\nprint(users.UID_LOCK_DIR)\n"
-    out = subprocess.run([sys.executable, "-c", code], cwd=str(ROOT), env=env, capture_output=True, text=True,
-                         timeout=120, check=True).stdout.strip()
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=str(ROOT), env=env, capture_output=True, text=True, timeout=120, check=True
+    ).stdout.strip()
     run_ok = os.path.isdir("/run") and os.access("/run", os.W_OK)
     expected = "/run/a2grader-uids" if IS_ROOT and run_ok else "/tmp/a2grader-uids"
-    assert out == expected, (f"the default uid lock folder should be {expected} (root: /run, where only root "
-                             f"writes; else /tmp), got {out}")
+    assert out == expected, (
+        f"the default uid lock folder should be {expected} (root: /run, where only root writes; else /tmp), got {out}"
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -168,9 +187,11 @@ def _env(shared: Path) -> dict[str, str]:
 
 # Makes a scratch folder and holds it; removes it on a "remove" line, and ends without removing it (as a killed
 # batch would: its lock dropped, its folder left) when its stdin closes.
-HOLD = ("import sys\nfrom autograder.batch import processes\nheld = processes.Scratch()\n"
-        "(held.path / 'state').write_text('live')\nprint(held.path, flush=True)\n"
-        "if sys.stdin.readline() == 'remove\\n':\n    held.remove()\n")
+HOLD = (
+    "import sys\nfrom autograder.batch import processes\nheld = processes.Scratch()\n"
+    "(held.path / 'state').write_text('live')\nprint(held.path, flush=True)\n"
+    "if sys.stdin.readline() == 'remove\\n':\n    held.remove()\n"
+)
 
 
 def _holder(shared: Path, namespace: bool) -> tuple[subprocess.Popen, Path]:
@@ -179,8 +200,9 @@ def _holder(shared: Path, namespace: bool) -> tuple[subprocess.Popen, Path]:
     cmd = [sys.executable, "-c", HOLD]
     if namespace:
         cmd = [str(UNSHARE), "-p", "-f", "--kill-child", "--mount-proc", *cmd]
-    proc = subprocess.Popen(cmd, cwd=str(ROOT), env=_env(shared), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            text=True)
+    proc = subprocess.Popen(
+        cmd, cwd=str(ROOT), env=_env(shared), stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
     assert proc.stdout is not None
     line = proc.stdout.readline().strip()
     assert line, f"the holder did not make its scratch folder (exit {proc.poll()})"
@@ -197,8 +219,14 @@ def _end(proc: subprocess.Popen, remove: bool) -> None:
 
 def _sweep_in_new_namespace(shared: Path) -> int:
     code = "from autograder.batch import processes\nprint(processes.sweep_stale_scratch())\n"
-    proc = subprocess.run([UNSHARE, "-p", "-f", "--mount-proc", sys.executable, "-c", code], cwd=str(ROOT),
-                          env=_env(shared), capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [UNSHARE, "-p", "-f", "--mount-proc", sys.executable, "-c", code],
+        cwd=str(ROOT),
+        env=_env(shared),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, f"the sweep in a new PID namespace failed: {proc.stderr}"
     return int(proc.stdout.split()[-1])
 
@@ -211,14 +239,17 @@ def test_a_live_batch_in_another_pid_namespace_survives_the_sweep_and_a_dead_one
         _end(dead, remove=False)  # ended without cleaning up: lock dropped, folder left
         assert live_path.name.startswith(f"{processes.SCRATCH_PREFIX}1-") and dead_path.is_dir(), (
             f"each holder should run as PID 1 of its own namespace and the dead one leave its folder: "
-            f"{live_path.name}, {dead_path.name} there: {dead_path.is_dir()}")
+            f"{live_path.name}, {dead_path.name} there: {dead_path.is_dir()}"
+        )
         removed = processes.sweep_stale_scratch()
         assert (live_path / "state").read_text() == "live", (
             "a sweep removed (or emptied) the scratch folder of a live batch in another PID namespace: liveness "
-            "must come from the lock its maker holds, not from whether its pid exists here")
+            "must come from the lock its maker holds, not from whether its pid exists here"
+        )
         assert not dead_path.exists() and removed == 1, (
             f"the folder of a batch that died (lock released) must be swept, even though its pid (1) is alive "
-            f"here: removed {removed}, still there: {dead_path.exists()}")
+            f"here: removed {removed}, still there: {dead_path.exists()}"
+        )
     finally:
         _end(live, remove=True)
     assert not live_path.exists(), "the holder removes its own folder when told to"
@@ -234,7 +265,8 @@ def test_a_sweep_from_another_pid_namespace_leaves_a_live_batch_alone(shared_tmp
         removed = _sweep_in_new_namespace(shared_tmp)
         assert removed == 0 and (held.path / "state").read_text() == "live", (
             f"a grader in another PID namespace, which cannot see this process's pid, swept {removed} folder(s), "
-            "this live batch's scratch folder among them: liveness must come from the lock its maker holds")
+            "this live batch's scratch folder among them: liveness must come from the lock its maker holds"
+        )
     finally:
         held.remove()
     assert not held.path.exists()
@@ -243,7 +275,8 @@ def test_a_sweep_from_another_pid_namespace_leaves_a_live_batch_alone(shared_tmp
     stale.mkdir(mode=0o700)
     (stale / "state").write_text("left")
     assert _sweep_in_new_namespace(shared_tmp) == 1 and not stale.exists(), (
-        "a scratch folder nobody holds must be swept, whoever's pid its name carries")
+        "a scratch folder nobody holds must be swept, whoever's pid its name carries"
+    )
 
 
 @needs_root
@@ -267,7 +300,8 @@ def test_the_sweep_never_touches_another_users_folder_or_a_link(shared_tmp, tmp_
     assert not ours.exists(), "a stale folder of our own (no lock held) must be swept"
     assert (theirs / "work").read_text() == "theirs", "the sweep touched another user's folder"
     assert link.is_symlink() and (behind / "precious").read_text() == "keep", (
-        "the sweep followed (or removed) a link named like a scratch folder")
+        "the sweep followed (or removed) a link named like a scratch folder"
+    )
     assert file_named_like_one.read_text() == "a file", "the sweep removed a file named like a scratch folder"
 
 
@@ -275,7 +309,8 @@ def test_a_scratch_folder_is_locked_while_held_and_removed_with_its_lock(shared_
     held = processes.Scratch(0o711)
     assert stat.S_IMODE(os.lstat(held.path).st_mode) == 0o711
     assert processes.sweep_stale_scratch() == 0 and held.path.is_dir(), (
-        "a sweep in the very process that holds a scratch folder must leave it")
+        "a sweep in the very process that holds a scratch folder must leave it"
+    )
     with processes.Scratch() as other:
         assert other != held.path and other.is_dir()
     assert not other.exists(), "leaving the `with` block removes the folder"
@@ -307,8 +342,13 @@ def test_a_local_cluster_keeps_its_dask_folder_in_a_scratch_folder_of_its_own(sh
     with cluster.connect("local:1"):
         during = sorted(os.listdir(shared_tmp))
     assert not os.listdir(targets), (
-        f"the local cluster opened lock files through links planted in {planted}: {os.listdir(targets)}")
-    assert during == sorted(["dask-scratch-space", *[n for n in during if n.startswith(processes.SCRATCH_PREFIX)]]) \
-        and len(during) == 2, f"while the cluster ran, the temporary folder held more than its Scratch: {during}"
+        f"the local cluster opened lock files through links planted in {planted}: {os.listdir(targets)}"
+    )
+    assert (
+        during == sorted(["dask-scratch-space", *[n for n in during if n.startswith(processes.SCRATCH_PREFIX)]])
+        and len(during) == 2
+    ), f"while the cluster ran, the temporary folder held more than its Scratch: {during}"
     assert os.listdir(shared_tmp) == ["dask-scratch-space"] and sorted(os.listdir(planted)) == [
-        "global.lock", "purge.lock"], "the cluster's folder must be removed when it closes, the planted one untouched"
+        "global.lock",
+        "purge.lock",
+    ], "the cluster's folder must be removed when it closes, the planted one untouched"

@@ -70,7 +70,8 @@ def test_the_disguised_copy_is_flagged_and_the_independent_solution_and_stubs_ar
     flagged = {s for _, members in pairs for s in members}
     assert "indep" not in flagged, f"the independent ex02 solution is not similar to anyone: {summary['pairs']}"
     assert not flagged & {"stubs", "stubs_too", "runner"}, (
-        f"the unfilled stubs share nothing once the starter code is excluded, not even with each other: {pairs}")
+        f"the unfilled stubs share nothing once the starter code is excluded, not even with each other: {pairs}"
+    )
     assert summary["students"] == 6 and summary["exercises"] == EXERCISES and summary["tool"] == "copydetect 0.5.0"
 
 
@@ -81,9 +82,14 @@ def test_independent_solution_shares_little_with_the_key():
 
     ex = BY_ID["ex02"]
     stub = similarity.stub_hashes(ex)
-    prints = {name: similarity._fingerprint(text, ex, stub) for name, text in {
-        "key": _key("ex02"), "copy": disguised_copy(_key("ex02")),
-        "indep": (ROOT / "autograder/fixtures/similarity/ex02_kv_capacity.py").read_text()}.items()}
+    prints = {
+        name: similarity._fingerprint(text, ex, stub)
+        for name, text in {
+            "key": _key("ex02"),
+            "copy": disguised_copy(_key("ex02")),
+            "indep": (ROOT / "autograder/fixtures/similarity/ex02_kv_capacity.py").read_text(),
+        }.items()
+    }
     for a, b, low, high in (("key", "indep", 0, 0.2), ("copy", "indep", 0, 0.2), ("key", "copy", 0.5, 1)):
         _, shares, _ = compare_files(prints[a], prints[b])
         assert all(low <= s <= high for s in shares), f"{a} vs {b}: shares {shares}, expected in [{low}, {high}]"
@@ -126,10 +132,23 @@ def test_pages_show_the_shared_code_side_by_side_and_escape_names(compared):
     parsed = Marks(page)
     marked = "".join(parsed.marked)
     assert "return 2.0 * num_layers * num_kv_heads * head_dim * bytes_per_elem" in marked, (
-        "the key's formula is marked as shared on the key's side")
+        "the key's formula is marked as shared on the key's side"
+    )
     assert XSS not in page and "&lt;img src=x onerror=alert(1)&gt;eve" in page
-    assert {t for t, _ in parsed.tags} <= {"html", "head", "meta", "title", "style", "body", "h1", "h2", "p", "div",
-                                           "pre", "mark"}, "no script, no live tag from a name or the code"
+    assert {t for t, _ in parsed.tags} <= {
+        "html",
+        "head",
+        "meta",
+        "title",
+        "style",
+        "body",
+        "h1",
+        "h2",
+        "p",
+        "div",
+        "pre",
+        "mark",
+    }, "no script, no live tag from a name or the code"
     index = (out / "index.html").read_text(encoding="utf-8")
     assert XSS not in index and index.count('href="pairs/') == len(summary["pairs"])
     assert all((out / p["page"]).is_file() for p in summary["pairs"])
@@ -162,7 +181,9 @@ def test_a_notebook_submission_is_read_through_its_exercise_cell(tmp_path):
 
     subs = tmp_path / "subs"
     _write(subs / "key", "ex02", _key("ex02"))
-    note = nb.fill_exercise_cell(nb.student_notebook(nb.load_sources("ex02")), BY_ID["ex02"], disguised_copy(_key("ex02")))
+    note = nb.fill_exercise_cell(
+        nb.student_notebook(nb.load_sources("ex02")), BY_ID["ex02"], disguised_copy(_key("ex02"))
+    )
     nb.write_notebook(note, subs / "nb_student" / f"{BY_ID['ex02'].module}.ipynb")
     shutil.copytree(subs / "key", subs / "key2")
     summary = similarity.run(subs, tmp_path / "out", exercises=["ex02"])

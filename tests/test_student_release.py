@@ -22,18 +22,37 @@ FAILURE_HEADER = re.compile(r"\n_{3,} test_public\[([^\]]+)\] _{3,}\n")
 
 
 def run_pytest(folder: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "pytest", str(folder), "-q", "-p", "no:cacheprovider",
-                           "--rootdir", str(folder), "-o", "addopts=--import-mode=importlib", *args],
-                          capture_output=True, text=True, cwd=folder, timeout=900,
-                          env={**os.environ, "COLUMNS": "400"})  # wide enough that summary lines are not cut
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            str(folder),
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "--rootdir",
+            str(folder),
+            "-o",
+            "addopts=--import-mode=importlib",
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        cwd=folder,
+        timeout=900,
+        env={**os.environ, "COLUMNS": "400"},
+    )  # wide enough that summary lines are not cut
 
 
 def failure_blocks(out: str) -> dict[str, str]:
     """{case id: its failure block} from pytest's output."""
     parts = FAILURE_HEADER.split(out)
     # a block ends where pytest's own lines start: "=== ... ===" or, with -q, "78 failed in 3.8s"
-    return {parts[i]: re.split(r"\n(?:=|\d+ (?:failed|passed))", parts[i + 1])[0].strip()
-            for i in range(1, len(parts) - 1, 2)}
+    return {
+        parts[i]: re.split(r"\n(?:=|\d+ (?:failed|passed))", parts[i + 1])[0].strip()
+        for i in range(1, len(parts) - 1, 2)
+    }
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +66,8 @@ def test_released_listing_carries_the_manifests_limits():
     listing = json.loads((ROOT / "assignments" / "tests" / "exercises.json").read_text(encoding="utf-8"))
     limits = {e["id"]: e["case_timeout_s"] for e in listing}
     assert limits == {ex.id: ex.case_timeout_s for ex in EXERCISES}, (
-        f"assignments/tests/exercises.json must carry each exercise's case_timeout_s (s), got {limits}")
+        f"assignments/tests/exercises.json must carry each exercise's case_timeout_s (s), got {limits}"
+    )
 
 
 @pytest.mark.slow
@@ -55,21 +75,23 @@ def test_unfilled_release_fails_every_public_test_with_not_implemented(release_c
     result = run_pytest(release_copy)
     out = result.stdout
     assert result.returncode == 1, out[-3000:]
-    head = out[:out.index("FAILURES")]
+    head = out[: out.index("FAILURES")]
     assert "still stubs: ex01" in head and "NotImplementedError" in head, f"not said at the top:\n{head}"
     assert f"exercise files: {release_copy.resolve()}" in head
     assert "ImportError" not in out and "ModuleNotFoundError" not in out and "Traceback" not in out, out[-3000:]
     blocks = failure_blocks(out)
     wrong = {k: b for k, b in blocks.items() if not b.startswith("NotImplementedError: ex") or "\n" in b}
     assert blocks and not wrong, "each unfilled case must fail with one NotImplementedError line:\n" + "\n".join(
-        f"{k}: {b}" for k, b in wrong.items())
+        f"{k}: {b}" for k, b in wrong.items()
+    )
     assert "short test summary" not in out, "each message is printed once, in its block"
-    summary = out[out.index("per-exercise summary"):]
+    summary = out[out.index("per-exercise summary") :]
     assert summary.rstrip().endswith("make up the rest."), "the per-exercise summary must be printed last"
     assert re.search(r"^exercise\s+passed\s+failed\s+passed / max\s+max\s+status$", summary, flags=re.M), summary
     for ex in EXERCISES:
         assert re.search(rf"^{ex.id}\s+0\s+[1-9]\d*\s+0 / [\d.]+\s+{ex.points:g}\s+FAILING$", summary, flags=re.M), (
-            f"{ex.id}: no public points earned, the exercise's maximum, FAILING:\n{summary}")
+            f"{ex.id}: no public points earned, the exercise's maximum, FAILING:\n{summary}"
+        )
     assert "public points: what your passed public cases are worth / what all public cases give" in summary
 
 
@@ -95,18 +117,24 @@ def test_a_loop_costs_only_its_cases_and_mistakes_are_one_block_each(release_cop
         shutil.copyfile(ROOT / "solutions" / ex.filename, filled / ex.filename)
     ex01 = filled / "ex01_cost_per_gb.py"
     text = ex01.read_text(encoding="utf-8")
-    head, sep, tail = text.partition('def usd_per_gb(')
+    head, sep, tail = text.partition("def usd_per_gb(")
     doc_end = tail.index('"""\n', tail.index('"""') + 3) + 4
     ex01.write_text(head + sep + tail[:doc_end] + LOOP + tail[doc_end:], encoding="utf-8")
     ex02 = filled / "ex02_kv_capacity.py"
-    ex02.write_text(ex02.read_text(encoding="utf-8").replace(
-        "    return 2.0 * num_layers * num_kv_heads * head_dim * bytes_per_elem",
-        "    import numpy\n    return numpy.float32(2.0 * num_layers * num_kv_heads * head_dim * bytes_per_elem)"),
-        encoding="utf-8")
+    ex02.write_text(
+        ex02.read_text(encoding="utf-8").replace(
+            "    return 2.0 * num_layers * num_kv_heads * head_dim * bytes_per_elem",
+            "    import numpy\n    return numpy.float32(2.0 * num_layers * num_kv_heads * head_dim * bytes_per_elem)",
+        ),
+        encoding="utf-8",
+    )
     ex03 = filled / "ex03_cache_pool.py"
-    ex03.write_text(ex03.read_text(encoding="utf-8").replace("    return total / len(distinct)",
-                                                             "    return total / len(distinct_blocks)"),
-                    encoding="utf-8")
+    ex03.write_text(
+        ex03.read_text(encoding="utf-8").replace(
+            "    return total / len(distinct)", "    return total / len(distinct_blocks)"
+        ),
+        encoding="utf-8",
+    )
     listing_path = filled / "tests" / "exercises.json"
     listing = json.loads(listing_path.read_text(encoding="utf-8"))
     for entry in listing:  # 1 s keeps the test short; the mechanism is the one the 10 s limit uses
@@ -116,10 +144,12 @@ def test_a_loop_costs_only_its_cases_and_mistakes_are_one_block_each(release_cop
     blocks = failure_blocks(result.stdout)
     loops = {k for k, b in blocks.items() if "stopped after 1 s" in b}
     assert loops and loops == {k for k in blocks if k.startswith("ex01.usd_per_gb.")}, (
-        f"every usd_per_gb case must stop after 1 s and nothing else; stopped: {sorted(loops)}")
+        f"every usd_per_gb case must stop after 1 s and nothing else; stopped: {sorted(loops)}"
+    )
     # columns: exercise, public cases passed, failed, public points passed / max, exercise max, status
     assert re.search(r"^ex01\s+[1-9]\d*\s+\d+\s+[1-9][\d.]* / 2\.4\s+6\s+FAILING$", result.stdout, flags=re.M), (
-        "after the loop the other ex01 cases must still run and pass:\n" + result.stdout[-2000:])
+        "after the loop the other ex01 cases must still run and pass:\n" + result.stdout[-2000:]
+    )
     f32 = blocks["ex02.kv_bytes_per_token.llama3_70b"]
     assert "type mistake" in f32 and "numpy.float32" in f32 and "expected: 327680.0 bytes per token" in f32, f32
     assert "likely mistake" not in f32, f"a right value of the wrong type must not get the formula hint:\n{f32}"

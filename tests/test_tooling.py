@@ -1,5 +1,5 @@
-"""The library, the grader and the benchmarks pass ruff (lint and format); the library and the grader
-pass mypy; both with the settings in pyproject.toml.
+"""The library, the grader, the benchmarks and the tests pass ruff (lint and format); the library and
+the grader pass mypy; both with the settings in pyproject.toml.
 
 Each tool runs from this interpreter's environment (pinned in the test extra) as a subprocess, and a
 failure shows the tool's own report. mypy checks the whole configured tree: about 40 s without its
@@ -16,7 +16,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
-TREES = ["shared/hetero", "autograder", "benchmarks"]
+TREES = ["shared/hetero", "autograder", "benchmarks", "tests"]
 
 
 def _run(tool: str, *args: str) -> None:

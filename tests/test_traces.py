@@ -28,30 +28,47 @@ def _line(**changes):
     return json.dumps({k: v for k, v in obj.items() if v is not None})
 
 
-@pytest.mark.parametrize("bad_line,field", [
-    ("{not json", "<line>"),
-    ("[1, 2]", "<line>"),
-    (_line(input_length=None), "input_length"),
-    (_line(hash_ids=None), "hash_ids"),
-    (_line(output_length=-5), "output_length"),
-    (_line(input_length=0), "input_length"),
-    (_line(timestamp=1.5), "timestamp"),
-    (_line(hash_ids="0,1,2"), "hash_ids"),
-    (_line(hash_ids=[0, -1]), "hash_ids"),
-    (_line(hash_ids=[0, True]), "hash_ids"),  # JSON true is a bool, not a block id
-    (_line(hash_ids=[0, 1.0]), "hash_ids"),
-    (_line(hash_ids=[0, [1]]), "hash_ids"),
-    (_line(hash_ids=[0, 1, 2, 3]), "hash_ids"),  # 4 blocks for 1,100 tokens: at most 3
-], ids=["non_json", "not_object", "missing_input", "missing_hash_ids", "negative_output", "zero_input",
-        "float_timestamp", "hash_ids_string", "negative_hash_id", "bool_hash_id", "float_hash_id",
-        "nested_hash_id", "too_many_blocks"])
+@pytest.mark.parametrize(
+    "bad_line,field",
+    [
+        ("{not json", "<line>"),
+        ("[1, 2]", "<line>"),
+        (_line(input_length=None), "input_length"),
+        (_line(hash_ids=None), "hash_ids"),
+        (_line(output_length=-5), "output_length"),
+        (_line(input_length=0), "input_length"),
+        (_line(timestamp=1.5), "timestamp"),
+        (_line(hash_ids="0,1,2"), "hash_ids"),
+        (_line(hash_ids=[0, -1]), "hash_ids"),
+        (_line(hash_ids=[0, True]), "hash_ids"),  # JSON true is a bool, not a block id
+        (_line(hash_ids=[0, 1.0]), "hash_ids"),
+        (_line(hash_ids=[0, [1]]), "hash_ids"),
+        (_line(hash_ids=[0, 1, 2, 3]), "hash_ids"),  # 4 blocks for 1,100 tokens: at most 3
+    ],
+    ids=[
+        "non_json",
+        "not_object",
+        "missing_input",
+        "missing_hash_ids",
+        "negative_output",
+        "zero_input",
+        "float_timestamp",
+        "hash_ids_string",
+        "negative_hash_id",
+        "bool_hash_id",
+        "float_hash_id",
+        "nested_hash_id",
+        "too_many_blocks",
+    ],
+)
 def test_bad_line_names_file_line_and_field(tmp_path, bad_line, field):
     path = _write(tmp_path, [_line(), _line(timestamp=5), bad_line])
     with pytest.raises(TraceError) as info:
         read_trace(path)
     err = info.value
     assert (err.line, err.field) == (3, field), (
-        f"expected the error at line 3, field {field!r}; got line {err.line}, field {err.field!r}: {err}")
+        f"expected the error at line 3, field {field!r}; got line {err.line}, field {err.field!r}: {err}"
+    )
     assert str(path) in str(err) and ":3:" in str(err), f"the message must name file and line: {err}"
 
 
@@ -77,7 +94,8 @@ def test_shipped_sample_equals_fresh_generation():
     shipped = SAMPLE_TRACE.read_text(encoding="utf-8")
     assert shipped == traces.sample_trace_text(), (
         "shared/hetero/data/sample_trace.jsonl differs from generate_sample_trace(seed SAMPLE_SEED); "
-        "regenerate it with `python -m hetero.traces sample`")
+        "regenerate it with `python -m hetero.traces sample`"
+    )
 
 
 def test_sample_is_small_and_readable():
@@ -94,13 +112,16 @@ def test_sample_is_small_and_readable():
 # the bands are wide enough for sampling noise at n = 2,000 (the median of a log-normal with
 # sigma 1.3 has a ~3 % standard error) and narrow enough to catch a broken model (e.g. GiB-sized
 # lengths, no sessions, no arrivals quantisation).
-@pytest.mark.parametrize("key,low,high", [
-    ("input_median", 5000, 9000),
-    ("output_median", 300, 400),
-    ("rate_per_s", 3.0, 3.8),
-    ("frac_reusing_beyond_first_block", 0.30, 0.46),
-    ("infinite_cache_block_hit_rate", 0.30, 0.45),
-])
+@pytest.mark.parametrize(
+    "key,low,high",
+    [
+        ("input_median", 5000, 9000),
+        ("output_median", 300, 400),
+        ("rate_per_s", 3.0, 3.8),
+        ("frac_reusing_beyond_first_block", 0.30, 0.46),
+        ("infinite_cache_block_hit_rate", 0.30, 0.45),
+    ],
+)
 def test_sample_statistics_resemble_the_conversation_trace(key, low, high):
     value = traces.trace_stats(read_trace(SAMPLE_TRACE))[key]
     assert low <= value <= high, f"sample {key} = {value:.4g}, expected within [{low}, {high}] (conversation trace)"
@@ -127,10 +148,12 @@ def test_continued_sessions_reuse_exactly_the_previous_prompts_full_blocks():
             k += 1
         if k > 1:
             continued += 1
-            assert any(p.hash_ids[:k] == r.hash_ids[:k] and p.input_length // traces.BLOCK_TOKENS == k
-                       for p in requests[:i]), (
+            assert any(
+                p.hash_ids[:k] == r.hash_ids[:k] and p.input_length // traces.BLOCK_TOKENS == k for p in requests[:i]
+            ), (
                 f"request {i} reuses {k} blocks, but no earlier prompt has exactly {k} full blocks with that "
-                "prefix: a continuation must keep the previous prompt's full blocks and nothing more")
+                "prefix: a continuation must keep the previous prompt's full blocks and nothing more"
+            )
         seen.update(r.hash_ids)
     assert continued > 30, f"expected many multi-turn continuations in 300 requests, found {continued}"
 

@@ -28,7 +28,8 @@ def fig():
 
 def _close(got, want, rel, what, unit, mistake):
     assert math.isclose(got, want, rel_tol=rel), (
-        f"{what}: expected {want} {unit} (±{rel:.1%}), got {got:.4g} {unit}; likely cause: {mistake}")
+        f"{what}: expected {want} {unit} (±{rel:.1%}), got {got:.4g} {unit}; likely cause: {mistake}"
+    )
 
 
 def test_part_declaration():
@@ -43,11 +44,14 @@ def test_kv_size_matches_42_gb(fig):
     _close(fig["kv_bytes"], 42e9, 0.012, "KV of the 128K-token prefix", "B", "128K read as 131,072 tokens (43.0 GB)")
 
 
-@pytest.mark.parametrize("label,line,measured,eff", [
-    ("1x200G", 25.0, None, None),
-    ("4x200G", 100.0, 87.0, 0.87),
-    ("8x400G", 400.0, 190.0, 0.475),
-])
+@pytest.mark.parametrize(
+    "label,line,measured,eff",
+    [
+        ("1x200G", 25.0, None, None),
+        ("4x200G", 100.0, 87.0, 0.87),
+        ("8x400G", 400.0, 190.0, 0.475),
+    ],
+)
 def test_line_rates_and_efficiencies(fig, label, line, measured, eff):
     ln = fig["links"][label]
     _close(ln["line_rate_gb_per_s"], line, 1e-12, f"{label} line rate", "GB/s", "bits vs bytes (divide by 8)")
@@ -87,8 +91,14 @@ def test_recompute_uses_experiment01_constants(fig):
 @pytest.mark.parametrize("label,want", [("1x200G", 4.96), ("4x200G", 17.3), ("8x400G", 37.7)])
 def test_speedups_consistent_with_our_recompute(fig, label, want):
     ln = fig["links"][label]
-    _close(ln["speedup"], fig["recompute"]["time_s"] / ln["transfer_s"], 1e-12, f"{label} speed-up", "x",
-           "speed-up is recompute / transfer")
+    _close(
+        ln["speedup"],
+        fig["recompute"]["time_s"] / ln["transfer_s"],
+        1e-12,
+        f"{label} speed-up",
+        "x",
+        "speed-up is recompute / transfer",
+    )
     _close(ln["speedup"], want, REL, f"{label} speed-up with the measured 8.33 s recompute", "x", "roofline constants")
 
 
@@ -101,10 +111,22 @@ def test_lecture_speedups_loosely(fig):
     for label, lecture in (("4x200G", 21.0), ("8x400G", 46.0)):
         ln = fig["links"][label]
         implied = ln["lecture_implied_recompute_s"]
-        _close(implied, 10.1, REL, f"{label}: recompute time the lecture's {lecture:.0f}x implies", "s",
-               "transfer time wrong")
-        _close(ln["speedup"] / lecture, fig["recompute"]["time_s"] / implied, 1e-9, f"{label} speed-up ratio",
-               "", "speed-up not recompute / transfer")
+        _close(
+            implied,
+            10.1,
+            REL,
+            f"{label}: recompute time the lecture's {lecture:.0f}x implies",
+            "s",
+            "transfer time wrong",
+        )
+        _close(
+            ln["speedup"] / lecture,
+            fig["recompute"]["time_s"] / implied,
+            1e-9,
+            f"{label} speed-up ratio",
+            "",
+            "speed-up not recompute / transfer",
+        )
         assert ln["speedup"] > 10, f"{label}: fetching must beat recomputing by more than 10x, got {ln['speedup']:.1f}x"
 
 
@@ -129,9 +151,11 @@ def test_unknown_nic_and_gpu_are_clear_errors():
 
 def test_stub_exercise_raises_missing_exercise(tmp_path):
     (tmp_path / "ex02_kv_capacity.py").write_text(
-        "def kv_bytes_per_token(num_layers, num_kv_heads, head_dim, bytes_per_elem):\n    return 327680.0\n")
+        "def kv_bytes_per_token(num_layers, num_kv_heads, head_dim, bytes_per_elem):\n    return 327680.0\n"
+    )
     (tmp_path / "ex04_nic_line_rate.py").write_text(
         "def line_rate_gb_per_s(num_nics, gbit_per_s_per_nic):\n"
-        "    raise NotImplementedError('ex04: line_rate_gb_per_s')\n")
+        "    raise NotImplementedError('ex04: line_rate_gb_per_s')\n"
+    )
     with pytest.raises(MissingExercise, match="ex04"):
         transfer.PARTS[0].run(str(tmp_path))

@@ -44,7 +44,11 @@ def _docstring_lines(tree: ast.AST) -> set[int]:
     for node in ast.walk(tree):
         if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.body:
             first = node.body[0]
-            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
+            if (
+                isinstance(first, ast.Expr)
+                and isinstance(first.value, ast.Constant)
+                and isinstance(first.value.value, str)
+            ):
                 lines.update(range(first.lineno, first.end_lineno + 1))
     return lines
 
@@ -63,11 +67,12 @@ def test_edits_fit_the_answer_key_once_on_code_lines_inside_a_function(name):
     functions = [(n.lineno, n.end_lineno) for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
     for edit in fixture.edits:
         assert key.count(edit.old) == 1, f"{name}: {edit.old!r} occurs {key.count(edit.old)} times in the key"
-        first = key[:key.index(edit.old)].count("\n") + 1
+        first = key[: key.index(edit.old)].count("\n") + 1
         last = first + edit.old.rstrip("\n").count("\n")
         assert not docs & set(range(first, last + 1)), f"{name}: edits a docstring (lines {first}-{last})"
         assert any(lo < first and last <= hi for lo, hi in functions), (
-            f"{name}: lines {first}-{last} are not inside one function body")
+            f"{name}: lines {first}-{last} are not inside one function body"
+        )
     old_lines = sum(e.old.count("\n") or 1 for e in fixture.edits)
     assert old_lines <= MAX_OLD_LINES, f"{name}: edits {old_lines} lines; a fixture is one small mistake"
 
@@ -104,7 +109,8 @@ def test_materialised_fixture_fails_a_case_the_key_passes(name):
     cases = [("public", c) for c in public_cases(fixture.exercise)]
     cases += [("hidden", c) for c in hidden_cases(fixture.exercise)]
     assert killed_by(source(name), fixture.exercise, cases, expected_values(fixture.exercise)), (
-        f"{name} passes every public and hidden case: the edit does not change the key's behaviour")
+        f"{name} passes every public and hidden case: the edit does not change the key's behaviour"
+    )
 
 
 def test_stored_known_mistakes_are_the_declared_ones():
@@ -113,7 +119,6 @@ def test_stored_known_mistakes_are_the_declared_ones():
             for name, (description, _) in entry["mistakes"].items():
                 assert name in BY_NAME, f"{case_id}: stored mistake {name} is not declared"
                 assert description == BY_NAME[name].mistake, f"{case_id}: {name} is stored as {description!r}"
-
 
 
 # Fixtures whose mistake no public case of its function can show, each with the reason. Empty today:

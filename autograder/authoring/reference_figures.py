@@ -1,49 +1,48 @@
 """The answer key's driver figures for the student's copy: `assignments/reference_figures.json`.
 
-Every lecture-driver part is run on the answer key (`hetero.lecture.run_experiment` on solutions/) and
-its figures are kept as aggregates (`hetero.reference.aggregates`: no wall-clock timings, no plot
-series), without any number that is a hidden case's distinctive stored expected value (so the file
-tells a student nothing the grader hides; the copy's audit checks this again). The drivers print them
-beside the student's figures (`hetero.reference`).
+Every lecture-driver part is run on the answer key (`Part.run` on solutions/) and its figures are kept as
+aggregates (`hetero.reference.aggregates`: no wall-clock timings, no plot series), without any number
+that is a hidden case's distinctive stored expected value (so the file tells a student nothing the
+grader hides; the copy's audit checks this again). The drivers print them beside the student's figures
+(`hetero.reference`).
 
-The figures take a minute (the MoE part trains its model; cached in .cache/) and some differ between
-CPUs in their last digits, so they are not recomputed to check for drift: the file records the sha256
-of everything they are computed from (`INPUTS`), `make release` recomputes them only when that
-changed, and `release --check` (and the copy's build) report a file whose inputs changed as stale.
+The figures take minutes (the MoE part trains its model; cached in .cache/) and some differ between CPUs
+in their last digits, so they are not recomputed to check for drift. Each part has a digest of what it is
+computed from (`autograder.authoring.digests.part_digest`), recorded with the numbers its figures leave out
+(`withheld`) in `autograder/expected/digests.json`; the file's own `inputs_sha256` is the digest of those
+records. `make release` runs again only the parts whose digest changed, or whose left-out numbers are no
+longer all hidden; the others keep their stored figures, filtered again by today's hidden values.
+`release --check` (and the copy's build) report a stale part by name.
 """
 
 from __future__ import annotations
 
-import hashlib
+import importlib
 import json
 import math
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from autograder.authoring.derived import HETERO_LIST, PROSE_FILES
+from autograder.authoring import digests
 from autograder.core.manifest import EXERCISES, ROOT
 from hetero import reference
-
-INPUTS = ("solutions", "shared/hetero", "autograder/tests")  # the figures, and the hidden cases the filter reads
-SKIPPED_PARTS = ("__pycache__",)
-DERIVED = {HETERO_LIST, *PROSE_FILES}  # written by the release after the figures are computed
 
 
 class StaleReference(RuntimeError):
     """The stored reference figures were computed from other inputs: run `make release`."""
 
 
-def inputs_digest(root: Path = ROOT) -> str:
-    """sha256 over the paths and bytes of every file under INPUTS (Python sources and data)."""
-    digest = hashlib.sha256()
-    for top in INPUTS:
-        for path in sorted((root / top).rglob("*")):
-            if path.is_file() and not set(path.parts) & set(SKIPPED_PARTS) and path.suffix not in (".pyc",):
-                if path.name == reference.REFERENCE_FILE or path.relative_to(root) in DERIVED:
-                    continue  # the file itself; files the release derives from the manifest afterwards
-                digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
-    return digest.hexdigest()
+def parts() -> list[tuple[str, Any]]:
+    """(experiment, Part) of every lecture-driver part, in the drivers' order."""
+    from hetero.lecture import EXPERIMENTS
+
+    return [
+        (exp, part)
+        for exp, (_, modules) in EXPERIMENTS.items()
+        for name in modules
+        for part in importlib.import_module(name).PARTS
+    ]
 
 
 def distinctive(value: float) -> bool:
@@ -94,36 +93,77 @@ def _kept(value: Any, hidden: frozenset[float]) -> bool:
     return isinstance(value, (dict, list)) or not numbers(value) or numbers(value)[0] not in hidden
 
 
-def compute(root: Path = ROOT, expected: dict[str, str] | None = None) -> str:
-    """The file's text, computed from the answer key (a minute: every driver part runs)."""
-    from hetero.lecture import EXPERIMENTS, run_experiment
+def _withheld(figures: Any, hidden: frozenset[float]) -> list[float]:
+    return sorted({x for x in numbers(figures) if x in hidden})
 
-    figures: dict[str, dict] = {}
-    for exp in EXPERIMENTS:
-        result = run_experiment(exp, str(root / "solutions"))
-        if result["missing"]:
-            raise RuntimeError(f"the answer key cannot run experiment {exp}: {result['missing']}")
-        figures[exp] = {key: reference.aggregates(result[key]) for key in result["parts"]}
-    return reference.dumps(
-        {reference.INPUTS_KEY: inputs_digest(root), **without(figures, hidden_expected_values(root, expected))}
-    )
+
+def _run(exp: str, part: Any, root: Path) -> Any:
+    try:
+        figures = part.run(str(root / "solutions"))
+    except Exception as exc:
+        raise RuntimeError(
+            f"the answer key cannot run experiment {exp} part {part.key}: {type(exc).__name__}: {exc}"
+        ) from exc
+    return reference.aggregates(figures)
+
+
+def compute(
+    root: Path = ROOT,
+    expected: dict[str, str] | None = None,
+    stored: str | None = None,
+    records: dict[str, Any] | None = None,
+) -> tuple[str, dict[str, Any], list[str]]:
+    """(the file's text, the parts' records for digests.json, the parts run). A part whose digest equals its record in
+    `records` and whose left-out numbers are all still hidden keeps its figures from `stored` (the current
+    file's text); the others run on the answer key. `expected`: fresh expected-value texts by exercise."""
+    hidden = hidden_expected_values(root, expected)
+    old = json.loads(stored) if stored else {}
+    figures: dict[str, dict[str, Any]] = {}
+    new_records: dict[str, Any] = {}
+    ran: list[str] = []
+    for exp, part in parts():
+        key = f"{exp}/{part.key}"
+        now = digests.part_digest(part, root)
+        record = (records or {}).get(key, {})
+        kept = old.get(exp, {}).get(part.key)
+        reusable = record.get("inputs") == now and kept is not None and set(record.get("withheld", [])) <= hidden
+        raw = kept if reusable else _run(exp, part, root)
+        ran += [] if reusable else [key]
+        withheld = (
+            sorted(set(record.get("withheld", [])) | set(_withheld(raw, hidden)))
+            if reusable
+            else _withheld(raw, hidden)
+        )
+        figures.setdefault(exp, {})[part.key] = without(raw, hidden)
+        new_records[key] = {"inputs": now, "withheld": withheld}
+    return reference.dumps({reference.INPUTS_KEY: digests.figures_sha(new_records), **figures}), new_records, ran
+
+
+def staleness(assignments: Path, root: Path = ROOT, records: dict[str, Any] | None = None) -> list[str]:
+    """Why the stored file is not what `compute` would keep (empty: current): parts whose inputs changed,
+    whose left-out numbers are no longer all hidden, or that show a number hidden now."""
+    path = assignments / reference.REFERENCE_FILE
+    if not path.is_file():
+        return [f"{path} is missing"]
+    data = json.loads(path.read_text(encoding="utf-8"))
+    records = digests.load(root / digests.RECORD_NAME)["figures"] if records is None else records
+    if data.get(reference.INPUTS_KEY) != digests.figures_sha(records):
+        return [f"{path} does not match the records of {digests.RECORD_NAME}"]
+    hidden = hidden_expected_values(root)
+    problems = []
+    for exp, part in parts():
+        key, record = f"{exp}/{part.key}", records.get(f"{exp}/{part.key}", {})
+        kept = data.get(exp, {}).get(part.key)
+        if kept is None or record.get("inputs") != digests.part_digest(part, root):
+            problems.append(f"{key}: its inputs changed")
+        elif not set(record.get("withheld", [])) <= hidden or _withheld(kept, hidden):
+            problems.append(f"{key}: the hidden expected values it must leave out changed")
+    return problems
 
 
 def stored_text(assignments: Path, root: Path = ROOT) -> str:
-    """The stored file's text when its inputs are today's; StaleReference otherwise."""
-    path = assignments / reference.REFERENCE_FILE
-    if not path.is_file():
-        raise StaleReference(f"{path} is missing: run `make release`")
-    text = path.read_text(encoding="utf-8")
-    recorded = json.loads(text).get(reference.INPUTS_KEY)
-    if recorded != inputs_digest(root):
-        raise StaleReference(f"{path} was computed from other solutions/ or hetero sources: run `make release`")
-    return text
-
-
-def current_text(assignments: Path, root: Path = ROOT, expected: dict[str, str] | None = None) -> str:
-    """The stored text if current, else a fresh computation (what `make release` writes)."""
-    try:
-        return stored_text(assignments, root)
-    except StaleReference:
-        return compute(root, expected)
+    """The stored file's text when every part is current; StaleReference (naming the parts) otherwise."""
+    problems = staleness(assignments, root)
+    if problems:
+        raise StaleReference(f"reference figures are stale ({'; '.join(problems)}): run `make release`")
+    return (assignments / reference.REFERENCE_FILE).read_text(encoding="utf-8")

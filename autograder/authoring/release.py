@@ -13,18 +13,20 @@
   public cases only, so that a failed public case names the same known mistake in `pytest` as in
   grading (`hetero.checks.diagnosis`); no hidden case's id, input or value is in it;
 - `reference_figures.json`: the answer key's driver figures (`autograder.authoring.reference_figures`),
-  recomputed only when what they are computed from changed;
+  each part recomputed only when what it is computed from changed;
 - the handout `solutions/HANDOUT.md` becomes `assignments/README.md`, `<!-- CASE_LIMITS -->` replaced
   by the manifest's per-case time limits and the line `<!-- EXERCISES -->`
   replaced by one section per exercise generated from the solution file's docstrings (signatures,
   units, invalid-input rules), the manifest (points, lecture section, terms) and the public cases.
 Hidden tests live in `autograder/tests/` and are never copied.
 
-`python -m autograder release` (`make release`) is atomic: the manifest's files are checked, the release
-and every exercise's expected values (`autograder.authoring.expected`) and the files derived from the
-manifest (`autograder.authoring.derived`: hetero's exercise list, counts in the prose) are computed in
-a temporary tree first; only when all of that succeeded is `assignments/` replaced (by renames) and are
-the changed files written. An error names the file to edit and writes nothing.
+`python -m autograder release` (`make release`) is atomic and fails fast: what needs no computing is
+checked first (`static_checks`); then the expected values of the exercises whose inputs changed
+(`autograder.authoring.expected`, `autograder.authoring.digests`), the driver parts whose inputs changed,
+the release and the files derived from the manifest (`autograder.authoring.derived`: hetero's exercise
+list, counts in the prose) are computed in a temporary tree; only when all of that succeeded is
+`assignments/` replaced (by renames) and are the changed files written. An error names the file to edit
+and writes nothing. `--recompute` ignores the recorded digests.
 
 `python -m autograder release --check` builds the release in a temporary folder and fails (exit 1,
 listing the files) when `assignments/` or a derived file differs from it. Malformed markers (nested, unterminated,
@@ -43,8 +45,9 @@ import shutil
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
-from autograder.authoring import reference_figures
+from autograder.authoring import digests, reference_figures
 from autograder.authoring.derived import fill_spans, span_values
 from autograder.core import scoring
 from autograder.core.cases import check_files
@@ -306,11 +309,11 @@ def drift(assignments: Path, root: Path = ROOT) -> list[str]:
         return problems
 
 
-def _expected_texts(jobs: int) -> dict[str, str]:
-    """Every exercise's stored expected values, computed from the answer key (nothing written)."""
+def _expected_texts(ids: list[str], jobs: int) -> dict[str, str]:
+    """The stored expected values of the exercises `ids`, computed from the answer key (nothing written)."""
     from autograder.authoring import expected
 
-    results = expected.rendered_all([ex.id for ex in EXERCISES], jobs)
+    results = expected.rendered_all(ids, jobs)
     errors = [
         f"{BY_ID[ex_id].hidden_cases_path.relative_to(ROOT)} or solutions/{BY_ID[ex_id].filename}: {error}"
         for ex_id, (_, error) in results.items()
@@ -338,25 +341,64 @@ def _replace_tree(fresh: Path, out: Path) -> None:
         shutil.rmtree(old)
 
 
-def release(out: Path, jobs: int = 2, with_expected: bool = True) -> list[str]:
-    """Build the whole release and everything derived from the manifest in a temporary tree; replace
-    `out`, the stored expected values (where they changed beyond float noise) and the derived files only
-    when all of it succeeded. Returns what was written, as lines."""
-    from autograder.authoring import derived, expected
-
+def static_checks() -> None:
+    """What needs no computing, before anything is computed: the manifest against the answer key, the case
+    files and hetero's calls by name (`check_files`), the solution markers, the public test files and the
+    handout (a release built with placeholder figures). ReleaseError or MarkerError naming the file."""
     problems = check_files(ROOT)
     if problems:
         raise ReleaseError("the manifest does not hold:\n  " + "\n  ".join(problems))
     with tempfile.TemporaryDirectory() as tmp:
+        build_release(Path(tmp) / "release", reference_text="{}\n")
+
+
+def due_exercises(records: dict[str, Any], stored: dict[str, str]) -> list[str]:
+    """The exercises whose expected values must be computed again: no stored file, a stored file other
+    than the recorded one, or inputs whose digest differs from the record (`autograder.authoring.digests`)."""
+    from autograder.authoring import expected
+
+    due = []
+    for ex in EXERCISES:
+        record = records.get(ex.id, {})
+        path = expected.EXPECTED_DIR / f"{ex.id}.json"
+        if (
+            ex.id not in stored
+            or record.get("stored") != digests.file_sha256(path)
+            or record.get("inputs") != digests.exercise_digest(ex.id)
+        ):
+            due.append(ex.id)
+    return due
+
+
+def release(out: Path, jobs: int = 2, with_expected: bool = True, recompute: bool = False) -> list[str]:
+    """Build the whole release and everything derived from the manifest in a temporary tree; replace
+    `out`, the stored expected values (where they changed beyond float noise), their digests and the
+    derived files only when all of it succeeded. Returns what was written, as lines.
+
+    Fail-fast and incremental: `static_checks` first; then the expected values of the exercises whose
+    inputs changed only (`due_exercises`), then the driver parts whose inputs changed only
+    (`reference_figures.compute`); `recompute`: every exercise and every part, whatever the records say."""
+    from autograder.authoring import derived, expected
+
+    static_checks()
+    records = {"expected": {}, "figures": {}} if recompute else digests.load()
+    with tempfile.TemporaryDirectory() as tmp:
         fresh = Path(tmp) / "release"
-        texts = _expected_texts(jobs) if with_expected else {}
         stored = _stored_texts(ROOT)
+        due = due_exercises(records["expected"], stored) if with_expected else []
+        texts = _expected_texts(due, jobs) if due else {}
         changed = {
             ex_id: text
             for ex_id, text in texts.items()
             if ex_id not in stored or expected.drift(json.loads(stored[ex_id]), json.loads(text), ex_id)
         }
-        figures = reference_figures.current_text(out, ROOT, {**stored, **changed})
+        current = ROOT / "assignments" / REFERENCE_FILE  # the figures the recorded digests describe
+        figures, records["figures"], ran = reference_figures.compute(
+            ROOT,
+            {**stored, **changed},
+            current.read_text(encoding="utf-8") if current.is_file() else None,
+            records["figures"],
+        )
         files = build_release(fresh, reference_text=figures)
         # the public cases' mistake outputs as the expected files will hold them after this release
         write_public_mistakes(fresh / "tests", {**stored, **changed}, ROOT / "solutions")
@@ -364,10 +406,23 @@ def release(out: Path, jobs: int = 2, with_expected: bool = True) -> list[str]:
         # Everything is computed: from here on only writes.
         _replace_tree(fresh, out)
         written = [f"released {len(files)} files into {out}"]
+        if due:
+            written.append(f"computed the expected values of {', '.join(due)} (inputs changed)")
+        if ran:
+            written.append(f"ran the lecture-driver parts {', '.join(ran)} (inputs changed)")
     for ex_id, text in changed.items():
         path = expected.EXPECTED_DIR / f"{ex_id}.json"
         path.write_text(text, encoding="utf-8")
         written.append(f"wrote {path.relative_to(ROOT)}")
+    for ex_id in texts:
+        records["expected"][ex_id] = {
+            "inputs": digests.exercise_digest(ex_id),
+            "stored": digests.file_sha256(expected.EXPECTED_DIR / f"{ex_id}.json"),
+        }
+    text = digests.render(records)
+    if not digests.RECORD.is_file() or digests.RECORD.read_text(encoding="utf-8") != text:
+        digests.RECORD.write_text(text, encoding="utf-8")
+        written.append(f"wrote {digests.RECORD.relative_to(ROOT)}")
     for rel, text in derived_texts.items():
         path = ROOT / rel
         if not path.is_file() or path.read_text(encoding="utf-8") != text:
@@ -402,6 +457,11 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--out", type=Path, default=ROOT / "assignments", help="release folder (default: assignments/)")
     parser.add_argument("--no-expected", action="store_true", help="leave the stored expected values alone (faster)")
     parser.add_argument("--jobs", type=int, default=2, help="exercises whose expected values are computed at once")
+    parser.add_argument(
+        "--recompute",
+        action="store_true",
+        help="compute every exercise's expected values and every driver part again, whatever their recorded digests say",
+    )
     args = parser.parse_args(argv)
     try:
         if args.check:
@@ -418,7 +478,7 @@ def main(argv: list[str]) -> int:
                 return 1
             print("assignments/ and the derived files match a fresh release of solutions/")
             return 0
-        for line in release(args.out, args.jobs, not args.no_expected):
+        for line in release(args.out, args.jobs, not args.no_expected, args.recompute):
             print(line)
         return 0
     except (MarkerError, FileNotFoundError, ReleaseError, ValueError) as exc:

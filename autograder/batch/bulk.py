@@ -1,87 +1,26 @@
 """Grade a whole class: `python -m autograder grade-all SUBMISSIONS --csv grades.csv [--out DIR] [--workers N | --cluster ADDRESS] [--force]`.
 
-SUBMISSIONS is one of:
-- a folder with one entry per student: a folder or a .zip (the student is the folder name or the
-  zip's stem), e.g. a flat folder of per-student zips;
-- Gradescope's "export submissions" zip, or that zip unpacked: a top folder holding
-  `submission_metadata.yml` and one folder per submission (`submission_123456/`). The yml maps each
-  folder to its submitters; the student is the submitters' e-mail (else their SID, else the folder
-  name), so a resubmission, which Gradescope exports under a new folder name, lands on the same
-  student; names and e-mails go to the gradebook and the CSV;
-- a zip of either (a zip of a folder of per-student zips, for instance).
-A zip is unpacked into DIR/_gradescope_export/ with caps (per file, per export, depth; links and
-damaged members skipped).
-
-An entry that cannot be graded as a student is refused with a sentence saying why (printed, in the
-report and in DIR/refused.txt), never stopping the batch: a name that collides with grade-all's own
-outputs (`gradebook.sqlite.zip`, ...), two entries for one student (`alice/` and `alice.zip`), the
-output folder itself.
-
-Output folders: every student's folder under DIR differs from every other student's and from every
-entry the batch writes into DIR, whatever the students are called. Names are compared ignoring case
-and Unicode normalisation: two names collide when any of their lower-cased, upper-cased or
-case-folded NFC, NFD or NFKC forms agree. A name colliding with a fixed output (the gradebook and its
-journals, refused.txt, _gradescope_export) is refused, as above. Otherwise a student's folder is
-their name made safe (`folder_name`) when that collides with no other student's name and not with
-this run's --csv file (or the folder holding it) when that lies in DIR. Every other student (both
-`Alice/` and `alice/`; `grades.csv/` with `--csv DIR/grades.csv`) gets `<name>-<first 8 hex of
-sha256(student)>`, or, when that too collides with an output or a folder already given (a student
-literally named `alice-2bd806c9`), `<name>-<16 hex>-<n>` for the first n = 1, 2, ... that collides
-with none; these students are served in sorted order, each checked against every name given before.
-The gradebook is keyed by student, not by folder.
-
-The batch is sealed: every submission's public phase ends, and what it produced is fixed, before any
-submission's hidden phase starts. Each submission is graded by the single-submission grader in two
-subprocesses (`autograder.runtime.grader`): `python -m autograder grade SUB --phase public --state STATE`
-(intake and every exercise's public phase, sealed in STATE: `autograder.runtime.phases`) for every
-submission, several at once; then, once the last of them has ended, `grade SUB --out
-DIR/<student>/results.json --phase hidden --state STATE --seal SEAL` for every submission, several
-at once. SEAL is the sha256 of the sealed state, taken by the batch when the public phase's process
-and everything it started had ended; the hidden phase refuses a state that differs from it, never
-replaces what the public phase produced, and a state that changed during the hidden phase makes
-the student's grading fail. So no hidden input exists on the machine while any student's visible
-output (what the public phases print, return and raise) is being produced: students graded side by
-side cannot relay hidden inputs to each other through state the machine shares (record locks, the
-page cache, inotify, CPU and timing), which the two phases of one grader process could not stop.
-The states live in one grader-only folder (mode 0700, hidden from the sandboxes, removed at the
-end), beside the public cases' call specs, computed once per batch. A submission whose public phase
-fails (time limit, crash, no sealed state) gets its failure at once and has no hidden phase.
-
-Each grader process is handled the same way, so that a crash, a hang or a runaway submission only
-ever affects that student: when it exits or reaches the time limit (one per submission, across both
-phases: the hidden phase gets what the public phase left), the grader and every process it started
-that is still its descendant or in its process group are stopped (SIGSTOP, so none can fork) and
-killed, while the grader is kept unreaped so that its pid and group cannot be reused meanwhile; the
-student gets a results.json saying what happened; the batch goes on. (A process that left both the
-tree and the group is the sandbox's to end: its children die with the grader, see
-`autograder.runtime.sandbox.runner`.) Each grader process runs with a TMPDIR of its own, removed once it has ended
-(killed or not), and on Linux dies with the batch process (PR_SET_PDEATHSIG), so a killed batch
-leaves no grader running; the TMPDIRs and sealed states a killed batch left behind are removed by
-the next batch (a folder is live while a lock on it is held, whatever PID namespace holds it:
-`processes.Scratch`; other users' folders and links are never touched).
-
-Per student, DIR/<student>/ receives results.json (Gradescope format), grader.log, feedback.md (what
-the student may see now: tests whose visibility is "visible") and feedback_instructor.md (every
-test, including hidden details). Every text written is made encodable first, and student text is
-inert where it is shown: escaped or fenced in the feedback's Markdown, its control characters
-escaped in what is printed (`autograder.core.safetext`). All results also go into the SQLite gradebook
-(DIR/gradebook.sqlite, with the history of every graded version), which makes the run resumable:
-each grading is committed as soon as it ends (with its hidden phase), so a rerun after any failure, even a crash of the
-batch itself, grades only what is left; a submission whose content hash is unchanged since it was
-last graded successfully, by a grader with the same inputs (`grader_fingerprint`: its code, the
-cases, the stored expected values, the `hetero` library), is skipped unless --force (one whose
-grader failed is graded again; a changed hidden case or expected value regrades everyone). A failure
-to record a grading or to write a student's files is recorded for that student as grade-all's own
-failure (0 points, said as such) and the batch goes on. At the end, a summary table (per-exercise
-mean and distribution) is printed and, with --csv, the gradebook rows of this batch are exported.
-
-`--cluster ADDRESS` runs every grader process on a Dask cluster instead (a scheduler's address, or `local:N`:
-N worker processes on this machine): the same processes, phases, barrier and records, the batch alone writing
-the gradebook and the students' folders; what the workers need, and how the sealed states travel, is in
-`autograder.batch.cluster`.
-
-`--dry-run` grades into a temporary folder instead and prints whose grade would change, and which
-tests moved, against DIR's gradebook, writing nothing under DIR (`autograder.batch.regrade`).
+How to use it is in README.md ("Grading a folder locally"); why a batch is sealed, and what that closes,
+in docs/DESIGN.md ("Reading submissions and grading a batch"). `grade_all` does, in order:
+1. finds what to grade (`autograder.batch.submissions`: folders, zips, Gradescope exports, each student's
+   output folder); an entry refused is printed, with its reason, and listed in DIR/refused.txt;
+2. skips a submission whose content hash is unchanged since it was last graded successfully by a grader
+   with the same inputs (`grader_fingerprint`, with the exercises graded), unless `force`, and writes its
+   files again from the gradebook (one whose files cannot be written is graded again);
+3. grades the others (`_grade`), each in grader subprocesses (`autograder.batch.processes`: time limit,
+   TMPDIR, the process tree ended), `workers` at once: sealed, every submission's public phase (`grade SUB
+   --phase public --state STATE`), then, once the last one has ended and is sealed, every hidden phase
+   (`grade SUB --phase hidden --state STATE --seal SEAL`). The states live in one grader-only folder (mode
+   0700, removed at the end) beside the public cases' call specs, computed once for the batch; a
+   submission whose public phase fails gets that failure and no hidden phase. With `cluster` the same
+   processes run on Dask workers (`autograder.batch.cluster`);
+4. records each grading as soon as it is complete (`_record`): the SQLite gradebook DIR/gradebook.sqlite
+   with the history of every graded version, so that a rerun after any failure grades only what is left,
+   and DIR/<student>/ results.json, grader.log, feedback.md, feedback_instructor.md
+   (`autograder.batch.outputs`). A grading that cannot be recorded or written is recorded as grade-all's
+   own failure for that student (0 points, said as such); the batch goes on;
+5. returns a `BatchReport`; `autograder.batch.cli` prints the summary and writes the CSV, and
+   `autograder.batch.regrade` runs `--dry-run`.
 """
 
 from __future__ import annotations
@@ -91,9 +30,9 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from tqdm import tqdm
 
@@ -103,6 +42,7 @@ from autograder.batch.outputs import write_outputs
 from autograder.batch.processes import (
     Graded,
     Scratch,
+    Job,
     Sealed,
     grade_hidden,
     grade_one,
@@ -171,14 +111,34 @@ def _record(book: Gradebook, sub: Submission, digest: str, result: Graded, out: 
         print(f"grade-all: {terminal_text(sub.student)} was not recorded ({type(exc).__name__})", file=sys.stderr)
     try:
         write_outputs(out / sub.out_folder, sub.student, failed.results)
-    except Exception:  # said above and in the gradebook; the other students go on
-        pass
+    except Exception as exc:  # the other students go on
+        print(
+            f"grade-all: the failure files of {terminal_text(sub.student)} were not written either "
+            f"({type(exc).__name__}: {terminal_text(exc)})",
+            file=sys.stderr,
+        )
     return failed
 
 
-Store = Callable[[Submission, str, Graded], None]
+Store = Callable[[Job, Graded], None]  # records one grading: the gradebook, the student's files
 
-Job = TypeVar("Job", bound=tuple)  # a submission's job: (Submission, digest, whatever its phase needs)
+
+@dataclass(frozen=True)
+class Batch:
+    """What every grader process of one batch shares: where the students' folders are, how many run at once,
+    the time limit of a submission (both phases), the progress bar, the interpreter, the exercises graded
+    and, with --cluster, where the processes run."""
+
+    out: Path
+    n_workers: int
+    timeout_s: float
+    progress: bool
+    python: str
+    exercises: Sequence[str] | None
+    cluster: Cluster | None = None
+
+    def folder(self, job: Job) -> Path:
+        return self.out / job.sub.out_folder
 
 
 def _failed_to_start(sub: Submission, exc: Exception) -> Graded:
@@ -186,82 +146,61 @@ def _failed_to_start(sub: Submission, exc: Exception) -> Graded:
 
 
 def _each_in_pool(
-    items: Sequence[Job],
+    jobs: Sequence[Job],
     run: Callable[[Job], Any],
     done: Callable[[Job, Any], None],
     desc: str,
-    n_workers: int,
-    progress: bool,
+    batch: Batch,
     remote: Remote | None = None,
 ) -> None:
-    """`run(item)` for every item (a tuple whose first element is its Submission), `n_workers` at once,
-    with a progress bar; `done(item, result)` as each ends. A job that raised (the submission could not
-    even be handed to the grader) ends with the student's failure. With `remote` (a phase on a Dask
-    cluster, `autograder.batch.cluster`) each item goes to the cluster's executor instead: `remote.ship(item)`
-    is run there by `remote.run`, and `remote.receive` turns the answer into what `run` would have returned."""
+    """`run(job)` for every job, `batch.n_workers` at once, with a progress bar; `done(job, result)` as each
+    ends. A job that raised (the submission could not even be handed to the grader) ends with the student's
+    failure. With `remote` (a phase on a Dask cluster, `autograder.batch.cluster`) each job goes to the
+    cluster's executor instead: `remote.ship(job)` is run there by `remote.run`, and `remote.receive` turns
+    the answer into what `run` would have returned."""
     with (
-        ThreadPoolExecutor(max_workers=n_workers) if remote is None else remote.executor() as pool,
-        tqdm(total=len(items), desc=desc, unit="submission", file=sys.stderr, disable=not progress) as bar,
+        ThreadPoolExecutor(max_workers=batch.n_workers) if remote is None else remote.executor() as pool,
+        tqdm(total=len(jobs), desc=desc, unit="submission", file=sys.stderr, disable=not batch.progress) as bar,
     ):
         futures = {}
-        for item in items:
+        for job in jobs:
             try:
-                futures[pool.submit(run, item) if remote is None else pool.submit(remote.run, remote.ship(item))] = item
+                futures[pool.submit(run, job) if remote is None else pool.submit(remote.run, remote.ship(job))] = job
             except Exception as exc:
-                done(item, _failed_to_start(item[0], exc))
+                done(job, _failed_to_start(job.sub, exc))
                 bar.update(1)
         for future in as_completed(futures):
-            item = futures.pop(future)  # the last reference to it: a cluster forgets a result once received
+            job = futures.pop(future)  # the last reference to it: a cluster forgets a result once received
             try:
-                result = future.result() if remote is None else remote.receive(item, future.result())
+                result = future.result() if remote is None else remote.receive(job, future.result())
             except Exception as exc:
-                result = _failed_to_start(item[0], exc)
+                result = _failed_to_start(job.sub, exc)
             del future
-            done(item, result)
+            done(job, result)
             bar.update(1)
 
 
-def _grade_unsealed(
-    todo: Sequence[tuple[Submission, str]],
-    out: Path,
-    store: Store,
-    n_workers: int,
-    timeout_s: float,
-    progress: bool,
-    python: str,
-    exercises: Sequence[str] | None,
-    cluster: Cluster | None = None,
-) -> None:
-    """Each submission in one grader process (`grade_one`), `n_workers` at once; `store` each grading."""
-    _each_in_pool(
-        todo,
-        lambda job: grade_one(job[0], out / job[0].out_folder, timeout_s, python, exercises),
-        lambda job, result: store(job[0], job[1], result),
-        "grading",
-        n_workers,
-        progress,
-        None if cluster is None else cluster.one(out, timeout_s, python, exercises),
-    )
+def _grade(todo: Sequence[Job], batch: Batch, store: Store, sealed: bool) -> None:
+    """Grade every job and `store` each grading once it is complete.
 
-
-def _grade_sealed(
-    todo: Sequence[tuple[Submission, str]],
-    out: Path,
-    store: Store,
-    n_workers: int,
-    timeout_s: float,
-    progress: bool,
-    python: str,
-    exercises: Sequence[str] | None,
-    cluster: Cluster | None = None,
-) -> None:
-    """Every submission's public phase (`grade_public`, `n_workers` at once), then, once the last has
-    ended and is sealed, every hidden phase (`grade_hidden`); `store` each grading as it is complete.
-    The public cases' call specs are computed once, here, and handed to every public phase.
-
-    The sealed states live in one grader-only folder (mode 0700, a `Scratch`, locked while the batch lives: a
-    killed batch's is swept by the next), outside every sandbox's root and removed at the end, also on an error.
+    Sealed: every submission's public phase (`grade_public`), then, once the last has ended and is sealed
+    (the barrier), every hidden phase (`grade_hidden`). The public cases' call specs are computed once,
+    here, and handed to every public phase; the sealed states live in one grader-only folder (mode 0700,
+    a `Scratch`, locked while the batch lives: a killed batch's is swept by the next), removed at the end,
+    also on an error.
+    Unsealed: each submission in one grader process (`grade_one`), side by side with the others.
     """
+    cluster = batch.cluster
+    if not sealed:
+        _each_in_pool(
+            todo,
+            lambda job: grade_one(job.sub, batch.folder(job), batch.timeout_s, batch.python, batch.exercises),
+            store,
+            "grading",
+            batch,
+            None if cluster is None else cluster.one(batch.out, batch.timeout_s, batch.python, batch.exercises),
+        )
+        return
     held = Scratch(0o700)
     states = held.path
     try:
@@ -269,43 +208,54 @@ def _grade_sealed(
         try:  # once for the batch (ex10's cases import torch: 1.5 s of CPU in every process that loads them)
             from autograder.runtime import grader
 
-            grader.write_public_specs(states / "public_specs.json", exercises)
+            grader.write_public_specs(states / "public_specs.json", batch.exercises)
         except Exception as exc:  # each public phase computes them then
             print(f"grade-all: the public call specs were not computed ({type(exc).__name__})", file=sys.stderr)
             specs = None
-        ready: list[tuple[Submission, str, Sealed]] = []
+        ready: list[Job] = []
 
-        def public_done(job: tuple[Submission, str, Path], first: Sealed | Graded) -> None:
+        def public_done(job: Job, first: Sealed | Graded) -> None:
             if isinstance(first, Sealed):
-                ready.append((job[0], job[1], first))
+                ready.append(replace(job, state=None, sealed=first))
             else:  # no hidden phase: its failure is what the student sees
-                store(job[0], job[1], first)
+                store(job, first)
 
-        def hidden_done(job: tuple[Submission, str, Sealed], result: Graded) -> None:
-            remove_tree(job[2].state)
-            store(job[0], job[1], result)
+        def hidden_done(job: Job, result: Graded) -> None:
+            assert job.sealed is not None
+            remove_tree(job.sealed.state)
+            store(job, result)
 
-        public_jobs = [(sub, digest, states / f"s{index:06d}") for index, (sub, digest) in enumerate(todo)]
+        def public(job: Job) -> Sealed | Graded:
+            assert job.state is not None
+            return grade_public(
+                job.sub, batch.folder(job), job.state, batch.timeout_s, batch.python, batch.exercises, specs
+            )
+
+        def hidden(job: Job) -> Graded:
+            assert job.sealed is not None
+            return grade_hidden(job.sub, batch.folder(job), job.sealed, batch.timeout_s, batch.python)
+
+        public_jobs = [replace(job, state=states / f"s{index:06d}") for index, job in enumerate(todo)]
         _each_in_pool(
             public_jobs,
-            lambda job: grade_public(job[0], out / job[0].out_folder, job[2], timeout_s, python, exercises, specs),
+            public,
             public_done,
             "public phases",
-            n_workers,
-            progress,
-            None if cluster is None else cluster.public(out, timeout_s, python, exercises, specs),
+            batch,
+            None
+            if cluster is None
+            else cluster.public(batch.out, batch.timeout_s, batch.python, batch.exercises, specs),
         )
         # the barrier: every public phase above has ended and is sealed; no hidden case ran before this line
         if cluster is not None:  # and none runs anywhere in the cluster (a worker's rerun, say)
-            cluster.close_public(timeout_s)
+            cluster.close_public(batch.timeout_s)
         _each_in_pool(
-            sorted(ready, key=lambda job: job[0].student),
-            lambda job: grade_hidden(job[0], out / job[0].out_folder, job[2], timeout_s, python),
+            sorted(ready, key=lambda job: job.sub.student),
+            hidden,
             hidden_done,
             "hidden phases",
-            n_workers,
-            progress,
-            None if cluster is None else cluster.hidden(out, timeout_s, python),
+            batch,
+            None if cluster is None else cluster.hidden(batch.out, batch.timeout_s, batch.python),
         )
     finally:
         held.remove()
@@ -371,7 +321,7 @@ def grade_all(
     # the exercises graded are part of it: a full run after an --exercises run grades everything again
     fingerprint = grader_fingerprint() + ("" if exercises is None else ":" + ",".join(sorted(exercises)))
     with Gradebook(out / GRADEBOOK_NAME) as book:
-        todo: list[tuple[Submission, str]] = []
+        todo: list[Job] = []
         for sub in subs:
             digest = content_hash(sub.path)
             if (
@@ -388,21 +338,20 @@ def grade_all(
                     continue
                 except Exception:  # its files cannot be rewritten: graded again, and any failure recorded
                     skipped.pop()
-            todo.append((sub, digest))
-        n_workers = max(1, workers or os.cpu_count() or 1)
+            todo.append(Job(sub, digest))
+        batch = Batch(out, max(1, workers or os.cpu_count() or 1), timeout_s, progress, python, exercises)
 
-        def store(sub: Submission, digest: str, result: Graded) -> None:
-            result = _record(book, sub, digest, result, out, fingerprint)
-            graded.append(sub.student)
+        def store(job: Job, result: Graded) -> None:
+            result = _record(book, job.sub, job.digest, result, out, fingerprint)
+            graded.append(job.sub.student)
             if result.grader_failed:
-                failed.append(sub.student)
+                failed.append(job.sub.student)
 
-        grade = _grade_sealed if sealed else _grade_unsealed
         if cluster is None or not todo:
-            grade(todo, out, store, n_workers, timeout_s, progress, python, exercises)
+            _grade(todo, batch, store, sealed)
         else:
             with connect(cluster) as where:  # distributed: in the instructor's extra only
-                grade(todo, out, store, n_workers, timeout_s, progress, python, exercises, where)
+                _grade(todo, replace(batch, cluster=where), store, sealed)
         wanted = {s.student for s in subs}
         records = [r for r in book.records() if r.student in wanted]
     return BatchReport(sorted(graded), skipped, sorted(failed), records, time.perf_counter() - start, refused)

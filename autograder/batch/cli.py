@@ -1,8 +1,8 @@
 """`python -m autograder grade-all SUBMISSIONS [--out DIR] [--csv FILE] [--cluster ADDRESS] [--dry-run]`: the
 command line of the batch grader.
 
-It parses the arguments and runs `autograder.batch.bulk.grade_all` (the sealed two-phase batch; the
-rules are in bulk's docstring), or, with --dry-run, grades into a temporary folder and prints whose
+It parses the arguments and runs `autograder.batch.bulk.grade_all` (the sealed two-phase batch;
+what is graded: `autograder.batch.submissions`), or, with --dry-run, grades into a temporary folder and prints whose
 grade would change against DIR's gradebook (`autograder.batch.regrade`), writing nothing under DIR.
 """
 

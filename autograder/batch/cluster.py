@@ -31,7 +31,7 @@ coordinator's, or that cannot see the submission or the grader's interpreter, re
 it elsewhere; failing everywhere, the student gets grade-all's failure, graded again on the next run).
 
 The batch-wide seal across the cluster: the coordinator hands out the hidden phases only once every public
-phase's result has come back (`bulk._grade_sealed`'s barrier). A worker that dies during a task costs that
+phase's result has come back (`bulk._grade`'s barrier). A worker that dies during a task costs that
 task a rerun on another worker, and its grader processes die with it (Dask's scheduler reschedules the
 task up to `ALLOWED_FAILURES` times with `local:N`, a remote scheduler's `distributed.scheduler.allowed-failures`
 times otherwise, and fails it at the next death; a task that raised is tried `RETRIES` more times). Dask
@@ -69,6 +69,7 @@ from typing import Any
 from autograder.batch.processes import (
     Graded,
     Scratch,
+    Job,
     Sealed,
     grade_hidden,
     grade_one,
@@ -291,8 +292,9 @@ def _not_returned(returned: Returned | None) -> Returned:
     return returned
 
 
-def _received_public(out: Path, job: tuple[Submission, str, Path], returned: Returned | None) -> Sealed | Graded:
-    sub, _, state = job
+def _received_public(out: Path, job: Job, returned: Returned | None) -> Sealed | Graded:
+    sub, state = job.sub, job.state
+    assert state is not None
     returned = _not_returned(returned)
     _write_log(out, sub, returned)
     if returned.graded is not None:
@@ -309,15 +311,16 @@ def _received_public(out: Path, job: tuple[Submission, str, Path], returned: Ret
     return Graded(sub.student, failure_results(reason), returned.duration_s, True)
 
 
-def _received(out: Path, job: tuple, returned: Returned) -> Graded:
-    _write_log(out, job[0], returned)
+def _received(out: Path, job: Job, returned: Returned) -> Graded:
+    _write_log(out, job.sub, returned)
     if returned.graded is None:
         raise RuntimeError("a worker returned no grading")
     return returned.graded
 
 
-def _ship_hidden(out: Path, job: tuple[Submission, str, Sealed]) -> tuple:
-    sub, _, sealed = job
+def _ship_hidden(out: Path, job: Job) -> tuple:
+    sub, sealed = job.sub, job.sealed
+    assert sealed is not None
     try:
         log = (out / sub.out_folder / "grader.log").read_bytes()
     except OSError:
@@ -348,7 +351,7 @@ class Cluster:
         return Remote(
             self.executor,
             partial(run, exercises=None if exercises is None else list(exercises)),
-            lambda job: (_resolved(job[0]), self._specs),
+            lambda job: (_resolved(job.sub), self._specs),
             partial(_received_public, out),
         )
 
@@ -378,7 +381,7 @@ class Cluster:
         return Remote(
             self.executor,
             partial(run, exercises=None if exercises is None else list(exercises)),
-            lambda job: _resolved(job[0]),
+            lambda job: _resolved(job.sub),
             partial(_received, out),
         )
 

@@ -1,8 +1,16 @@
 """One student's grading as a process tree: start the single-submission grader (public or hidden phase) in a
 subprocess with a TMPDIR of its own, stop it at its time limit, and end everything it started.
 
-The rules (SIGSTOP sweeps, the grader kept unreaped, death with the batch) are in `autograder.batch.bulk`'s
-docstring; the sealed two-phase order is the batch's (`bulk.grade_all`).
+A crash, a hang or a runaway submission only ever affects its student: when a grader process exits or
+reaches its time limit (one per submission, across both phases: the hidden phase gets what the public
+phase left), it and every process it started that is still its descendant or in its process group are
+stopped (SIGSTOP, so none can fork) and killed, while the grader is kept unreaped so that its pid and group
+cannot be reused meanwhile; the student gets a results.json saying what happened. (A process that left both
+the tree and the group is the sandbox's to end: its children die with the grader, see
+`autograder.runtime.sandbox.runner`.) Its TMPDIR is removed once it has ended, killed or not, and on Linux
+it dies with the batch process (PR_SET_PDEATHSIG), so a killed batch leaves no grader running; the TMPDIRs
+and sealed states a killed batch left behind are removed by the next batch (`sweep_stale_scratch`). The
+sealed two-phase order is the batch's (`autograder.batch.bulk`).
 """
 
 from __future__ import annotations
@@ -21,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from autograder.batch.submissions import Submission, _zip_is_readable
+from autograder.batch.submissions import Submission, zip_is_readable
 from autograder.core.manifest import ROOT
 from autograder.core.safetext import clean_data
 from autograder.gradescope.fallback import failure_results, readable_results
@@ -300,7 +308,7 @@ def _ended_results(
     if results is None:
         if not reason:
             reason = f"the grader exited with status {ended.status} without writing {what}" + (
-                "" if sub.path.is_dir() or _zip_is_readable(sub.path) else " (the zip file is damaged)"
+                "" if sub.path.is_dir() or zip_is_readable(sub.path) else " (the zip file is damaged)"
             )
         tail = log_path.read_text(encoding="utf-8", errors="replace")[-LOG_TAIL_CHARS:]
         return Graded(sub.student, clean_data(failure_results(reason, tail)), ended.duration_s, True)
@@ -344,6 +352,18 @@ class Sealed:
     state: Path  # the grader-only folder holding the sealed public phase
     seal: str  # sha256 of its public.json, taken by the batch when the public phase's process had ended
     duration_s: float  # the public phase's wall time
+
+
+@dataclass(frozen=True)
+class Job:
+    """One submission on its way through a batch (`autograder.batch.bulk`): the submission, the content
+    digest its grading is recorded with, and what its current phase needs: `state`, the grader-only folder
+    a public phase seals into; `sealed`, the sealed public phase a hidden phase continues."""
+
+    sub: Submission
+    digest: str
+    state: Path | None = None
+    sealed: Sealed | None = None
 
 
 def grade_public(

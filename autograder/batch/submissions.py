@@ -1,8 +1,34 @@
 """What a batch grades: the submissions found in a folder or a Gradescope export, each student's output folder,
-and the content hash and grader fingerprint that decide what is graded again.
+and the content hash and grader fingerprint that decide what is graded again. It reads only.
 
-The rules (entries refused and why, folder names that never collide, export caps) are described in
-`autograder.batch.bulk`'s docstring; this module implements them, reading only (nothing graded here).
+SUBMISSIONS is one of:
+- a folder with one entry per student: a folder or a .zip (the student is the folder name or the
+  zip's stem), e.g. a flat folder of per-student zips;
+- Gradescope's "export submissions" zip, or that zip unpacked: a top folder holding
+  `submission_metadata.yml` and one folder per submission (`submission_123456/`). The yml maps each
+  folder to its submitters; the student is the submitters' e-mail (else their SID, else the folder
+  name), so a resubmission, which Gradescope exports under a new folder name, lands on the same
+  student; names and e-mails go to the gradebook and the CSV;
+- a zip of either (a zip of a folder of per-student zips, for instance).
+A zip is unpacked into DIR/_gradescope_export/ with caps (per file, per export, depth; links and
+damaged members skipped).
+
+An entry that cannot be graded as a student is refused with a sentence saying why, never stopping the
+batch: a name that collides with grade-all's own outputs (`gradebook.sqlite.zip`, ...), two entries for
+one student (`alice/` and `alice.zip`), the output folder itself.
+
+Output folders: every student's folder under DIR differs from every other student's and from every
+entry the batch writes into DIR, whatever the students are called. Names are compared ignoring case
+and Unicode normalisation: two names collide when any of their lower-cased, upper-cased or
+case-folded NFC, NFD or NFKC forms agree. A name colliding with a fixed output (the gradebook and its
+journals, refused.txt, _gradescope_export) is refused, as above. Otherwise a student's folder is
+their name made safe (`folder_name`) when that collides with no other student's name and not with
+this run's --csv file (or the folder holding it) when that lies in DIR. Every other student (both
+`Alice/` and `alice/`; `grades.csv/` with `--csv DIR/grades.csv`) gets `<name>-<first 8 hex of
+sha256(student)>`, or, when that too collides with an output or a folder already given (a student
+literally named `alice-2bd806c9`), `<name>-<16 hex>-<n>` for the first n = 1, 2, ... that collides
+with none; these students are served in sorted order, each checked against every name given before.
+The gradebook is keyed by student, not by folder.
 """
 
 from __future__ import annotations
@@ -420,7 +446,7 @@ def content_hash(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _zip_is_readable(path: Path) -> bool:
+def zip_is_readable(path: Path) -> bool:
     """Whether the zip's directory can be read (its members are not decompressed: that is the grader's job)."""
     try:
         with zipfile.ZipFile(path) as zf:

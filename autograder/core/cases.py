@@ -17,6 +17,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from autograder.core import hetero_calls
 from autograder.core.manifest import BEGIN, EXERCISES, ROOT, Exercise, public_cases_in, where
 from hetero.checks import Case, decode, encode, unwrap
 from hetero.impl import load_module_from_path
@@ -111,7 +112,8 @@ def check_files(root: Path = ROOT, exercises: tuple[Exercise, ...] | None = None
 
     Each exercise needs solutions/<module>.py defining every declared function with a solution block,
     solutions/tests/public_<id>.py with public cases of exactly those functions, and
-    autograder/tests/<id>_hidden.py with hidden cases of each (simulator checks may add other names).
+    autograder/tests/<id>_hidden.py with hidden cases of each (simulator checks may add other names);
+    every exercise function `hetero` calls by name must be declared (`autograder.core.hetero_calls`).
     """
     found: list[str] = []
     for e in EXERCISES if exercises is None else exercises:
@@ -144,4 +146,4 @@ def check_files(root: Path = ROOT, exercises: tuple[Exercise, ...] | None = None
             )
         if declared - hidden_funcs:
             found.append(f"{hidden.relative_to(root)}: no hidden cases of {sorted(declared - hidden_funcs)} ({here})")
-    return found
+    return found + hetero_calls.problems(root, EXERCISES if exercises is None else exercises)

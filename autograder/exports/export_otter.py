@@ -5,7 +5,7 @@ Layout written:
     DIR/<exNN_name>/<exNN_name>.ipynb      master notebook of one exercise (Otter Assign format v1)
     DIR/requirements.txt                    only with --package (what the grading image must install)
 
-One master notebook per exercise (not one notebook for all ten), because each exercise is one file
+One master notebook per exercise (not one notebook for all of them), because each exercise is one file
 with its own module namespace: two exercises may define helpers with the same name, which would
 overwrite each other in a single notebook. `otter assign DIR/<ex>/<ex>.ipynb OUT/<ex>` turns each into
 a student notebook and an autograder zip (`OUT/<ex>/autograder/<ex>-autograder_*.zip`).
@@ -98,7 +98,7 @@ def public_cell_code(src: nb.ExerciseSources, key: str, case: Case) -> str:
     literal = nb.case_source(case)
     return "\n".join(
         [
-            *nb._needs(literal),
+            *nb.needed_imports(literal),
             "from types import SimpleNamespace",
             "from hetero.checks import Case, Gen",
             "from hetero.grading import recall_paid, run_limited",

@@ -38,7 +38,7 @@ from autograder.core.manifest import BY_ID, EXERCISES, ROOT, Exercise, public_ca
 from autograder.runtime.notebook_code import (
     EXERCISE_TAG,
     NotebookError,
-    _tags,
+    cell_tags,
 )
 from hetero.checks import NO_EXPECT, Case, Gen
 
@@ -171,7 +171,7 @@ def value_source(value: Any) -> str:
     raise TypeError(f"cannot write a value of type {kind.__name__} into a notebook")
 
 
-def _needs(source: str) -> list[str]:
+def needed_imports(source: str) -> list[str]:
     return [line for token, line in (("np.", "import numpy as np"), ("torch.", "import torch")) if token in source]
 
 
@@ -246,7 +246,7 @@ def cell_groups(src: ExerciseSources) -> list[list[str]]:
 
 def _header(literals: str) -> list[str]:
     return [
-        *_needs(literals),
+        *needed_imports(literals),
         "import json",
         "from types import SimpleNamespace",
         "from hetero.checks import Case, Gen",
@@ -413,7 +413,7 @@ def write_student_notebooks(dest: Path, root: Path = ROOT) -> list[Path]:
 def fill_exercise_cell(notebook: dict[str, Any], ex: Exercise, code: str) -> dict[str, Any]:
     """A copy of `notebook` whose exercise cell (tagged `a2-exercise`) holds `code`: a filled submission."""
     filled = json.loads(json.dumps(notebook))
-    cells = [c for c in filled["cells"] if EXERCISE_TAG in _tags(c)]
+    cells = [c for c in filled["cells"] if EXERCISE_TAG in cell_tags(c)]
     if len(cells) != 1:
         raise NotebookError(f"expected one cell tagged {EXERCISE_TAG}, found {len(cells)}")
     cells[0]["source"] = exercise_cell_source(ex, code)

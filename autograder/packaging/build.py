@@ -31,9 +31,11 @@ import importlib.metadata
 import re
 import sys
 import zipfile
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from autograder.core import closure
 from autograder.core.cases import check_files
 from autograder.core.manifest import EXERCISES, ROOT, public_cases_in
 from autograder.packaging import pins
@@ -81,37 +83,10 @@ def _python_files(folder: Path) -> list[Path]:
     )
 
 
-def _module_file(package: Path, dotted: str) -> Path | None:
-    """autograder.x.y -> package/x/y.py or package/x/y/__init__.py (None when neither exists)."""
-    parts = dotted.split(".")[1:]
-    base = package.joinpath(*parts) if parts else package
-    for candidate in (base.with_suffix(".py") if parts else None, base / "__init__.py"):
-        if candidate is not None and candidate.is_file():
-            return candidate
-    return None
-
-
-def _autograder_imports(path: Path) -> set[str]:
-    """Dotted autograder modules `path` imports, at import time or inside a function (`from autograder.core
-    import scoring` counts as autograder.core.scoring when that is a module)."""
-    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-    refs: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            refs.update(a.name for a in node.names if a.name == "autograder" or a.name.startswith("autograder."))
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").split(".")[0] == "autograder":
-            module = node.module or ""
-            refs.add(module)
-            refs.update(f"{module}.{a.name}" for a in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.level:
-            raise BuildError(f"{path}: relative import; autograder's modules import each other by full name")
-    return refs
-
-
 def grader_modules(package: Path = ROOT / "autograder") -> list[Path]:
     """The autograder files the zip ships: the runtime sub-package whole, plus the import closure of it
-    and of the package's entry files, computed from their import statements (also those inside
-    functions, since grading may call them).
+    and of the package's entry files (`autograder.core.closure`: also imports inside functions, since
+    grading may call them).
 
     Every module reached must lie in a sub-package of CLOSURE_MAY_REACH (or be autograder/__init__.py):
     a runtime module that imports authoring, packaging, batch, exports or selftest code is a build error
@@ -120,31 +95,26 @@ def grader_modules(package: Path = ROOT / "autograder") -> list[Path]:
     shipped = package / SHIPPED_PACKAGE
     if not (shipped / "__init__.py").is_file():
         raise BuildError(f"{shipped}/__init__.py is missing: the grader cannot run without its runtime")
-    todo = [p for p in _python_files(shipped) if p.suffix == ".py"]
-    todo += [package / name for name in ENTRY_FILES]
-    seen: set[Path] = set()
-    while todo:
-        path = todo.pop()
-        if path in seen:
-            continue
-        seen.add(path)
-        if path.name == "__main__.py" and path.parent == package:
-            continue
-        for dotted in sorted(_autograder_imports(path)):
-            target = _module_file(package, dotted)
-            if target is None:
-                continue  # a name imported from a module, not a module
-            rel = target.relative_to(package)
-            if len(rel.parts) > 1 and rel.parts[0] not in CLOSURE_MAY_REACH:
-                raise BuildError(
-                    f"{path.relative_to(package.parent)} imports {dotted} ({rel.parts[0]}): the grader in the zip "
-                    f"may import only autograder's {' and '.join(CLOSURE_MAY_REACH)} sub-packages"
-                )
-            # the packages on the way are imported too
-            for depth in range(1, len(rel.parts)):
-                todo.append(package.joinpath(*rel.parts[:depth], "__init__.py"))
-            todo.append(target)
-    return sorted(seen)
+    starts = [p for p in _python_files(shipped) if p.suffix == ".py"] + [package / name for name in ENTRY_FILES]
+    try:
+        reached = closure.closure(starts, package.parent, follow_not=[package / "__main__.py"])
+    except closure.ClosureError as exc:
+        raise BuildError(str(exc)) from None
+    mine = {path: importer for path, importer in reached.items() if path.is_relative_to(package)}
+
+    def allowed(path: Path) -> bool:
+        rel = path.relative_to(package).parts
+        return len(rel) == 1 or rel[0] in CLOSURE_MAY_REACH
+
+    for path, importer in sorted(mine.items()):
+        if not allowed(path) and importer is not None and importer.is_relative_to(package) and allowed(importer):
+            rel = path.relative_to(package.parent).with_suffix("")
+            dotted = ".".join(rel.parts[:-1] if rel.name == "__init__" else rel.parts)
+            raise BuildError(
+                f"{importer.relative_to(package.parent)} imports {dotted} ({rel.parts[1]}): the grader in the "
+                f"zip may import only autograder's {' and '.join(CLOSURE_MAY_REACH)} sub-packages"
+            )
+    return sorted(mine)
 
 
 def _exercise_files(root: Path) -> dict[str, Path]:
@@ -253,6 +223,36 @@ def _shipped(root: Path) -> dict[str, bytes | Path]:
     for path in _python_files(root / "shared" / "hetero"):
         members[path.relative_to(root).as_posix()] = path
     return members
+
+
+def shipped_files(root: Path = ROOT) -> dict[str, Path]:
+    """{archive name: repository file} of every zip member that is a file of the repository (all but the
+    requirement files, which `collect` generates from the locks): what the Gradescope run can execute or read."""
+    return {name: path for name, path in _shipped(root).items() if isinstance(path, Path)}
+
+
+GRADER_DATA = ("autograder/expected/*.json", "autograder/schema/*", "shared/hetero/data/*")
+
+
+def grader_files(root: Path = ROOT) -> list[Path]:
+    """Every repository file one grading runs or reads, the submission aside: the grader's modules
+    (`grader_modules`), the public cases, and the `hetero` modules they import (the harness whole:
+    `autograder.core.closure.BY_NAME`), the stored expected values, the results schema and hetero's data
+    files (the MoE grading checkpoints). The slow proofs that grade take them as inputs and their
+    `fingerprint` as part of their key."""
+    starts = grader_modules(root / "autograder") + [
+        path for rel, path in _exercise_files(root).items() if rel.endswith(".py")
+    ]
+    reached = closure.closure(starts, root, follow_not=[root / "autograder" / "__main__.py"])
+    return sorted(set(reached) | set(closure.files_under(root, GRADER_DATA)))
+
+
+def fingerprint(files: Iterable[Path], root: Path = ROOT) -> str:
+    """sha256 over the repository paths and bytes of `files`."""
+    digest = hashlib.sha256()
+    for path in sorted(files):
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0" + hashlib.sha256(path.read_bytes()).digest())
+    return digest.hexdigest()
 
 
 def shipped_requirements(root: Path = ROOT) -> tuple[list[str], list[str]]:

@@ -20,24 +20,29 @@ from autograder.runtime.sandbox.limits import ChildReport
 from hetero.checks import Array, Case, Outcome, Verdict, decode, judge
 
 
-def _short(value: Any, limit: int = 400) -> str:
+def short_repr(value: Any, limit: int = 400) -> str:
+    """repr(value), cut at `limit` characters with " ..." (staff views and messages quote values this way)."""
     text = repr(value)
     return text if len(text) <= limit else text[:limit] + " ..."
 
 
-def _call_text(case: Case) -> str:
-    args = ", ".join([_short(a, 200) for a in case.args] + [f"{k}={_short(v, 200)}" for k, v in case.kwargs.items()])
+def call_text(case: Case) -> str:
+    """The case's call as Python source, each argument cut short: `usd_per_gb(30000.0, 80.0)`."""
+    args = ", ".join(
+        [short_repr(a, 200) for a in case.args] + [f"{k}={short_repr(v, 200)}" for k, v in case.kwargs.items()]
+    )
     call = f"{case.func}({args})"
     return f"{case.harness}(<your module>, {args})" if case.harness else call
 
 
-def _outcome_text(outcome: Outcome | None, reason: str) -> str:
+def outcome_text(outcome: Outcome | None, reason: str) -> str:
+    """What a call produced, in words: its value (cut short), the exception it raised, or `reason` for none."""
     if outcome is None:
         return reason
     if outcome.error_type:
         return f"raised {outcome.error_type}: {outcome.error_message}"
     try:
-        return _short(decode(outcome.value))
+        return short_repr(decode(outcome.value))
     except Exception:  # a malformed value is reported, not fatal
         return "an unreadable value"
 
@@ -172,7 +177,7 @@ def process_note(report: ChildReport) -> str:
     return ""
 
 
-def _hidden_message(
+def hidden_message(
     case: Case,
     passed: bool,
     known_mistake: str,
@@ -212,9 +217,10 @@ def _hidden_message(
     return f"{kind}{unit}{tolerance_text(case, shown_tolerances)}.{known or hint}"
 
 
-def _no_result_reason(
+def no_result_reason(
     found: Found | None, ex: Exercise, report: ChildReport | None, case_id: str, during_hidden: bool = False
 ) -> str:
+    """Why a case has no result: the file is missing or unreadable, did not import, or its child stopped."""
     if found is None or found.path is None:
         return f"no result: {ex.filename} is not in your submission" if found is None else f"no result: {found.note}"
     assert report is not None

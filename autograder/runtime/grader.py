@@ -51,13 +51,13 @@ from autograder.core.manifest import BY_ID, EXERCISES, ROOT, Exercise
 from autograder.runtime import intake, phases
 from autograder.runtime import results as res
 from autograder.runtime.feedback import (
-    _call_text,
-    _hidden_message,
-    _no_result_reason,
-    _outcome_text,
-    _short,
+    call_text,
+    hidden_message,
     judge_case,
+    no_result_reason,
+    outcome_text,
     process_note,
+    short_repr,
     shown_hints,
     stop_words,
 )
@@ -246,7 +246,7 @@ def grade_exercise(
     for case in public + hidden:
         entry = entries[case.id]
         outcome = outcomes.get(case.id)
-        reason = "" if outcome is not None else _no_result_reason(found, ex, report, case.id, during_hidden)
+        reason = "" if outcome is not None else no_result_reason(found, ex, report, case.id, during_hidden)
         expect = entry.get("expect") if case.id in hidden_ids else None
         if outcome is None:
             verdict = Verdict(False, f"{case.func}: {case.id}: {reason}.")
@@ -279,11 +279,13 @@ def grade_exercise(
             continue
         expect = entries[case.id].get("expect")
         expected_text = (
-            f"raises {case.raises}" if case.raises else _short(decode(expect)) + (f" {case.unit}" if case.unit else "")
+            f"raises {case.raises}"
+            if case.raises
+            else short_repr(decode(expect)) + (f" {case.unit}" if case.unit else "")
         )
         detail = (
-            f"[{'passed' if passed else 'FAILED'}] {case.id}\n  call:     {_call_text(case)}\n"
-            f"  expected: {expected_text}\n  got:      {_outcome_text(outcome, reason)}\n  verdict:  {message}"
+            f"[{'passed' if passed else 'FAILED'}] {case.id}\n  call:     {call_text(case)}\n"
+            f"  expected: {expected_text}\n  got:      {outcome_text(outcome, reason)}\n  verdict:  {message}"
         )
         cases.append(
             res.CaseResult(
@@ -293,7 +295,7 @@ def grade_exercise(
                 cents[case.id],
                 passed,
                 pays[case.id],
-                _hidden_message(
+                hidden_message(
                     case, passed, verdict.known_mistake, outcome, reason, expect, required, hints[case.id], tolerances
                 )
                 + gate,
@@ -421,7 +423,7 @@ def grade_submission(
     """Grade `submission` (folder or zip); write results.json to `out` if given; return its content.
 
     Both phases in this process, one after the other (`grade_public_phase` and `grade_hidden_phase`
-    split them across processes). exercises: ids to grade (default: all ten); root: where the cases
+    split them across processes). exercises: ids to grade (default: every exercise of the manifest); root: where the cases
     and expected values live (default: this package); time_scale multiplies the manifest's time limits.
     """
     start = time.monotonic()

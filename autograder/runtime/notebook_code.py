@@ -45,7 +45,7 @@ def _metadata(node: dict[str, Any]) -> dict[str, Any]:
     return meta if isinstance(meta, dict) else {}
 
 
-def _tags(cell: dict[str, Any]) -> list[str]:
+def cell_tags(cell: dict[str, Any]) -> list[str]:
     """A cell's tags; malformed tags (`"tags": 5`, a string, non-text items) count as none."""
     tags = _metadata(cell).get("tags")
     return [t for t in tags if isinstance(t, str)] if isinstance(tags, list) else []
@@ -111,7 +111,7 @@ def extract_code(ipynb_path: str | Path, ex_id: str | None = None) -> str:
     path = Path(ipynb_path)
     notebook = _read_notebook(path)
     code_cells = [c for c in notebook["cells"] if c.get("cell_type") == "code"]
-    tagged = [c for c in code_cells if EXERCISE_TAG in _tags(c)]
+    tagged = [c for c in code_cells if EXERCISE_TAG in cell_tags(c)]
     chosen = tagged or [c for c in code_cells if _has_marker(c)]
     if not chosen:
         raise NotebookError(

@@ -25,7 +25,7 @@ from autograder.runtime.sandbox import ladder
 
 
 def copy_exercises(src: Path, dest: Path) -> Path:
-    """Copy the ten exercise files of `src` (solutions/ or assignments/) into a fresh folder `dest`."""
+    """Copy the exercise files of `src` (solutions/ or assignments/) into a fresh folder `dest`."""
     if dest.exists():
         shutil.rmtree(dest)
     dest.mkdir(parents=True)

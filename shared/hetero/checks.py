@@ -204,6 +204,12 @@ def _torch():
 
 
 def compare(expected: Any, got: Any, rel_tol: float, abs_tol: float, path: str = "") -> str | None:
+    """None when `got` agrees with `expected`, else a sentence saying what differs.
+
+    Numbers agree within `rel_tol`/`abs_tol` (`math.isclose`); non-finite values take no tolerance: a
+    NaN agrees with a NaN only, an infinity with the same infinity only (inf with inf, -inf with -inf),
+    and a finite expected value with no NaN or infinity. Arrays follow the same rule element by element.
+    """
     return _compare(expected, got, rel_tol, abs_tol, path)[0]
 
 
@@ -265,8 +271,8 @@ def _compare(expected: Any, got: Any, rel_tol: float, abs_tol: float, path: str 
             return _type_mistake(f"a Python float ({expected!r})", where, got, right, _number_fix(got, "float"))
         if math.isnan(expected):
             return (None if math.isnan(got) else f"expected nan{where}, got {_fmt(got)}"), False
-        if not math.isfinite(got):
-            return f"expected {_fmt(expected)}{where}, got {got}", False
+        if math.isinf(expected) or not math.isfinite(got):  # no tolerance around inf or nan (`compare`)
+            return (None if got == expected else f"expected {_fmt(expected)}{where}, got {_fmt(got)}"), False
         if math.isclose(got, expected, rel_tol=rel_tol, abs_tol=abs_tol):
             return None, False
         shown_e, shown_g = _fmt_pair(expected, float(got))

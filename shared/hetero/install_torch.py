@@ -157,7 +157,7 @@ def _ssl_context() -> ssl.SSLContext:
     extra = [os.environ.get("PIP_CERT"), os.environ.get("REQUESTS_CA_BUNDLE")]
     try:  # pip's own bundle, looked up at run time: pip is not a dependency of what ships
         extra.append(importlib.import_module("pip._vendor.certifi").where())
-    except Exception:  # no pip, or a pip without certifi: the system store alone
+    except (ImportError, AttributeError):  # no pip, or a pip without certifi: the system store alone
         pass
     for cafile in extra:
         if cafile and os.path.isfile(cafile):

@@ -1,7 +1,7 @@
 """Zip a student's exercise files for upload: `python -m hetero.pack [--from FOLDER] [--out submission.zip]`.
 
 `--from` defaults to the `assignments/` folder found from the current directory upward (the same folder
-the public tests and the lecture drivers read); the folder used is printed. The zip holds the ten exercise files (`ex01_cost_per_gb.py` ... `ex10_deferral_accuracy.py`) at its
+the public tests and the lecture drivers read); the folder used is printed. The zip holds the exercise files (`hetero.exercises`: `ex01_cost_per_gb.py`, ...) at its
 root, which is the layout the autograder expects. Before zipping, each file is inspected
 statically, by parsing it, never by importing it (importing would run the student's code): a file
 that is missing, does not parse, or still has functions whose body raises the release stub's

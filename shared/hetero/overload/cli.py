@@ -23,7 +23,7 @@ from hetero.overload.config import POLICIES, Policy
 from hetero.overload.experiment import LAG_SWEEP_SEEDS, SEEDS, exercise_functions, experiment, lag_sweep
 from hetero.overload.report import plot, plot_lag, plot_sweep, render, render_lag, render_sweep, render_trace
 from hetero.overload.trace import SWEEP_CAPS, SWEEP_TBT_SLOS_S, TraceCostModel, replay_trace, sweep
-from hetero.traces import TraceError, read_trace
+from hetero.traces import TraceError, TraceRequest, read_trace
 
 CLI_POLICIES = ("all", "baseline", "early", "predictive", "oversubscribed")
 
@@ -57,6 +57,30 @@ def cli_policies(choice: str, oversubscription: float) -> list[Policy]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    _check(parser, args)
+    if args.trace is None:
+        return _simulation_mode(parser, args)
+    try:
+        requests = read_trace(args.trace)
+    except (TraceError, OSError) as exc:
+        parser.error(f"--trace: {exc}")
+    if not requests:
+        parser.error(f"--trace: {args.trace} holds no requests")
+    cost = TraceCostModel(
+        decode_requests_per_instance=args.decode_slots,
+        decode_kv_tokens_per_instance=args.decode_kv_tokens,
+        tbt_slo_s=args.tbt_slo_s,
+        ttft_slo_s=args.ttft_slo_s,
+        prefix_reuse=not args.no_prefix_reuse,
+    )
+    if args.sweep:
+        return _sweep_mode(parser, args, requests, cost)
+    return _replay_mode(parser, args, requests, cost)
+
+
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m hetero.overload", description=__doc__.split("\n")[0])
     add_impl_argument(parser, "ex05")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
@@ -119,8 +143,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ttft-slo-s", type=float, default=TraceCostModel.ttft_slo_s)
     parser.add_argument("--policy", default="all", help=f"one of {', '.join(CLI_POLICIES)}")
     parser.add_argument("--oversubscription", type=float, default=1.1, help="threshold factor of 'oversubscribed'")
-    args = parser.parse_args(argv)
-    refused = untrusted_impl(args.impl, args.trust_impl) if hasattr(args, "impl") else None
+    return parser
+
+
+def _check(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Every option's rule; a broken one stops the command with argparse's usage error."""
+    refused = untrusted_impl(args.impl, args.trust_impl)
     if refused:
         parser.error(refused)
     if args.policy not in CLI_POLICIES:
@@ -142,68 +170,72 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"{flag} must be >= 1, got {value}")
     if not (math.isfinite(args.oversubscription) and args.oversubscription >= 1):
         parser.error(f"--oversubscription must be >= 1, got {args.oversubscription:g}")
-    if args.trace is None:
-        print(f"exercise files: {resolve_impl_dir(args.impl)}", file=sys.stderr)
-        if args.seeds is not None and args.seeds < 2:
-            parser.error(f"--seeds must be >= 2 (a spread needs two runs), got {args.seeds}")
-        if args.lag_sweep:
-            seeds = LAG_SWEEP_SEEDS if args.seeds is None else tuple(range(args.seeds))
-            figures = lag_sweep(*exercise_functions(args.impl), seeds=seeds)
-            plotter, renderer = plot_lag, render_lag
-        else:
-            seeds = SEEDS if args.seeds is None else tuple(range(args.seeds))
-            figures = experiment(
-                *exercise_functions(args.impl),
-                exercise_function("ex05", "antiphase_correlation", args.impl),
-                exercise_function("ex05", "dominant_period_s", args.impl),
-                seeds=seeds,
-            )
-            plotter, renderer = plot, render
-        if args.plots is not None:
-            args.plots.mkdir(parents=True, exist_ok=True)
-            for path in plotter(figures, args.plots):
-                print(f"wrote {path}", file=sys.stderr)
-        print(json.dumps(figures, indent=1) if args.json else renderer(figures))
-        return 0
+    if args.trace is None and args.seeds is not None and args.seeds < 2:
+        parser.error(f"--seeds must be >= 2 (a spread needs two runs), got {args.seeds}")
+
+
+def _plots(paths: list[Path]) -> None:
+    for path in paths:
+        print(f"wrote {path}", file=sys.stderr)
+
+
+def _simulation_mode(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    """The lecture's configuration (experiment 02 part overload), or the lag sweep, over seeds."""
+    print(f"exercise files: {resolve_impl_dir(args.impl)}", file=sys.stderr)
+    if args.lag_sweep:
+        seeds = LAG_SWEEP_SEEDS if args.seeds is None else tuple(range(args.seeds))
+        figures = lag_sweep(*exercise_functions(args.impl), seeds=seeds)
+        plotter, renderer = plot_lag, render_lag
+    else:
+        seeds = SEEDS if args.seeds is None else tuple(range(args.seeds))
+        figures = experiment(
+            *exercise_functions(args.impl),
+            exercise_function("ex05", "antiphase_correlation", args.impl),
+            exercise_function("ex05", "dominant_period_s", args.impl),
+            seeds=seeds,
+        )
+        plotter, renderer = plot, render
+    if args.plots is not None:
+        args.plots.mkdir(parents=True, exist_ok=True)
+        _plots(plotter(figures, args.plots))
+    print(json.dumps(figures, indent=1) if args.json else renderer(figures))
+    return 0
+
+
+def _sweep_mode(
+    parser: argparse.ArgumentParser, args: argparse.Namespace, requests: list[TraceRequest], cost: TraceCostModel
+) -> int:
+    """Trace mode's capacity x TBT SLO sweep: the policies' rejected requests in every cell."""
     try:
-        requests = read_trace(args.trace)
-    except (TraceError, OSError) as exc:
-        parser.error(f"--trace: {exc}")
-    if not requests:
-        parser.error(f"--trace: {args.trace} holds no requests")
-    cost = TraceCostModel(
-        decode_requests_per_instance=args.decode_slots,
-        decode_kv_tokens_per_instance=args.decode_kv_tokens,
-        tbt_slo_s=args.tbt_slo_s,
-        ttft_slo_s=args.ttft_slo_s,
-        prefix_reuse=not args.no_prefix_reuse,
-    )
-    if args.sweep:
-        try:
-            caps, slos = _caps(args.sweep_caps), _slos(args.sweep_tbt_slos)
-        except ValueError as exc:
-            parser.error(f"--sweep-caps / --sweep-tbt-slos: {exc}")
-        print(f"exercise files: {resolve_impl_dir(args.impl)}", file=sys.stderr)
-        sweep_predict, sweep_admit = exercise_functions(args.impl)
-        try:
-            figures = sweep(
-                requests,
-                sweep_predict,
-                sweep_admit,
-                cost,
-                caps,
-                slos,
-                args.speedup,
-                args.prefill_instances,
-                args.decode_instances,
-            )
-        except ValueError as exc:
-            parser.error(str(exc))
-        if args.plots is not None:
-            for path in plot_sweep(figures, args.plots):
-                print(f"wrote {path}", file=sys.stderr)
-        print(json.dumps(figures, indent=1) if args.json else render_sweep(figures))
-        return 0
+        caps, slos = _caps(args.sweep_caps), _slos(args.sweep_tbt_slos)
+    except ValueError as exc:
+        parser.error(f"--sweep-caps / --sweep-tbt-slos: {exc}")
+    print(f"exercise files: {resolve_impl_dir(args.impl)}", file=sys.stderr)
+    sweep_predict, sweep_admit = exercise_functions(args.impl)
+    try:
+        figures = sweep(
+            requests,
+            sweep_predict,
+            sweep_admit,
+            cost,
+            caps,
+            slos,
+            args.speedup,
+            args.prefill_instances,
+            args.decode_instances,
+        )
+    except ValueError as exc:
+        parser.error(str(exc))
+    if args.plots is not None:
+        _plots(plot_sweep(figures, args.plots))
+    print(json.dumps(figures, indent=1) if args.json else render_sweep(figures))
+    return 0
+
+
+def _replay_mode(
+    parser: argparse.ArgumentParser, args: argparse.Namespace, requests: list[TraceRequest], cost: TraceCostModel
+) -> int:
+    """Trace mode: one replay of the trace under each chosen policy (ex05 only for the predictive ones)."""
     policies = cli_policies(args.policy, args.oversubscription)
     needs_ex05 = any(p.kind == "predictive" for p in policies)
     if needs_ex05:

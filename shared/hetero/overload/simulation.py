@@ -106,70 +106,14 @@ def simulate(
         raise ValueError(f"policy kind must be one of {', '.join(POLICY_KINDS)}, got {policy.kind!r}")
     if policy.kind == "predictive" and (predict is None or admit is None):
         raise ValueError("the predictive policy needs the predict and admit functions")
-    step_s, load = decode.step_s, decode.load
-    instances = decode.instances
-    # Python floats once: indexing numpy arrays per event costs more than the event's own arithmetic.
-    arrival, prefill, tokens = (
-        np.asarray(x, dtype=np.float64).tolist()
-        for x in (workload.arrival_s, workload.prefill_s, workload.decode_tokens)
-    )
-    ctx = workload.contexts()
-    n = len(arrival)
-    prefix = workload.prefix
-    cached_blocks: set[int] = set()
-    prompt_tokens = cached_tokens = 0
-    prefill_busy = 0.0
-    inf = math.inf
-    push, pop, replace_top = heapq.heappush, heapq.heappop, heapq.heapreplace
-    free_at = [0.0] * prefill_instances  # min-heap: when each prefill instance finishes its admitted queue
-    prefill_of = [0.0] * n  # each admitted request's prefill time
-    in_prefill: dict[int, float] = {}  # admitted request -> its prefill end time
-    target = [0] * n  # each admitted request's pre-selected decode instance
-    pending: list[dict[int, float]] = [{} for _ in range(instances)]  # per instance: request -> prefill end
-    pend_kv = [0] * instances  # KV tokens of those requests
-    decoding: list[dict[int, float]] = [{} for _ in range(instances)]  # per instance: request -> decode start
-    dec_kv = [0] * instances  # KV tokens decoding on each instance
-    step_now = [0.0] * instances  # each instance's current step time
-    # Decode progress per instance: every request there gains one token per step, so one clock counts the
-    # tokens emitted per stream; a request that joined at clock v with k tokens to go leaves at v + k.
-    clock_tokens = [0.0] * instances
-    clock_t = [0.0] * instances
-    finish: list[list[tuple[float, int]]] = [[] for _ in range(instances)]  # (clock value at finish, request)
-    total_decoding = 0
-    # Each instance's load over the requests committed to it (decoding there or pre-selected and still in
-    # prefill), kept up to date as they change: the pre-selection compares these.
-    committed = [0.0] * instances
-    # The load's coefficients as locals: the predictive check evaluates it for every instance per arrival.
-    base_s, kv_s = decode.base_s, decode.kv_s_per_token
-    req_s, tok_s = decode.compute_s_per_request, decode.compute_s_per_token
-    inv_slo, inv_kv = 1.0 / decode.tbt_slo_s, 1.0 / decode.kv_capacity_tokens
-    inv_cap = 0.0 if decode.max_requests is None else 1.0 / decode.max_requests
-    samples = int(math.ceil(workload.duration_s / sample_dt_s))
-    prefill_load = np.zeros(samples, dtype=np.int64)
-    decode_load = np.zeros(samples, dtype=np.int64)
-    next_sample, next_sample_s = 0, 0.0  # the next sample's index and instant
-    completed = rejected = rejected_decode = wasted = entered = 0
-    wasted_s = lag_sum = max_tbt = 0.0
-    # Three event sources, each (time_s, seq); the earliest goes first, and equal times by seq (the order
-    # in which they were scheduled). Arrivals come in trace order, so only the next one is held; prefill
-    # ends wait in a heap; each decode instance has one next completion (time, seq), rescheduled whenever
-    # its batch changes; the heap of those holds superseded entries, skipped when their seq is not the
-    # instance's current one.
-    seq = 0
+    run = _Run(workload, prefill_instances, decode, ttft_slo_s, decode_mean_s, policy, predict, admit)
+    run.start_samples(workload.duration_s, sample_dt_s, report_interval_s)
+    # The event loop: the next event of the three sources, in time order and equal times by seq (see _Run);
+    # what the Conductor and the samples see before it (`observe`); then what it does.
+    arrival, n, inf, pop = run.arrival, run.n, math.inf, heapq.heappop
+    decode_ends, prefill_ends, decode_seq, target = run.decode_ends, run.prefill_ends, run.decode_seq, run.target
+    observe, arrive, prefill_done, decode_done = run.observe, run.arrive, run.prefill_done, run.decode_done
     arrival_at, arrival_seq, next_arrival = (arrival[0] if n else inf), 0, 0
-    prefill_ends: list[tuple[float, int, int]] = []  # min-heap of (time_s, seq, request)
-    decode_ends: list[tuple[float, int, int]] = []  # min-heap of (time_s, seq, instance)
-    decode_seq = [-1] * instances
-    kind_early, kind_pred = policy.kind == "early", policy.kind == "predictive"
-    over = policy.oversubscription
-    stale = report_interval_s > 0
-    next_report_s = 0.0
-    seen_n = [0] * instances  # per instance, in the last report: requests decoding
-    seen_kv = [0] * instances  # their KV tokens
-    seen_starts: list[list[float]] = [[] for _ in range(instances)]  # their decode starts (predictive only)
-    # Prefill ends (and KV tokens) after the last report, per pre-selected instance: the Conductor knows them.
-    done_since: list[list[float]] = [[] for _ in range(instances)]
-    done_since_kv = [0] * instances
     while True:
         while decode_ends and decode_ends[0][1] != decode_seq[decode_ends[0][2]]:
             pop(decode_ends)  # superseded
@@ -184,200 +128,396 @@ def simulate(
             kind = _DECODE_DONE
         else:
             break  # no arrival, prefill or decode left
-        k = 0
         if kind == _ARRIVAL:
             t, i = arrival_at, next_arrival
             next_arrival += 1
             if next_arrival < n:
-                seq += 1
-                arrival_at, arrival_seq = arrival[next_arrival], seq
+                run.seq += 1
+                arrival_at, arrival_seq = arrival[next_arrival], run.seq
             else:
                 arrival_at = inf
+            if t >= run.next_observe_s:
+                observe(t)
+            arrive(t, i)
         elif kind == _PREFILL_DONE:
             t, _, i = pop(prefill_ends)
+            if t >= run.next_observe_s:
+                observe(t)
+            prefill_done(t, i, target[i])
         else:
             t, _, k = pop(decode_ends)
-            i = -1
-        if stale and t >= next_report_s:
-            # Reports at k * interval. The state is constant between events, so the last report instant
-            # at or before t saw the state as it is now, before this event.
-            for j in range(instances):
-                seen_n[j] = len(decoding[j])
-                seen_kv[j] = dec_kv[j]
-                seen_starts[j] = list(decoding[j].values()) if kind_pred else []
-                done_since[j] = []
-                done_since_kv[j] = 0
-            next_report_s = (math.floor(t / report_interval_s) + 1) * report_interval_s
-        # The state is constant between events: record every sample instant before t.
-        while next_sample_s < t and next_sample < samples:
-            prefill_load[next_sample] = len(in_prefill)
-            decode_load[next_sample] = total_decoding
-            next_sample += 1
-            next_sample_s = next_sample * sample_dt_s
-        if kind == _ARRIVAL:
-            c = ctx[i]
-            if prefix is None:
-                work = prefill[i]
-                hit = 0
-            else:
-                ids = prefix.hash_ids[i]
-                blocks = 0
-                for block in ids:
-                    if block not in cached_blocks:
-                        break
-                    blocks += 1
-                hit = min(blocks * prefix.block_tokens, c - 1)
-                work = prefix.s_per_token * (c - hit) + prefix.s_per_token_squared * (c * c - hit * hit)
-            free = free_at[0]  # the instance that frees up first (builtin max() is slower here)
-            done = (t if t >= free else free) + work
-            if done - t > ttft_slo_s:  # the prefill pool's load, TTFT / SLO, above 1
-                rejected += 1
-                continue
-            # Pre-select the decode instance: the least load over the requests committed to it (lowest index on a tie).
-            d = 0
-            if instances > 1:
-                if stale:
-                    views = [
-                        load(
-                            seen_n[j] + len(done_since[j]) + len(pending[j]), seen_kv[j] + done_since_kv[j] + pend_kv[j]
-                        )
-                        for j in range(instances)
-                    ]
-                    d = views.index(min(views))
-                else:
-                    d = committed.index(min(committed))
-            if kind_early:
-                # The greater of the two pools' loads now: the TTFT ratio is <= 1 here, so the decode one decides.
-                now = load(seen_n[d] + 1, seen_kv[d] + c) if stale else load(len(decoding[d]) + 1, dec_kv[d] + c)
-                if now > 1.0:
-                    rejected += 1
-                    rejected_decode += 1
-                    continue
-            elif kind_pred:
-                assert predict is not None and admit is not None  # checked on entry: the predictive policy has both
-                # Per instance: ex05's count of the requests there at `done` (with the KV tokens and the number
-                # of the requests committed to it, which price the count at their mean context).
-                if stale:
-                    counts = [
-                        (
-                            predict(done, list(seen_starts[j]), [*pending[j].values(), *done_since[j]], decode_mean_s),
-                            seen_kv[j] + done_since_kv[j] + pend_kv[j],
-                            members,
-                        )
-                        if (members := seen_n[j] + len(done_since[j]) + len(pending[j]))
-                        else (0, 0, 0)
-                        for j in range(instances)
-                    ]
-                else:
-                    counts = [
-                        (
-                            predict(done, list(dj.values()), list(pj.values()), decode_mean_s),
-                            dkv + pkv,
-                            len(dj) + len(pj),
-                        )
-                        if dj or pj
-                        else (0, 0, 0)
-                        for dj, pj, dkv, pkv in zip(decoding, pending, dec_kv, pend_kv, strict=True)
-                    ]
-                total = 0.0
-                for j, (count, kv, members) in enumerate(counts):
-                    kv_pred = count * kv / members if members else 0.0
-                    if j == d:  # this request, at its own context
-                        count += 1
-                        kv_pred += c
-                    if count <= 0:
-                        continue  # an idle instance: load 0
-                    # DecodeModel.load(count, kv_pred), inline.
-                    memory = base_s + kv_s * kv_pred
-                    compute = count * req_s + tok_s * kv_pred
-                    ratio = (memory if memory >= compute else compute) * inv_slo
-                    if kv_pred * inv_kv > ratio:
-                        ratio = kv_pred * inv_kv
-                    if count * inv_cap > ratio:
-                        ratio = count * inv_cap
-                    total += ratio
-                if not admit(total, instances, over):
-                    rejected += 1
-                    rejected_decode += 1
-                    continue
-            replace_top(free_at, done)
-            in_prefill[i] = done
-            prefill_of[i] = work
-            target[i] = d
-            pending[d][i] = done
-            pend_kv[d] += c
-            if instances > 1:
-                committed[d] = load(len(decoding[d]) + len(pending[d]), dec_kv[d] + pend_kv[d])
-            prompt_tokens += c
-            cached_tokens += hit
-            prefill_busy += work
-            seq += 1
-            push(prefill_ends, (done, seq, i))
-            continue
-        if kind == _PREFILL_DONE:
-            k = target[i]
-        # Prefill done or decode done on instance k: bring its clock to t at its step time so far.
-        if decoding[k]:
-            clock_tokens[k] += (t - clock_t[k]) / step_now[k]
-        clock_t[k] = t
-        if kind == _PREFILL_DONE:
-            del in_prefill[i]
-            del pending[k][i]
-            c = ctx[i]
-            pend_kv[k] -= c
-            if prefix is not None:
-                cached_blocks.update(prefix.hash_ids[i])
-            if stale:
-                done_since[k].append(t)
-                done_since_kv[k] += c
-            entered += 1
-            lag_sum += t - arrival[i]
-            if load(len(decoding[k]) + 1, dec_kv[k] + c) <= 1.0:  # the instance double-checks the SLO
-                decoding[k][i] = t
-                dec_kv[k] += c
-                total_decoding += 1
-                push(finish[k], (clock_tokens[k] + tokens[i], i))
-            else:
-                wasted += 1
-                wasted_s += prefill_of[i]
-                if instances > 1:
-                    committed[k] = load(len(decoding[k]) + len(pending[k]), dec_kv[k] + pend_kv[k])
-        else:
-            heap = finish[k]
-            while heap and heap[0][0] <= clock_tokens[k] + 1e-9:
-                _, j = pop(heap)
-                del decoding[k][j]
-                dec_kv[k] -= ctx[j]
-                total_decoding -= 1
-                completed += 1
-            if instances > 1:
-                committed[k] = load(len(decoding[k]) + len(pending[k]), dec_kv[k] + pend_kv[k])
-        seq += 1
-        decode_seq[k] = seq
-        if decoding[k]:
-            step = step_s(len(decoding[k]), dec_kv[k])
-            step_now[k] = step
-            if step > max_tbt:
-                max_tbt = step
-            ahead = finish[k][0][0] - clock_tokens[k]  # tokens until the instance's next request finishes
-            push(decode_ends, (t + (ahead if ahead > 0.0 else 0.0) * step, seq, k))
-    # Samples after the last event stay 0: every admitted request has drained by then.
-    return SimResult(
-        n,
-        completed,
-        rejected,
-        rejected_decode,
-        wasted,
-        wasted_s,
-        lag_sum / entered if entered else 0.0,
-        max_tbt,
-        prefill_load,
-        decode_load,
-        sample_dt_s,
-        prompt_tokens,
-        cached_tokens,
-        prefill_busy,
+            if t >= run.next_observe_s:
+                observe(t)
+            decode_done(t, k)
+    return run.result()
+
+
+class _Run:
+    """One replay's state (the pools, the event sources, the counts) and what each event does to it.
+
+    Three event sources, each (time_s, seq): the earliest goes first, and equal times by seq (the order in
+    which they were scheduled). Arrivals come in trace order, so only the next one is held; prefill ends
+    wait in a heap; each decode instance has one next completion (time, seq), rescheduled whenever its
+    batch changes; the heap of those holds superseded entries, skipped when their seq is not the
+    instance's current one. Per-request data are Python lists of floats: indexing numpy arrays per event
+    costs more than the event's own arithmetic."""
+
+    __slots__ = (
+        "admit",
+        "arrival",
+        "cached_blocks",
+        "cached_tokens",
+        "clock_t",
+        "clock_tokens",
+        "committed",
+        "completed",
+        "ctx",
+        "dec_kv",
+        "decode",
+        "decode_ends",
+        "decode_load",
+        "decode_mean_s",
+        "decode_seq",
+        "decoding",
+        "done_since",
+        "done_since_kv",
+        "entered",
+        "finish",
+        "free_at",
+        "in_prefill",
+        "instances",
+        "kind_early",
+        "kind_pred",
+        "lag_sum",
+        "load",
+        "max_tbt",
+        "n",
+        "next_observe_s",
+        "next_report_s",
+        "next_sample",
+        "next_sample_s",
+        "over",
+        "pend_kv",
+        "pending",
+        "predict",
+        "prefill",
+        "prefill_busy",
+        "prefill_ends",
+        "prefill_load",
+        "prefill_of",
+        "prefix",
+        "prompt_tokens",
+        "rejected",
+        "rejected_decode",
+        "report_interval_s",
+        "sample_dt_s",
+        "samples",
+        "seen_kv",
+        "seen_n",
+        "seen_starts",
+        "seq",
+        "step_now",
+        "step_s",
+        "target",
+        "tokens",
+        "total_decoding",
+        "ttft_slo_s",
+        "wasted",
+        "wasted_s",
     )
+
+    def __init__(
+        self,
+        workload: Workload,
+        prefill_instances: int,
+        decode: DecodeModel,
+        ttft_slo_s: float,
+        decode_mean_s: float,
+        policy: Policy,
+        predict: PredictFn | None,
+        admit: AdmitFn | None,
+    ) -> None:
+        self.decode, self.ttft_slo_s, self.decode_mean_s = decode, ttft_slo_s, decode_mean_s
+        self.predict, self.admit, self.over = predict, admit, policy.oversubscription
+        self.kind_early, self.kind_pred = policy.kind == "early", policy.kind == "predictive"
+        self.load, self.step_s, self.instances = decode.load, decode.step_s, decode.instances
+        instances = decode.instances
+        self.arrival, self.prefill, self.tokens = (
+            np.asarray(x, dtype=np.float64).tolist()
+            for x in (workload.arrival_s, workload.prefill_s, workload.decode_tokens)
+        )
+        self.ctx = workload.contexts()
+        self.n = n = len(self.arrival)
+        self.prefix = workload.prefix
+        self.cached_blocks: set[int] = set()
+        self.prompt_tokens = self.cached_tokens = 0
+        self.prefill_busy = 0.0
+        self.free_at = [0.0] * prefill_instances  # min-heap: when each prefill instance finishes its admitted queue
+        self.prefill_of = [0.0] * n  # each admitted request's prefill time
+        self.in_prefill: dict[int, float] = {}  # admitted request -> its prefill end time
+        self.target = [0] * n  # each admitted request's pre-selected decode instance
+        self.pending: list[dict[int, float]] = [{} for _ in range(instances)]  # per instance: request -> prefill end
+        self.pend_kv = [0] * instances  # KV tokens of those requests
+        self.decoding: list[dict[int, float]] = [{} for _ in range(instances)]  # per instance: request -> decode start
+        self.dec_kv = [0] * instances  # KV tokens decoding on each instance
+        self.step_now = [0.0] * instances  # each instance's current step time
+        # Decode progress per instance: every request there gains one token per step, so one clock counts the
+        # tokens emitted per stream; a request that joined at clock v with k tokens to go leaves at v + k.
+        self.clock_tokens = [0.0] * instances
+        self.clock_t = [0.0] * instances
+        self.finish: list[list[tuple[float, int]]] = [[] for _ in range(instances)]  # (clock at finish, request)
+        self.total_decoding = 0
+        # Each instance's load over the requests committed to it (decoding there or pre-selected and still in
+        # prefill), kept up to date as they change: the pre-selection compares these.
+        self.committed = [0.0] * instances
+        self.completed = self.rejected = self.rejected_decode = self.wasted = self.entered = 0
+        self.wasted_s = self.lag_sum = self.max_tbt = 0.0
+        self.seq = 0  # the order events were scheduled in: ties in time go by it
+        self.prefill_ends: list[tuple[float, int, int]] = []  # min-heap of (time_s, seq, request)
+        self.decode_ends: list[tuple[float, int, int]] = []  # min-heap of (time_s, seq, instance)
+        self.decode_seq = [-1] * instances
+        self.seen_n = [0] * instances  # per instance, in the last report: requests decoding
+        self.seen_kv = [0] * instances  # their KV tokens
+        self.seen_starts: list[list[float]] = [[] for _ in range(instances)]  # their decode starts (predictive)
+        # Prefill ends (and KV tokens) after the last report, per pre-selected instance: the Conductor knows them.
+        self.done_since: list[list[float]] = [[] for _ in range(instances)]
+        self.done_since_kv = [0] * instances
+
+    # -- the event loop's steps
+
+    def start_samples(self, duration_s: float, sample_dt_s: float, report_interval_s: float) -> None:
+        """Load samples every `sample_dt_s` over `duration_s`; decode-load reports every `report_interval_s`
+        (0: the Conductor sees every instance as it is)."""
+        self.samples = int(math.ceil(duration_s / sample_dt_s))
+        self.sample_dt_s = sample_dt_s
+        self.prefill_load = np.zeros(self.samples, dtype=np.int64)
+        self.decode_load = np.zeros(self.samples, dtype=np.int64)
+        self.next_sample, self.next_sample_s = 0, 0.0  # the next sample's index and instant
+        self.report_interval_s = report_interval_s
+        self.next_report_s = 0.0
+        self.next_observe_s = 0.0  # the first instant at which `observe` has anything to do
+
+    def observe(self, t: float) -> None:
+        """What the Conductor and the samples see at `t`, before the event there: the state is constant
+        between events, so the last report instant at or before t saw it as it is now, and so does every
+        sample instant before t."""
+        interval = self.report_interval_s
+        if interval > 0 and t >= self.next_report_s:
+            for j in range(self.instances):
+                self.seen_n[j] = len(self.decoding[j])
+                self.seen_kv[j] = self.dec_kv[j]
+                self.seen_starts[j] = list(self.decoding[j].values()) if self.kind_pred else []
+                self.done_since[j] = []
+                self.done_since_kv[j] = 0
+            self.next_report_s = (math.floor(t / interval) + 1) * interval
+        elif interval <= 0:
+            self.next_report_s = math.inf  # no reports: samples only
+        while self.next_sample_s < t and self.next_sample < self.samples:
+            self.prefill_load[self.next_sample] = len(self.in_prefill)
+            self.decode_load[self.next_sample] = self.total_decoding
+            self.next_sample += 1
+            self.next_sample_s = self.next_sample * self.sample_dt_s
+        sampled = self.next_sample_s if self.next_sample < self.samples else math.inf
+        self.next_observe_s = min(self.next_report_s, sampled)
+
+    def arrive(self, t: float, i: int) -> None:
+        """Request i arrives: admitted (queued on the prefill instance that frees first, decode instance
+        pre-selected) or rejected by the TTFT check or the policy's decode check."""
+        c = self.ctx[i]
+        work, hit = (self.prefill[i], 0) if self.prefix is None else self._prefix_work(i, c)
+        free = self.free_at[0]  # the instance that frees up first (builtin max() is slower here)
+        done = (t if t >= free else free) + work
+        if done - t > self.ttft_slo_s:  # the prefill pool's load, TTFT / SLO, above 1
+            self.rejected += 1
+            return
+        d = self._preselect() if self.instances > 1 else 0
+        if (self.kind_early and self._early_rejects(d, c)) or (self.kind_pred and self._predictive_rejects(done, d, c)):
+            self.rejected += 1
+            self.rejected_decode += 1
+            return
+        heapq.heapreplace(self.free_at, done)
+        self.in_prefill[i] = done
+        self.prefill_of[i] = work
+        self.target[i] = d
+        self.pending[d][i] = done
+        self.pend_kv[d] += c
+        if self.instances > 1:
+            self._recommit(d)
+        self.prompt_tokens += c
+        self.cached_tokens += hit
+        self.prefill_busy += work
+        self.seq += 1
+        heapq.heappush(self.prefill_ends, (done, self.seq, i))
+
+    def prefill_done(self, t: float, i: int, k: int) -> None:
+        """Request i's prefill ends: its pre-selected instance k double-checks the SLO and takes it, or rejects
+        it (its prefill was wasted)."""
+        self._advance_clock(k, t)
+        del self.in_prefill[i]
+        del self.pending[k][i]
+        c = self.ctx[i]
+        self.pend_kv[k] -= c
+        if self.prefix is not None:
+            self.cached_blocks.update(self.prefix.hash_ids[i])
+        if self.report_interval_s > 0:
+            self.done_since[k].append(t)
+            self.done_since_kv[k] += c
+        self.entered += 1
+        self.lag_sum += t - self.arrival[i]
+        decoding = self.decoding[k]
+        if self.load(len(decoding) + 1, self.dec_kv[k] + c) <= 1.0:  # the instance double-checks the SLO
+            decoding[i] = t
+            self.dec_kv[k] += c
+            self.total_decoding += 1
+            heapq.heappush(self.finish[k], (self.clock_tokens[k] + self.tokens[i], i))
+        else:
+            self.wasted += 1
+            self.wasted_s += self.prefill_of[i]
+            if self.instances > 1:
+                self._recommit(k)
+        self._reschedule(k, t)
+
+    def decode_done(self, t: float, k: int) -> None:
+        """Instance k's next request(s) emit their last token and leave its batch."""
+        self._advance_clock(k, t)
+        heap, decoding, ctx, dec_kv = self.finish[k], self.decoding[k], self.ctx, self.dec_kv
+        clock = self.clock_tokens[k] + 1e-9
+        left = len(decoding)
+        while heap and heap[0][0] <= clock:
+            _, j = heapq.heappop(heap)
+            del decoding[j]
+            dec_kv[k] -= ctx[j]
+        self.total_decoding -= left - len(decoding)
+        self.completed += left - len(decoding)
+        if self.instances > 1:
+            self._recommit(k)
+        self._reschedule(k, t)
+
+    def result(self) -> SimResult:
+        # Samples after the last event stay 0: every admitted request has drained by then.
+        return SimResult(
+            self.n,
+            self.completed,
+            self.rejected,
+            self.rejected_decode,
+            self.wasted,
+            self.wasted_s,
+            self.lag_sum / self.entered if self.entered else 0.0,
+            self.max_tbt,
+            self.prefill_load,
+            self.decode_load,
+            self.sample_dt_s,
+            self.prompt_tokens,
+            self.cached_tokens,
+            self.prefill_busy,
+        )
+
+    # -- the parts of an event
+
+    def _prefix_work(self, i: int, c: int) -> tuple[float, int]:
+        """(prefill seconds, prompt tokens found in the prefix pool) of request i, whose context is c tokens,
+        with prefix reuse (without it, the workload's own prefill time and no hit)."""
+        prefix = self.prefix
+        assert prefix is not None
+        blocks = 0
+        for block in prefix.hash_ids[i]:
+            if block not in self.cached_blocks:
+                break
+            blocks += 1
+        hit = min(blocks * prefix.block_tokens, c - 1)
+        return prefix.s_per_token * (c - hit) + prefix.s_per_token_squared * (c * c - hit * hit), hit
+
+    def _preselect(self) -> int:
+        """The decode instance with the least load over the requests committed to it (lowest index on a tie),
+        as the last report shows it when reports are periodic; for several instances."""
+        if self.report_interval_s > 0:
+            load, seen_n, seen_kv, done_since, done_since_kv = (
+                self.load,
+                self.seen_n,
+                self.seen_kv,
+                self.done_since,
+                self.done_since_kv,
+            )
+            pending, pend_kv = self.pending, self.pend_kv
+            views = [
+                load(seen_n[j] + len(done_since[j]) + len(pending[j]), seen_kv[j] + done_since_kv[j] + pend_kv[j])
+                for j in range(self.instances)
+            ]
+            return views.index(min(views))
+        return self.committed.index(min(self.committed))
+
+    def _early_rejects(self, d: int, c: int) -> bool:
+        """Early rejection: the greater of the two pools' loads now; the TTFT ratio is <= 1 here, so the
+        pre-selected decode instance's load with this request (context c) decides."""
+        if self.report_interval_s > 0:
+            return self.load(self.seen_n[d] + 1, self.seen_kv[d] + c) > 1.0
+        return self.load(len(self.decoding[d]) + 1, self.dec_kv[d] + c) > 1.0
+
+    def _predictive_rejects(self, done: float, d: int, c: int) -> bool:
+        """Prediction-based rejection: ex05's `admit_predictive` on the sum of the instances' loads predicted
+        for `done` (the request's prefill end), this request added on instance d at its own context c."""
+        predict, admit = self.predict, self.admit
+        assert predict is not None and admit is not None  # checked on entry: the predictive policy has both
+        load, t_d = self.load, self.decode_mean_s
+        # Per instance: ex05's count of the requests there at `done` (with the KV tokens and the number of the
+        # requests committed to it, which price the count at their mean context).
+        if self.report_interval_s > 0:
+            seen_n, seen_kv, seen_starts = self.seen_n, self.seen_kv, self.seen_starts
+            done_since, done_since_kv, pending, pend_kv = (
+                self.done_since,
+                self.done_since_kv,
+                self.pending,
+                self.pend_kv,
+            )
+            counts = [
+                (
+                    predict(done, list(seen_starts[j]), [*pending[j].values(), *done_since[j]], t_d),
+                    seen_kv[j] + done_since_kv[j] + pend_kv[j],
+                    members,
+                )
+                if (members := seen_n[j] + len(done_since[j]) + len(pending[j]))
+                else (0, 0, 0)
+                for j in range(self.instances)
+            ]
+        else:
+            counts = [
+                (predict(done, list(dj.values()), list(pj.values()), t_d), dkv + pkv, len(dj) + len(pj))
+                if dj or pj
+                else (0, 0, 0)
+                for dj, pj, dkv, pkv in zip(self.decoding, self.pending, self.dec_kv, self.pend_kv, strict=True)
+            ]
+        total = 0.0
+        for j, (count, kv, members) in enumerate(counts):
+            kv_pred = count * kv / members if members else 0.0
+            if j == d:  # this request, at its own context
+                count += 1
+                kv_pred += c
+            total += load(count, kv_pred)  # an idle instance (count 0) has load 0
+        return not admit(total, self.instances, self.over)
+
+    def _recommit(self, k: int) -> None:
+        """Instance k's load over the requests committed to it, after its batch or its pre-selected requests
+        changed (several instances only: the pre-selection compares these)."""
+        self.committed[k] = self.load(len(self.decoding[k]) + len(self.pending[k]), self.dec_kv[k] + self.pend_kv[k])
+
+    def _advance_clock(self, k: int, t: float) -> None:
+        """Instance k's tokens-per-stream clock brought to t at its step time so far."""
+        if self.decoding[k]:
+            self.clock_tokens[k] += (t - self.clock_t[k]) / self.step_now[k]
+        self.clock_t[k] = t
+
+    def _reschedule(self, k: int, t: float) -> None:
+        """Instance k's next completion at its new step time (its batch changed at t); any earlier one is superseded."""
+        self.seq = seq = self.seq + 1
+        self.decode_seq[k] = seq
+        decoding = self.decoding[k]
+        if decoding:
+            step = self.step_s(len(decoding), self.dec_kv[k])
+            self.step_now[k] = step
+            if step > self.max_tbt:
+                self.max_tbt = step
+            ahead = self.finish[k][0][0] - self.clock_tokens[k]  # tokens until the instance's next request finishes
+            heapq.heappush(self.decode_ends, (t + (ahead if ahead > 0.0 else 0.0) * step, seq, k))
 
 
 def simulate_config(
