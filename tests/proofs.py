@@ -162,31 +162,18 @@ PROOFS = {
             "container per submission, grades the key 100, the stubs 0 and a wrong fixture as the in-repo grader; "
             "read_hidden, network_probe, write_outside, dask_scheduler and fork_memory (5 GiB container) get "
             "nothing, on the rung 'landlock', and 'seccomp-uid' without Landlock",
-            (
-                "autograder/__init__.py",
-                "autograder/__main__.py",
-                "autograder/runtime/**/*",
-                "autograder/core/**/*",
-                "autograder/schema/*",
-                "autograder/gradescope/*",
-                "autograder/packaging/build.py",
-                "autograder/expected/*",
-                "autograder/tests/*",
-                "autograder/authoring/wrong_fixtures.py",
+            runs=("tests/test_gradescope_proof.py", "solutions/ex*.py", "assignments/ex*.py"),
+            reads=(
+                "locks/gradescope.txt",
+                "locks/excludes.txt",
+                "pyproject.toml",
                 *(
                     f"autograder/fixtures/adversarial/{attack}/*"
                     for attack in ("read_hidden", "network_probe", "write_outside", "dask_scheduler", "fork_memory")
                 ),
-                "solutions/*.py",
-                "assignments/*.py",
-                "assignments/tests/*.py",
-                "shared/hetero/**/*",
-                "locks/gradescope.txt",
-                "pyproject.toml",
-                "tests/gradescope_container.py",
-                "tests/test_gradescope_proof.py",
-                "tests/proofs.py",
             ),
+            grades=True,
+            ships=_zip_members,
         ),
         Proof(
             "student_copy",

@@ -41,8 +41,8 @@ from autograder.batch.gradebook import Gradebook, Record
 from autograder.batch.outputs import write_outputs
 from autograder.batch.processes import (
     Graded,
-    Scratch,
     Job,
+    Scratch,
     Sealed,
     grade_hidden,
     grade_one,

@@ -68,8 +68,8 @@ from typing import Any
 
 from autograder.batch.processes import (
     Graded,
-    Scratch,
     Job,
+    Scratch,
     Sealed,
     grade_hidden,
     grade_one,
