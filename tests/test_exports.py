@@ -465,7 +465,7 @@ def test_otter_grade_assigns_once_runs_every_notebook_and_totals(tmp_path):
     """`otter-grade` with stand-ins for `otter assign` / `otter run` (the real tools run in the
     real_exports proof): every master assigned once, every student's notebook run against its exercise's
     zip, a missing notebook and a failed run cost that exercise only, totals and CSV as stated."""
-    from autograder.batch import otter_grade
+    from autograder.batch import crosscheck, otter_grade
 
     masters = tmp_path / "masters"
     ids = [ex for ex in GRADABLE][:2]
@@ -502,7 +502,7 @@ def test_otter_grade_assigns_once_runs_every_notebook_and_totals(tmp_path):
     assert (tmp_path / "out" / "bob" / ids[0] / "otter-error.log").is_file() and table["bob"][ids[1]] == (0.0, "missing")
     otter_grade.grade_class(masters, subs, tmp_path / "out", 1, run=fake_run, assign=fake_assign)
     assert len(assigned) == 2, "an exercise whose zip exists is not assigned again"
-    otter_grade.write_csv(table, tmp_path / "grades.csv")
+    crosscheck.write_csv(crosscheck.cross_check(table, None, "otter", "tool"), tmp_path / "grades.csv")
     rows = list(csv.reader((tmp_path / "grades.csv").open(encoding="utf-8")))
     assert rows[0] == ["student", *ids, "total"]
     assert ["alice", "1.50", "2.25", "3.75"] in rows and ["bob", "0.00", "0.00", "0.00"] in rows
