@@ -152,16 +152,25 @@ PROOFS = {
         ),
         Proof(
             "real_exports",
-            "nbgrader (generate_assignment, autograde, generate_feedback) and Otter (assign, run) grade the key, "
-            "the release, do-nothing and wrong submissions to the native grader's points",
+            "nbgrader (generate_assignment, autograde, generate_feedback) and Otter (assign, run), each student's "
+            "run in the sandbox through nbgrader-autograde's and otter-grade's own functions, grade the key, the "
+            "release, do-nothing and wrong submissions to the native grader's points; a hostile notebook earns 0 in "
+            "the points both commands report (its own tool points flagged), changes nothing outside their output "
+            "and leaves no process",
             (
                 "autograder/exports/export_nbgrader.py",
                 "autograder/exports/export_otter.py",
                 "autograder/exports/notebooks.py",
+                "autograder/batch/otter_grade.py",
+                "autograder/batch/nbgrader_grade.py",
+                "autograder/batch/crosscheck.py",
+                "autograder/runtime/sandbox/*.py",
+                "autograder/fixtures/adversarial/tool_route_notebook/*",
                 "autograder/core/manifest.py",
                 "locks/instructor.txt",
                 "pyproject.toml",
                 "tests/test_exports.py",
+                "tests/test_tool_routes.py",
                 "tests/proofs.py",
             ),
         ),

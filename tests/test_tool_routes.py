@@ -16,8 +16,9 @@ after; no file of the fixture's name anywhere it aimed), and no process carrying
 later: the fixture's sleeper writes again after 3 s). What the routes leave open, measured and printed:
 the tool's own points (the attack's to set) and the hidden tests it read.
 
-The commands run as subprocesses, as an instructor runs them. Otter's and nbgrader's runs are slow.
-The cross-check's table and CSV are tested without the tools.
+The commands run as subprocesses, as an instructor runs them. Otter's and nbgrader's runs are slow and
+part of the proof "real_exports" (tests/proofs.py: re-run when their inputs change). The cross-check's table
+and CSV are tested without the tools.
 """
 
 from __future__ import annotations
@@ -278,6 +279,7 @@ STUDENTS = {
 
 
 @pytest.mark.slow
+@pytest.mark.proof("real_exports")
 def test_nbgrader_route_against_a_hostile_notebook(tmp_path):
     course = tmp_path / "course"
     export_nbgrader.export(course, ex_ids=["ex02"])
@@ -296,6 +298,7 @@ def test_nbgrader_route_against_a_hostile_notebook(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.proof("real_exports")
 def test_otter_route_against_a_hostile_notebook(tmp_path):
     from autograder.batch import otter_grade
 
