@@ -103,8 +103,13 @@ def _native_cents(src: nb.ExerciseSources, path: Path) -> int:
         stored = src.expected[case.id]
         passed[case.id] = judge(case, run_call(case, module), stored.get("expect"), stored.get("mistakes")).passed
     rules = {k: scoring.rule_from_data(v) for k, v in src.rules.items()}
-    live = scoring.live_groups(rules, src.hidden, {k: v["class"] for k, v in src.expected.items()}, passed,
-                               {k: bool(v.get("echo")) for k, v in src.expected.items()})
+    live = scoring.live_groups(
+        rules,
+        src.hidden,
+        {k: v["class"] for k, v in src.expected.items()},
+        passed,
+        {k: bool(v.get("echo")) for k, v in src.expected.items()},
+    )
     pays = scoring.paid(src.public + src.hidden, passed, live)
     return sum(c for cid, c in src.cents.items() if pays[cid])
 
@@ -122,12 +127,15 @@ def _implementations(src: nb.ExerciseSources, tmp_path: Path) -> list[Path]:
 def _check_same_points(src: nb.ExerciseSources, run, cells: list[str], tmp_path: Path) -> None:
     for path in _implementations(src, tmp_path):
         got, want = run(path.read_text(encoding="utf-8"), cells), _native_cents(src, path)
-        assert got == want, (f"{src.exercise.id} with {path}: the exported cells pay {got / 100:.2f} points, "
-                             f"the native grader {want / 100:.2f} on the same code")
+        assert got == want, (
+            f"{src.exercise.id} with {path}: the exported cells pay {got / 100:.2f} points, "
+            f"the native grader {want / 100:.2f} on the same code"
+        )
 
 
 # ---------------------------------------------------------------------------------------------
 # nbgrader
+
 
 def _nbgrader_cells(note: dict) -> list[dict]:
     return [c for c in note["cells"] if "nbgrader" in c["metadata"]]
@@ -145,7 +153,9 @@ def test_nbgrader_notebook_structure_and_points(sources):
     solution = [c for c in cells if c["metadata"]["nbgrader"]["solution"]]
     assert len(solution) == 1 and notebook_code.EXERCISE_TAG in solution[0]["metadata"]["tags"]
     blocks = sources.solution.count("# BEGIN SOLUTION")
-    assert solution[0]["source"].count("### BEGIN SOLUTION") == blocks, "each solution block needs nbgrader's ### marker"
+    assert solution[0]["source"].count("### BEGIN SOLUTION") == blocks, (
+        "each solution block needs nbgrader's ### marker"
+    )
     assert solution[0]["source"].count("### END SOLUTION") == blocks
     grades = [c for c in cells if c["metadata"]["nbgrader"]["grade"]]
     assert len(grades) == len(nb.cell_groups(sources)), "expected one grade cell per exercise function"
@@ -196,7 +206,9 @@ def test_grade_cell_points_are_written_in_exact_hundredths():
     cells = []
     for ex_id in GRADABLE:
         note = export_nbgrader.source_notebook(nb.load_sources(ex_id))
-        cells += [c["metadata"]["nbgrader"]["points"] for c in _nbgrader_cells(note) if c["metadata"]["nbgrader"]["grade"]]
+        cells += [
+            c["metadata"]["nbgrader"]["points"] for c in _nbgrader_cells(note) if c["metadata"]["nbgrader"]["grade"]
+        ]
     assert all(p == round(p, 2) for p in cells) and round(sum(cells), 2) == sum(BY_ID[e].points for e in GRADABLE)
     noisy = 0.0
     for p in cells:  # what nbgrader's SUM over every grade cell of the assignment computes
@@ -270,10 +282,11 @@ def test_autograded_points_are_rounded(tmp_path, monkeypatch):
 # ---------------------------------------------------------------------------------------------
 # Otter
 
+
 def _otter_tests(note: dict) -> list[str]:
     sources = [c["source"] for c in note["cells"]]
     begin, end = sources.index("# BEGIN TESTS"), sources.index("# END TESTS")
-    return sources[begin + 1:end]
+    return sources[begin + 1 : end]
 
 
 def _strip_test_config(source: str) -> tuple[dict[str, Any], str]:
@@ -281,7 +294,7 @@ def _strip_test_config(source: str) -> tuple[dict[str, Any], str]:
     assert lines[0] == '""" # BEGIN TEST CONFIG', "each Otter test cell starts with its TEST CONFIG block"
     end = lines.index('""" # END TEST CONFIG')
     config = dict(line.split(": ", 1) for line in lines[1:end])
-    return config, "\n".join(lines[end + 1:])
+    return config, "\n".join(lines[end + 1 :])
 
 
 def test_otter_master_structure_and_points(sources):
@@ -291,13 +304,21 @@ def test_otter_master_structure_and_points(sources):
     first = note["cells"][0]
     assert first["cell_type"] == "raw" and first["source"].startswith("# ASSIGNMENT CONFIG")
     raw = [c["source"].splitlines()[0] for c in note["cells"] if c["cell_type"] == "raw"]
-    assert raw == ["# ASSIGNMENT CONFIG", "# BEGIN QUESTION", "# BEGIN SOLUTION", "# END SOLUTION",
-                   "# BEGIN TESTS", "# END TESTS", "# END QUESTION"]
+    assert raw == [
+        "# ASSIGNMENT CONFIG",
+        "# BEGIN QUESTION",
+        "# BEGIN SOLUTION",
+        "# END SOLUTION",
+        "# BEGIN TESTS",
+        "# END TESTS",
+        "# END QUESTION",
+    ]
     tests = _otter_tests(note)
     assert len(tests) == len(sources.public) + len(sources.hidden)
     configs = [_strip_test_config(t)[0] for t in tests]
-    assert [c.get("hidden") == "true" for c in configs] == [True] * len(sources.hidden) + [False] * len(sources.public), \
-        "hidden tests come first: they score each function before the public tests ask whether they were paid"
+    assert [c.get("hidden") == "true" for c in configs] == [True] * len(sources.hidden) + [False] * len(
+        sources.public
+    ), "hidden tests come first: they score each function before the public tests ask whether they were paid"
     cents = sum(round(float(c["points"]) * 100) for c in configs)
     assert cents == round(ex.points * 100), f"{ex.id} tests total {cents / 100}, manifest says {ex.points}"
     for test in tests:
@@ -325,6 +346,7 @@ def test_export_otter_cli(tmp_path):
 
 # ---------------------------------------------------------------------------------------------
 # The real tools against the native grader (slow)
+
 
 def _submissions() -> dict[str, dict[str, Any]]:
     """{submission kind: {exercise id: code, or None for the tool's own unfilled release}}.
@@ -364,29 +386,42 @@ def _native_points(notebooks: dict[str, Path], workdir: Path) -> dict[str, float
     for ex_id, path in notebooks.items():
         shutil.copyfile(path, folder / f"{BY_ID[ex_id].module}.ipynb")
     out = workdir / "results.json"
-    subprocess.run([sys.executable, "-m", "autograder", "grade", str(folder), "--out", str(out)],
-                   check=True, capture_output=True, text=True, timeout=900, cwd=ROOT)
+    subprocess.run(
+        [sys.executable, "-m", "autograder", "grade", str(folder), "--out", str(out)],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        cwd=ROOT,
+    )
     scores = exercise_scores(json.loads(out.read_text(encoding="utf-8")))
     _NATIVE_CACHE[key] = {ex_id: scores[ex_id][0] for ex_id in notebooks}
     return _NATIVE_CACHE[key]
 
 
-def _compare(tool: str, tool_points: dict[str, dict[str, float]], native: dict[str, dict[str, float]],
-             kinds: dict[str, dict[str, Any]]) -> None:
+def _compare(
+    tool: str,
+    tool_points: dict[str, dict[str, float]],
+    native: dict[str, dict[str, float]],
+    kinds: dict[str, dict[str, Any]],
+) -> None:
     for kind, exercises in kinds.items():
         for ex_id in exercises:
             got, want = tool_points[kind].get(ex_id, 0.0), native[kind][ex_id]
             assert round(got, 2) == round(want, 2) and abs(got - round(got, 2)) < 1e-9, (
                 f"{tool} gives {got:.4f} points for {ex_id} on the '{kind}' submission, the native grader "
-                f"{want:.4f} on the same code (expected equal, in exact hundredths)")
+                f"{want:.4f} on the same code (expected equal, in exact hundredths)"
+            )
     # the comparison must not be vacuous: full marks, zero, and a fixture below full marks
     for ex_id in kinds["solutions"]:
         assert math.isclose(native["solutions"][ex_id], BY_ID[ex_id].points, abs_tol=POINTS_TOL), (
-            f"the answer key should earn all {BY_ID[ex_id].points} points of {ex_id}")
+            f"the answer key should earn all {BY_ID[ex_id].points} points of {ex_id}"
+        )
         assert native["release"][ex_id] <= POINTS_TOL, f"the unfilled release should earn 0 points on {ex_id}"
     for ex_id in kinds["nothing"]:
-        assert native["nothing"][ex_id] == 0 and tool_points["nothing"].get(ex_id, 0.0) == 0, \
+        assert native["nothing"][ex_id] == 0 and tool_points["nothing"].get(ex_id, 0.0) == 0, (
             f"{tool}: a submission that computes nothing must earn 0 on {ex_id}"
+        )
     for kind, exercises in kinds.items():
         for ex_id in exercises if kind.startswith("fixtures") else ():
             assert native[kind][ex_id] < BY_ID[ex_id].points - POINTS_TOL, f"the {kind} of {ex_id} should lose points"
@@ -415,13 +450,22 @@ def test_nbgrader_autograde_matches_native_grader(tmp_path):
     table = nbgrader_grade.grade_course(course, "a2", out, workers=2)
     failed = {k: {e: why for e, (_, why) in row.items() if why and why != "missing"} for k, row in table.items()}
     assert not any(failed.values()), f"a sandboxed nbgrader autograde failed: {failed}"
-    changed = sum((out / kind / "nbgrader.log").read_text(encoding="utf-8").count("Attribute 'checksum' for cell")
-                  for kind in kinds)
-    with_hidden = {ex_id: sum(export_nbgrader.BEGIN_HIDDEN in c["source"] for c in
-                              export_nbgrader.source_notebook(nb.load_sources(ex_id))["cells"]) for ex_id in GRADABLE}
+    changed = sum(
+        (out / kind / "nbgrader.log").read_text(encoding="utf-8").count("Attribute 'checksum' for cell")
+        for kind in kinds
+    )
+    with_hidden = {
+        ex_id: sum(
+            export_nbgrader.BEGIN_HIDDEN in c["source"]
+            for c in export_nbgrader.source_notebook(nb.load_sources(ex_id))["cells"]
+        )
+        for ex_id in GRADABLE
+    }
     expected_warnings = sum(with_hidden[ex_id] for exercises in kinds.values() for ex_id in exercises)
-    assert changed <= expected_warnings, (f"{changed} checksum warnings, more than the {expected_warnings} grade "
-                                          "cells whose hidden tests nbgrader restores")
+    assert changed <= expected_warnings, (
+        f"{changed} checksum warnings, more than the {expected_warnings} grade "
+        "cells whose hidden tests nbgrader restores"
+    )
     tool = {kind: {e: p for e, (p, _) in row.items()} for kind, row in table.items()}
     copy = out / "solutions" / "course"  # the answer key's collected course: its gradebook copy and autograded/
     export_nbgrader.run_nbgrader(copy, ["generate_feedback", "a2"], timeout_s=1800)
@@ -429,14 +473,22 @@ def test_nbgrader_autograde_matches_native_grader(tmp_path):
     assert len(feedback) == len(GRADABLE), f"one feedback page per exercise expected, got {feedback}"
     for html in feedback:
         text = html.read_text(encoding="utf-8")
-        assert "json.loads" not in text and "HIDDEN TESTS" not in text, \
+        assert "json.loads" not in text and "HIDDEN TESTS" not in text, (
             f"{html}: the feedback shows hidden tests (their inputs and expected values)"
+        )
     assert tree_unchanged_by_grading(course), "the instructor's course must not be written by the sandboxed route"
-    print(f"\nnbgrader autograde (sandboxed, {ladder_rung()}): {changed} 'checksum changed' warnings (one per grade "
-          "cell holding hidden tests)")
+    print(
+        f"\nnbgrader autograde (sandboxed, {ladder_rung()}): {changed} 'checksum changed' warnings (one per grade "
+        "cell holding hidden tests)"
+    )
     with ThreadPoolExecutor(max_workers=2) as pool:
-        native = dict(zip(submitted, pool.map(lambda k: _native_points(submitted[k], tmp_path / "native" / k),
-                                              submitted), strict=True))
+        native = dict(
+            zip(
+                submitted,
+                pool.map(lambda k: _native_points(submitted[k], tmp_path / "native" / k), submitted),
+                strict=True,
+            )
+        )
     _compare("nbgrader", tool, native, kinds)
 
 
@@ -466,9 +518,18 @@ def test_otter_run_matches_native_grader(tmp_path):
     masters = tmp_path / "masters"
     export_otter.export(masters, run_tests=False)  # the solution is graded below anyway
     with ThreadPoolExecutor(max_workers=2) as pool:  # what otter_grade.assigned does, two at once
-        built = dict(zip(GRADABLE, pool.map(
-            lambda e: export_otter.assign(masters / BY_ID[e].module / f"{BY_ID[e].module}.ipynb",
-                                          masters / "dist" / BY_ID[e].module), GRADABLE), strict=True))
+        built = dict(
+            zip(
+                GRADABLE,
+                pool.map(
+                    lambda e: export_otter.assign(
+                        masters / BY_ID[e].module / f"{BY_ID[e].module}.ipynb", masters / "dist" / BY_ID[e].module
+                    ),
+                    GRADABLE,
+                ),
+                strict=True,
+            )
+        )
     kinds = _submissions()
     submitted: dict[str, dict[str, Path]] = {kind: {} for kind in kinds}
     for kind, exercises in kinds.items():
@@ -479,12 +540,22 @@ def test_otter_run_matches_native_grader(tmp_path):
             submitted[kind][ex_id] = nb.write_notebook(note, tmp_path / "submissions" / kind / f"{ex.module}.ipynb")
     table = otter_grade.grade_class(masters, tmp_path / "submissions", tmp_path / "otter", workers=2)
     failed = {k: {e: why for e, (_, why) in row.items() if why and why != "missing"} for k, row in table.items()}
-    assert not any(failed.values()), f"a sandboxed otter run failed: {failed}"
+    logs = [
+        (tmp_path / "otter" / k / e / "otter-error.log").read_text(encoding="utf-8")[-4000:]
+        for k, row in failed.items()
+        for e in row
+    ]
+    assert not any(failed.values()), f"a sandboxed otter run failed: {failed}\n" + "\n".join(logs)
     tool = {kind: {e: p for e, (p, _) in row.items()} for kind, row in table.items()}
     print(f"\notter run (sandboxed, {ladder_rung()}): {sum(len(r) for r in submitted.values())} notebooks")
     with ThreadPoolExecutor(max_workers=2) as pool:
-        native = dict(zip(submitted, pool.map(lambda k: _native_points(submitted[k], tmp_path / "native" / k),
-                                              submitted), strict=True))
+        native = dict(
+            zip(
+                submitted,
+                pool.map(lambda k: _native_points(submitted[k], tmp_path / "native" / k), submitted),
+                strict=True,
+            )
+        )
     _compare("otter", tool, native, kinds)
 
 
@@ -518,15 +589,24 @@ def test_otter_grade_assigns_once_runs_every_notebook_and_totals(tmp_path):
 
     subs = tmp_path / "subs"
     first, second = (BY_ID[e].module for e in ids)
-    for student, files in {"alice": {first: "1.5", second: "2.25"}, "bob": {first: "crash"}, "=cmd": {second: "3"}}.items():
+    for student, files in {
+        "alice": {first: "1.5", second: "2.25"},
+        "bob": {first: "crash"},
+        "=cmd": {second: "3"},
+    }.items():
         (subs / student).mkdir(parents=True)
         for module, text in files.items():
             (subs / student / f"{module}.ipynb").write_text(text, encoding="utf-8")
     table = otter_grade.grade_class(masters, subs, tmp_path / "out", 2, run=fake_run, assign=fake_assign)
     assert sorted(assigned) == sorted([first, second])
     assert table["alice"] == {ids[0]: (1.5, ""), ids[1]: (2.25, "")}
-    assert table["bob"][ids[0]][0] == 0.0 and table["bob"][ids[0]][1].startswith("otter run failed: RuntimeError: kernel died")
-    assert (tmp_path / "out" / "bob" / ids[0] / "otter-error.log").is_file() and table["bob"][ids[1]] == (0.0, "missing")
+    assert table["bob"][ids[0]][0] == 0.0 and table["bob"][ids[0]][1].startswith(
+        "otter run failed: RuntimeError: kernel died"
+    )
+    assert (tmp_path / "out" / "bob" / ids[0] / "otter-error.log").is_file() and table["bob"][ids[1]] == (
+        0.0,
+        "missing",
+    )
     otter_grade.grade_class(masters, subs, tmp_path / "out", 1, run=fake_run, assign=fake_assign)
     assert len(assigned) == 2, "an exercise whose zip exists is not assigned again"
     crosscheck.write_csv(crosscheck.cross_check(table, None, "otter", "tool"), tmp_path / "grades.csv")

@@ -236,7 +236,8 @@ def main(argv: list[str]) -> int:
         native = native_table(args.course, args.assignment, args.out, args.workers)
     except ladder.Refused as exc:
         print(
-            f"nbgrader-autograde: {terminal_text(str(exc), lines=True)}\n(--native grades the same notebooks here)", file=sys.stderr
+            f"nbgrader-autograde: {terminal_text(str(exc), lines=True)}\n(--native grades the same notebooks here)",
+            file=sys.stderr,
         )
         return 2
     except (FileNotFoundError, RuntimeError) as exc:

@@ -141,7 +141,10 @@ def main(argv: list[str]) -> int:
             [s.name for s in _students(args.submissions)],
         )
     except ladder.Refused as exc:
-        print(f"otter-grade: {terminal_text(str(exc), lines=True)}\n(--native grades the same notebooks here)", file=sys.stderr)
+        print(
+            f"otter-grade: {terminal_text(str(exc), lines=True)}\n(--native grades the same notebooks here)",
+            file=sys.stderr,
+        )
         return 2
     except (FileNotFoundError, RuntimeError) as exc:
         print(f"otter-grade: {terminal_text(str(exc))}", file=sys.stderr)
