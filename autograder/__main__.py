@@ -62,7 +62,11 @@ COMMANDS = {
     ),
     "otter-grade": (
         "autograder.batch.otter_grade",
-        "the Otter route in one command: assign every master, otter run each student's notebooks, total",
+        "the Otter route: assign every master, otter run each notebook in the sandbox, checked against the native grader",
+    ),
+    "nbgrader-autograde": (
+        "autograder.batch.nbgrader_grade",
+        "the nbgrader route: nbgrader autograde of each student in the sandbox, checked against the native grader",
     ),
     "demo": (
         "autograder.selftest.demo",

@@ -110,6 +110,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         st = state["status"][name]
         for item in group:
             item.add_marker(pytest.mark.xdist_group(name))  # a proof's module fixtures are built once
+            item.extra_keyword_matches.add(name)  # `-k <proof>` selects the proof's tests
             item.user_properties.append(("a2_proof", (name, len(group))))
         if st.holds:
             dropped += group

@@ -199,11 +199,18 @@ PROOFS = {
         ),
         Proof(
             "real_exports",
-            "nbgrader (generate_assignment, autograde, generate_feedback) and Otter (assign, run) grade the key, "
-            "the release, do-nothing and wrong submissions to the native grader's points",
+            "nbgrader (generate_assignment, autograde, generate_feedback) and Otter (assign, run), each student's "
+            "run in the sandbox through nbgrader-autograde's and otter-grade's own functions, grade the key, the "
+            "release, do-nothing and wrong submissions to the native grader's points; a hostile notebook earns 0 in "
+            "the points both commands report (its own tool points flagged), changes nothing outside their output "
+            "and leaves no process",
             runs=(
                 "tests/test_exports.py",
+                "tests/test_tool_routes.py",
                 "autograder/exports/*.py",
+                "autograder/batch/otter_grade.py",
+                "autograder/batch/nbgrader_grade.py",
+                "autograder/batch/crosscheck.py",
                 "solutions/ex*.py",
                 "assignments/ex*.py",
                 "solutions/tests/public_ex*.py",

@@ -5,7 +5,9 @@ real tools grading solutions, the unfilled release and wrong fixtures to the sam
 The fast tests run every exported test cell in-process (exec, as a kernel would) and compare each cell's
 pass/fail and message with `hetero.checks.judge` on the same case, which is what the native grader
 computes. The slow tests (`@pytest.mark.slow`, still in the default run) drive `nbgrader
-generate_assignment` + `nbgrader autograde` and `otter assign` + `otter run` for real.
+generate_assignment` and `otter assign` for real, then grade through the sandboxed route commands' own
+functions (`nbgrader-autograde`: `nbgrader autograde` of each student in the sandbox; `otter-grade`: each
+`otter run` in the sandbox).
 """
 
 from __future__ import annotations
@@ -435,6 +437,10 @@ def _compare(
 @pytest.mark.slow
 @pytest.mark.proof("real_exports")
 def test_nbgrader_autograde_matches_native_grader(tmp_path):
+    """`nbgrader-autograde`'s sandboxed autograde (each submission kind a student) gives the native grader's
+    points; its feedback, generated from a student's collected gradebook copy, shows no hidden test."""
+    from autograder.batch import nbgrader_grade
+
     course = tmp_path / "course"
     export_nbgrader.export(course)
     export_nbgrader.run_nbgrader(course, ["generate_assignment", "a2", "--force"], timeout_s=600)
@@ -447,9 +453,14 @@ def test_nbgrader_autograde_matches_native_grader(tmp_path):
             release = json.loads((course / "release" / "a2" / f"{ex.module}.ipynb").read_text(encoding="utf-8"))
             note = release if code is None else nb.fill_exercise_cell(release, ex, code)
             submitted[kind][ex_id] = nb.write_notebook(note, course / "submitted" / kind / "a2" / f"{ex.module}.ipynb")
-    autograde = export_nbgrader.run_nbgrader(course, ["autograde", "a2", "--create"], timeout_s=1800)
-    log = autograde.stdout + autograde.stderr
-    changed = log.count("Attribute 'checksum' for cell")
+    out = tmp_path / "out"
+    table = nbgrader_grade.grade_course(course, "a2", out, workers=2)
+    failed = {k: {e: why for e, (_, why) in row.items() if why and why != "missing"} for k, row in table.items()}
+    assert not any(failed.values()), f"a sandboxed nbgrader autograde failed: {failed}"
+    changed = sum(
+        (out / kind / "nbgrader.log").read_text(encoding="utf-8").count("Attribute 'checksum' for cell")
+        for kind in kinds
+    )
     with_hidden = {
         ex_id: sum(
             export_nbgrader.BEGIN_HIDDEN in c["source"]
@@ -462,14 +473,21 @@ def test_nbgrader_autograde_matches_native_grader(tmp_path):
         f"{changed} checksum warnings, more than the {expected_warnings} grade "
         "cells whose hidden tests nbgrader restores"
     )
-    tool = export_nbgrader.autograded_points(course)
-    export_nbgrader.run_nbgrader(course, ["generate_feedback", "a2"], timeout_s=1800)
-    for html in (course / "feedback").rglob("*.html"):
+    tool = {kind: {e: p for e, (p, _) in row.items()} for kind, row in table.items()}
+    copy = out / "solutions" / "course"  # the answer key's collected course: its gradebook copy and autograded/
+    export_nbgrader.run_nbgrader(copy, ["generate_feedback", "a2"], timeout_s=1800)
+    feedback = list((copy / "feedback").rglob("*.html"))
+    assert len(feedback) == len(GRADABLE), f"one feedback page per exercise expected, got {feedback}"
+    for html in feedback:
         text = html.read_text(encoding="utf-8")
         assert "json.loads" not in text and "HIDDEN TESTS" not in text, (
             f"{html}: the feedback shows hidden tests (their inputs and expected values)"
         )
-    print(f"\nnbgrader autograde: {changed} 'checksum changed' warnings (one per grade cell holding hidden tests)")
+    assert tree_unchanged_by_grading(course), "the instructor's course must not be written by the sandboxed route"
+    print(
+        f"\nnbgrader autograde (sandboxed, {ladder_rung()}): {changed} 'checksum changed' warnings (one per grade "
+        "cell holding hidden tests)"
+    )
     with ThreadPoolExecutor(max_workers=2) as pool:
         native = dict(
             zip(
@@ -481,42 +499,63 @@ def test_nbgrader_autograde_matches_native_grader(tmp_path):
     _compare("nbgrader", tool, native, kinds)
 
 
+def tree_unchanged_by_grading(course: Path) -> bool:
+    """Nothing a grading writes is in the course: no autograded/ or feedback/, the gradebook without a
+    submission (nbgrader's own `autograde` adds one per student)."""
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
+        submissions = sum(len(gradebook.assignment_submissions(a.name)) for a in gradebook.assignments)
+    return not (course / "autograded").exists() and not (course / "feedback").exists() and submissions == 0
+
+
+def ladder_rung() -> str:
+    from autograder.runtime.sandbox import ladder
+
+    return f"rung {ladder.current().name}"
+
+
 @pytest.mark.slow
 @pytest.mark.proof("real_exports")
 def test_otter_run_matches_native_grader(tmp_path):
+    """`otter-grade`'s sandboxed `otter run` of every notebook (each submission kind a student) gives the
+    native grader's points."""
+    from autograder.batch import otter_grade
+
     masters = tmp_path / "masters"
     export_otter.export(masters, run_tests=False)  # the solution is graded below anyway
-    kinds = _submissions()
-    with ThreadPoolExecutor(max_workers=2) as pool:
+    with ThreadPoolExecutor(max_workers=2) as pool:  # what otter_grade.assigned does, two at once
         built = dict(
             zip(
                 GRADABLE,
                 pool.map(
                     lambda e: export_otter.assign(
-                        masters / BY_ID[e].module / f"{BY_ID[e].module}.ipynb", tmp_path / "dist" / e
+                        masters / BY_ID[e].module / f"{BY_ID[e].module}.ipynb", masters / "dist" / BY_ID[e].module
                     ),
                     GRADABLE,
                 ),
                 strict=True,
             )
         )
-    jobs = []
+    kinds = _submissions()
+    submitted: dict[str, dict[str, Path]] = {kind: {} for kind in kinds}
     for kind, exercises in kinds.items():
         for ex_id, code in exercises.items():
             ex = BY_ID[ex_id]
             student = json.loads(built[ex_id][1].read_text(encoding="utf-8"))
             note = student if code is None else nb.fill_exercise_cell(student, ex, code)
-            path = nb.write_notebook(note, tmp_path / "submissions" / kind / f"{ex.module}.ipynb")
-            jobs.append((kind, ex_id, path))
-
-    def grade(job: tuple[str, str, Path]) -> float:
-        kind, ex_id, path = job
-        timeout_s = 60 + 3 * BY_ID[ex_id].timeout_s  # kernel start-up, then the exercise's own limit, thrice
-        return export_otter.run(built[ex_id][0], path, tmp_path / "otter" / kind / ex_id, timeout_s)[ex_id]
-
+            submitted[kind][ex_id] = nb.write_notebook(note, tmp_path / "submissions" / kind / f"{ex.module}.ipynb")
+    table = otter_grade.grade_class(masters, tmp_path / "submissions", tmp_path / "otter", workers=2)
+    failed = {k: {e: why for e, (_, why) in row.items() if why and why != "missing"} for k, row in table.items()}
+    logs = [
+        (tmp_path / "otter" / k / e / "otter-error.log").read_text(encoding="utf-8")[-4000:]
+        for k, row in failed.items()
+        for e in row
+    ]
+    assert not any(failed.values()), f"a sandboxed otter run failed: {failed}\n" + "\n".join(logs)
+    tool = {kind: {e: p for e, (p, _) in row.items()} for kind, row in table.items()}
+    print(f"\notter run (sandboxed, {ladder_rung()}): {sum(len(r) for r in submitted.values())} notebooks")
     with ThreadPoolExecutor(max_workers=2) as pool:
-        scores = list(pool.map(grade, jobs))
-        submitted = {kind: {e: p for k, e, p in jobs if k == kind} for kind in kinds}
         native = dict(
             zip(
                 submitted,
@@ -524,9 +563,6 @@ def test_otter_run_matches_native_grader(tmp_path):
                 strict=True,
             )
         )
-    tool: dict[str, dict[str, float]] = {kind: {} for kind in kinds}
-    for (kind, ex_id, _), score in zip(jobs, scores, strict=True):
-        tool[kind][ex_id] = score
     _compare("otter", tool, native, kinds)
 
 
@@ -534,7 +570,7 @@ def test_otter_grade_assigns_once_runs_every_notebook_and_totals(tmp_path):
     """`otter-grade` with stand-ins for `otter assign` / `otter run` (the real tools run in the
     real_exports proof): every master assigned once, every student's notebook run against its exercise's
     zip, a missing notebook and a failed run cost that exercise only, totals and CSV as stated."""
-    from autograder.batch import otter_grade
+    from autograder.batch import crosscheck, otter_grade
 
     masters = tmp_path / "masters"
     ids = [ex for ex in GRADABLE][:2]
@@ -580,7 +616,7 @@ def test_otter_grade_assigns_once_runs_every_notebook_and_totals(tmp_path):
     )
     otter_grade.grade_class(masters, subs, tmp_path / "out", 1, run=fake_run, assign=fake_assign)
     assert len(assigned) == 2, "an exercise whose zip exists is not assigned again"
-    otter_grade.write_csv(table, tmp_path / "grades.csv")
+    crosscheck.write_csv(crosscheck.cross_check(table, None, "otter", "tool"), tmp_path / "grades.csv")
     rows = list(csv.reader((tmp_path / "grades.csv").open(encoding="utf-8")))
     assert rows[0] == ["student", *ids, "total"]
     assert ["alice", "1.50", "2.25", "3.75"] in rows and ["bob", "0.00", "0.00", "0.00"] in rows

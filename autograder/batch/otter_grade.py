@@ -9,39 +9,47 @@ timeout, as Otter has none), and the per-exercise points totalled per student. A
 scores 0 ("missing"); an `otter run` that fails or times out scores 0 with its reason in the table
 (the whole error in OUT/<student>/<exercise>/otter-error.log).
 Several runs go at once (`--workers`). Output: a table on the terminal and, with --csv, one row per
-student (student, one column per exercise, total), student names escaped for the terminal and CSV.
+student (student, the reported points per exercise, total, the other route's total, the flags: `crosscheck`),
+student names escaped for the terminal and CSV.
 
 Each `otter run` runs in the grader's sandbox (`export_otter.run`: a uid of its own, nothing of the machine
 but the interpreter and the packages, its processes ended and its time and memory capped; it needs the
 bubblewrap rung, whose network namespace gives Otter's log server and kernel a loopback of their own,
 and refuses elsewhere). What the sandbox cannot change is Otter's own model: its checks run inside the
 student's kernel, beside the student's code, which can read the hidden tests shipped in the autograder
-zip and patch what checks them (RESIDUAL_RISK, printed with every run). `--native` grades the same
-notebooks through the native grader instead (`grade-all`: the notebook reader, the sealed two-phase
-batch, the checks outside the student's process), with the same points.
+zip, patch what checks them and rewrite the results Otter leaves (RESIDUAL_RISK, printed with every run).
+So the same notebooks are also graded by the native grader (`grade-all`: the notebook reader, the sealed
+two-phase batch, the checks outside the student's process; into OUT/_native/), and the points reported
+are the native ones, Otter's beside them and every exercise where the two differ flagged for its student
+(`autograder.batch.crosscheck`). `--tool-points` reports Otter's points instead (students you trust);
+`--native` skips Otter.
 """
 
 from __future__ import annotations
 
 import argparse
-import csv
 import sys
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from autograder.batch import crosscheck
 from autograder.core.manifest import EXERCISES, Exercise
-from autograder.core.safetext import csv_cell, terminal_text
+from autograder.core.safetext import terminal_text
 from autograder.exports import export_otter
+from autograder.runtime.sandbox import ladder
 
 RUN_TIMEOUT_S = 60.0  # kernel start-up, added to three times the exercise's own limit
+NATIVE_OUT = "_native"  # grade-all's folder in --out: "_" names are never a student's (`_students`)
 
 RESIDUAL_RISK = (
     "otter-grade: Otter runs its checks inside the student's kernel: the student's code can read the hidden "
-    "tests in the autograder zip and patch the checks, so a score here is only as sound as the student is "
-    "honest. Each run is sandboxed (no file of this machine, no network, no process left, time and memory "
-    "capped), which protects the machine, not the grade. For grades that hold against hostile code: --native "
-    "(the same notebooks through the native grader, the same points)."
+    "tests in the autograder zip, patch the checks and rewrite Otter's results, so Otter's points are only as "
+    "sound as the student is honest. Each run is sandboxed (nothing of this machine writable, no network, no "
+    "process left, time and memory capped), which protects the machine, not Otter's grade. Reported: the native "
+    "grader's points on the same notebooks (its checks run outside the student's process), Otter's beside them, "
+    "every difference flagged. --native: the native grader only; --tool-points: Otter's points (students you "
+    "trust)."
 )
 
 
@@ -85,6 +93,8 @@ def grade_class(
         where = out / student.name / ex.id
         try:
             points = run(zips[ex.id], notebook, where, RUN_TIMEOUT_S + 3 * ex.timeout_s, ex.memory_mib)
+        except ladder.Refused:
+            raise  # no sandbox for Otter here: every run would refuse, so the command does, once
         except Exception as exc:  # noqa: BLE001 - one student's failed run costs that exercise only
             where.mkdir(parents=True, exist_ok=True)
             (where / "otter-error.log").write_text(f"{type(exc).__name__}: {exc}\n", encoding="utf-8")
@@ -100,30 +110,6 @@ def grade_class(
     return table
 
 
-def native_table(submissions: Path, out: Path, workers: int = 2) -> dict[str, dict[str, tuple[float, str]]]:
-    """The sound route for the same submissions: `grade-all` (each student folder's exNN_<name>.ipynb read by
-    the notebook reader, graded in sealed sandboxed children) into out/native; the table `grade_class`
-    gives, from its gradebook."""
-    from autograder.batch import bulk
-
-    report = bulk.grade_all(submissions, out / "native", workers, progress=False)
-    table: dict[str, dict[str, tuple[float, str]]] = {}
-    for record in report.records:
-        why = "" if record.status == "graded" else record.status
-        table[record.student] = {ex.id: (record.exercises.get(ex.id, (0.0, 0.0))[0], why) for ex in EXERCISES}
-    return table
-
-
-def write_csv(table: dict[str, dict[str, tuple[float, str]]], path: Path) -> None:
-    ids = [ex.id for ex in EXERCISES if any(ex.id in row for row in table.values())]
-    with path.open("w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(["student", *ids, "total"])
-        for student, row in sorted(table.items()):
-            points = [row.get(e, (0.0, "missing"))[0] for e in ids]
-            writer.writerow([csv_cell(student), *(f"{p:.2f}" for p in points), f"{sum(points):.2f}"])
-
-
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m autograder otter-grade", description=__doc__.splitlines()[0])
     parser.add_argument("masters", type=Path, help="the folder `export-otter` wrote (assigned into its dist/)")
@@ -131,28 +117,41 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--out", type=Path, default=Path("out/otter"), help="where `otter run` writes (per student)")
     parser.add_argument("--csv", type=Path, help="write one row per student: points per exercise and total")
     parser.add_argument("--workers", type=int, default=2, help="otter runs at once")
-    parser.add_argument(
-        "--native",
-        action="store_true",
-        help="grade the notebooks through the native grader (sandboxed, checks outside the student's process)",
+    choice = parser.add_mutually_exclusive_group()
+    choice.add_argument("--native", action="store_true", help="grade the notebooks with the native grader only")
+    choice.add_argument(
+        "--tool-points", action="store_true", help="report Otter's points, not the native grader's (trusted students)"
     )
     args = parser.parse_args(argv)
     if not args.submissions.is_dir():
         parser.error(f"{args.submissions}: not a folder")
+    tool = None
     try:
         if args.native:
-            table = native_table(args.submissions, args.out, args.workers)
+            ids = [ex.id for ex in EXERCISES if (args.masters / ex.module / f"{ex.module}.ipynb").is_file()]
         else:
             print(RESIDUAL_RISK, file=sys.stderr)
-            table = grade_class(args.masters, args.submissions, args.out, args.workers)
+            tool = grade_class(args.masters, args.submissions, args.out, args.workers)
+            ids = sorted({e for row in tool.values() for e in row})
+        native = crosscheck.native_table(
+            args.submissions,
+            args.out / NATIVE_OUT,
+            args.workers,
+            ids or None,
+            [s.name for s in _students(args.submissions)],
+        )
+    except ladder.Refused as exc:
+        print(
+            f"otter-grade: {terminal_text(str(exc), lines=True)}\n(--native grades the same notebooks here)",
+            file=sys.stderr,
+        )
+        return 2
     except (FileNotFoundError, RuntimeError) as exc:
         print(f"otter-grade: {terminal_text(str(exc))}", file=sys.stderr)
         return 1
-    for student, row in sorted(table.items()):
-        cells = [f"{e} {p:.2f}" + (f" ({terminal_text(why)})" if why else "") for e, (p, why) in row.items()]
-        print(f"{terminal_text(student)}: {sum(p for p, _ in row.values()):.2f}  " + ", ".join(cells))
+    checked = crosscheck.cross_check(tool, native, "otter", "tool" if args.tool_points else "native")
+    print("\n".join(crosscheck.lines(checked)))
     if args.csv:
-        args.csv.parent.mkdir(parents=True, exist_ok=True)
-        write_csv(table, args.csv)
+        crosscheck.write_csv(checked, args.csv)
         print(f"wrote {args.csv}")
     return 0

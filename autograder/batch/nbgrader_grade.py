@@ -1,0 +1,251 @@
+"""`python -m autograder nbgrader-autograde COURSE [--assignment a2] [--csv F]`: the nbgrader route in one
+command, each student's notebooks run in the grader's sandbox.
+
+`nbgrader autograde` in the course folder runs every student's notebooks as the instructor, with the course
+(its gradebook, the source notebooks holding the hidden tests, the other students' folders) writable
+beside them. This command runs, for each student folder COURSE/submitted/<student>/<assignment>/,
+`nbgrader autograde <assignment> --student <student> --create` inside the sandbox
+(`autograder.runtime.sandbox.command.run_command`: the machine's rung, a uid of its own where the grader is
+root, nothing of the machine writable, every process ended, time and memory capped) on a COPY of what
+autograde reads: nbgrader_config.py, gradebook.db, source/<assignment>/, release/<assignment>/ and that
+student's submitted folder. The copy's course root and database are set on nbgrader's command line
+(whatever nbgrader_config.py says). Out of the sandbox come that student's autograded notebooks and the
+gradebook copy, into OUT/<student>/course/ (autograded/<student>/<assignment>/*.ipynb, gradebook.db), with
+nbgrader's log in OUT/<student>/nbgrader.log; the student's points are read from that copy (nbgrader's
+Gradebook API: `export_nbgrader.autograded_points`). The instructor's gradebook.db, source/ and the other
+students' folders are never written: nbgrader's own gradebook learns nothing (run `nbgrader autograde` there
+yourself for students you trust, or import the CSV).
+
+nbgrader runs its grade cells inside the student's kernel, after the student's code (RESIDUAL_RISK, printed
+with every run). So the same notebooks are also graded by the native grader (`grade-all` on a copy of the
+submitted notebooks, OUT/_native_input/, into OUT/_native/), and the points reported are the native ones;
+nbgrader's stand beside them, every exercise where they differ flagged (`autograder.batch.crosscheck`).
+`--tool-points` reports nbgrader's points instead (students you trust); `--native` skips nbgrader.
+
+Needs the bubblewrap rung: the kernel and nbgrader talk over TCP (ZeroMQ; ipykernel binds 127.0.0.1 even on
+IPC transport), which only bubblewrap's network namespace confines to the run's own loopback; elsewhere the
+command refuses and says to use --native.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import stat
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from autograder.batch import crosscheck
+from autograder.core.manifest import EXERCISES, Exercise
+from autograder.core.safetext import terminal_text
+from autograder.exports import export_nbgrader, export_otter
+from autograder.runtime.sandbox import command, ladder
+from autograder.runtime.sandbox.users import remove_tree
+
+RUN_TIMEOUT_S = 120.0  # nbgrader's start-up, the gradebook, one kernel per notebook; plus 3x each exercise's limit
+NBGRADER_TOOLS = ("nbgrader", "ipykernel")  # what autograde imports and the kernel it starts, with their requirements
+NATIVE_OUT, NATIVE_INPUT = "_native", "_native_input"  # "_" folders: never a student's (`students`)
+
+RESIDUAL_RISK = (
+    "nbgrader-autograde: nbgrader runs its grade cells inside the student's kernel, after the student's code: "
+    "that code can read the hidden tests (the source notebooks and the gradebook it runs beside: nbgrader's own "
+    "model, jupyter/nbgrader#1386), patch the checks and rewrite the gradebook copy, so nbgrader's points are "
+    "only as sound as the student is honest. Each run is sandboxed (a copy of the course; nothing of this "
+    "machine writable, no network, no process left, time and memory capped), which protects the machine and "
+    "the course, not nbgrader's grade. Reported: the native grader's points on the same notebooks (its checks "
+    "run outside the student's process), nbgrader's beside them, every difference flagged. --native: the native "
+    "grader only; --tool-points: nbgrader's points (students you trust)."
+)
+
+# Runs inside the sandbox (the venv's interpreter, the standard library and NBGRADER_TOOLS only; `argv` fills
+# {code} and {work}, so no brace here): copy the course into the work folder, autograde the one student,
+# then drop the copied inputs so that what is collected is autograded/, the gradebook copy and the logs.
+PRELUDE = """
+import os, shutil, subprocess, sys
+code, work, assignment, student = sys.argv[1:5]
+course = os.path.join(work, "course")
+shutil.copytree(os.path.join(code, "course"), course)
+status = subprocess.call(
+    [sys.executable, "-m", "nbgrader", "autograde", assignment, "--student", student, "--create",
+     "--CourseDirectory.root=" + course, "--CourseDirectory.db_url=sqlite:///" + course + "/gradebook.db"],
+    cwd=course,
+)
+for name in ("source", "release", "submitted"):
+    shutil.rmtree(os.path.join(course, name), ignore_errors=True)
+shutil.rmtree(os.environ["IPYTHONDIR"], ignore_errors=True)
+print("nbgrader autograde exited with status", status, flush=True)
+sys.exit(status)
+"""
+assert "{" not in PRELUDE and "}" not in PRELUDE, "run_command formats argv: no brace in the prelude"
+
+
+def students(course: Path, assignment: str) -> list[str]:
+    """The student ids with a submitted/<id>/<assignment>/ folder (names starting with "." or "_" are not students)."""
+    submitted = course / "submitted"
+    if not submitted.is_dir():
+        return []
+    return sorted(
+        p.name
+        for p in submitted.iterdir()
+        if p.is_dir() and not p.name.startswith((".", "_")) and (p / assignment).is_dir()
+    )
+
+
+def course_exercises(course: Path, assignment: str) -> list[Exercise]:
+    """The manifest's exercises whose source notebook the course's assignment holds."""
+    source = course / "source" / assignment
+    found = [ex for ex in EXERCISES if (source / f"{ex.module}.ipynb").is_file()]
+    if not found:
+        raise FileNotFoundError(
+            f"{source}: no exercise notebook (write the course with `python -m autograder export-nbgrader`)"
+        )
+    if not (course / "gradebook.db").is_file():
+        raise FileNotFoundError(
+            f"{course / 'gradebook.db'}: missing; run `nbgrader generate_assignment {assignment}` first"
+        )
+    return found
+
+
+def _files(course: Path, assignment: str, student: str) -> dict[str, Path]:
+    """What the sandbox gets (as course/<path>): the instructor's files, and the student's regular files only
+    (a link in a submitted folder is not followed: it could point anywhere on this machine)."""
+    files = {"course/gradebook.db": course / "gradebook.db"}
+    if (course / "nbgrader_config.py").is_file():
+        files["course/nbgrader_config.py"] = course / "nbgrader_config.py"
+    for folder in (f"source/{assignment}", f"release/{assignment}"):
+        for path in sorted((course / folder).rglob("*")) if (course / folder).is_dir() else []:
+            if path.is_file():
+                files[f"course/{path.relative_to(course).as_posix()}"] = path
+    for folder, _, names in os.walk(course / "submitted" / student / assignment):  # links to folders not followed
+        for name in sorted(names):
+            path = Path(folder, name)
+            if stat.S_ISREG(path.lstat().st_mode):
+                files[f"course/{path.relative_to(course).as_posix()}"] = path
+    return files
+
+
+def autograde_student(
+    course: Path, assignment: str, student: str, out: Path, exercises: list[Exercise]
+) -> dict[str, tuple[float, str]]:
+    """`nbgrader autograde` of one student in the sandbox (module docstring): {exercise id: (points, why 0)}."""
+    where = out / student
+    remove_tree(where)  # nothing of an earlier run mixes with this one
+    where.mkdir(parents=True)
+    venv_bin = str(Path(sys.executable).parent)
+    run = command.run_command(
+        ["{python}", "-c", PRELUDE, "{code}", "{work}", assignment, student],
+        _files(course, assignment, student),
+        collect=where,
+        timeout_s=RUN_TIMEOUT_S + 3 * sum(ex.timeout_s for ex in exercises),
+        memory_mib=max(ex.memory_mib for ex in exercises) + export_otter.TOOL_MEMORY_MIB,
+        tools=NBGRADER_TOOLS,
+        sockets="loopback",  # the kernel's ZeroMQ channels and ipykernel's IOPub pipe: TCP on the run's own loopback
+        env={
+            # nbgrader runs `alembic` as a program: the venv's bin/ first
+            "PATH": f"{venv_bin}:/usr/local/bin:/usr/bin:/bin",
+            "PYTHONPATH": "{code}/site",
+            "JUPYTER_RUNTIME_DIR": "{work}/runtime",
+            "IPYTHONDIR": "{work}/tmp/ipython",
+        },
+        work_dirs=("runtime",),
+    )
+    log = where / "nbgrader.log"
+    log.write_text(f"[sandbox] {'; '.join(run.notes)}\n[ended] {run.ended} after {run.wall_s:.1f} s\n{run.output}")
+    submitted = course / "submitted" / student / assignment
+    copy = where / "course"
+    try:
+        points = (
+            export_nbgrader.autograded_points(copy, assignment).get(student)
+            if (copy / "gradebook.db").is_file()
+            else None
+        )
+    except Exception as exc:  # noqa: BLE001 - the copy is the student's to break: a broken one costs this student
+        points, run.output = None, f"{run.output}\nthe gradebook copy could not be read: {type(exc).__name__}: {exc}"
+    autograded = copy / "autograded" / student / assignment
+    row: dict[str, tuple[float, str]] = {}
+    for ex in exercises:
+        if not (submitted / f"{ex.module}.ipynb").is_file():
+            row[ex.id] = (0.0, "missing")
+        elif points is None or ex.id not in points or not (autograded / f"{ex.module}.ipynb").is_file():
+            last = ([ln for ln in run.output.strip().splitlines() if ln.strip()] or [""])[-1][:160]
+            row[ex.id] = (0.0, f"nbgrader autograde failed ({run.ended}): {last} (log: {log})")
+        else:
+            row[ex.id] = (points[ex.id], "")
+    return row
+
+
+def grade_course(course: Path, assignment: str, out: Path, workers: int = 2) -> crosscheck.Table:
+    """{student: {exercise id: (points, why)}}: every student's sandboxed autograde (module docstring)."""
+    exercises = course_exercises(course, assignment)
+    names = students(course, assignment)
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        rows = list(pool.map(lambda s: autograde_student(course, assignment, s, out, exercises), names))
+    return dict(zip(names, rows, strict=True))
+
+
+def native_table(course: Path, assignment: str, out: Path, workers: int = 2) -> crosscheck.Table:
+    """The same submitted notebooks through the native grader: copied into OUT/_native_input/<student>/ (the
+    assignment's exercise notebooks only), graded by grade-all into OUT/_native/."""
+    exercises = course_exercises(course, assignment)
+    names = students(course, assignment)
+    view = out / NATIVE_INPUT
+    remove_tree(view)
+    for student in names:
+        (view / student).mkdir(parents=True)
+        for ex in exercises:
+            notebook = course / "submitted" / student / assignment / f"{ex.module}.ipynb"
+            if notebook.is_file() and not notebook.is_symlink():
+                shutil.copyfile(notebook, view / student / notebook.name)
+    return crosscheck.native_table(view, out / NATIVE_OUT, workers, [ex.id for ex in exercises], names)
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m autograder nbgrader-autograde", description=__doc__.splitlines()[0]
+    )
+    parser.add_argument(
+        "course", type=Path, help="the nbgrader course folder (export-nbgrader, generate_assignment done)"
+    )
+    parser.add_argument(
+        "--assignment", default=export_nbgrader.DEFAULT_ASSIGNMENT, help="assignment name (default: a2)"
+    )
+    parser.add_argument("--out", type=Path, default=Path("out/nbgrader"), help="where each student's run is collected")
+    parser.add_argument("--csv", type=Path, help="write one row per student: points per exercise, total, the check")
+    parser.add_argument("--workers", type=int, default=2, help="students graded at once")
+    choice = parser.add_mutually_exclusive_group()
+    choice.add_argument("--native", action="store_true", help="grade the notebooks with the native grader only")
+    choice.add_argument(
+        "--tool-points",
+        action="store_true",
+        help="report nbgrader's points, not the native grader's (trusted students)",
+    )
+    args = parser.parse_args(argv)
+    if not args.course.is_dir():
+        parser.error(f"{args.course}: not a folder")
+    tool = None
+    try:
+        if not args.native:
+            print(RESIDUAL_RISK, file=sys.stderr)
+            tool = grade_course(args.course, args.assignment, args.out, args.workers)
+            print(
+                f"[sandbox] nbgrader ran on rung {ladder.current().name}; logs: {args.out}/<student>/nbgrader.log",
+                file=sys.stderr,
+            )
+        native = native_table(args.course, args.assignment, args.out, args.workers)
+    except ladder.Refused as exc:
+        print(
+            f"nbgrader-autograde: {terminal_text(str(exc), lines=True)}\n(--native grades the same notebooks here)",
+            file=sys.stderr,
+        )
+        return 2
+    except (FileNotFoundError, RuntimeError) as exc:
+        print(f"nbgrader-autograde: {terminal_text(str(exc))}", file=sys.stderr)
+        return 1
+    checked = crosscheck.cross_check(tool, native, "nbgrader", "tool" if args.tool_points else "native")
+    print("\n".join(crosscheck.lines(checked)))
+    if args.csv:
+        crosscheck.write_csv(checked, args.csv)
+        print(f"wrote {args.csv}")
+    return 0
