@@ -687,8 +687,7 @@ FIXTURES: tuple[WrongFixture, ...] = (
     WrongFixture(
         "ex02_round_tokens",
         "ex02",
-        "kv_capacity_tokens rounds to the nearest whole token instead of rounding down (a partial token does "
-        "not fit).",
+        "kv_capacity_tokens rounds to the nearest whole token instead of rounding down (a partial token does not fit).",
         (
             Edit(
                 "    return math.floor(free_bytes / kv_bytes_per_token)\n",
@@ -716,8 +715,7 @@ FIXTURES: tuple[WrongFixture, ...] = (
         "ttft_dispatch writes each instance's reused block count into the caller's hit_blocks list.",
         (
             Edit(
-                "    for hit, queued in zip(hit_blocks, queued_blocks):\n"
-                "        reused = max(hit, pool_hit_blocks)\n",
+                "    for hit, queued in zip(hit_blocks, queued_blocks):\n        reused = max(hit, pool_hit_blocks)\n",
                 "    for i, (hit, queued) in enumerate(zip(hit_blocks, queued_blocks)):\n"
                 "        reused = max(hit, pool_hit_blocks)\n"
                 "        hit_blocks[i] = reused\n",

@@ -95,8 +95,15 @@ _CAPACITY = (
     ("empty", 0.0, 131072.0),
     ("qwen3_one_gpu", 40e9, 192512.0),
 )
-_KINDS = {"exact_multiple": "rounding", "one_byte_short": "rounding", "empty": "zero result", "exact": "rounding",
-          "just_short": "rounding", "zero": "zero result", "fractional_mean": "rounding"}
+_KINDS = {
+    "exact_multiple": "rounding",
+    "one_byte_short": "rounding",
+    "empty": "zero result",
+    "exact": "rounding",
+    "just_short": "rounding",
+    "zero": "zero result",
+    "fractional_mean": "rounding",
+}
 CASES += [
     Case(
         f"ex02.kv_capacity_tokens.{label}",

@@ -311,7 +311,10 @@ def _compare(expected: Any, got: Any, rel_tol: float, abs_tol: float, path: str 
     if isinstance(expected, dict):
         if type(got) is not dict:
             return _type_mistake(
-                "a dict", where, got, _dict_values_right(expected, got, rel_tol, abs_tol, path),
+                "a dict",
+                where,
+                got,
+                _dict_values_right(expected, got, rel_tol, abs_tol, path),
                 f"return a dict with the keys {', '.join(repr(k) for k in expected)}",
             )
         if set(got) != set(expected):

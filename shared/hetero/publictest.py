@@ -224,7 +224,9 @@ def run_public_case(
             ),
         )
     except InputMutated as exc:  # it returned, but changed the caller's data
-        return report_outcome(case, Outcome(None, INPUT_MUTATED, str(exc)), mistakes, "a value, after changing its input")
+        return report_outcome(
+            case, Outcome(None, INPUT_MUTATED, str(exc)), mistakes, "a value, after changing its input"
+        )
     except Exception as exc:  # the student's exception is data here
         error = exc
         outcome = Outcome(None, type(exc).__name__, str(exc)[:2000])
