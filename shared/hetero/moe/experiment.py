@@ -15,7 +15,6 @@ shown but not compared: `deferral_comparable`). `python -m hetero.moe train` tra
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -40,9 +39,11 @@ REFERENCE_MODEL = "reference_moe.pt"  # the release's checkpoint, beside referen
 DEFERRAL_REL_GAP, DEFERRAL_ABS_GAP = 1e-4, 0.01
 
 # torch threads of the experiment's evaluation (not of training, not of the grading harness, which
-# runs one thread per sandboxed child): on the shared 2-core machine two threads evaluated the seven
-# modes in 2.1-2.4 s against 3.3-3.5 s with one (benchmarks/bench_moe.py, docs/figures_moe.md).
-EVAL_THREADS = min(2, os.cpu_count() or 1)
+# runs one thread per sandboxed child). One: on the shared 2-core machine, idle, two threads evaluated the
+# seven modes in 2.1-2.4 s against 3.3-3.5 s with one (benchmarks/bench_moe.py, docs/figures_moe.md), but
+# under load (issue 31, other jobs on both cores) the whole validation split took 92.7 s with two threads
+# against 11.3 s with one: two OpenMP threads wait on each other when a core is taken.
+EVAL_THREADS = 1
 
 
 def deferral_figures(
