@@ -375,8 +375,12 @@ def test_experiment_figures_findings_and_render():
     text = ov.render(figures)
     for name in ("baseline", "early", "predictive x1.1", "4,183", "corr(prefill, decode)", "TBT SLO 35.9 ms",
                  "full at 13 requests of 131,072 tokens (step 27.3 ms = 0.76 of the TBT SLO", "KV 99.0 % of HBM",
-                 "breaks the KV memory", "lag s", "max TBT ms", "Short prefills", "holds"):
+                 "breaks the KV memory", "lag s", "max TBT ms", "Short prefills", "[as the lecture]"):
         assert name in text, f"rendered table lacks {name!r}"
+    assert "does not hold" not in text, "a claim the simulator does not reproduce says what that means"
+    from hetero.overload.report import render_findings
+
+    assert "simulator differs" in render_findings({"x": {"measured": 1.0, "target": [2, 3], "holds": False}})[-1]
 
 
 def test_lag_sweep_rows_render_and_configs():

@@ -101,3 +101,23 @@ def test_hidden_values_are_left_out_of_the_figures():
 
     tree = {"a": 1.2345678, "b": [3.14159265, 2.0], "c": {"d": 1.2345678, "e": "label"}}
     assert without(tree, frozenset({1.2345678, 3.14159265})) == {"b": [None, 2.0], "c": {"e": "label"}}
+
+
+def test_every_headline_renders_from_the_answer_keys_figures():
+    """Each part the lecture gives figures for leads with them beside the run's; none is left unreadable ("?")."""
+    from hetero import headlines
+
+    data = json.loads((ROOT / "assignments" / ref.REFERENCE_FILE).read_text(encoding="utf-8"))
+    rendered = 0
+    for exp, parts in data.items():
+        if exp == ref.INPUTS_KEY:
+            continue
+        for key, figures in parts.items():
+            text = headlines.render(key, figures)
+            if key in headlines.HEADLINES:
+                rendered += 1
+                assert text.splitlines()[0].split() == ["lecture", "this", "run"], text
+                assert "  ?" not in text, f"{exp}.{key}: a headline the answer key's figures cannot fill:\n{text}"
+    assert rendered >= 12, rendered
+    assert headlines.render("no_such_part", {}) == ""
+    assert "  ?" in headlines.render("cost", {"devices": {}}), "an unusable figure shows as ?"

@@ -48,8 +48,8 @@ class Case:
     uses:      harness cases: the exercise functions the harness drives (their cases must show the
                submission computes before the harness's cases pay; see `autograder.core.scoring`).
     kind:      the documented edge(s) the case isolates ("tie", "rounding", "below one", ...; several are
-               separated by commas; "" for an ordinary value): every kind a hidden case of a function has, a public case of that function
-               has too (`autograder.authoring.coverage`, tests/test_public_coverage.py).
+               separated by commas; "" for an ordinary value): every kind a hidden case of a function has,
+               a public case of that function has too (`autograder.authoring.coverage`).
     """
 
     id: str
@@ -420,7 +420,7 @@ INPUT_MUTATED = "InputMutated"  # Outcome.error_type of a call that changed one 
 class InputMutated(Exception):
     """The exercise function changed one of its arguments in place (the caller's list, dict, array or tensor).
 
-    Every exercise function takes its inputs read-only (README, "Your inputs are read-only"): its callers,
+    Every exercise function takes its inputs read-only (the handout, "Your inputs are read-only"): its callers,
     the simulators and the next layer of the model, still use them after the call."""
 
 
@@ -533,9 +533,13 @@ def judge(
         return Verdict(True, f"{what}: ok")
     if problem.startswith(TYPE_MISTAKE):
         message = f"{what}: {problem}."
-        # a right value in the wrong type: no formula hint, it would point at a mistake that is not there;
+        # a right value in the wrong type: no formula hint, it would point at a mistake that is not there, but
+        # the known mistake whose output it is (a float count: "returns the fractional number of tokens");
         # a wrong value in the wrong type: the known mistake it matches, else the hint
-        return Verdict(False, message) if type_only else _failed(message, outcome, case, mistakes)
+        if type_only:
+            known = known_mistake(outcome, case, mistakes)
+            return Verdict(False, f"{message} {known}" if known else message, known_mistake=known, advice=known)
+        return _failed(message, outcome, case, mistakes)
     message = f"{what}: {problem}{unit} (tolerance: {case.tol_note})."
     return _failed(message, outcome, case, mistakes)
 
