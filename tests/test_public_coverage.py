@@ -182,3 +182,24 @@ def test_hidden_feedback_on_a_changed_input_is_fixed_words():
     outcome = Outcome(None, INPUT_MUTATED, "your function changed its argument instance_blocks in place (it was [[9, 2, 5]]")
     text = _hidden_message(case, False, "", outcome, "", None)
     assert text.startswith("your function changed one of its input arguments in place") and "9, 2, 5" not in text
+
+
+@pytest.mark.parametrize("ex_id", [e.id for e in EXERCISES])
+def test_no_hidden_case_takes_a_public_cases_inputs(ex_id):
+    """A hidden case with a public case's inputs is answered by a table of the public answers (the
+    `public_table_*` submissions of autograder/fixtures/nothing/), trivial answers included; and a hidden
+    id inside a public one would show the hidden case's name to students."""
+    import json
+
+    from autograder.core.cases import hidden_cases_from_source
+    from hetero.checks import encode
+
+    def key(c):
+        return json.dumps([c.func, encode(tuple(c.args)), encode(dict(c.kwargs))])
+
+    public = {key(c): c.id for c in public_cases(ex_id)}
+    hidden = hidden_cases_from_source(ex_id)
+    shared = [f"{c.id} = {public[key(c)]}" for c in hidden if not c.raises and key(c) in public]
+    assert not shared, f"hidden cases with a public case's inputs: {shared}"
+    inside = [(p.id, h.id) for p in public_cases(ex_id) for h in hidden if h.id in p.id]
+    assert not inside, f"public ids that contain a hidden id: {inside}"

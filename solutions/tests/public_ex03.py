@@ -58,7 +58,7 @@ CASES = [
          hint="instance 1 reuses 8 of the 10 blocks: 5 queued + 2 to prefill = 7 beats instance 0's 0 + 10 = 10. "
               "Answering 0 means the terms are not added up: ttft = queued + transfer + (request_blocks - reused), "
               "the blocks NOT reused are the ones to prefill"),
-    Case("ex03.ttft_dispatch.free_transfers", "ttft_dispatch", ([0, 6], [2.0, 3.0], 8),
+    Case("ex03.ttft_dispatch.transfers_cost_nothing", "ttft_dispatch", ([0, 6], [2.0, 3.0], 8),
          kwargs={"pool_hit_blocks": 6, "transfer_blocks_per_prefill_block": math.inf}, expect=0,
          tol_note=INDEX, unit="instance index", kind="infinity allowed",
          hint="math.inf blocks per block-time means free transfers (valid: the rule is > 0): fetching the 6 pooled "
@@ -87,7 +87,7 @@ CASES = [
               "estimates 1 + 12 + 1 = 14, 3 + 0 + 1 = 4, 1 + 4 + 1 = 6: instance 1. Answering 2 means the blocks "
               "were multiplied by the rate (a rate is not a cost); 0 means fetches were free"),
     # Invalid input: every argument, every rule of the docstrings.
-    invalid("effective_capacity_blocks", "empty_cluster_list", ([],), "instance_blocks",
+    invalid("effective_capacity_blocks", "empty_cluster_list", ((),), "instance_blocks",
             "a cluster needs at least one instance (an instance may be empty, the cluster may not)"),
     invalid("effective_capacity_blocks", "id_below_zero", ([[4, 5], [-1]],), "instance_blocks",
             "block ids are ints >= 0"),
@@ -109,7 +109,7 @@ CASES = [
             "queues are finite numbers: test math.isfinite"),
     invalid("ttft_dispatch", "negative_request", ([0], [0.0], -1), "request_blocks",
             "request_blocks must be an int >= 1"),
-    invalid("ttft_dispatch", "empty_request", ([0], [0.0], 0), "request_blocks",
+    invalid("ttft_dispatch", "empty_request", ([0, 0], [1.0, 0.0], 0), "request_blocks",
             "a request of 0 blocks is invalid: request_blocks >= 1"),
     invalid("ttft_dispatch", "negative_pool_hits", ([0, 0], [0.0, 0.0], 4), "pool_hit_blocks",
             "pool_hit_blocks lies in [0, request_blocks]", pool_hit_blocks=-1),
