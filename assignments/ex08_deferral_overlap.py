@@ -9,9 +9,9 @@ over many layers):
 - Without deferral the two alternate: the CPU needs the router's choice, and the next layer's
   attention needs every expert's output, so nothing overlaps.
 - With d deferred experts, the outputs of d experts of layer l are added to the residual stream one
-  layer later. As soon as the k - d immediate experts of layer l are done, the GPU starts layer
-  l+1 while the CPU computes the d deferred experts of layer l; the CPU starts layer l+1's experts
-  when both of those are done.
+  layer later. Once the active_experts - d immediate experts of layer l are done, the GPU starts
+  layer l+1 while the CPU computes the d deferred experts of layer l; the CPU starts layer l+1's
+  experts when both of those are done. (Here d counts deferred experts; ex10 calls it k.)
 
 Every deferred expert reaches the next layer's attention one layer late, so the lecture keeps at
 least 2 experts immediate.

@@ -59,6 +59,15 @@ def test_compare_types_before_values():
     assert "got nan" in compare(2.0, float("nan"), 1e-9, 0.0)
     assert "type mistake: expected a list" in compare([1], (1,), 1e-9, 0.0)
     assert "keys" in compare({"a": 1.0}, {"b": 1.0}, 1e-9, 0.0)
+    # issue 31: `//` returning an int where a float is documented passed publicly and cost points hidden
+    whole = compare(2048.0, 2048, 1e-9, 0.0)
+    assert whole is not None and "expected a Python float (2048.0), got int 2048" in whole
+    assert "the value is right, only its type is wrong" in whole and "`//`" in whole
+    assert "the value differs too" in compare(33.333333333333336, 33, 1e-9, 0.0)
+    # a tuple for the documented dict: its values in the key order are right, and the message says so
+    as_tuple = compare({"a": 1.0, "b": 2.0}, (1.0, 2.0), 1e-9, 0.0)
+    assert "the value is right" in as_tuple and "'a', 'b'" in as_tuple, as_tuple
+    assert "the value differs too" in compare({"a": 1.0, "b": 2.0}, (2.0, 1.0), 1e-9, 0.0)
 
 
 INF, NAN = float("inf"), float("nan")

@@ -172,6 +172,22 @@ def test_the_script_on_a_local_file_index(tmp_path):
             assert proc.returncode == 1 and "would run" not in proc.stdout
             assert f"it offers torch {PIN} for {other} only" in proc.stderr, proc.stderr
             assert f"make setup PYTHON=python3.{other[3:]}" in proc.stderr
+            here = f"{sys.version_info.major}.{sys.version_info.minor}"
+            assert f"no wheel for this Python ({here}); it has one for Python 3.{other[3:]} only" in proc.stderr
+
+
+def test_a_folder_that_is_not_an_index_is_named_as_such(tmp_path):
+    """Issue 31: A2_TORCH_INDEX_URL=file:///folder (a folder of wheels, not an index) said "cannot be reached"."""
+    folder = tmp_path / "wheels"
+    folder.mkdir()
+    (folder / f"torch-{PIN}+cpu-cp311-cp311-manylinux_2_28_x86_64.whl").write_bytes(b"")
+    proc = _run_script(tmp_path, folder.as_uri())
+    assert proc.returncode == 1 and "would run" not in proc.stdout
+    assert "does not serve torch" in proc.stderr and "cannot be reached" not in proc.stderr, proc.stderr
+    assert "is a folder but not a package index: it has no torch/index.html" in proc.stderr
+    assert "PIP_FIND_LINKS" in proc.stderr
+    missing = _run_script(tmp_path, (tmp_path / "nowhere").as_uri())
+    assert missing.returncode == 1 and "cannot be reached" in missing.stderr
 
 
 def test_main_installs_with_pip_and_reports_a_pip_failure(monkeypatch, capsys, tmp_path):

@@ -109,8 +109,10 @@ def test_the_answer_keys_files_match_the_reference(tmp_path):
     text = lecture("01", "--impl", str(folder), "--trust-impl")
     assert text.returncode == 0, text.stderr[-2000:]
     assert "reference figures (answer key): " + str(ROOT / "assignments" / "reference_figures.json") in text.stderr
-    assert "yours 187.5, reference 187.5" in text.stdout, text.stdout[-3000:]
-    assert "all within 10%" in text.stdout and "<- differs from the reference" not in text.stdout
+    assert "all agree within 1e-06 relative" in text.stdout, text.stdout[-3000:]
+    assert "<- differs from the reference" not in text.stdout and "yours 187.5" not in text.stdout
+    details = lecture("01", "--impl", str(folder), "--trust-impl", "--details")
+    assert "usd_per_gb: yours 187.5, reference 187.5" in details.stdout, details.stdout[-3000:]
     data = json.loads(lecture("01", "--impl", str(folder), "--trust-impl", "--json").stdout)
     assert set(data["reference"]) == {"cost", "roofline", "kv_capacity"} and data["gaps"] == []
 
@@ -126,12 +128,41 @@ def test_a_wrong_exercise_is_marked_against_the_reference(tmp_path):
     text = lecture("01", "--impl", str(folder), "--trust-impl")
     assert text.returncode == 0, text.stderr[-2000:]
     assert re.search(
-        r"usd_per_gb: yours 375, reference 187\.5  <- differs from the reference by \+100\.0%", text.stdout
+        r"usd_per_gb: yours 375, reference 187\.5  <- differs from the reference: \+100\.0%", text.stdout
     ), text.stdout[-3000:]
     data = json.loads(lecture("01", "--impl", str(folder), "--trust-impl", "--json").stdout)
     assert any(
         g["part"] == "cost" and g["path"].endswith("usd_per_gb") and g["gap"] == "+100.0%" for g in data["gaps"]
     ), data["gaps"]
+
+
+def test_a_unit_slip_of_seven_percent_is_marked(tmp_path):
+    """Issue 31: ex01 computing GB as GiB (201.3 vs 187.5 $/GB, +7.4%) printed "all within 10%"."""
+    folder = _answer_key_folder(tmp_path / "mine")
+    ex01 = folder / "ex01_cost_per_gb.py"
+    right = "    return price_usd / capacity_gb\n"
+    ex01.write_text(
+        ex01.read_text(encoding="utf-8").replace(right, "    return price_usd / (capacity_gb * 1e9 / 2**30)\n"),
+        encoding="utf-8",
+    )
+    text = lecture("01", "--impl", str(folder), "--trust-impl")
+    assert re.search(
+        r"usd_per_gb: yours 201\.3, reference 187\.5  <- differs from the reference: \+7\.4%", text.stdout
+    ), text.stdout[-3000:]
+
+
+@pytest.mark.slow
+def test_a_correct_submission_shows_no_gap_in_any_experiment(tmp_path):
+    """The answer key's files in a folder of their own are a correct submission: no figure of any part of any
+    experiment is off the reference, the MoE's included (evaluated on the release's model, not one trained
+    here), and the deferral part says which model its table comes from."""
+    folder = _answer_key_folder(tmp_path / "mine")
+    data = json.loads(lecture("all", "--impl", str(folder), "--trust-impl", "--json").stdout)
+    for exp, result in data.items():
+        assert not result["missing"], (exp, result["missing"])
+        assert result["gaps"] == [] and result["not_compared"] == {}, (exp, result["gaps"][:5], result["not_compared"])
+        assert set(result["reference"]) == set(result["parts"]), exp
+    assert data["03"]["deferral"]["model_source"] == "reference"
 
 
 def test_no_reference_file_is_said_once_and_the_figures_still_print(tmp_path):

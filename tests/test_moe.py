@@ -412,7 +412,18 @@ def test_deferral_figures_shape_with_tiny_config(tmp_path, monkeypatch):
     fig = moe.deferral_figures(
         "solutions", dataclasses.replace(moe.TINY_CONFIG, n_layers=4), progress=False, val_names=300
     )
-    assert set(fig) == {"full_loss_nats", "delta_mnats", "top1_weight_by_layer", "train_seconds"}
+    assert set(fig) == {
+        "full_loss_nats",
+        "delta_mnats",
+        "top1_weight_by_layer",
+        "train_seconds",
+        "model_source",
+        "model_sha256",
+    }
+    assert fig["model_source"] == "trained now", (
+        "the answer key's run trains (or takes the cache), never the shipped model"
+    )
+    assert "trained now in" in moe.experiment.model_line(fig)
     assert set(fig["delta_mnats"]) == {f"{m}_{k}" for m in ("skip", "defer") for k in (1, 2, 3)}
     assert len(fig["top1_weight_by_layer"]) == 4 and all(0.25 <= w <= 1 for w in fig["top1_weight_by_layer"])
     assert all(type(v) is float for v in fig["delta_mnats"].values())
@@ -458,3 +469,19 @@ def test_default_model_figures_and_lecture_findings():
     assert top1 > 0.75, f"mean top-1 routing weight {top1:.3f} (expected > 0.75 at router temperature 0.5)"
     path = moe.checkpoint_path()
     assert path.stat().st_size < 2_000_000, f"checkpoint {path} is {path.stat().st_size} bytes (expected < 2 MB)"
+
+
+def test_a_table_from_another_model_is_shown_not_compared_and_says_which_model():
+    """Issue 31: a correct ex10 on a model trained on another machine was flagged 'differs from the reference',
+    and "training time: 145.0 s (cached checkpoint)" followed a fresh training run."""
+    from hetero.moe.experiment import deferral_comparable, model_line
+
+    assert deferral_comparable({"model_sha256": "a"}, {"model_sha256": "a"}) is None
+    why = deferral_comparable({"model_sha256": "b", "model_source": "trained now"}, {"model_sha256": "a"})
+    assert why is not None and "trained here now" in why and "training noise, not by your ex10" in why
+    assert "cached in .cache/moe/ by an earlier run, which trained it in 5.0 s" in model_line(
+        {"train_seconds": 5.0, "model_source": "cached"}
+    )
+    assert "the release's checkpoint (reference_moe.pt" in model_line(
+        {"train_seconds": 88.0, "model_source": "reference"}
+    )

@@ -434,9 +434,13 @@ def test_experiment_figures_findings_and_render():
         "lag s",
         "max TBT ms",
         "Short prefills",
-        "holds",
+        "[as the lecture]",
     ):
         assert name in text, f"rendered table lacks {name!r}"
+    assert "does not hold" not in text, "a claim the simulator does not reproduce says what that means"
+    from hetero.overload.report import render_findings
+
+    assert "simulator differs" in render_findings({"x": {"measured": 1.0, "target": [2, 3], "holds": False}})[-1]
 
 
 def test_lag_sweep_rows_render_and_configs():

@@ -6,6 +6,8 @@ import re
 import zipfile
 from pathlib import Path
 
+import pytest
+
 from autograder.authoring.release import strip_solutions
 from autograder.core.manifest import EXERCISES, ROOT
 from autograder.packaging import pack
@@ -78,11 +80,10 @@ def test_answer_key_is_reported_complete():
         assert status.complete, f"{status.filename}: the answer key was reported as {status.describe()}"
 
 
-def test_missing_unparsable_and_partly_filled_files_warn(tmp_path, capsys):
+def test_missing_and_partly_filled_files_warn(tmp_path, capsys):
     folder = _filled_folder(tmp_path / "work")
-    ex_missing, ex_broken, ex_partial = EXERCISES[0], EXERCISES[1], EXERCISES[2]
+    ex_missing, ex_partial = EXERCISES[0], EXERCISES[2]
     (folder / ex_missing.filename).unlink()
-    (folder / ex_broken.filename).write_text("def f(:\n    return 1\n")
     (folder / ex_partial.filename).write_text(
         "class Pool:\n"
         "    def put(self):\n"
@@ -97,14 +98,47 @@ def test_missing_unparsable_and_partly_filled_files_warn(tmp_path, capsys):
     captured = capsys.readouterr()
     by_ex = {s.exercise: s for s in pack.inspect_folder(folder)}
     assert not by_ex[ex_missing.id].present
-    assert "line 1" in by_ex[ex_broken.id].parse_error
     assert by_ex[ex_partial.id].stubs == ("Pool.put", "todo"), by_ex[ex_partial.id].stubs
-    for ex in (ex_missing, ex_broken, ex_partial):
+    for ex in (ex_missing, ex_partial):
         assert ex.id in captured.err, f"the warning must name {ex.id}; stderr was: {captured.err}"
-    assert "MISSING" in captured.out and "DOES NOT PARSE" in captured.out and "UNFILLED" in captured.out
+    assert "MISSING" in captured.out and "UNFILLED" in captured.out
     with zipfile.ZipFile(out) as zf:
         assert ex_missing.filename not in zf.namelist()
         assert len(zf.namelist()) == len(EXERCISES) - 1
+
+
+@pytest.mark.parametrize(
+    ("source", "reason"),
+    [
+        ("def f(:\n    return 1\n", "does not parse (line 1"),
+        ("import pandas_that_is_not_here as pd\n", "imports pandas_that_is_not_here, which is not installed"),
+        ("from ex02_kv_capacity import kv_bytes_per_token\n", "imports ex02_kv_capacity, the file of ex02"),
+        ("from . import helpers\n", "a relative import"),
+    ],
+)
+def test_a_file_the_grader_cannot_import_is_refused_with_the_reason(tmp_path, capsys, source, reason):
+    """Issue 31: pack said "ok" for a file importing a package that is not installed or another exercise
+    file; both fail at grading. Now it says why and writes no zip."""
+    folder = _filled_folder(tmp_path / "work")
+    ex = EXERCISES[0]
+    (folder / ex.filename).write_text(source + "\n" + (folder / ex.filename).read_text())
+    out = tmp_path / "s.zip"
+    assert pack.main(["--from", str(folder), "--out", str(out)]) == 1
+    captured = capsys.readouterr()
+    line = next(ln for ln in captured.out.splitlines() if ex.filename in ln)
+    assert "REFUSED" in line and reason in line, line
+    assert "move it out of the folder" in captured.err and not out.exists()
+
+
+def test_an_optional_import_and_an_installed_extra_do_not_refuse(tmp_path, capsys):
+    folder = _filled_folder(tmp_path / "work")
+    ex = EXERCISES[0]
+    extra = "try:\n    import pandas_that_is_not_here\nexcept ImportError:\n    pass\nimport pytest\n"
+    (folder / ex.filename).write_text(extra + (folder / ex.filename).read_text())
+    out = tmp_path / "s.zip"
+    assert pack.main(["--from", str(folder), "--out", str(out)]) == 0, capsys.readouterr()
+    line = next(ln for ln in capsys.readouterr().out.splitlines() if ex.filename in ln)
+    assert line.split()[2] == "ok" and "imports pytest; the grader has only" in line, line
 
 
 def test_other_not_implemented_errors_are_not_stubs(tmp_path):

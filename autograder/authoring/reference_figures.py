@@ -13,6 +13,11 @@ computed from (`autograder.authoring.digests.part_digest`), recorded with the nu
 records. `make release` runs again only the parts whose digest changed, or whose left-out numbers are no
 longer all hidden; the others keep their stored figures, filtered again by today's hidden values.
 `release --check` (and the copy's build) report a stale part by name.
+
+The deferral figures come from a trained model, which another machine would train differently: the
+release ships that very checkpoint as `assignments/reference_moe.pt` (`write_model`; the figures record its
+weights' sha256), so that the drivers evaluate anyone's ex10 on the same model (`hetero.moe.experiment`),
+and the handout quotes the same numbers (`deferral_text`, in place of `DEFERRAL_SLOT`).
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from __future__ import annotations
 import importlib
 import json
 import math
+import shutil
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -167,3 +173,56 @@ def stored_text(assignments: Path, root: Path = ROOT) -> str:
     if problems:
         raise StaleReference(f"reference figures are stale ({'; '.join(problems)}): run `make release`")
     return (assignments / reference.REFERENCE_FILE).read_text(encoding="utf-8")
+
+
+DEFERRAL_SLOT = "<!-- DEFERRAL_FIGURES -->"  # in the handout: the release's deferral table, in words
+
+
+def _deferral(figures_text: str) -> dict[str, Any]:
+    deferral = json.loads(figures_text).get("03", {}).get("deferral")
+    if not isinstance(deferral, dict) or "model_sha256" not in deferral:
+        raise StaleReference("the reference figures hold no deferral table of a known model: run `make release`")
+    return deferral
+
+
+def deferral_text(figures_text: str) -> str:
+    """The deferral figures of `figures_text` as the handout quotes them (one set of numbers everywhere)."""
+    d = _deferral(figures_text)
+    delta = d["delta_mnats"]
+    skip = " / ".join(f"{delta[f'skip_{k}']:+.2f}" for k in (1, 2, 3))
+    defer = " / ".join(f"{delta[f'defer_{k}']:+.2f}" for k in (1, 2, 3))
+    top1 = d["top1_weight_by_layer"]
+    return (
+        f"skipping 1 / 2 / 3 experts changes the validation loss by {skip} milli-nats per character, deferring "
+        f"them by {defer} (full model: {d['full_loss_nats']:.4f} nats/char; mean top-1 routing weight "
+        f"{min(top1):.2f}-{max(top1):.2f} by layer)"
+    )
+
+
+def model_file(figures_text: str, assignments: Path, root: Path = ROOT) -> Path:
+    """The checkpoint the deferral figures of `figures_text` come from: the stored one in `assignments`, else
+    the answer key's run's in `.cache/moe/`; StaleReference when neither holds those weights."""
+    from hetero.moe.checkpoint import CheckpointError, checkpoint_path, load_checkpoint
+    from hetero.moe.experiment import REFERENCE_MODEL
+
+    want = _deferral(figures_text)["model_sha256"]
+    for path in (assignments / REFERENCE_MODEL, checkpoint_path()):
+        try:
+            if path.is_file() and load_checkpoint(path)[1]["state_sha256"] == want:
+                return path
+        except CheckpointError:
+            continue
+    raise StaleReference(
+        f"no checkpoint with the weights the deferral figures come from (sha256 {want[:12]}...): run `make release`"
+    )
+
+
+def write_model(dest: Path, figures_text: str, root: Path = ROOT) -> Path:
+    """Copy the deferral figures' checkpoint to `dest` (the release folder) as reference_moe.pt."""
+    from hetero.moe.experiment import REFERENCE_MODEL
+
+    source = model_file(figures_text, root / "assignments", root)
+    target = dest / REFERENCE_MODEL
+    if source.resolve() != target.resolve():
+        shutil.copyfile(source, target)
+    return target

@@ -175,15 +175,17 @@ def build_release(dest: Path, root: Path = ROOT, reference_text: str | None = No
     if EXERCISE_SLOT not in text:
         raise MarkerError(f"{handout}: the handout needs the line {EXERCISE_SLOT} where the exercise sections go")
     sections = "\n".join(exercise_section(ex, solutions) for ex in EXERCISES)
-    text = fill_spans(text, str(handout), span_values())
-    text = text.replace(EXERCISE_SLOT, sections).replace(LIMITS_SLOT, case_limits_text())
-    (dest / "README.md").write_text(text, encoding="utf-8")
-    written.append(dest / "README.md")
     figures = (
         reference_text if reference_text is not None else reference_figures.stored_text(root / "assignments", root)
     )
+    text = fill_spans(text, str(handout), span_values())
+    text = text.replace(EXERCISE_SLOT, sections).replace(LIMITS_SLOT, case_limits_text())
+    text = text.replace(reference_figures.DEFERRAL_SLOT, reference_figures.deferral_text(figures))
+    (dest / "README.md").write_text(text, encoding="utf-8")
+    written.append(dest / "README.md")
     (dest / REFERENCE_FILE).write_text(figures, encoding="utf-8")
     written.append(dest / REFERENCE_FILE)
+    written.append(reference_figures.write_model(dest, figures, root))
     return written
 
 

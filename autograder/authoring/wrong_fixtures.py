@@ -654,6 +654,148 @@ FIXTURES: tuple[WrongFixture, ...] = (
             ),
         ),
     ),
+    # The slips of a student who worked through the copy from nothing (issue 31) that the public cases
+    # did not show: each now fails a public case of its function.
+    WrongFixture(
+        "ex01_first_argument_only",
+        "ex01",
+        "per_thousand_usd validates only its first argument (the price): a zero or negative TFLOPS, bandwidth "
+        "or capacity gives a zero or negative result instead of ValueError.",
+        (
+            Edit(
+                '    for name, value in (("price_usd", price_usd), ("peak_tflops", peak_tflops),\n'
+                '                        ("bandwidth_gb_per_s", bandwidth_gb_per_s), ("capacity_gb", capacity_gb)):\n',
+                '    for name, value in (("price_usd", price_usd),):\n',
+            ),
+        ),
+    ),
+    WrongFixture(
+        "ex01_tuple_not_dict",
+        "ex01",
+        "per_thousand_usd returns a tuple (tflops, bandwidth, capacity) instead of the documented dict.",
+        (
+            Edit(
+                "    return {\n"
+                '        "tflops": peak_tflops / thousands,\n'
+                '        "bandwidth_gb_per_s": bandwidth_gb_per_s / thousands,\n'
+                '        "capacity_gb": capacity_gb / thousands,\n'
+                "    }\n",
+                "    return (peak_tflops / thousands, bandwidth_gb_per_s / thousands, capacity_gb / thousands)\n",
+            ),
+        ),
+    ),
+    WrongFixture(
+        "ex02_round_tokens",
+        "ex02",
+        "kv_capacity_tokens rounds to the nearest whole token instead of rounding down (a partial token does not fit).",
+        (
+            Edit(
+                "    return math.floor(free_bytes / kv_bytes_per_token)\n",
+                "    return round(free_bytes / kv_bytes_per_token)\n",
+            ),
+        ),
+    ),
+    WrongFixture(
+        "ex03_sorts_in_place",
+        "ex03",
+        "duplication_factor sorts each instance's list in place before counting, which changes the caller's "
+        "cluster, instead of working on a copy.",
+        (
+            Edit(
+                "    total = sum(len(blocks) for blocks in instance_blocks)\n",
+                "    for blocks in instance_blocks:\n"
+                "        blocks.sort()\n"
+                "    total = sum(len(blocks) for blocks in instance_blocks)\n",
+            ),
+        ),
+    ),
+    WrongFixture(
+        "ex03_writes_hit_blocks",
+        "ex03",
+        "ttft_dispatch writes each instance's reused block count into the caller's hit_blocks list.",
+        (
+            Edit(
+                "    for hit, queued in zip(hit_blocks, queued_blocks):\n        reused = max(hit, pool_hit_blocks)\n",
+                "    for i, (hit, queued) in enumerate(zip(hit_blocks, queued_blocks)):\n"
+                "        reused = max(hit, pool_hit_blocks)\n"
+                "        hit_blocks[i] = reused\n",
+            ),
+        ),
+    ),
+    WrongFixture(
+        "ex03_no_tie_tolerance",
+        "ex03",
+        "ttft_dispatch ignores TIE_TOLERANCE: an estimate a rounding error above the smallest loses to it "
+        "instead of counting as tied (and the lower index winning).",
+        (
+            Edit(
+                "    return next(i for i, estimate in enumerate(estimates) if estimate <= best + TIE_TOLERANCE)\n",
+                "    return estimates.index(best)\n",
+            ),
+        ),
+    ),
+    WrongFixture(
+        "ex04_nics_unchecked",
+        "ex04",
+        "line_rate_gb_per_s does not check num_nics: 0 NICs give a line rate of 0 and a negative count a "
+        "negative rate instead of ValueError.",
+        (
+            Edit(
+                "    if isinstance(num_nics, bool) or not isinstance(num_nics, int) or num_nics < 1:\n"
+                '        raise ValueError(f"num_nics must be an int >= 1, got {num_nics!r}")\n',
+                "",
+            ),
+        ),
+    ),
+    WrongFixture(
+        "ex07_reversed_ties",
+        "ex07",
+        "offload_order sorts from the highest value down and reverses the list, so tied parts come out in "
+        "the reverse of their dict order.",
+        (
+            Edit(
+                "    return sorted(tokens_per_param, key=lambda name: tokens_per_param[name])\n",
+                "    return sorted(tokens_per_param, key=lambda name: tokens_per_param[name], reverse=True)[::-1]\n",
+            ),
+        ),
+    ),
+    WrongFixture(
+        "ex09_integer_division",
+        "ex09",
+        "ops_per_cycle_per_core uses integer division (//), so 100 ops every 3 cycles give 33 (an int) "
+        "instead of 33.33.",
+        (
+            Edit(
+                "    return ops_per_instruction / cycles_per_instruction\n",
+                "    return ops_per_instruction // cycles_per_instruction\n",
+            ),
+        ),
+    ),
+    WrongFixture(
+        "ex10_topk_largest_false",
+        "ex10",
+        "lowest_k_mask takes torch.topk(largest=False): among equal weights topk's own order decides, not the "
+        "documented rule (the higher slot index counts as smaller).",
+        (
+            Edit(
+                "    flipped = topk_weights.flip(dims=(1,))  # [T, K]\n"
+                "    order = torch.sort(flipped, dim=1, stable=True).indices  # [T, K], ascending weight\n"
+                "    smallest = (num_slots - 1) - order[:, :k]  # [T, k] original slot indices\n",
+                "    smallest = torch.topk(topk_weights, k, dim=1, largest=False).indices  # [T, k]\n",
+            ),
+        ),
+    ),
+    WrongFixture(
+        "ex10_defer_k0_no_carry",
+        "ex10",
+        "moe_residual_update returns None as carry when k = 0 in defer mode, instead of a zero tensor [T, D].",
+        (
+            Edit(
+                "    carry_out = (deferred.unsqueeze(-1) * expert_out).sum(dim=1) if defers_here else None  # [T, D]\n",
+                "    carry_out = (deferred.unsqueeze(-1) * expert_out).sum(dim=1) if defers_here and k > 0 else None\n",
+            ),
+        ),
+    ),
 )
 
 BY_NAME: dict[str, WrongFixture] = {f.name: f for f in FIXTURES}

@@ -185,7 +185,7 @@ def case_source(case: Case, with_expect: bool = True) -> str:
     if with_expect and not (isinstance(case.expect, str) and case.expect == NO_EXPECT):
         fields.append(f"expect={value_source(case.expect)}")
     defaults = Case(id="", func="")
-    for name in ("raises", "rel_tol", "abs_tol", "tol_note", "unit", "hint", "harness"):
+    for name in ("raises", "rel_tol", "abs_tol", "tol_note", "unit", "hint", "harness", "kind"):
         value = getattr(case, name)
         if value != getattr(defaults, name):
             fields.append(f"{name}={value_source(value)}")

@@ -139,6 +139,7 @@ def _expected_paths(root: Path) -> set[str]:
     release = {f"assignments/{ex.filename}" for ex in EXERCISES} | {
         "assignments/README.md",
         f"assignments/{REFERENCE_FILE}",
+        "assignments/reference_moe.pt",
         "assignments/tests/exercises.json",
         "assignments/tests/public_mistakes.json",
         "assignments/tests/conftest.py",

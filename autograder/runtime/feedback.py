@@ -17,7 +17,7 @@ from autograder.core.manifest import Exercise
 from autograder.core.scoring import group_key
 from autograder.runtime.intake import MAX_FILE_BYTES, Found  # noqa: F401  (part of the grader's API)
 from autograder.runtime.sandbox.limits import ChildReport
-from hetero.checks import Array, Case, Outcome, Verdict, decode, judge
+from hetero.checks import INPUT_MUTATED, Array, Case, Outcome, Verdict, decode, judge
 
 
 def short_repr(value: Any, limit: int = 400) -> str:
@@ -105,7 +105,7 @@ def mismatch_kind(expect_encoded: Any, outcome: Outcome) -> str:
     except Exception:
         return "the returned value could not be read"
     want, have = _kind(expected), _kind(got)
-    if want != have and not (want == "a float" and have == "an int"):
+    if want != have:
         return f"type mistake: {want} is expected"  # not which type came back: the student's code chose it
     if isinstance(expected, Array) and isinstance(got, Array):
         if expected.value.dtype != got.value.dtype or expected.torch_dtype != got.torch_dtype:
@@ -202,6 +202,11 @@ def hidden_message(
         return f"{reason}."
     if outcome.error_type == "NotImplementedError":
         return "not implemented yet."
+    if outcome.error_type == INPUT_MUTATED:  # fixed words: the message names hidden inputs
+        return (
+            "your function changed one of its input arguments in place; inputs are read-only (work on a copy: "
+            "sorted(x) instead of x.sort(), list(x), x.clone())."
+        )
     known = f" {known_mistake}" if known_mistake else ""
     if case.raises:
         did = f"raised {exception_name(outcome.error_type, required)}" if outcome.error_type else "returned a value"

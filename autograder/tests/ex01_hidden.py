@@ -138,6 +138,7 @@ for label, price, tflops, bw, cap in _BELOW_ONE:
             unit="$ per GB",
             hint="values below 1 are valid: the rule is > 0 (not >= 1)",
             points=0.5,
+            kind="below one",
         ),
         Case(
             f"ex01.usd_per_gb_per_s.{label}",
@@ -148,6 +149,7 @@ for label, price, tflops, bw, cap in _BELOW_ONE:
             unit="$ per GB/s",
             hint="a bandwidth below 1 GB/s (an HDD streams ~0.285 GB/s) is valid: the rule is > 0 (not >= 1)",
             points=0.5,
+            kind="below one",
         ),
         Case(
             f"ex01.per_thousand_usd.{label}",
@@ -158,6 +160,7 @@ for label, price, tflops, bw, cap in _BELOW_ONE:
             unit="resource per $1000",
             hint=KEYS_HINT + "; values below 1 are valid",
             points=0.5,
+            kind="below one",
         ),
     ]
 

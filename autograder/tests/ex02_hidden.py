@@ -44,6 +44,7 @@ CASES = [
         unit="bytes per token",
         hint=KV_HINT,
         points=1.5,
+        kind="below one" if b < 1 else "",
     )
     for label, layers, kv_heads, head_dim, b in _KV_MODELS
 ]
@@ -80,6 +81,7 @@ CASES.append(
         unit="bytes",
         hint="weights that exactly fill the HBM leave 0 bytes: that is valid, not an error",
         points=0.5,
+        kind="zero result",
     )
 )
 
@@ -93,6 +95,15 @@ _CAPACITY = (
     ("empty", 0.0, 131072.0),
     ("qwen3_one_gpu", 40e9, 192512.0),
 )
+_KINDS = {
+    "exact_multiple": "rounding",
+    "one_byte_short": "rounding",
+    "empty": "zero result",
+    "exact": "rounding",
+    "just_short": "rounding",
+    "zero": "zero result",
+    "fractional_mean": "rounding",
+}
 CASES += [
     Case(
         f"ex02.kv_capacity_tokens.{label}",
@@ -103,6 +114,7 @@ CASES += [
         unit="tokens",
         hint=FLOOR_HINT,
         points=1.5 if "short" in label or "exact" in label else 1.0,
+        kind=_KINDS.get(label, ""),
     )
     for label, free, kv in _CAPACITY
 ]
@@ -126,6 +138,7 @@ CASES += [
         unit="requests",
         hint=FLOOR_HINT,
         points=1.0,
+        kind=_KINDS.get(label, ""),
     )
     for label, cap, mean in _REQUESTS
 ]
@@ -212,15 +225,15 @@ CASES += [
 ]
 
 # Boundaries of the valid ranges: the smallest valid values must return, the first invalid ones must raise.
-# (label, func, args)
+# (label, func, args, kind)
 _VALID_EDGES = (
-    ("kv_bytes_per_token", "one_of_each", (1, 1, 1, 0.5)),  # 4-bit KV of a single head of one element
-    ("hbm_for_kv_bytes", "no_weights", (8, 80.0, 0.0, 0.10)),  # weight_bytes = 0 is allowed (>= 0)
-    ("hbm_for_kv_bytes", "half_gb_per_gpu", (2, 0.5, 0.2e9, 0.0)),  # hbm_per_gpu_gb below 1 is still > 0
-    ("kv_capacity_tokens", "sub_byte_per_token", (1000.0, 0.75)),  # kv_bytes_per_token below 1 is still > 0
-    ("requests_that_fit", "sub_token_mean", (10, 0.5)),  # mean_tokens_per_request below 1 is still > 0
+    ("kv_bytes_per_token", "one_of_each", (1, 1, 1, 0.5), "smallest valid"),  # 4-bit KV of one head of one element
+    ("hbm_for_kv_bytes", "no_weights", (8, 80.0, 0.0, 0.10), "smallest valid"),  # weight_bytes = 0 is allowed (>= 0)
+    ("hbm_for_kv_bytes", "half_gb_per_gpu", (2, 0.5, 0.2e9, 0.0), "below one"),  # hbm_per_gpu_gb below 1 is > 0
+    ("kv_capacity_tokens", "sub_byte_per_token", (1000.0, 0.75), "below one"),  # kv_bytes_per_token below 1 is > 0
+    ("requests_that_fit", "sub_token_mean", (10, 0.5), "below one"),  # mean_tokens_per_request below 1 is > 0
 )
-for func, what, args in _VALID_EDGES:
+for func, what, args, edge in _VALID_EDGES:
     tol: dict[str, Any] = (
         dict(rel_tol=0.0, tol_note=INT)
         if func in ("kv_capacity_tokens", "requests_that_fit")
@@ -240,6 +253,7 @@ for func, what, args in _VALID_EDGES:
             }[func],
             hint="a value at the edge of the docstring's valid range (0 weights, sizes below 1) is "
             "valid: compare with > 0 or >= 0 exactly as the docstring says, not >= 1",
+            kind=edge,
             **tol,
         )
     )

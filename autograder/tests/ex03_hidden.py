@@ -53,6 +53,15 @@ CASES = [
 ]
 CASES += [
     Case(
+        "ex03.effective_capacity_blocks.unsorted_lists",
+        "effective_capacity_blocks",
+        ([[30, 4, 17], [4, 2]],),
+        tol_note=COUNT,
+        unit="blocks",
+        hint="blocks 2, 4, 17, 30: 4 distinct; the lists are the caller's: read them, do not sort them in place",
+        points=0.5,
+    ),
+    Case(
         "ex03.effective_capacity_blocks.all_empty",
         "effective_capacity_blocks",
         ([[], [], []],),
@@ -60,6 +69,7 @@ CASES += [
         unit="blocks",
         hint="instances that hold nothing hold 0 distinct blocks",
         points=0.5,
+        kind="zero result",
     ),
     Case(
         "ex03.effective_capacity_blocks.no_instance",
@@ -126,6 +136,16 @@ CASES += [
         points=0.5,
     ),
     Case(
+        "ex03.duplication_factor.unsorted_lists",
+        "duplication_factor",
+        ([[9, 2, 5], [5, 1], [2]],),
+        rel_tol=1e-9,
+        tol_note=RATIO,
+        unit="copies per block",
+        hint="6 held / 4 distinct = 1.5; the lists are the caller's: read them, do not sort them in place",
+        points=0.5,
+    ),
+    Case(
         "ex03.duplication_factor.all_empty",
         "duplication_factor",
         ([[], [], [], []],),
@@ -178,6 +198,7 @@ CASES += [
         unit="instance index",
         hint="the default transfer rate is 5 blocks per prefill-block-time: estimates 5, 5, 4.5",
         points=1.0,
+        kind="default argument",
     ),
     Case(
         "ex03.ttft_dispatch.free_transfer",
@@ -188,6 +209,7 @@ CASES += [
         unit="instance index",
         hint="with free transfers only the queue matters",
         points=0.5,
+        kind="infinity allowed",
     ),
     Case(
         "ex03.ttft_dispatch.all_tied",
@@ -197,6 +219,7 @@ CASES += [
         unit="instance index",
         hint="all estimates equal: the lowest index (0) wins",
         points=1.0,
+        kind="tie",
     ),
     Case(
         "ex03.ttft_dispatch.fractional_transfer",
@@ -216,6 +239,7 @@ CASES += [
         unit="instance index",
         hint="one instance: it is always chosen (index 0)",
         points=0.5,
+        kind="smallest valid",
     ),
     Case(
         "ex03.ttft_dispatch.hit_above_request",
@@ -342,6 +366,7 @@ CASES += [
         unit="instance index",
         hint="request_blocks = 1 is valid (>= 1); " + TTFT_HINT,
         points=0.5,
+        kind="smallest valid",
     ),
     Case(
         "ex03.ttft_dispatch.one_block_pool_hit",
@@ -352,6 +377,7 @@ CASES += [
         unit="instance index",
         hint="request_blocks = 1 is valid (>= 1); " + TTFT_HINT,
         points=0.5,
+        kind="smallest valid",
     ),
     Case(
         "ex03.ttft_dispatch.huge_backlog",
@@ -362,6 +388,19 @@ CASES += [
         hint="the instance with the smallest estimate must win even when best + TIE_TOLERANCE rounds to best "
         "(1e8 + 1e-9 == 1e8 in float64): test estimate <= best + TIE_TOLERANCE",
         points=0.5,
+        kind="tolerance",
+    ),
+    Case(
+        "ex03.ttft_dispatch.near_tie_four_instances",
+        "ttft_dispatch",
+        ([3, 0, 3, 3], [1.75 + 3e-10, 4.0, 1.75, 1.75 + 2e-10], 7),
+        tol_note=INDEX,
+        unit="instance index",
+        hint="estimates within TIE_TOLERANCE (1e-9 block-times) of the smallest count as tied, and a tie goes to "
+        "the lowest index: do not pick the exact minimum (min / index of min) when another estimate is within "
+        "the tolerance",
+        points=0.5,
+        kind="tolerance",
     ),
 ]
 

@@ -56,6 +56,7 @@ CASES += [
         unit="fraction of line rate",
         hint=EFF_HINT,
         points=1.0,
+        kind="largest valid" if m == line else "",
     )
     for label, m, line in _EFF
 ]
@@ -80,6 +81,7 @@ CASES += [
         unit="s",
         hint=TIME_HINT,
         points=1.0,
+        kind="zero result" if b == 0 else "",
     )
     for label, b, bw in _TIME
 ]

@@ -72,6 +72,7 @@ CASES += [
         unit="requests",
         hint="end == enter has left (strict >), done == enter has joined (<=)",
         points=2.0,
+        kind="strict boundary",
     ),
     Case(
         "ex05.predicted_decode_load.empty",
@@ -80,6 +81,7 @@ CASES += [
         tol_note=INT,
         unit="requests",
         hint="no requests anywhere: 0",
+        kind="zero result",
     ),
     Case(
         "ex05.predicted_decode_load.enter_now",
@@ -89,6 +91,7 @@ CASES += [
         unit="requests",
         hint="a request started exactly at enter_decode_s is decoding then",
         points=1.0,
+        kind="strict boundary",
     ),
     Case(
         "ex05.predicted_decode_load.all_future",
@@ -122,6 +125,7 @@ CASES += [
         hint="times near the float maximum are finite, so valid: a sum of them may overflow to inf, so check "
         "each time with math.isfinite rather than their sum",
         points=1.0,
+        kind="huge values",
     ),
     Case(
         "ex05.predicted_decode_load.negative_mean",
@@ -133,18 +137,26 @@ CASES += [
 ]
 
 # admit_predictive: non-integer thresholds, float loads, other pool sizes, invalid input.
-for label, args in (
-    ("fractional_threshold_below", (11, 10, 1.15)),  # 11 < 11.5
-    ("fractional_threshold_above", (12, 10, 1.15)),
-    ("float_load_just_below", (11.49, 10, 1.15)),
-    ("x1_2_at_48", (48, 40, 1.2)),
-    ("x1_2_at_47", (47, 40, 1.2)),
-    ("empty_pool_one_slot", (0, 1)),
-    ("full_pool_one_slot", (1, 1)),
-    ("big_pool_1272", (1271.5, 1272)),
+for label, args, edge in (
+    ("fractional_threshold_below", (11, 10, 1.15), ""),  # 11 < 11.5
+    ("fractional_threshold_above", (12, 10, 1.15), ""),
+    ("float_load_just_below", (11.49, 10, 1.15), ""),
+    ("x1_2_at_48", (48, 40, 1.2), "strict boundary"),
+    ("x1_2_at_47", (47, 40, 1.2), ""),
+    ("empty_pool_one_slot", (0, 1), "smallest valid"),
+    ("full_pool_one_slot", (1, 1), "strict boundary"),
+    ("big_pool_1272", (1271.5, 1272), ""),
 ):
     CASES.append(
-        Case(f"ex05.admit_predictive.{label}", "admit_predictive", args, tol_note=BOOL, unit="admit?", hint=ADMIT_HINT)
+        Case(
+            f"ex05.admit_predictive.{label}",
+            "admit_predictive",
+            args,
+            tol_note=BOOL,
+            unit="admit?",
+            hint=ADMIT_HINT,
+            kind=edge,
+        )
     )
 for label, args, hint in (
     ("zero_slots", (0, 0), "decode_slots must be >= 1"),
@@ -370,6 +382,7 @@ CASES += [
         unit="Pearson r",
         hint="2 samples are enough (only fewer than 2 is invalid); two points always give r = +1 or -1",
         points=0.5,
+        kind="smallest valid",
     ),
     Case(
         "ex05.antiphase_correlation.two_samples_inphase",
@@ -381,6 +394,7 @@ CASES += [
         unit="Pearson r",
         hint="2 samples are enough (only fewer than 2 is invalid); two points always give r = +1 or -1",
         points=0.5,
+        kind="smallest valid",
     ),
     Case(
         "ex05.dominant_period_s.four_samples",
@@ -391,6 +405,7 @@ CASES += [
         unit="s",
         hint="4 samples are enough (only fewer than 4 is invalid); " + PERIOD_HINT,
         points=0.5,
+        kind="smallest valid",
     ),
     Case(
         "ex05.dominant_period_s.four_samples_slow",
@@ -401,5 +416,6 @@ CASES += [
         unit="s",
         hint="4 samples are enough (only fewer than 4 is invalid); " + PERIOD_HINT,
         points=0.5,
+        kind="smallest valid",
     ),
 ]

@@ -122,6 +122,7 @@ CASES += [
         unit="tokens/s",
         hint=BOUND_HINT,
         points=1.0,
+        kind="largest valid" if e == 1.0 else "",
     )
     for label, b, bw, e in _BOUND
 ]
@@ -164,6 +165,7 @@ CASES += [
         unit="parameters",
         hint="matrices_per_expert = 1 is valid (>= 1): one hidden x expert_dim matrix",
         points=0.5,
+        kind="smallest valid",
     ),
     Case(
         "ex06.expert_params.unit_dims",
@@ -173,6 +175,7 @@ CASES += [
         unit="parameters",
         hint="hidden = expert_dim = 1 is valid (>= 1): 3 matrices of 1 x 1",
         points=0.5,
+        kind="smallest valid",
     ),
     Case(
         "ex06.expert_bytes_per_token.top1_routing",
@@ -183,6 +186,7 @@ CASES += [
         unit="bytes",
         hint="active_experts = 1 (top-1 routing, Llama 4 Maverick) is valid (>= 1); " + BYTES_HINT,
         points=0.5,
+        kind="smallest valid",
     ),
     Case(
         "ex06.expert_bytes_per_token.one_bit",
@@ -203,6 +207,7 @@ CASES += [
         unit="bytes",
         hint="params_per_expert = 1 and num_moe_layers = 1 are valid (>= 1)",
         points=0.5,
+        kind="smallest valid",
     ),
     Case(
         "ex06.expert_bytes_per_token.negative_bits",
@@ -221,6 +226,7 @@ CASES += [
         unit="tokens/s",
         hint="a bandwidth below 1 GB/s (an HDD streams ~0.285 GB/s) is valid (> 0); " + BOUND_HINT,
         points=0.5,
+        kind="below one",
     ),
     Case(
         "ex06.decode_tokens_per_s_bound.one_byte_per_token",

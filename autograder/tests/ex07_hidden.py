@@ -33,6 +33,7 @@ CASES = [
         unit="tokens",
         hint=ROUTED_HINT,
         points=1.0,
+        kind="largest valid" if k == n else "",
     )
     for label, b, k, n in _ROUTED
 ]
@@ -66,7 +67,7 @@ CASES += [
         hint=SHARED_HINT,
         points=0.5,
     )
-    for b in (1, 7, 256, 1000)
+    for b in (2, 7, 256, 1000)  # batch 1 is a public case
 ]
 CASES += [
     Case(
@@ -104,6 +105,7 @@ CASES += [
         tol_note="list of names: exact",
         hint=ORDER_HINT,
         points=1.0,
+        kind="tie" if "tie" in label else "smallest valid" if len(d) == 1 else "",
     )
     for label, d in _ORDER
 ]
@@ -135,6 +137,7 @@ CASES += [
         unit="tokens",
         hint="active_experts = 1 (top-1 routing) is valid (>= 1); " + ROUTED_HINT,
         points=0.5,
+        kind="smallest valid",
     )
     for label, b, k, n in (("llama4_maverick_top1_b64", 64, 1, 128), ("switch_top1_b1", 1, 1, 1))
 ]

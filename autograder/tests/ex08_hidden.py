@@ -56,6 +56,7 @@ CASES = [
         unit="s",
         hint=LAYER_HINT,
         points=1.0,
+        kind="smallest valid" if d == 0 or g == 0 else "largest valid" if d == k else "",
     )
     for label, g, c, k, d in _LAYER
 ]
@@ -105,6 +106,7 @@ CASES += [
         unit="experts",
         hint=BEST_HINT,
         points=1.5,
+        kind="smallest valid" if m == 0 or g == 0 else "largest valid" if m == k else "",
     )
     for label, g, c, k, m in _BEST
 ]
@@ -138,6 +140,7 @@ CASES += [
         unit="x",
         hint=SPEEDUP_HINT,
         points=1.0,
+        kind="smallest valid" if d == 0 else "largest valid" if d == k else "",
     )
     for label, g, c, k, d in _SPEEDUP
 ]
@@ -164,6 +167,7 @@ CASES += [
         unit="s",
         hint="active_experts = 1 is valid (>= 1); " + LAYER_HINT,
         points=0.5,
+        kind="smallest valid",
     )
     for d in (0, 1)
 ]
@@ -177,6 +181,7 @@ CASES += [
         unit="experts",
         hint="active_experts = 1 is valid (>= 1); " + BEST_HINT,
         points=0.5,
+        kind="smallest valid",
     ),
     Case(
         "ex08.deferral_speedup.top1_d1",
@@ -187,6 +192,7 @@ CASES += [
         unit="x",
         hint="active_experts = 1 is valid (>= 1); " + SPEEDUP_HINT,
         points=0.5,
+        kind="smallest valid",
     ),
     Case(
         "ex08.layer_time_s.zero_active",

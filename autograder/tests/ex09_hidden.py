@@ -32,6 +32,7 @@ CASES = [
         unit="ops",
         hint=OPS_HINT,
         points=1.0,
+        kind="smallest valid" if (m, k, n) == (1, 1, 1) else "",
     )
     for label, m, k, n in _TILES
 ]
@@ -112,6 +113,7 @@ CASES += [
         unit="TOPS",
         hint=PEAK_HINT,
         points=1.0,
+        kind="smallest valid" if c == 1 else "",
     )
     for label, c, g, o in _PEAK
 ]
@@ -153,6 +155,7 @@ CASES += [
         unit="fraction",
         hint=FRACTION_HINT,
         points=1.0,
+        kind="zero result" if m == 0 else "above one" if m > p else "",
     )
     for label, m, p in _FRACTION
 ]
@@ -228,6 +231,7 @@ CASES += [
         unit="ops/cycle/core",
         hint="ops_per_instruction = 1 is valid (>= 1); " + OPC_HINT,
         points=0.5,
+        kind="smallest valid",
     ),
     Case(
         "ex09.peak_tops.half_op_per_cycle",
@@ -238,6 +242,7 @@ CASES += [
         unit="TOPS",
         hint="ops_per_cycle_per_core = 0.5 is valid (> 0); " + PEAK_HINT,
         points=0.5,
+        kind="below one",
     ),
     Case(
         "ex09.peak_tops.sub_ghz_clock",
@@ -248,6 +253,7 @@ CASES += [
         unit="TOPS",
         hint="clock_ghz = 0.8 is valid (> 0); " + PEAK_HINT,
         points=0.5,
+        kind="below one",
     ),
     Case(
         "ex09.fraction_of_peak.sub_tops_peak",
@@ -258,6 +264,7 @@ CASES += [
         unit="fraction",
         hint="peak_tops = 0.5 is valid (> 0); " + FRACTION_HINT,
         points=0.5,
+        kind="below one",
     ),
     Case(
         "ex09.prefill_expert_time_s.deepseek_v3_1k_avx2_desktop",
@@ -268,6 +275,7 @@ CASES += [
         unit="s",
         hint="achieved_tflops = 0.8 is valid (> 0); " + PREFILL_HINT,
         points=0.5,
+        kind="below one",
     ),
     Case(
         "ex09.prefill_expert_time_s.one_param",
@@ -278,6 +286,7 @@ CASES += [
         unit="s",
         hint="num_tokens = 1 and active_params_per_token = 1 are valid; " + PREFILL_HINT,
         points=0.5,
+        kind="smallest valid",
     ),
     Case(
         "ex09.prefill_expert_time_s.zero_params",

@@ -55,6 +55,7 @@ CASES = [
         args=(Gen("moe.tied_weights", {"seed": 9}), 1),
         hint=TIE_HINT,
         points=1.5,
+        kind="tie",
         **MASK,
     ),
     Case(
@@ -63,6 +64,7 @@ CASES = [
         args=(Gen("moe.tied_weights", {"seed": 5, "levels": 2, "tokens": 12}), 2),
         hint=TIE_HINT,
         points=1.5,
+        kind="tie",
         **MASK,
     ),
     Case(
@@ -71,6 +73,7 @@ CASES = [
         args=(Gen("moe.tied_weights", {"seed": 21}), 3),
         hint=TIE_HINT,
         points=1.5,
+        kind="tie",
         **MASK,
     ),
     Case(
@@ -78,6 +81,7 @@ CASES = [
         func="lowest_k_mask",
         args=(layer(4, "topk_weights"), 4),
         hint="k = K marks every slot",
+        kind="largest valid",
         **MASK,
     ),
     Case(
@@ -122,6 +126,7 @@ CASES = [
         unit=SPLIT_UNIT,
         hint=TIE_HINT,
         points=1.5,
+        kind="tie",
         **F32,
     ),
     Case(
@@ -130,6 +135,7 @@ CASES = [
         args=(layer(9, "topk_weights"), 3, "full"),
         unit=SPLIT_UNIT,
         hint="full mode ignores k: everything is immediate, nothing deferred",
+        kind="mode",
         **F32,
     ),
     Case(
@@ -138,6 +144,7 @@ CASES = [
         args=(layer(10, "topk_weights", dtype="float64"), 4, "defer"),
         unit=SPLIT_UNIT,
         hint="keep the input dtype (float64 here) and defer all K when k = K",
+        kind="dtype",
         **F64,
     ),
     Case(
@@ -166,6 +173,7 @@ CASES = [
         unit=UPDATE_UNIT,
         points=2,
         hint="add the incoming carry to this layer's residual and return this layer's own deferred output",
+        kind="carry",
         **F32,
     ),
     Case(
@@ -175,6 +183,7 @@ CASES = [
         unit=UPDATE_UNIT,
         points=2,
         hint="the last layer defers nothing: all K experts and the incoming carry are added, carry None",
+        kind="last layer",
         **F32,
     ),
     Case(
@@ -192,6 +201,7 @@ CASES = [
         args=update_args(16, "none", 2, "skip", True),
         unit=UPDATE_UNIT,
         hint="skipping also applies to the last layer (only deferral is impossible there)",
+        kind="skip on the last layer",
         **F32,
     ),
     Case(
@@ -200,6 +210,7 @@ CASES = [
         args=update_args(17, "none", 0, "full", False, tokens=5, d_model=12),
         unit=UPDATE_UNIT,
         hint="full: x + shared + sum_j w_j * expert_j, carry None",
+        kind="mode",
         **F32,
     ),
     Case(
@@ -208,6 +219,7 @@ CASES = [
         args=update_args(18, "carry", 0, "defer", False),
         unit=UPDATE_UNIT,
         hint="defer with k = 0 carries a zero tensor (not None) on a layer that is not the last",
+        kind="smallest valid",
         **F32,
     ),
     Case(
@@ -216,6 +228,7 @@ CASES = [
         args=update_args(19, "carry", 2, "defer", False, tokens=12, d_model=16, n_experts=16, dtype="float64"),
         unit=UPDATE_UNIT,
         hint="keep the input dtype (float64 here)",
+        kind="dtype",
         **F64,
     ),
     Case(

@@ -16,6 +16,9 @@ argument (e.g. the overload simulator driven by the student's admission rule).
 from __future__ import annotations
 
 import base64
+import copy
+import inspect
+import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -44,6 +47,9 @@ class Case:
     harness:   "<module>.<function>" in `hetero.harness`, called as harness(exercise_module, *args, **kwargs).
     uses:      harness cases: the exercise functions the harness drives (their cases must show the
                submission computes before the harness's cases pay; see `autograder.core.scoring`).
+    kind:      the documented edge(s) the case isolates ("tie", "rounding", "below one", ...; several are
+               separated by commas; "" for an ordinary value): every kind a hidden case of a function has,
+               a public case of that function has too (`autograder.authoring.coverage`).
     """
 
     id: str
@@ -60,6 +66,7 @@ class Case:
     points: float = 1.0
     harness: str | None = None
     uses: tuple[str, ...] = ()
+    kind: str = ""
 
     @property
     def ex_id(self) -> str:
@@ -265,7 +272,15 @@ def _compare(expected: Any, got: Any, rel_tol: float, abs_tol: float, path: str 
             )
         return (None if got == expected else f"expected {expected}{where}, got {got}"), False
     if isinstance(expected, float):
-        if type(got) not in (float, int):
+        if type(got) is int:  # the docstring says float: `//` or int(...) where `/` was meant
+            return _type_mistake(
+                f"a Python float ({expected!r})",
+                where,
+                got,
+                math.isclose(got, expected, rel_tol=max(rel_tol, 1e-6), abs_tol=abs_tol),
+                "return a float: `/` gives one, `//` and int(...) give an int",
+            )
+        if type(got) is not float:
             number = _as_number(got)
             right = number is not None and math.isclose(number, expected, rel_tol=max(rel_tol, 1e-6), abs_tol=abs_tol)
             return _type_mistake(f"a Python float ({expected!r})", where, got, right, _number_fix(got, "float"))
@@ -301,7 +316,13 @@ def _compare(expected: Any, got: Any, rel_tol: float, abs_tol: float, path: str 
         return None, False
     if isinstance(expected, dict):
         if type(got) is not dict:
-            return _type_mistake("a dict", where, got, False, "return a dict")
+            return _type_mistake(
+                "a dict",
+                where,
+                got,
+                _dict_values_right(expected, got, rel_tol, abs_tol, path),
+                f"return a dict with the keys {', '.join(repr(k) for k in expected)}",
+            )
         if set(got) != set(expected):
             return f"expected keys {sorted(expected)}{where}, got {sorted(got)}", False
         for k in expected:
@@ -312,6 +333,16 @@ def _compare(expected: Any, got: Any, rel_tol: float, abs_tol: float, path: str 
     if isinstance(expected, Array):
         return _compare_arrays(expected, got, rel_tol, abs_tol, where), False
     raise TypeError(f"cannot compare against expected value of type {type(expected).__name__}")
+
+
+def _dict_values_right(expected: dict, got: Any, rel_tol: float, abs_tol: float, path: str) -> bool:
+    """True when `got` is a list or tuple holding the dict's values, in its key order (a tuple instead of
+    the dict): the values are right, only the type is wrong."""
+    return (
+        type(got) in (list, tuple)
+        and len(got) == len(expected)
+        and all(_compare(e, g, rel_tol, abs_tol, path)[0] is None for e, g in zip(expected.values(), got, strict=True))
+    )
 
 
 def _compare_arrays(expected: Array, got: Any, rel_tol: float, abs_tol: float, where: str) -> str | None:
@@ -389,13 +420,70 @@ class Outcome:
         return Outcome(data.get("value"), data.get("error_type"), str(data.get("error_message", ""))[:2000])
 
 
+INPUT_MUTATED = "InputMutated"  # Outcome.error_type of a call that changed one of its arguments in place
+
+
+class InputMutated(Exception):
+    """The exercise function changed one of its arguments in place (the caller's list, dict, array or tensor).
+
+    Every exercise function takes its inputs read-only (the handout, "Your inputs are read-only"): its callers,
+    the simulators and the next layer of the model, still use them after the call."""
+
+
+def _fingerprint(value: Any) -> str | None:
+    """The exact content of an argument (order-sensitive, NaN-safe), or None when it is not plain data."""
+    try:
+        return json.dumps(encode(value))
+    except (EncodeError, TypeError, ValueError, RecursionError):
+        return None
+
+
+def _argument_names(func: Any, args: tuple, kwargs: Mapping[str, Any]) -> list[str]:
+    """The parameter name of each positional argument, then the keyword names (positions when unbindable)."""
+    try:
+        bound = inspect.signature(func).bind(*args, **kwargs)
+        names = list(bound.arguments)
+    except (TypeError, ValueError):
+        names = []
+    positional = names[: len(args)] if len(names) >= len(args) else [f"argument {i + 1}" for i in range(len(args))]
+    return positional + list(kwargs)
+
+
+def _shown(text: str, limit: int = 120) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def call_with_read_only_inputs(func: Any, args: tuple, kwargs: Mapping[str, Any]) -> Any:
+    """Call `func` on copies of the arguments and raise `InputMutated` naming the first one it changed.
+
+    The copies keep the case's own arguments intact (a later case may share them); each copy's exact
+    content (`encode`, order-sensitive: a dict re-ordered in place counts) is compared before and after.
+    Only a call that returns is checked: one that raises has its exception judged instead."""
+    originals = [*args, *kwargs.values()]
+    args = copy.deepcopy(tuple(args))
+    kwargs = copy.deepcopy(dict(kwargs))
+    values = [*args, *kwargs.values()]
+    before = [_fingerprint(v) for v in values]
+    result = func(*args, **kwargs)
+    names = _argument_names(func, args, kwargs)
+    for name, original, value, old in zip(names, originals, values, before, strict=False):
+        if old is not None and _fingerprint(value) != old:
+            raise InputMutated(
+                f"your function changed its argument {name} in place (it was {_shown(repr(original))}, after the "
+                f"call it is {_shown(repr(value))}). Inputs are read-only: the caller still uses them after the "
+                "call; work on a copy (sorted(x) instead of x.sort(), list(x), dict(x), x.clone())"
+            )
+    return result
+
+
 def invoke(case: Case, module: Any) -> Any:
-    """Expand the case's inputs and call its function on `module`; exceptions propagate."""
+    """Expand the case's inputs and call its function on `module` with read-only inputs (a call that changes
+    one raises `InputMutated`); exceptions propagate."""
     args = tuple(expand(a) for a in case.args)
     kwargs = {k: expand(v) for k, v in case.kwargs.items()}
     if case.harness:
         return resolve(case.harness)(module, *args, **kwargs)
-    return getattr(module, case.func)(*args, **kwargs)
+    return call_with_read_only_inputs(getattr(module, case.func), args, kwargs)
 
 
 def run_call(case: Case, module: Any) -> Outcome:
@@ -431,6 +519,8 @@ def judge(
     what = f"{case.func}: {case.id}"
     if outcome.error_type == "NotImplementedError":
         return Verdict(False, f"{what}: not implemented yet ({outcome.error_message})", True)
+    if outcome.error_type == INPUT_MUTATED:  # whatever it returned: the caller's data is damaged
+        return Verdict(False, f"{what}: {outcome.error_message}.")
     if case.raises:
         if outcome.error_type == case.raises:
             return Verdict(True, f"{what}: raised {case.raises} as required")
@@ -449,9 +539,13 @@ def judge(
         return Verdict(True, f"{what}: ok")
     if problem.startswith(TYPE_MISTAKE):
         message = f"{what}: {problem}."
-        # a right value in the wrong type: no formula hint, it would point at a mistake that is not there;
+        # a right value in the wrong type: no formula hint, it would point at a mistake that is not there, but
+        # the known mistake whose output it is (a float count: "returns the fractional number of tokens");
         # a wrong value in the wrong type: the known mistake it matches, else the hint
-        return Verdict(False, message) if type_only else _failed(message, outcome, case, mistakes)
+        if type_only:
+            known = known_mistake(outcome, case, mistakes)
+            return Verdict(False, f"{message} {known}" if known else message, known_mistake=known, advice=known)
+        return _failed(message, outcome, case, mistakes)
     message = f"{what}: {problem}{unit} (tolerance: {case.tol_note})."
     return _failed(message, outcome, case, mistakes)
 

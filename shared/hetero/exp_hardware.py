@@ -261,14 +261,27 @@ def plot_roofline(fig: dict[str, Any], outdir: Path) -> list[Path]:
 
 
 def plot_kv_capacity(fig: dict[str, Any], outdir: Path) -> list[Path]:
+    """Tokens and requests of KV per storage tier, on a log axis from one token, each bar labelled."""
     plt = plotting.pyplot()
-    figure, ax = plt.subplots(figsize=(5, 3.4))
+    figure, ax = plt.subplots(figsize=(7, 4.2))
     tiers = list(fig["tiers"])
-    ax.bar(tiers, [fig["tiers"][t]["tokens"] for t in tiers], color="tab:purple")
+    tokens = [fig["tiers"][t]["tokens"] for t in tiers]
+    bars = ax.bar([t.upper() for t in tiers], tokens, color=["tab:green", "tab:blue", "tab:purple"][: len(tiers)])
+    labels = [
+        f"{fig['tiers'][t]['tokens'] / 1e6:,.2f} M tokens\n{fig['tiers'][t]['requests']:,} requests" for t in tiers
+    ]
+    ax.bar_label(bars, labels, fontsize=8)
     ax.set_yscale("log")
+    ax.set_ylim(1.0, 30 * max(tokens))  # from one token: each bar's height is its true ratio to the others
     ax.set_ylabel("tokens of KV that fit (log scale)")
-    ax.set_xlabel("storage tier of one server")
-    ax.set_title(f"{fig['model']} KV per tier ({fig['server']})")
+    ax.set_xlabel(
+        f"storage tier of one {fig['server']} server; requests of {fig['mean_tokens_per_request']:,.0f} tokens"
+    )
+    ax.set_title(
+        f"{fig['model']}: {fig['kv_bytes_per_token'] / 1024:.0f} KiB of KV per token; HBM after the weights "
+        f"and {fig['headroom_frac']:.0%} headroom",
+        fontsize=9,
+    )
     path = plotting.save(figure, outdir, "exp01_kv_capacity.png")
     return [path]
 

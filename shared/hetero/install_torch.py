@@ -151,6 +151,14 @@ def project_url(index_url: str) -> str:
     return base.rstrip("/") + "/torch/"
 
 
+def _local_folder(index_url: str) -> Path | None:
+    """The folder a `file:` URL (or a plain path) names; None for a network index."""
+    if "://" not in index_url:
+        return Path(index_url)
+    parsed = urllib.parse.urlparse(index_url)
+    return Path(urllib.request.url2pathname(parsed.path)) if parsed.scheme == "file" else None
+
+
 def _ssl_context() -> ssl.SSLContext:
     """The system's certificates, plus pip's own bundle and a PIP_CERT file, as pip would trust them."""
     context = ssl.create_default_context()
@@ -242,6 +250,13 @@ def check_index(index_url: str, pin: str, target: Target, fetcher: Callable[[str
     SetupError when it cannot be reached, has no torch page, or lists no such wheel."""
     fetcher = fetcher or fetch
     url = project_url(index_url)
+    local = _local_folder(index_url)
+    if local is not None and local.is_dir() and not (local / "torch").is_dir():
+        raise Unusable(
+            index_url,
+            f"{local} is a folder but not a package index: it has no torch/index.html (a local index is a folder "
+            "holding torch/index.html, which links the wheels; a folder of wheels goes to PIP_FIND_LINKS instead)",
+        )
     page: str | None = None
     error: Exception | None = None
     for attempt in range(PROBE_ATTEMPTS):
@@ -308,10 +323,18 @@ def unreachable_message(exc: Unreachable, pin: str, rerun: str) -> str:
     return "\n".join(lines)
 
 
+def _python_names(tags: list[str]) -> list[str]:
+    """cp311 -> 3.11, cp313t -> 3.13t (free-threaded)."""
+    return [f"{t[2]}.{t[3:]}" for t in tags if re.fullmatch(r"cp3\d+t?", t)]
+
+
 def no_wheel_message(exc: NoWheel, pin: str, rerun: str, other_python: str) -> str:
+    here = f"{sys.version_info.major}.{sys.version_info.minor}"
+    pythons = _python_names(exc.offered)
+    where = f"; it has one for Python {', '.join(pythons)} only" if pythons else ""
     lines = [
         RULE,
-        f"torch=={pin} was NOT installed: the index has no wheel for this Python.",
+        f"torch=={pin} was NOT installed: the index has no wheel for this Python ({here}){where}.",
         f"  index: {exc.index_url}",
         f"  {exc.detail}",
         "What you can do:",

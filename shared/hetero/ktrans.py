@@ -189,7 +189,8 @@ def render_placement(fig: dict[str, Any]) -> str:
     lines += [f"{b:>8} {r:>20.4g} {s:>20.4g}" for b, r, s in zip(tp["batch"], tp["routed"], tp["shared"], strict=False)]
     lines += [
         "",
-        f"offload order at B={fig['order_batch']} (first to CPU first): {' > '.join(fig['offload_order'])}",
+        f"offload order at B={fig['order_batch']}, first to the CPU first: "
+        + ", ".join(f"{i}. {name}" for i, name in enumerate(fig["offload_order"], start=1)),
         f"GPU: other params at {fig['gpu_bits_per_param']:g} bits = {fig['gpu_gb']:.1f} GB "
         f"(fits a {fig['gpu_capacity_gb']:g} GB card)",
         f"CPU: routed experts at {fig['cpu_bits_per_param']:g} bits = {fig['cpu_gb']:.1f} GB "
@@ -210,7 +211,8 @@ def plot_placement(fig: dict[str, Any], outdir: Path) -> list[Path]:
     left.axvline(fig["order_batch"], color="grey", linestyle=":")
     left.set_xlabel("batch B (tokens per step)")
     left.set_ylabel("tokens per parameter read")
-    left.set_title(f"offload order at B={fig['order_batch']}: " + " > ".join(fig["offload_order"]), fontsize=9)
+    order = ", ".join(f"{i}. {name}" for i, name in enumerate(fig["offload_order"], start=1))
+    left.set_title(f"moved to the CPU first to last at B={fig['order_batch']}: {order}", fontsize=9)
     left.legend(fontsize=8)
     names = [
         f"GPU: other params\n{fig['gpu_bits_per_param']:g} bits",

@@ -4,7 +4,8 @@
 02 Mooncake (§2.3, §2.4, §3.2)           hetero.kvcache, hetero.transfer, hetero.overload
 03 KTransformers (§4.2-§4.5)             hetero.ktrans, hetero.moe
 
-Each module exposes `PARTS` (see `hetero.parts`). Text mode prints each part's tables. `--json` prints
+Each module exposes `PARTS` (see `hetero.parts`). Text mode prints each part as: its title, the lecture's
+figures beside this run's (`hetero.headlines`), the comparison with the answer key, then its tables. `--json` prints
 exactly one JSON object on stdout (progress goes to stderr): {"experiment": "02", "impl": ...,
 "parts": [keys in order], "<key>": {figures}, ..., "missing": {"<key>": "exNN missing: ..." | "exNN failed: ..."}}; `impl_dir` is the absolute folder used;
 with `all`, one object {"01": {...}, "02": {...}, "03": {...}}. `--impl` names where the exercise
@@ -18,10 +19,12 @@ has at least one; a skipped part writes none).
 
 Unless the exercise files are the answer key's (`--impl solutions`), each part's figures are compared
 with the answer key's (`hetero.reference`: `reference_figures.json` beside the exercise files, else in
-the `assignments/` folder found upward): text mode prints "yours X, reference Y" under each table and
-marks every figure more than 10% off or of the other sign with "<- differs from the reference by ...";
-`--json` adds "reference": {"<key>": {reference figures}} and "gaps": [{"part", "path", "yours",
-"reference", "gap"}]. Without a reference file the driver says so once (on stderr) and goes on.
+the `assignments/` folder found upward), at the part's tolerance (`hetero.reference`: 1e-6 relative for
+the closed-form and seeded figures): text mode prints how many figures agree under each table and
+"yours X, reference Y  <- differs from the reference: +7.4%" for every figure off it (`--details`: every
+figure); `--json` adds "reference": {"<key>": {reference figures}}, "gaps": [{"part", "path", "yours",
+"reference", "gap"}] and "not_compared": {"<key>": why} for figures of another trained model than the
+reference's. Without a reference file the driver says so once (on stderr) and goes on.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from hetero import headlines
 from hetero import reference as ref
 from hetero.impl import (
     ExerciseError,
@@ -99,23 +103,39 @@ def _plot(exp: str, part: Part, figures: dict[str, Any], plots: Path) -> None:
         _log(f"[{exp}] {part.key}: wrote {path}")
 
 
+def _compared(
+    part: Part, figures: dict[str, Any], reference: dict[str, Any], result: dict[str, Any], details: bool
+) -> str:
+    """The comparison's text under the part's table; records it in `result` (reference, gaps, not_compared)."""
+    result["reference"][part.key] = reference
+    why = part.not_comparable(figures, reference) if part.not_comparable is not None else None
+    if why:
+        result["not_compared"][part.key] = why
+        return f"   vs the reference (answer key): not compared: {why}\n"
+    rows = ref.compare(figures, reference, rel_gap=part.rel_gap, abs_gap=part.abs_gap)
+    result["gaps"] += [{"part": part.key, **r.as_json()} for r in rows if r.gap]
+    return ref.render_rows(rows, part.rel_gap, part.abs_gap, details) + "\n"
+
+
 def run_experiment(
     exp: str,
     impl: str,
     plots: Path | None = None,
     emit: Callable[[str], None] | None = None,
     reference: dict[str, Any] | None = None,
+    details: bool = False,
 ) -> dict[str, Any]:
     """Run every part of one experiment; returns the JSON object described in the module docstring.
 
     `emit` receives each part's text as soon as that part finishes (text mode prints it at once).
-    `reference` ({part key: figures}, this experiment's part of the reference file) adds the comparison."""
+    `reference` ({part key: figures}, this experiment's part of the reference file) adds the comparison;
+    `details` lists every compared figure, not only those off the reference."""
     if exp not in EXPERIMENTS:
         raise KeyError(f"unknown experiment {exp!r}; choose one of {', '.join(EXPERIMENTS)} or all")
     impl_dir = str(resolve_impl_dir(impl))
     result: dict[str, Any] = {"experiment": exp, "impl": impl, "impl_dir": impl_dir, "parts": [], "missing": {}}
     if reference is not None:
-        result["reference"], result["gaps"] = {}, []
+        result["reference"], result["gaps"], result["not_compared"] = {}, [], {}
     texts: list[str] = []
     for module_name in EXPERIMENTS[exp][1]:
         module = importlib.import_module(module_name)
@@ -137,11 +157,10 @@ def run_experiment(
                 result[part.key] = figures
                 compared = ""
                 if reference is not None and part.key in reference:
-                    rows = ref.compare(figures, reference[part.key])
-                    result["reference"][part.key] = reference[part.key]
-                    result["gaps"] += [{"part": part.key, **r.as_json()} for r in rows if r.gap]
-                    compared = ref.render_rows(rows) + "\n"
-                texts.append(f"== {part.title} ({part.lecture})\n{part.render(figures)}\n{compared}")
+                    compared = _compared(part, figures, reference[part.key], result, details)
+                lead = headlines.render(part.key, figures)
+                lead = f"{lead}\n" if lead else ""
+                texts.append(f"== {part.title} ({part.lecture})\n{lead}{compared}{part.render(figures)}\n")
                 if plots is not None:  # every part that ran writes its figures
                     _plot(exp, part, figures, plots)
             if emit is not None:
@@ -156,6 +175,9 @@ def main(argv: list[str] | None = None) -> int:
     add_impl_argument(parser)
     parser.add_argument("--json", action="store_true", help="print one JSON object with every figure")
     parser.add_argument("--plots", type=Path, default=None, help="write PNG plots into this folder")
+    parser.add_argument(
+        "--details", action="store_true", help="list every figure compared with the reference, not only those off it"
+    )
     args = parser.parse_args(argv)
     refused = untrusted_impl(args.impl, args.trust_impl) if hasattr(args, "impl") else None
     if refused:
@@ -184,7 +206,12 @@ def main(argv: list[str] | None = None) -> int:
     for exp in exps:
         print(f"\n#### {EXPERIMENTS[exp][0]}  [exercise files: {impl_dir}]\n", flush=True)
         r = run_experiment(
-            exp, args.impl, args.plots, emit=lambda text: print(text, flush=True), reference=refs.get(exp)
+            exp,
+            args.impl,
+            args.plots,
+            emit=lambda text: print(text, flush=True),
+            reference=refs.get(exp),
+            details=args.details,
         )
         for key, reason in r["missing"].items():
             print(f"skipped part {key!r}: {reason.split(':')[0]}")

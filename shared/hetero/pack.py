@@ -7,12 +7,19 @@ statically, by parsing it, never by importing it (importing would run the studen
 that is missing, does not parse, or still has functions whose body raises the release stub's
 `NotImplementedError("exNN: <function>")` gets a warning naming those functions. Warnings do not
 stop the pack: a partial submission earns partial credit.
+
+A file the grader cannot import is refused, with the reason, and no zip is written: one that does not
+parse, imports another exercise file (the grader runs each file alone), makes a relative import, or
+imports a module that is not installed here (so not in the grader either; an import inside `try` is
+left alone). Fix it, or move the file out of the folder to upload the others. A module that is installed
+here but is neither the standard library nor numpy or torch gets a warning: the grader has only those.
 """
 
 from __future__ import annotations
 
 import argparse
 import ast
+import importlib.util
 import sys
 import zipfile
 from dataclasses import dataclass
@@ -43,19 +50,29 @@ class FileStatus:
     parse_error: str = ""  # "line 12: invalid syntax" when the file does not parse
     functions: tuple[str, ...] = ()  # top-level and method names defined in the file
     stubs: tuple[str, ...] = ()  # functions still raising NotImplementedError("exNN: ...")
+    import_errors: tuple[str, ...] = ()  # imports that fail in the grader (the file scores 0)
+    import_warnings: tuple[str, ...] = ()  # imports the grader may lack
 
     @property
     def complete(self) -> bool:
-        return self.present and not self.parse_error and not self.stubs
+        return self.present and not self.parse_error and not self.stubs and not self.import_errors
+
+    @property
+    def refused(self) -> bool:
+        """The grader cannot import this file: pack writes no zip until it is fixed or moved away."""
+        return self.present and bool(self.parse_error or self.import_errors)
 
     def describe(self) -> str:
         if not self.present:
             return "MISSING: file not found (that exercise will score 0)"
         if self.parse_error:
-            return f"DOES NOT PARSE ({self.parse_error}): the grader will score it 0"
+            return f"REFUSED: does not parse ({self.parse_error}); the grader could not import it"
+        if self.import_errors:
+            return f"REFUSED: {'; '.join(self.import_errors)}; the grader could not import it"
+        warned = f"; warning: {'; '.join(self.import_warnings)}" if self.import_warnings else ""
         if self.stubs:
-            return f"UNFILLED: still raising NotImplementedError: {', '.join(self.stubs)}"
-        return f"ok ({len(self.functions)} functions)"
+            return f"UNFILLED: still raising NotImplementedError: {', '.join(self.stubs)}{warned}"
+        return f"ok ({len(self.functions)} functions){warned}"
 
 
 def _is_stub_raise(node: ast.AST, ex_id: str) -> bool:
@@ -93,6 +110,53 @@ def stub_functions(tree: ast.Module, ex_id: str) -> tuple[tuple[str, ...], tuple
     return tuple(names), tuple(stubs)
 
 
+GRADER_PACKAGES = ("numpy", "torch", "hetero")  # besides the standard library, what the grader can import
+
+
+def _guarded(tree: ast.Module) -> set[int]:
+    """ids of the import nodes inside a `try` body (an optional import: the file handles its absence)."""
+    return {
+        id(node)
+        for t in ast.walk(tree)
+        if isinstance(t, ast.Try)
+        for stmt in t.body
+        for node in ast.walk(stmt)
+        if isinstance(node, (ast.Import, ast.ImportFrom))
+    }
+
+
+def import_problems(tree: ast.Module, exercise_id: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(imports the grader cannot satisfy, imports it may not) of one exercise file, read statically."""
+    own = MODULES[exercise_id]
+    others = {module: ex_id for ex_id, module in MODULES.items() if module != own}
+    errors: list[str] = []
+    warnings: list[str] = []
+    guarded = _guarded(tree)
+    for node in ast.walk(tree):
+        if not isinstance(node, (ast.Import, ast.ImportFrom)) or id(node) in guarded:
+            continue
+        if isinstance(node, ast.ImportFrom) and node.level:
+            errors.append(f"line {node.lineno}: a relative import (from {'.' * node.level}{node.module or ''} ...)")
+            continue
+        names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+        for name in names:
+            top = name.split(".")[0]
+            if top in others:
+                errors.append(
+                    f"line {node.lineno}: imports {top}, the file of {others[top]} (the grader runs each "
+                    "exercise file alone: copy what you need into this file)"
+                )
+            elif top in sys.stdlib_module_names or top in GRADER_PACKAGES or top == "__future__":
+                continue
+            elif importlib.util.find_spec(top) is None:
+                errors.append(f"line {node.lineno}: imports {top}, which is not installed (here or in the grader)")
+            else:
+                warnings.append(
+                    f"line {node.lineno}: imports {top}; the grader has only the standard library, numpy and torch"
+                )
+    return tuple(dict.fromkeys(errors)), tuple(dict.fromkeys(warnings))
+
+
 def inspect_file(exercise: ExerciseFile, folder: Path) -> FileStatus:
     """The status of one exercise's file in `folder` (anything with `.id` and `.filename` will do)."""
     path = folder / exercise.filename
@@ -105,19 +169,43 @@ def inspect_file(exercise: ExerciseFile, folder: Path) -> FileStatus:
         message = exc.msg if isinstance(exc, SyntaxError) else str(exc)
         return FileStatus(exercise.id, exercise.filename, True, parse_error=f"{where}{message}")
     functions, stubs = stub_functions(tree, exercise.id)
-    return FileStatus(exercise.id, exercise.filename, True, functions=functions, stubs=stubs)
+    errors, warnings = import_problems(tree, exercise.id) if exercise.id in MODULES else ((), ())
+    return FileStatus(
+        exercise.id,
+        exercise.filename,
+        True,
+        functions=functions,
+        stubs=stubs,
+        import_errors=errors,
+        import_warnings=warnings,
+    )
 
 
 def inspect_folder(folder: Path) -> list[FileStatus]:
     return [inspect_file(e, folder) for e in EXERCISES]
 
 
+class Refused(ValueError):
+    """A file the grader could not import: no zip is written."""
+
+    def __init__(self, statuses: list[FileStatus]) -> None:
+        self.statuses = statuses
+        names = ", ".join(s.filename for s in statuses if s.refused)
+        super().__init__(
+            f"not packed: the grader could not import {names}. Fix it, or move it out of the folder to "
+            "upload the other files (that exercise then scores 0)"
+        )
+
+
 def pack(folder: Path, out: Path) -> list[FileStatus]:
-    """Zip the exercise files found in `folder` into `out`; return every exercise's status."""
+    """Zip the exercise files found in `folder` into `out`; return every exercise's status. Raises Refused
+    (nothing written) when a file could not be imported by the grader."""
     statuses = inspect_folder(folder)
     present = [s for s in statuses if s.present]
     if not present:
         raise FileNotFoundError(f"no exercise files (ex01_*.py ... ex10_*.py) in {folder}")
+    if any(s.refused for s in statuses):
+        raise Refused(statuses)
     out.parent.mkdir(parents=True, exist_ok=True)
     with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED) as zf:
         for status in present:
@@ -152,6 +240,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         statuses = pack(Path(folder), args.out)
     except FileNotFoundError as exc:
+        print(f"pack: {exc}", file=sys.stderr)
+        return 1
+    except Refused as exc:
+        for status in exc.statuses:
+            print(f"  {status.exercise}  {status.filename:<30} {status.describe()}")
         print(f"pack: {exc}", file=sys.stderr)
         return 1
     for status in statuses:

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from hetero.reference import ABS_FLOOR, REL_GAP
+
 
 @dataclass(frozen=True)
 class Part:
@@ -26,3 +28,8 @@ class Part:
     run: Callable[[str], dict[str, Any]]  # impl -> JSON-able figures (floats, ints, lists, dicts)
     render: Callable[[dict[str, Any]], str]  # figures -> text table(s)
     plot: Callable[[dict[str, Any], Path], list[Path]]  # figures, dir -> PNGs written (every part has some)
+    # The comparison with the answer key's figures (`hetero.reference`): the tolerance, and, for figures that
+    # depend on more than the exercises (a trained model), why a run's figures cannot be compared (None: they can).
+    rel_gap: float = REL_GAP
+    abs_gap: float = ABS_FLOOR
+    not_comparable: Callable[[dict[str, Any], dict[str, Any]], str | None] | None = None

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hetero.checks import Case, EncodeError, Outcome, decode, encode, invoke, judge
+from hetero.checks import INPUT_MUTATED, Case, EncodeError, InputMutated, Outcome, decode, encode, invoke, judge
 from hetero.impl import EXERCISES, MissingExercise, load_exercise, student_location
 
 DEFAULT_CASE_TIMEOUT_S = 10.0
@@ -223,6 +223,10 @@ def run_public_case(
                 "your function calls exit(); return the value instead",
             ),
         )
+    except InputMutated as exc:  # it returned, but changed the caller's data
+        return report_outcome(
+            case, Outcome(None, INPUT_MUTATED, str(exc)), mistakes, "a value, after changing its input"
+        )
     except Exception as exc:  # the student's exception is data here
         error = exc
         outcome = Outcome(None, type(exc).__name__, str(exc)[:2000])
@@ -258,7 +262,7 @@ def report_outcome(
     problem = verdict.message[len(prefix) :] if verdict.message.startswith(prefix) else verdict.message
     if verdict.advice and problem.endswith(f" {verdict.advice}"):
         problem = problem[: -len(verdict.advice) - 1]
-    if outcome.error_type and outcome.error_type != "EncodeError" and not case.raises:
+    if outcome.error_type and outcome.error_type not in ("EncodeError", INPUT_MUTATED) and not case.raises:
         problem = "your function raised an exception instead of returning a value (see the line above)"
     return CaseReport(False, _block(case, got, problem, verdict.advice), verdict.advice)
 
