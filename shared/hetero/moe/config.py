@@ -27,7 +27,7 @@ class ModelShape:
     n_experts: int = 16  # routed experts per layer
     top_k: int = 4  # routed experts per token
     expert_hidden: int = 32  # hidden width of one routed expert
-    shared_hidden: int = 32  # hidden width of the shared expert
+    shared_hidden: int = 32  # hidden width of the shared expert; 0 = no shared expert (not the lecture's model)
     # Router temperature (dimensionless, > 0): the router's logits are divided by it before the softmax.
     # 1 = plain softmax; below 1 the router routes more sharply. Under AdamW, dividing by T scales the
     # router's initial weights and its per-step movement by 1/T. 0.5 by the criterion written down in
@@ -36,6 +36,9 @@ class ModelShape:
     router_temperature: float = 0.5
 
     def __post_init__(self) -> None:
+        sh = self.shared_hidden
+        if isinstance(sh, bool) or not isinstance(sh, int) or sh < 0:
+            raise ValueError(f"shared_hidden must be an int >= 0 (0: no shared expert), got {sh!r}")
         t = self.router_temperature
         if isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t) or t <= 0:
             raise ValueError(f"router_temperature must be a finite number > 0, got {t!r}")
