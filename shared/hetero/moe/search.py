@@ -166,6 +166,17 @@ def _cpu_s() -> float:
     return r.ru_utime + r.ru_stime
 
 
+def _cpu_model() -> str:
+    """The CPU's model name (Linux: /proc/cpuinfo), else the platform's machine type."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.machine()
+
+
 def run_one(point: Point, seed: int, log: Path) -> dict[str, Any]:
     """Train (fresh, no cache) and evaluate one point and seed in this process; append its record to `log`."""
     import torch
@@ -203,7 +214,7 @@ def run_one(point: Point, seed: int, log: Path) -> dict[str, Any]:
         "state_sha256": state_digest(result.model.state_dict()),
         "code": CODE_VERSION,
         "torch": str(torch.__version__),
-        "cpu": platform.processor() or platform.machine(),
+        "cpu": _cpu_model(),
         "finished": time.strftime("%Y-%m-%d %H:%M:%S"),
     }
     record["checks"] = criteria(record)
