@@ -23,18 +23,34 @@ TOY_CONTEXT_TOKENS = 131_072
 # max(TBT / SLO, KV / HBM): 13 requests read 27.3 ms per step (0.76 of the SLO) and fill 98.96 % of the
 # KV room, 14 would need 106.6 % of it: the KV memory, not the TBT SLO, ends the batch at 13.
 TOY_KV_CAPACITY_REQUESTS = 13
-TOY_DECODE = roofline_decode_model(
-    TOY_MODEL, "H20", 8, paper_rule_tbt_slo_s(TOY_MODEL, "H20", 8, TOY_CONTEXT_TOKENS), None, 1
-)
-# Output lengths (tokens) of the toy: the mean that makes the decode pool serve 2 req/s at its full batch
-# (lecture §3.2: each pool handles about 2 req/s), 13 / (2 req/s x step of 13) = 238 tokens (6.5 s of
-# decoding). The lecture's Kimi mean output is 182 tokens (§2.2): with it this one instance would serve
-# 2.6 req/s; k instances at 2 req/s would need k x 238 tokens.
+TOY_TBT_SLO_S = paper_rule_tbt_slo_s(TOY_MODEL, "H20", 8, TOY_CONTEXT_TOKENS)
+
+
+def toy_decode(instances: int) -> DecodeModel:
+    """`instances` decode instances, each the toy's 8 x H20 instance (13 requests of 128K tokens)."""
+    return roofline_decode_model(TOY_MODEL, "H20", 8, TOY_TBT_SLO_S, None, instances)
+
+
+def toy_mean_output_tokens(decode_capacity_per_s: float, instances: int) -> float:
+    """Mean output length (whole tokens) with which `instances` toy decode instances, each at its full batch,
+    finish `decode_capacity_per_s` requests per second: full pool / (capacity x step of a full instance)."""
+    decode = toy_decode(instances)
+    full = decode.max_batch_per_instance(TOY_CONTEXT_TOKENS)
+    step = decode.step_s(full, full * TOY_CONTEXT_TOKENS)
+    return float(round(full * instances / (decode_capacity_per_s * step)))
+
+
+# The three values of the toy that the lecture does not fix, calibrated by the rule written down in
+# docs/figures_overload.md ("Calibration", issue 32; `hetero.overload.calibration`): the TTFT SLO, the
+# decode pool's capacity (the lecture: "about 2 req/s") and its number of instances.
+TOY_TTFT_SLO_S = PAPER_TTFT_SLO_S
 TOY_DECODE_CAPACITY_PER_S = 2.0
-_TOY_FULL = TOY_DECODE.max_batch_per_instance(TOY_CONTEXT_TOKENS)
-TOY_MEAN_OUTPUT_TOKENS = float(
-    round(_TOY_FULL / (TOY_DECODE_CAPACITY_PER_S * TOY_DECODE.step_s(_TOY_FULL, _TOY_FULL * TOY_CONTEXT_TOKENS)))
-)
+TOY_DECODE_INSTANCES = 1
+TOY_DECODE = toy_decode(TOY_DECODE_INSTANCES)
+# Output lengths (tokens) of the toy: the mean that makes the decode pool serve TOY_DECODE_CAPACITY_PER_S
+# at its full batch (2 req/s, one instance: 13 / (2 req/s x step of 13) = 238 tokens, 6.5 s of decoding).
+# The lecture's Kimi mean output is 182 tokens (§2.2): with it one instance would serve 2.6 req/s.
+TOY_MEAN_OUTPUT_TOKENS = toy_mean_output_tokens(TOY_DECODE_CAPACITY_PER_S, TOY_DECODE_INSTANCES)
 
 
 @dataclass(frozen=True)
@@ -46,7 +62,7 @@ class OverloadConfig:
     prefill_instances: int = 30  # 30 instances / 15 s mean prefill = 2 req/s of prefill capacity
     prefill_mean_s: float = 15.0  # lecture §3.2: long-context prefill takes "十几秒" (ten-plus seconds)
     prefill_spread: float = 1 / 3  # prefill time ~ Uniform(mean x (1 - spread), mean x (1 + spread)): 10-20 s
-    ttft_slo_s: float = PAPER_TTFT_SLO_S  # the TTFT cap of the paper's real-trace runs
+    ttft_slo_s: float = TOY_TTFT_SLO_S  # calibrated (issue 32); the paper's real-trace runs use 30 s
     decode: DecodeModel = TOY_DECODE  # each decode instance's TBT model, SLO and KV room
     context_tokens: int = TOY_CONTEXT_TOKENS  # the KV every decoding request holds (tokens)
     decode_mean_tokens: float = TOY_MEAN_OUTPUT_TOKENS  # exponential output lengths: not known in advance
@@ -119,6 +135,16 @@ class OverloadConfig:
     def decode_capacity_per_s(self) -> float:
         """Requests per second the decode pool finishes when every instance runs full (TBT SLO or KV memory)."""
         return self.decode_max_batch / self.decode_mean_s
+
+
+def toy_config(ttft_slo_s: float, decode_capacity_per_s: float, decode_instances: int) -> OverloadConfig:
+    """The lecture's toy with the three calibrated values replaced: the TTFT SLO (s), the decode pool's
+    capacity at its full batch (req/s; the output mean follows) and its number of 8 x H20 instances."""
+    return OverloadConfig(
+        ttft_slo_s=float(ttft_slo_s),
+        decode=toy_decode(decode_instances),
+        decode_mean_tokens=toy_mean_output_tokens(decode_capacity_per_s, decode_instances),
+    ).validate()
 
 
 DEFAULT = OverloadConfig()
