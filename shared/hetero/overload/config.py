@@ -137,13 +137,17 @@ class OverloadConfig:
         return self.decode_max_batch / self.decode_mean_s
 
 
-def toy_config(ttft_slo_s: float, decode_capacity_per_s: float, decode_instances: int) -> OverloadConfig:
-    """The lecture's toy with the three calibrated values replaced: the TTFT SLO (s), the decode pool's
-    capacity at its full batch (req/s; the output mean follows) and its number of 8 x H20 instances."""
+def toy_config(
+    ttft_slo_s: float, decode_capacity_per_s: float, decode_instances: int, load_report_interval_s: float = 0.0
+) -> OverloadConfig:
+    """The lecture's toy with the calibrated values replaced: the TTFT SLO (s), the decode pool's capacity
+    at its full batch (req/s; the output mean follows), its number of 8 x H20 instances, and how often
+    the decode instances report their load to the Conductor (s; 0: live)."""
     return OverloadConfig(
         ttft_slo_s=float(ttft_slo_s),
         decode=toy_decode(decode_instances),
         decode_mean_tokens=toy_mean_output_tokens(decode_capacity_per_s, decode_instances),
+        load_report_interval_s=float(load_report_interval_s),
     ).validate()
 
 
