@@ -43,9 +43,9 @@ def toy_mean_output_tokens(decode_capacity_per_s: float, instances: int) -> floa
 # The three values of the toy that the lecture does not fix, calibrated by the rule written down in
 # docs/figures_overload.md ("Calibration", issue 32; `hetero.overload.calibration`): the TTFT SLO, the
 # decode pool's capacity (the lecture: "about 2 req/s") and its number of instances.
-TOY_TTFT_SLO_S = PAPER_TTFT_SLO_S
-TOY_DECODE_CAPACITY_PER_S = 2.0
-TOY_DECODE_INSTANCES = 1
+TOY_TTFT_SLO_S = 25.0
+TOY_DECODE_CAPACITY_PER_S = 2.3
+TOY_DECODE_INSTANCES = 2
 TOY_DECODE = toy_decode(TOY_DECODE_INSTANCES)
 # Output lengths (tokens) of the toy: the mean that makes the decode pool serve TOY_DECODE_CAPACITY_PER_S
 # at its full batch (2 req/s, one instance: 13 / (2 req/s x step of 13) = 238 tokens, 6.5 s of decoding).
