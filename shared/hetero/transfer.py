@@ -98,7 +98,9 @@ def transfer_figures(impl: str, setup: TransferSetup = TransferSetup()) -> dict[
             "lecture_speedup": link.lecture_speedup,
             "lecture_implied_recompute_s": link.lecture_speedup * seconds,
             # The recompute is compute-bound, so its time scales as 1 / efficiency.
-            "lecture_implied_compute_efficiency": compute_efficiency * recompute.time_s / (link.lecture_speedup * seconds),
+            "lecture_implied_compute_efficiency": compute_efficiency
+            * recompute.time_s
+            / (link.lecture_speedup * seconds),
         }
     return {
         "model": setup.model,

@@ -77,9 +77,7 @@ def long_steps(anchor_cpu_s: float, anchor_steps: int = SHORT_STEPS) -> int:
 
 def grid(steps_long: int) -> list[Point]:
     """Stage 1: every temperature x step count x shared-expert width (seed 0 only)."""
-    return [
-        Point(t, s, h) for h in SHARED_HIDDEN for s in sorted({SHORT_STEPS, steps_long}) for t in TEMPERATURES
-    ]
+    return [Point(t, s, h) for h in SHARED_HIDDEN for s in sorted({SHORT_STEPS, steps_long}) for t in TEMPERATURES]
 
 
 def criteria(record: dict[str, Any]) -> dict[str, bool]:
@@ -138,7 +136,11 @@ def select(records: Iterable[dict[str, Any]]) -> tuple[Point, str]:
     def mean_loss(p: Point) -> float:
         return sum(full[p][s]["full_loss_nats"] for s in SEEDS) / len(SEEDS)
 
-    eligible = [p for p, runs in full.items() if passes(runs, SEEDS) and max(runs[s]["train_cpu_s"] for s in SEEDS) <= CPU_LIMIT_S]
+    eligible = [
+        p
+        for p, runs in full.items()
+        if passes(runs, SEEDS) and max(runs[s]["train_cpu_s"] for s in SEEDS) <= CPU_LIMIT_S
+    ]
     if eligible:
         best = min(mean_loss(p) for p in eligible)
         tied = [p for p in eligible if mean_loss(p) <= best + LOSS_TIE_NATS]
@@ -269,7 +271,9 @@ def _mean(values: Sequence[float]) -> float:
 def summary_rows(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     """One row per point: the seeds run, per-seed and mean figures, which checks pass on every seed."""
     rows = []
-    for p, runs in sorted(by_point(records).items(), key=lambda kv: (-kv[0].shared_hidden, kv[0].steps, -kv[0].router_temperature)):
+    for p, runs in sorted(
+        by_point(records).items(), key=lambda kv: (-kv[0].shared_hidden, kv[0].steps, -kv[0].router_temperature)
+    ):
         seeds = sorted(runs)
         rs = [runs[s] for s in seeds]
         rows.append(
@@ -332,11 +336,24 @@ def plot_frontier(records: list[dict[str, Any]], out: Path = PLOT, default: Poin
         face = colors.get(p.shared_hidden, "k") if ok_defer else "white"
         if len(row["seeds"]) > 1:
             ax.errorbar(
-                x, y, xerr=[[x - min(row["top1"])], [max(row["top1"]) - x]], yerr=[[y - min(row["skip3"])], [max(row["skip3"]) - y]],
-                fmt="none", ecolor=colors.get(p.shared_hidden, "k"), lw=0.8, alpha=0.7,
+                x,
+                y,
+                xerr=[[x - min(row["top1"])], [max(row["top1"]) - x]],
+                yerr=[[y - min(row["skip3"])], [max(row["skip3"]) - y]],
+                fmt="none",
+                ecolor=colors.get(p.shared_hidden, "k"),
+                lw=0.8,
+                alpha=0.7,
             )
-        ax.scatter([x], [y], marker=marker, s=55 if len(row["seeds"]) > 1 else 30, facecolors=face,
-                   edgecolors=colors.get(p.shared_hidden, "k"), zorder=3)
+        ax.scatter(
+            [x],
+            [y],
+            marker=marker,
+            s=55 if len(row["seeds"]) > 1 else 30,
+            facecolors=face,
+            edgecolors=colors.get(p.shared_hidden, "k"),
+            zorder=3,
+        )
         ax.annotate(f"{p.router_temperature:g}", (x, y), textcoords="offset points", xytext=(4, 3), fontsize=7)
         if default is not None and p == default:
             ax.scatter([x], [y], marker="*", s=320, facecolors="none", edgecolors="k", linewidths=1.2, zorder=4)
@@ -349,8 +366,11 @@ def plot_frontier(records: list[dict[str, Any]], out: Path = PLOT, default: Poin
         ax.scatter([], [], marker="*", s=120, facecolors="none", edgecolors="k", label="default")
     ax.set_xlabel("mean top-1 routing weight (mean over the 4 layers)")
     ax.set_ylabel("skip-3 loss change (milli-nats/char)")
-    ax.set_title("City-name MoE: routing sharpness vs the cost of skipping 3 experts\n"
-                 "(labels: router temperature; bars: range over seeds 0-2; green band: 21.4 +- 30 %)", fontsize=9)
+    ax.set_title(
+        "City-name MoE: routing sharpness vs the cost of skipping 3 experts\n"
+        "(labels: router temperature; bars: range over seeds 0-2; green band: 21.4 +- 30 %)",
+        fontsize=9,
+    )
     ax.legend(fontsize=7, loc="upper right")
     return plotting.save(fig, out.parent, out.name)
 

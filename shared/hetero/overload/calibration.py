@@ -49,7 +49,12 @@ _CORRELATION = (-1.0, -0.5, 0.1)  # anti-phase swing of the two pools under earl
 _EARLY = (-10.0, 10.0, 5.0)  # "几乎没减少浪费" (round 2)
 FITTED: dict[int, dict[str, tuple[float, float, float]]] = {
     1: {"lag_s": _LAG, "predictive_wasted_pct": _PREDICTIVE, "early_correlation": _CORRELATION},
-    2: {"lag_s": _LAG, "predictive_wasted_pct": _PREDICTIVE, "early_correlation": _CORRELATION, "early_wasted_pct": _EARLY},
+    2: {
+        "lag_s": _LAG,
+        "predictive_wasted_pct": _PREDICTIVE,
+        "early_correlation": _CORRELATION,
+        "early_wasted_pct": _EARLY,
+    },
 }
 ROUND = 2  # the round whose choice is the default
 # Predicted figures (not used by the selection; checked on the default over seeds 0-4 by the experiment's
@@ -85,9 +90,9 @@ def objective(figures: dict[str, float], round_: int = ROUND) -> float:
 
 def point_figures(point: GridPoint, seeds: Iterable[int] = SEEDS) -> dict[str, Any]:
     """Baseline, early and predictive on the point's configuration (answer key's ex05), means over seeds."""
+    from hetero.impl import exercise_function
     from hetero.overload.config import OSCILLATION_POLICIES, toy_config
     from hetero.overload.experiment import _policy_table, exercise_functions
-    from hetero.impl import exercise_function
 
     config = toy_config(
         point.ttft_slo_s, point.decode_capacity_per_s, point.decode_instances, point.load_report_interval_s

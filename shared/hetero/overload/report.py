@@ -91,9 +91,13 @@ def render(figures: dict[str, Any]) -> str:
     lines.append("  " + _config_line(figures["configs"]["short_prefill"], s))
     lines.extend(_policy_lines(s["policies"]))
     lines.append("")
-    lines.append("Lecture's findings against the measured means (target ranges fixed in advance):")
+    lines.append(
+        "Lecture's findings against the measured means (target ranges fixed in advance; 'fitted': the "
+        "calibration fitted it, 'predicted': it follows):"
+    )
     for claim, f in figures["findings"].items():
-        lines.append(f"  [{'holds' if f['holds'] else 'does not hold'}] {claim}: {f['measured']:+.2f}")
+        how = "fitted" if f.get("fitted") else "predicted"
+        lines.append(f"  [{'holds' if f['holds'] else 'does not hold'}, {how}] {claim}: {f['measured']:+.2f}")
     return "\n".join(lines)
 
 
