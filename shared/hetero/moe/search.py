@@ -6,6 +6,7 @@ selection rule, and the table and frontier plot of the results.
     python -m hetero.moe.search run   [--log docs/data/moe_search.jsonl]   # resumes: skips logged runs
     python -m hetero.moe.search table [--log ...]                          # markdown table + the choice
     python -m hetero.moe.search plot  [--log ...] [--out docs/figures/moe_frontier.png]
+    python -m hetero.moe.search repro [--log docs/data/moe_repro.jsonl]  # the default, other CPU kernels
 
 The lecture's three figures the search must meet at once, on each training seed (§4.4): the mean top-1
 routing weight over the layers >= 0.8 (the lecture: 0.88-0.99), skip-3 within +-30 % of +21.4
@@ -32,6 +33,17 @@ from typing import Any
 from hetero.impl import REPO_ROOT
 
 LOG = REPO_ROOT / "docs" / "data" / "moe_search.jsonl"
+REPRO_LOG = REPO_ROOT / "docs" / "data" / "moe_repro.jsonl"
+# Other CPU kernel paths on one machine, standing in for other machines (read by torch and MKL at process
+# start): ATen's scalar kernels instead of its AVX2/AVX-512 ones, and MKL's conditional numerical
+# reproducibility mode (its code path for any CPU with SSE2 and later). Training is not made bit-identical
+# across machines: it would need every float kernel pinned (MKL is absent on ARM macOS); the spread is
+# measured instead (docs/figures_moe.md).
+KERNEL_VARIANTS = {
+    "native": {},
+    "aten-default": {"ATEN_CPU_CAPABILITY": "default"},
+    "mkl-compatible": {"MKL_CBWR": "COMPATIBLE"},
+}
 PLOT = REPO_ROOT / "docs" / "figures" / "moe_frontier.png"
 
 # The lecture's figures (§4.4) and the issue's bands around them.
@@ -179,7 +191,7 @@ def _cpu_model() -> str:
     return platform.machine()
 
 
-def run_one(point: Point, seed: int, log: Path) -> dict[str, Any]:
+def run_one(point: Point, seed: int, log: Path, label: str = "") -> dict[str, Any]:
     """Train (fresh, no cache) and evaluate one point and seed in this process; append its record to `log`."""
     import torch
 
@@ -218,7 +230,11 @@ def run_one(point: Point, seed: int, log: Path) -> dict[str, Any]:
         "torch": str(torch.__version__),
         "cpu": _cpu_model(),
         "finished": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "cpu_capability": str(torch.backends.cpu.get_cpu_capability()),
+        "env": {k: os.environ[k] for k in ("ATEN_CPU_CAPABILITY", "MKL_CBWR") if k in os.environ},
     }
+    if label:
+        record["label"] = label
     record["checks"] = criteria(record)
     log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("a") as f:
@@ -226,12 +242,12 @@ def run_one(point: Point, seed: int, log: Path) -> dict[str, Any]:
     return record
 
 
-def _spawn(point: Point, seed: int, log: Path) -> None:
+def _spawn(point: Point, seed: int, log: Path, label: str = "", env: dict[str, str] | None = None) -> None:
     """One run in a fresh Python process (as `make demo` trains: its first-use imports counted)."""
     cmd = [sys.executable, "-m", "hetero.moe.search", "one", "--log", str(log), "--seed", str(seed)]
     cmd += ["--router-temperature", repr(point.router_temperature), "--steps", str(point.steps)]
-    cmd += ["--shared-hidden", str(point.shared_hidden)]
-    subprocess.run(cmd, check=True)
+    cmd += ["--shared-hidden", str(point.shared_hidden), "--label", label]
+    subprocess.run(cmd, check=True, env={**os.environ, **(env or {})})
     r = read_log(log)[-1]
     print(
         f"{point.label()}, seed {seed}: top-1 {r['top1_mean']:.3f}, skip-3 {r['delta_mnats']['skip_3']:+.2f}, "
@@ -255,6 +271,17 @@ def run(log: Path = LOG) -> None:
         for seed in SEEDS[1:]:
             if (point, seed) not in _done(log):
                 _spawn(point, seed, log)
+
+
+def repro(log: Path = REPRO_LOG, seed: int = 0) -> None:
+    """The default config's seed `seed` trained under each of KERNEL_VARIANTS (resumes: logged ones skipped)."""
+    from hetero.moe.config import DEFAULT_CONFIG
+
+    point = Point(DEFAULT_CONFIG.router_temperature, DEFAULT_CONFIG.steps, DEFAULT_CONFIG.shared_hidden)
+    done = {(point_of(r), r.get("label")) for r in read_log(log)}
+    for label, env in KERNEL_VARIANTS.items():
+        if (point, label) not in done:
+            _spawn(point, seed, log, label, env)
 
 
 def _done(log: Path) -> set[tuple[Point, int]]:
@@ -378,9 +405,9 @@ def plot_frontier(records: list[dict[str, Any]], out: Path = PLOT, default: Poin
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m hetero.moe.search", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    for name in ("run", "table", "plot", "one"):
+    for name in ("run", "table", "plot", "one", "repro"):
         p = sub.add_parser(name)
-        p.add_argument("--log", type=Path, default=LOG)
+        p.add_argument("--log", type=Path, default=REPRO_LOG if name == "repro" else LOG)
         if name == "plot":
             p.add_argument("--out", type=Path, default=PLOT)
         if name == "one":
@@ -388,9 +415,12 @@ def main(argv: list[str] | None = None) -> int:
             p.add_argument("--router-temperature", type=float, required=True)
             p.add_argument("--steps", type=int, required=True)
             p.add_argument("--shared-hidden", type=int, required=True)
+            p.add_argument("--label", default="")
     args = parser.parse_args(argv)
     if args.command == "one":
-        run_one(Point(args.router_temperature, args.steps, args.shared_hidden), args.seed, args.log)
+        run_one(Point(args.router_temperature, args.steps, args.shared_hidden), args.seed, args.log, args.label)
+    elif args.command == "repro":
+        repro(args.log)
     elif args.command == "run":
         run(args.log)
     elif args.command == "table":
