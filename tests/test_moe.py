@@ -392,12 +392,13 @@ def test_default_model_figures_and_lecture_findings():
     """Trains the default model once (cached under A2_CACHE_DIR); checks the lecture's qualitative findings."""
     fig = moe.deferral_figures("solutions", progress=False)
     d = fig["delta_mnats"]
-    # 2.5637 +- 0.0108 over seeds 0-2 (1,140 steps, router temperature 0.5); 2.75 is the smoothed bigram
+    # 2.5299 +- 0.0074 over seeds 0-2 (1,480 steps, router temperature 0.4); 2.75 is the smoothed bigram
     # model's validation loss (the model must beat it), 2.0 is far below what a minute of training reaches.
     assert 2.0 < fig["full_loss_nats"] < 2.75, f"full loss {fig['full_loss_nats']:.4f} nats/char, expected 2.0-2.75"
-    # Seed spread of the default config over seeds 0-2 (docs/figures_moe.md): defer_1 within 0.2 mnats,
-    # defer_3 1.9 +- 0.5, skip_3 17.9 +- 1.9. The bounds are the lecture's qualitative findings with room
-    # for that spread: deferring 1 is lossless (< 0.5), deferring costs a small fraction of skipping.
+    # Seed spread of the default config over seeds 0-2 (docs/figures_moe.md): defer_1 within 0.1 mnats,
+    # defer_3 2.1 +- 0.5, skip_3 16.5 +- 0.6; other CPU kernel paths move skip_3 by up to 2.2 mnats. The
+    # bounds are the lecture's qualitative findings with room for that spread: deferring 1 is lossless
+    # (< 0.5), deferring costs a small fraction of skipping.
     assert abs(d["defer_1"]) < 0.5, f"defer_1 changes the loss by {d['defer_1']:.2f} mnats (expected |.| < 0.5)"
     for k in (1, 2, 3):
         assert abs(d[f"defer_{k}"]) <= 0.25 * abs(d[f"skip_{k}"]) + 0.5, (
@@ -405,10 +406,11 @@ def test_default_model_figures_and_lecture_findings():
             f"({d[f'skip_{k}']:.2f} mnats): expected |defer| <= 0.25 |skip| + 0.5")
     assert d["skip_3"] > 10.0, f"skipping 3 of 4 experts costs only {d['skip_3']:.2f} mnats (expected > 10)"
     assert d["skip_3"] > d["skip_2"] > d["skip_1"], f"skipping more experts should cost more: {d}"
-    # The router temperature is in effect: seed 0 routes with a mean top-1 weight of 0.79 at temperature
-    # 0.5 and 0.71 at temperature 1 with the same steps (docs/figures_moe.md, the grid).
+    # The router temperature is in effect: seed 0 routes with a mean top-1 weight of 0.85 at temperature
+    # 0.4 and 1,480 steps (0.81-0.85 under other CPU kernel paths; 0.80 at temperature 0.5 with the same
+    # steps: docs/figures_moe.md, the issue-32 search).
     top1 = sum(fig["top1_weight_by_layer"]) / len(fig["top1_weight_by_layer"])
-    assert top1 > 0.75, f"mean top-1 routing weight {top1:.3f} (expected > 0.75 at router temperature 0.5)"
+    assert top1 > 0.78, f"mean top-1 routing weight {top1:.3f} (expected > 0.78 at router temperature 0.4)"
     path = moe.checkpoint_path()
     assert path.stat().st_size < 2_000_000, f"checkpoint {path} is {path.stat().st_size} bytes (expected < 2 MB)"
 

@@ -209,8 +209,11 @@ def run_one(point: Point, seed: int, log: Path, label: str = "") -> dict[str, An
     result = train(config, data, progress=False)
     train_cpu, train_wall = _cpu_s() - cpu0, time.perf_counter() - wall0
     load_after = os.getloadavg()[0]
-    # Stored in the checkpoint cache, so that the chosen default's checkpoints need not be trained again.
-    write_checkpoint(checkpoint_path(config, data), config, data, result)
+    # Stored in the checkpoint cache, so that the chosen default's checkpoints need not be trained again;
+    # never a run under another kernel path (its weights are not this machine's native ones, and the cache
+    # key does not see the environment).
+    if not any(k in os.environ for k in ("ATEN_CPU_CAPABILITY", "MKL_CBWR")):
+        write_checkpoint(checkpoint_path(config, data), config, data, result)
     fns = Ex10Functions.from_impl("solutions")
     ev = evaluate(result.model, data.val, fns, threads=EVAL_THREADS)
     table = loss_table(ev["loss_nats"])
