@@ -449,12 +449,13 @@ def test_default_model_figures_and_lecture_findings():
     """Trains the default model once (cached under A2_CACHE_DIR); checks the lecture's qualitative findings."""
     fig = moe.deferral_figures("solutions", progress=False)
     d = fig["delta_mnats"]
-    # 2.5637 +- 0.0108 over seeds 0-2 (1,140 steps, router temperature 0.5); 2.75 is the smoothed bigram
+    # 2.5299 +- 0.0074 over seeds 0-2 (1,480 steps, router temperature 0.4); 2.75 is the smoothed bigram
     # model's validation loss (the model must beat it), 2.0 is far below what a minute of training reaches.
     assert 2.0 < fig["full_loss_nats"] < 2.75, f"full loss {fig['full_loss_nats']:.4f} nats/char, expected 2.0-2.75"
-    # Seed spread of the default config over seeds 0-2 (docs/figures_moe.md): defer_1 within 0.2 mnats,
-    # defer_3 1.9 +- 0.5, skip_3 17.9 +- 1.9. The bounds are the lecture's qualitative findings with room
-    # for that spread: deferring 1 is lossless (< 0.5), deferring costs a small fraction of skipping.
+    # Seed spread of the default config over seeds 0-2 (docs/figures_moe.md): defer_1 within 0.1 mnats,
+    # defer_3 2.1 +- 0.5, skip_3 16.5 +- 0.6; other CPU kernel paths move skip_3 by up to 2.2 mnats. The
+    # bounds are the lecture's qualitative findings with room for that spread: deferring 1 is lossless
+    # (< 0.5), deferring costs a small fraction of skipping.
     assert abs(d["defer_1"]) < 0.5, f"defer_1 changes the loss by {d['defer_1']:.2f} mnats (expected |.| < 0.5)"
     for k in (1, 2, 3):
         assert abs(d[f"defer_{k}"]) <= 0.25 * abs(d[f"skip_{k}"]) + 0.5, (
@@ -463,10 +464,11 @@ def test_default_model_figures_and_lecture_findings():
         )
     assert d["skip_3"] > 10.0, f"skipping 3 of 4 experts costs only {d['skip_3']:.2f} mnats (expected > 10)"
     assert d["skip_3"] > d["skip_2"] > d["skip_1"], f"skipping more experts should cost more: {d}"
-    # The router temperature is in effect: seed 0 routes with a mean top-1 weight of 0.79 at temperature
-    # 0.5 and 0.71 at temperature 1 with the same steps (docs/figures_moe.md, the grid).
+    # The router temperature is in effect: seed 0 routes with a mean top-1 weight of 0.85 at temperature
+    # 0.4 and 1,480 steps (0.81-0.85 under other CPU kernel paths; 0.80 at temperature 0.5 with the same
+    # steps: docs/figures_moe.md, the issue-32 search).
     top1 = sum(fig["top1_weight_by_layer"]) / len(fig["top1_weight_by_layer"])
-    assert top1 > 0.75, f"mean top-1 routing weight {top1:.3f} (expected > 0.75 at router temperature 0.5)"
+    assert top1 > 0.78, f"mean top-1 routing weight {top1:.3f} (expected > 0.78 at router temperature 0.4)"
     path = moe.checkpoint_path()
     assert path.stat().st_size < 2_000_000, f"checkpoint {path} is {path.stat().st_size} bytes (expected < 2 MB)"
 
@@ -485,3 +487,81 @@ def test_a_table_from_another_model_is_shown_not_compared_and_says_which_model()
     assert "the release's checkpoint (reference_moe.pt" in model_line(
         {"train_seconds": 88.0, "model_source": "reference"}
     )
+
+
+def test_shared_hidden_zero_means_no_shared_expert():
+    for bad in (-1, 1.5, True, "8"):
+        with pytest.raises(ValueError, match="shared_hidden"):
+            moe.TrainConfig(shared_hidden=bad)
+    cfg = moe.ModelConfig(
+        vocab_size=12,
+        max_len=16,
+        d_model=16,
+        n_layers=2,
+        n_heads=2,
+        n_experts=8,
+        top_k=4,
+        expert_hidden=8,
+        shared_hidden=0,
+    )
+    model = moe.CityMoE(cfg, torch.Generator().manual_seed(0)).eval()
+    x = torch.randn(5, 16, generator=torch.Generator().manual_seed(1))
+    shared = model.block(0).moe.shared(x)
+    assert shared.shape == (5, 16) and bool((shared == 0).all()), "no shared expert must add exactly zero"
+    assert torch.isfinite(model(tokens(batch=3, length=6))).all()
+
+
+# ---------------------------------------------------------------------------------------------
+# The issue-32 search (hetero.moe.search): the three checks, the long step count, the selection rule
+
+
+def _record(t, steps, shared, seed, top1, skip3, defer3, loss, cpu=50.0):
+    return {
+        "config": {"router_temperature": t, "steps": steps, "shared_hidden": shared, "seed": seed},
+        "top1_mean": top1,
+        "delta_mnats": {"skip_3": skip3, "defer_3": defer3, "skip_2": 1.0},
+        "full_loss_nats": loss,
+        "train_cpu_s": cpu,
+    }
+
+
+def test_search_checks_are_the_issue_bands():
+    from hetero.moe import search
+
+    ok = _record(0.4, 1140, 32, 0, 0.80, 21.4, 0.25 * 21.4, 2.5)
+    assert search.criteria(ok) == {"top1": True, "skip3": True, "defer3": True}, "band edges are inclusive"
+    assert search.criteria(_record(0.4, 1140, 32, 0, 0.799, 21.4, 1.0, 2.5))["top1"] is False
+    assert search.criteria(_record(0.4, 1140, 32, 0, 0.9, 0.7 * 21.4 - 0.01, 1.0, 2.5))["skip3"] is False
+    assert search.criteria(_record(0.4, 1140, 32, 0, 0.9, 1.3 * 21.4 + 0.01, 1.0, 2.5))["skip3"] is False
+    assert search.criteria(_record(0.4, 1140, 32, 0, 0.9, 20.0, 5.01, 2.5))["defer3"] is False
+    # 60 s at the anchor's rate, rounded down to 10 steps: 1,140 steps in 46.1 s -> 1,483.7 -> 1,480.
+    assert search.long_steps(46.1) == 1480
+    with pytest.raises(ValueError, match="anchor CPU"):
+        search.long_steps(0.0)
+    assert len(search.grid(1480)) == 32 and search.Point(0.5, 1140, 32) in search.grid(1480)
+
+
+def test_search_selection_rule():
+    from hetero.moe import search
+
+    def three(t, steps, shared, loss, skip3=20.0, cpu=50.0):
+        return [_record(t, steps, shared, s, 0.85, skip3, 2.0, loss, cpu) for s in (0, 1, 2)]
+
+    records = (
+        three(0.5, 1140, 32, 2.56, skip3=10.0)  # fails skip-3: not eligible
+        + three(0.4, 1480, 32, 2.530)
+        + three(0.3, 1140, 16, 2.531)  # tied within 0.002: fewer steps wins
+        + three(0.4, 1480, 0, 2.40)  # no shared expert: never eligible, however good
+        + three(0.2, 1140, 8, 2.50, cpu=71.0)
+    )  # over 70 s of CPU: not eligible
+    chosen, why = search.select(records)
+    assert chosen == search.Point(0.3, 1140, 16), f"expected the tied point with fewer steps, got {chosen} ({why})"
+    # Nobody eligible: the shared-expert point with the most (check, seed) passes wins.
+    fallback, why = search.select(
+        three(0.5, 1140, 32, 2.56, skip3=10.0)
+        + three(0.2, 1140, 32, 2.57, skip3=30.0)[:2]
+        + [_record(0.2, 1140, 32, 2, 0.85, 20.0, 2.0, 2.57)]
+    )
+    assert fallback == search.Point(0.2, 1140, 32) and "fallback" in why
+    with pytest.raises(ValueError, match="seeds 0-2"):
+        search.select(three(0.4, 1480, 0, 2.4))

@@ -84,12 +84,15 @@ def test_toy_decode_model_is_the_roofline_of_8_h20_and_its_limit_is_hand_checkab
     assert math.isclose(d.load(14, 14 * context), 1_835_008 / 1_721_811, rel_tol=1e-12)
     assert math.isclose(d.step_s(13, 13 * context) / d.tbt_slo_s, 0.760, rel_tol=1e-3)
     assert d.max_batch_per_instance(context) == 13 and d.binding(context) == "KV memory"
-    assert ov.DEFAULT.decode_max_batch == 13
-    # 2 req/s at the full batch: 13 / (2 x 27.32 ms) = 237.9 -> 238 tokens per request (the lecture's Kimi
-    # mean output is 182), 6.50 s of decoding, 2.00 req/s.
-    assert ov.TOY_MEAN_OUTPUT_TOKENS == 238.0, f"toy mean output {ov.TOY_MEAN_OUTPUT_TOKENS} tokens, expected 238"
-    assert math.isclose(ov.DEFAULT.decode_mean_s, 6.503, rel_tol=1e-3), f"t_d {ov.DEFAULT.decode_mean_s} s"
-    assert math.isclose(ov.DEFAULT.decode_capacity_per_s, 2.0, rel_tol=1e-3)
+    # The calibrated pool (docs/figures_overload.md, "Calibration", round 2): 2 such instances, 26 requests.
+    assert d.instances == 2 and ov.DEFAULT.decode_max_batch == 26
+    # 2.3 req/s at the full batch: 26 / (2.3 x 27.32 ms) = 413.8 -> 414 tokens per request (the lecture's
+    # Kimi mean output is 182), 11.31 s of decoding, 2.30 req/s.
+    assert ov.TOY_MEAN_OUTPUT_TOKENS == 414.0, f"toy mean output {ov.TOY_MEAN_OUTPUT_TOKENS} tokens, expected 414"
+    assert math.isclose(ov.DEFAULT.decode_mean_s, 11.310, rel_tol=1e-3), f"t_d {ov.DEFAULT.decode_mean_s} s"
+    assert math.isclose(ov.DEFAULT.decode_capacity_per_s, 2.3, rel_tol=1e-3)
+    # One instance at 2 req/s (the configuration before the calibration): 13 / (2 x 27.32 ms) -> 238 tokens.
+    assert ov.toy_config(30.0, 2.0, 1).decode_mean_tokens == 238.0
     # A prompt at the window prefills in 8.64 s on 8 x H800 by the roofline (the lecture: about 10 s
     # for 128K, §2.4), the length of the lecture's ten-plus-second long-context prefill.
     prefill = roofline.prefill("LLaMA-3.1-70B", "H800", 8, context).time_s
@@ -365,13 +368,54 @@ def test_hand_sequence_stale_report_rejects_after_the_slot_has_freed():
 def test_lecture_configuration_follows_the_lecture_words():
     for config in (ov.DEFAULT, ov.SHORT_PREFILL):
         assert math.isclose(config.prefill_capacity_per_s, 2.0, rel_tol=1e-12)
-        # 238 whole output tokens: 1.999 req/s at the threshold.
-        assert math.isclose(config.decode_capacity_per_s, 2.0, rel_tol=1e-3)
+        # "about 2 req/s": calibrated to 2.3 (414 whole output tokens: 2.300 req/s at the threshold).
+        assert math.isclose(config.decode_capacity_per_s, 2.3, rel_tol=1e-3)
         assert math.isclose(config.arrival_rate_per_s, 2.6, rel_tol=1e-12) and config.duration_s == 3600.0
     d = ov.DEFAULT
     low, high = d.prefill_mean_s * (1 - d.prefill_spread), d.prefill_mean_s * (1 + d.prefill_spread)
     assert math.isclose(low, 10.0, rel_tol=1e-9) and math.isclose(high, 20.0, rel_tol=1e-9), "prefills of 10-20 s"
-    assert d.ttft_slo_s == ov.PAPER_TTFT_SLO_S == 30.0 and d.load_report_interval_s == 0.0
+    assert d.ttft_slo_s == 25.0 and d.load_report_interval_s == 0.0, "the calibrated TTFT SLO and live reports"
+    assert ov.PAPER_TTFT_SLO_S == 30.0
+
+
+def test_the_default_is_what_the_calibration_rule_selects_from_its_committed_log():
+    # docs/data/overload_calibration_round2.jsonl holds every grid point's figures; the rule written down before
+    # the runs (hetero.overload.calibration.select) must select the values the default uses.
+    from hetero.overload import calibration as cal
+
+    records = cal.read_log(cal.LOGS[cal.ROUND])
+    assert len(records) == len(cal.grid(cal.ROUND)), "the round-2 log must hold every grid point once"
+    chosen = cal.select(records, cal.ROUND)
+    want = ov.toy_config(
+        chosen.ttft_slo_s, chosen.decode_capacity_per_s, chosen.decode_instances, chosen.load_report_interval_s
+    )
+    assert want == ov.DEFAULT, (
+        f"the calibration selects {chosen}, but DEFAULT is TTFT {ov.DEFAULT.ttft_slo_s} s, "
+        f"{ov.DEFAULT.decode.instances} decode instance(s), {ov.DEFAULT.decode_mean_tokens} output tokens"
+    )
+
+
+def test_calibration_objective_and_tie_rule():
+    from hetero.overload import calibration as cal
+
+    assert cal.miss(15.0, 10.0, 20.0, 5.0) == 0.0 and math.isclose(cal.miss(25.0, 10.0, 20.0, 5.0), 1.0)
+    assert math.isclose(cal.miss(-0.4, -1.0, -0.5, 0.1), 1.0), "0.1 outside a band of scale 0.1 costs 1"
+    inside = {"lag_s": 15.0, "predictive_wasted_pct": -25.0, "early_correlation": -0.6, "early_wasted_pct": 0.0}
+    assert cal.objective(inside, 2) == 0.0 and cal.objective({**inside, "early_wasted_pct": -20.0}, 1) == 0.0
+    assert math.isclose(cal.objective({**inside, "early_wasted_pct": -20.0}, 2), 4.0), "round 2 fits early's cut"
+
+    def rec(ttft, cap, k, report=0.0):
+        point = {
+            "ttft_slo_s": ttft,
+            "decode_capacity_per_s": cap,
+            "decode_instances": k,
+            "load_report_interval_s": report,
+        }
+        return {"point": point, "figures": inside}
+
+    # Ties (all at 0): the shortest report interval, then capacity nearest 2, then TTFT nearest 30, then fewest instances.
+    tied = [rec(20.0, 2.1, 1), rec(30.0, 1.9, 4), rec(25.0, 2.0, 2, 5.0), rec(22.5, 2.0, 4), rec(22.5, 2.0, 2)]
+    assert cal.select(tied, 2) == cal.GridPoint(22.5, 2.0, 2, 0.0)
 
 
 def test_run_scenario_harness_and_load_series_builder_return_plain_data():
@@ -418,7 +462,7 @@ def test_experiment_figures_findings_and_render():
         "the admission-to-decode lag must be ten-plus seconds with 10-20 s prefills and under 10 s with 2-6 s ones"
     )
     assert set(figures["findings"]) and all(
-        set(f) == {"measured", "target", "holds"} for f in figures["findings"].values()
+        set(f) == {"measured", "target", "holds", "fitted"} for f in figures["findings"].values()
     )
     text = ov.render(figures)
     for name in (
@@ -428,13 +472,14 @@ def test_experiment_figures_findings_and_render():
         "4,183",
         "corr(prefill, decode)",
         "TBT SLO 35.9 ms",
-        "full at 13 requests of 131,072 tokens (step 27.3 ms = 0.76 of the TBT SLO",
+        "full at 26 requests of 131,072 tokens (step 27.3 ms = 0.76 of the TBT SLO",
         "KV 99.0 % of HBM",
         "breaks the KV memory",
         "lag s",
         "max TBT ms",
         "Short prefills",
-        "[as the lecture]",
+        "[as the lecture",
+        "fitted]",
     ):
         assert name in text, f"rendered table lacks {name!r}"
     assert "does not hold" not in text, "a claim the simulator does not reproduce says what that means"
@@ -444,10 +489,11 @@ def test_experiment_figures_findings_and_render():
 
 
 def test_lag_sweep_rows_render_and_configs():
-    # Capacity stays 2 req/s and the TTFT SLO 2 x the mean prefill at every point of the sweep.
+    # Capacity stays 2 req/s and the TTFT SLO the default's 25 s / 15 s x the mean prefill at every point of the sweep.
     for mean_s in ov.LAG_SWEEP_PREFILL_MEAN_S:
         c = ov.lag_config(mean_s)
-        assert math.isclose(c.prefill_capacity_per_s, 2.0, rel_tol=1e-9) and math.isclose(c.ttft_slo_s, 2 * mean_s)
+        assert math.isclose(c.prefill_capacity_per_s, 2.0, rel_tol=1e-9)
+        assert math.isclose(c.ttft_slo_s, 25.0 / 15.0 * mean_s), "the default's TTFT SLO over its mean prefill"
     assert ov.lag_config(15.0) == ov.DEFAULT, "the 15 s point of the sweep is the lecture configuration"
     figures = ov.lag_sweep(PREDICT, ADMIT, seeds=(0, 1), prefill_means_s=(2.0, 20.0), base=SHORT)
     json.dumps(figures)

@@ -41,10 +41,11 @@ class MoEFeedForward(nn.Module):
         self.router = _param(generator, dtype, d, e, std=0.02)  # [D, E]
         self.w_in = _param(generator, dtype, e, d, h, std=d**-0.5)  # [E, D, H]
         self.w_out = _param(generator, dtype, e, h, d, std=h**-0.5 / (2 * cfg.n_layers) ** 0.5)  # [E, H, D]
-        self.shared_in = _param(generator, dtype, d, cfg.shared_hidden, std=d**-0.5)
-        self.shared_out = _param(
-            generator, dtype, cfg.shared_hidden, d, std=cfg.shared_hidden**-0.5 / (2 * cfg.n_layers) ** 0.5
-        )
+        # shared_hidden 0: no shared expert (a departure from the lecture's model, shown beside it in
+        # docs/figures_moe.md); its weights are then empty and its output is zero.
+        sh = cfg.shared_hidden
+        self.shared_in = _param(generator, dtype, d, sh, std=d**-0.5)
+        self.shared_out = _param(generator, dtype, sh, d, std=(sh**-0.5 if sh else 0.0) / (2 * cfg.n_layers) ** 0.5)
 
     def route(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """x [T, D] -> (weights [T, K] descending, renormalised to sum 1; expert ids [T, K]).

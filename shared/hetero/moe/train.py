@@ -1,5 +1,6 @@
-"""The trainer: deterministic on CPU (same config + data + machine -> bit-identical weights), with the
-torch thread and determinism settings it (and the evaluation) runs under.
+"""The trainer: deterministic on one machine (same config + data + torch + CPU -> bit-identical weights; not
+across machines, whose float kernels take other code paths: docs/figures_moe.md, "Reproducibility"), with
+the torch thread and determinism settings it (and the evaluation) runs under.
 """
 
 from __future__ import annotations
@@ -63,7 +64,8 @@ class TrainResult:
 
 
 def train(config: TrainConfig = DEFAULT_CONFIG, data: CityData | None = None, progress: bool = True) -> TrainResult:
-    """Train a CityMoE from scratch; same config + data + machine -> bit-identical weights."""
+    """Train a CityMoE from scratch; same config + data + torch + CPU -> bit-identical weights (other
+    machines' kernels give other weights, with figures within about the seed spread)."""
     if data is None:
         data = build_data(config.min_char_count, config.max_len)
     names = data.train[: config.max_train_names] if config.max_train_names > 0 else data.train

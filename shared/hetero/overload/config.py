@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from hetero.overload.decode import PAPER_TTFT_SLO_S, DecodeModel, paper_rule_tbt_slo_s, roofline_decode_model
+from hetero.overload.decode import DecodeModel, paper_rule_tbt_slo_s, roofline_decode_model
 
 # The toy's requests are long-context ones (lecture §3.2: "long-context prefill takes 十几秒", ten-plus
 # seconds): prompts at LLaMA-3.1-70B's context window, 131,072 tokens (128K), the longest it takes. The
@@ -16,37 +16,55 @@ from hetero.overload.decode import PAPER_TTFT_SLO_S, DecodeModel, paper_rule_tbt
 # about 10 s; README). Each decoding request holds that context's KV.
 TOY_MODEL = "LLaMA-3.1-70B"
 TOY_CONTEXT_TOKENS = 131_072
-# The toy's decode pool: one decode instance of 8 x H20 (lecture §1.2: H20 decodes), the smallest pool.
-# TBT SLO: the paper's rule, 5 x the 7.19 ms single-request step = 35.9 ms. KV capacity, in the order of
-# the lecture's §7 Q2 answer (weights first, then 10 % headroom): (8 x 96 GB - 141.1 GB) x 0.9 / 320 KiB
-# = 1,721,811 tokens, the KV of 13.1 requests of 131,072 tokens. The instance's load (decode.py) is
-# max(TBT / SLO, KV / HBM): 13 requests read 27.3 ms per step (0.76 of the SLO) and fill 98.96 % of the
-# KV room, 14 would need 106.6 % of it: the KV memory, not the TBT SLO, ends the batch at 13.
+# The toy's decode instances: each is 8 x H20 (lecture §1.2: H20 decodes). TBT SLO: the paper's rule,
+# 5 x the 7.19 ms single-request step = 35.9 ms. KV capacity, in the order of the lecture's §7 Q2 answer
+# (weights first, then 10 % headroom): (8 x 96 GB - 141.1 GB) x 0.9 / 320 KiB = 1,721,811 tokens, the KV
+# of 13.1 requests of 131,072 tokens. An instance's load (decode.py) is max(TBT / SLO, KV / HBM): 13
+# requests read 27.3 ms per step (0.76 of the SLO) and fill 98.96 % of the KV room, 14 would need 106.6 %
+# of it: the KV memory, not the TBT SLO, ends an instance's batch at 13.
 TOY_KV_CAPACITY_REQUESTS = 13
-TOY_DECODE = roofline_decode_model(
-    TOY_MODEL, "H20", 8, paper_rule_tbt_slo_s(TOY_MODEL, "H20", 8, TOY_CONTEXT_TOKENS), None, 1
-)
-# Output lengths (tokens) of the toy: the mean that makes the decode pool serve 2 req/s at its full batch
-# (lecture §3.2: each pool handles about 2 req/s), 13 / (2 req/s x step of 13) = 238 tokens (6.5 s of
-# decoding). The lecture's Kimi mean output is 182 tokens (§2.2): with it this one instance would serve
-# 2.6 req/s; k instances at 2 req/s would need k x 238 tokens.
-TOY_DECODE_CAPACITY_PER_S = 2.0
-_TOY_FULL = TOY_DECODE.max_batch_per_instance(TOY_CONTEXT_TOKENS)
-TOY_MEAN_OUTPUT_TOKENS = float(
-    round(_TOY_FULL / (TOY_DECODE_CAPACITY_PER_S * TOY_DECODE.step_s(_TOY_FULL, _TOY_FULL * TOY_CONTEXT_TOKENS)))
-)
+TOY_TBT_SLO_S = paper_rule_tbt_slo_s(TOY_MODEL, "H20", 8, TOY_CONTEXT_TOKENS)
+
+
+def toy_decode(instances: int) -> DecodeModel:
+    """`instances` decode instances, each the toy's 8 x H20 instance (13 requests of 128K tokens)."""
+    return roofline_decode_model(TOY_MODEL, "H20", 8, TOY_TBT_SLO_S, None, instances)
+
+
+def toy_mean_output_tokens(decode_capacity_per_s: float, instances: int) -> float:
+    """Mean output length (whole tokens) with which `instances` toy decode instances, each at its full batch,
+    finish `decode_capacity_per_s` requests per second: full pool / (capacity x step of a full instance)."""
+    decode = toy_decode(instances)
+    full = decode.max_batch_per_instance(TOY_CONTEXT_TOKENS)
+    step = decode.step_s(full, full * TOY_CONTEXT_TOKENS)
+    return float(round(full * instances / (decode_capacity_per_s * step)))
+
+
+# The values of the toy that the lecture does not fix, calibrated by the rules written down in
+# docs/figures_overload.md ("Calibration", issue 32; `hetero.overload.calibration`, round 2): the TTFT SLO
+# (the paper's real-trace runs use 30 s), the decode pool's capacity (the lecture: "about 2 req/s") and
+# its number of instances (the paper's cluster has 8); round 2 also tried stale load reports and kept
+# live ones (OverloadConfig.load_report_interval_s = 0).
+TOY_TTFT_SLO_S = 25.0
+TOY_DECODE_CAPACITY_PER_S = 2.3
+TOY_DECODE_INSTANCES = 2
+TOY_DECODE = toy_decode(TOY_DECODE_INSTANCES)
+# Output lengths (tokens) of the toy: the mean that makes the decode pool serve TOY_DECODE_CAPACITY_PER_S
+# at its full batch: 2 x 13 / (2.3 req/s x 27.32 ms) = 414 tokens, 11.3 s of decoding at that batch.
+# The lecture's Kimi mean output is 182 tokens (§2.2).
+TOY_MEAN_OUTPUT_TOKENS = toy_mean_output_tokens(TOY_DECODE_CAPACITY_PER_S, TOY_DECODE_INSTANCES)
 
 
 @dataclass(frozen=True)
 class OverloadConfig:
     """One cluster + workload; every time in seconds."""
 
-    arrival_rate_per_s: float = 2.6  # lecture §3.2: 2.6 req/s against ~2 req/s of capacity (30% overload)
+    arrival_rate_per_s: float = 2.6  # lecture §3.2: 2.6 req/s against ~2 req/s of capacity
     duration_s: float = 3600.0  # lecture §3.2: one hour of arrivals; admitted work then drains
     prefill_instances: int = 30  # 30 instances / 15 s mean prefill = 2 req/s of prefill capacity
     prefill_mean_s: float = 15.0  # lecture §3.2: long-context prefill takes "十几秒" (ten-plus seconds)
     prefill_spread: float = 1 / 3  # prefill time ~ Uniform(mean x (1 - spread), mean x (1 + spread)): 10-20 s
-    ttft_slo_s: float = PAPER_TTFT_SLO_S  # the TTFT cap of the paper's real-trace runs
+    ttft_slo_s: float = TOY_TTFT_SLO_S  # calibrated (issue 32); the paper's real-trace runs use 30 s
     decode: DecodeModel = TOY_DECODE  # each decode instance's TBT model, SLO and KV room
     context_tokens: int = TOY_CONTEXT_TOKENS  # the KV every decoding request holds (tokens)
     decode_mean_tokens: float = TOY_MEAN_OUTPUT_TOKENS  # exponential output lengths: not known in advance
@@ -121,9 +139,23 @@ class OverloadConfig:
         return self.decode_max_batch / self.decode_mean_s
 
 
+def toy_config(
+    ttft_slo_s: float, decode_capacity_per_s: float, decode_instances: int, load_report_interval_s: float = 0.0
+) -> OverloadConfig:
+    """The lecture's toy with the calibrated values replaced: the TTFT SLO (s), the decode pool's capacity
+    at its full batch (req/s; the output mean follows), its number of 8 x H20 instances, and how often
+    the decode instances report their load to the Conductor (s; 0: live)."""
+    return OverloadConfig(
+        ttft_slo_s=float(ttft_slo_s),
+        decode=toy_decode(decode_instances),
+        decode_mean_tokens=toy_mean_output_tokens(decode_capacity_per_s, decode_instances),
+        load_report_interval_s=float(load_report_interval_s),
+    ).validate()
+
+
 DEFAULT = OverloadConfig()
 # The same cluster with short prefills (2-6 s on 8 instances, still 2 req/s; TTFT SLO 12 s = 3 mean
-# prefill times): the package's first default, whose admission-to-decode lag is under ten seconds.
+# prefill times; the default's decode pool): the admission-to-decode lag is then under ten seconds.
 SHORT_PREFILL = replace(DEFAULT, prefill_instances=8, prefill_mean_s=4.0, prefill_spread=0.5, ttft_slo_s=12.0)
 SCENARIOS: dict[str, OverloadConfig] = {"default": DEFAULT, "short_prefill": SHORT_PREFILL}
 

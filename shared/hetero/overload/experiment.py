@@ -138,7 +138,9 @@ def experiment(
 
 
 def _findings(table: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """The lecture's claims (target ranges fixed in advance) against the measured means."""
+    """The lecture's claims (target ranges fixed in advance; issue 32's bands) against the measured means.
+    "fitted": whether the calibration of the default (`hetero.overload.calibration`, round 2) fitted the
+    figure; the others were predicted, not fitted."""
 
     def mean(policy: str, key: str) -> float:
         return table[policy][key]["mean"]
@@ -151,30 +153,43 @@ def _findings(table: dict[str, Any]) -> dict[str, dict[str, Any]]:
             mean("baseline", "mean_lag_s"),
             10,
             20,
+            True,
         ),
-        "early: wasted prefills within +-10% of baseline (%)": (mean("early", "wasted_vs_baseline_pct"), -10, 10),
-        "early: completes fewer than baseline (%)": (mean("early", "completed_vs_baseline_pct"), -math.inf, 0),
-        "early: prefill load swings more than baseline (swing ratio)": (swing, 1, math.inf),
-        "predictive: wasted prefills cut by 15-35% (%)": (mean("predictive", "wasted_vs_baseline_pct"), -35, -15),
-        "predictive: completes 0-5% fewer (%)": (mean("predictive", "completed_vs_baseline_pct"), -5, 0),
+        "early: wasted prefills within +-10% of baseline (%)": (mean("early", "wasted_vs_baseline_pct"), -10, 10, True),
+        "early: completes fewer than baseline (%)": (mean("early", "completed_vs_baseline_pct"), -math.inf, 0, False),
+        "early: prefill load swings more than baseline (swing ratio)": (swing, 1, math.inf, False),
+        "early: the two pools swing in anti-phase (correlation <= -0.5)": (
+            table["early"]["oscillation"]["correlation"]["mean"],
+            -1,
+            -0.5,
+            True,
+        ),
+        "predictive: wasted prefills cut by 20-30% (%)": (mean("predictive", "wasted_vs_baseline_pct"), -30, -20, True),
+        "predictive: completes 1-3% fewer (%)": (mean("predictive", "completed_vs_baseline_pct"), -3, -1, False),
         "predictive x1.1: completions within 1% of baseline (%)": (
             mean("predictive x1.1", "completed_vs_baseline_pct"),
             -1,
             1,
+            False,
         ),
         "predictive x1.2: completions within 1% of baseline (%)": (
             mean("predictive x1.2", "completed_vs_baseline_pct"),
             -1,
             1,
+            False,
         ),
     }
-    return {k: {"measured": v, "target": [lo, hi], "holds": bool(lo <= v <= hi)} for k, (v, lo, hi) in checks.items()}
+    return {
+        k: {"measured": v, "target": [lo, hi], "holds": bool(lo <= v <= hi), "fitted": fitted}
+        for k, (v, lo, hi, fitted) in checks.items()
+    }
 
 
 # The lag sweep, fixed before it was run: the default configuration with its prefill time scaled at
 # constant prefill capacity (instances = 2 req/s x mean prefill, the same Uniform(mean x 2/3, mean x 4/3)
-# spread) and its TTFT SLO scaled with it (2 x the mean prefill, the default's 30 s / 15 s). The
-# admission-to-decode lag (queueing + prefill) then runs from about 1.5 s to about 40 s.
+# spread) and its TTFT SLO scaled with it (the default's ratio, 25 s / 15 s = 5/3 x the mean prefill; 2 x
+# before the calibration of issue 32). The admission-to-decode lag (queueing + prefill) then runs from about
+# 1.5 s to about 35 s.
 LAG_SWEEP_PREFILL_MEAN_S = (1.0, 2.0, 3.0, 5.0, 8.0, 12.0, 15.0, 20.0, 25.0)
 LAG_SWEEP_SEEDS = (0, 1, 2)
 

@@ -102,11 +102,13 @@ def render_findings(findings: dict[str, Any]) -> list[str]:
     lines = [
         "The lecture's claims beside this simulator's means (ranges fixed in advance; 'simulator differs': the "
         "simulator's figure is not the lecture's, for the answer key too: the package's cluster model, not your "
-        "code; your code is checked against the answer key above):"
+        "code; your code is checked against the answer key above; 'fitted': the calibration chose the toy's "
+        "settings to meet it, 'predicted': it follows from them):"
     ]
     for claim, f in findings.items():
         verdict = "as the lecture" if f["holds"] else "simulator differs"
-        lines.append(f"  [{verdict}] {claim}: {f['measured']:+.2f}")
+        how = "fitted" if f.get("fitted") else "predicted"
+        lines.append(f"  [{verdict}, {how}] {claim}: {f['measured']:+.2f}")
     return lines
 
 
