@@ -587,16 +587,17 @@ def test_child_reads_no_gradescope_file_no_hidden_folder_no_other_staging(rung, 
     Landlock allow-list hides them); on seccomp-uid, where file modes are all there is, they have the
     modes the package gives them (run_autograder's for Gradescope's files, mkdtemp's for a staging folder,
     grade-all's for its outputs)."""
+    mark = f"SECRET{os.urandom(4).hex()}"  # this run's own: a parallel test's planted files are not this run's leak
     outside = Path(tempfile.mkdtemp(prefix="a2test-", dir="/run" if os.access("/run", os.W_OK) else None))
     other = Path(tempfile.mkdtemp(prefix="a2submission-"))
     try:
         gradescope, gradeall = outside / "gradescope", outside / "gradeall"
         (gradescope / "results").mkdir(parents=True)
-        (gradescope / "submission_metadata.json").write_text('{"previous_submissions": "SECRET-META"}')
-        (gradescope / "results" / "results.json").write_text('{"SECRET-RESULTS": 1}')
+        (gradescope / "submission_metadata.json").write_text(f'{{"previous_submissions": "{mark}-META"}}')
+        (gradescope / "results" / "results.json").write_text(f'{{"{mark}-RESULTS": 1}}')
         gradeall.mkdir()
-        (gradeall / "gradebook.sqlite").write_text("SECRET-GRADEBOOK")
-        (other / EX02.filename).write_text("# SECRET-OTHER-STUDENT\n")
+        (gradeall / "gradebook.sqlite").write_text(f"{mark}-GRADEBOOK")
+        (other / EX02.filename).write_text(f"# {mark}-OTHER-STUDENT\n")
         for path in (outside, *outside.rglob("*"), other, *other.rglob("*")):
             path.chmod(0o755 if path.is_dir() else 0o644)  # readable by anyone: only the view hides them
         if rung == "seccomp-uid":
@@ -611,7 +612,9 @@ def test_child_reads_no_gradescope_file_no_hidden_folder_no_other_staging(rung, 
         control = subprocess.run(
             [sys.executable, str(attack)], capture_output=True, text=True, timeout=60, env=dict(os.environ)
         )
-        assert control.stdout.count("SECRET-") == 4, f"outside the sandbox the attack finds all four: {control.stdout}"
+        planted = (f"{mark}-META", f"{mark}-RESULTS", f"{mark}-GRADEBOOK", f"{mark}-OTHER-STUDENT")
+        missed = [m for m in planted if m not in control.stdout]
+        assert not missed, f"outside the sandbox the attack must find all four planted files, missed {missed}"
         folder = one_file(tmp_path, {EX02.filename: attack})
         if rung in rungs.IN_PROCESS:
             rungs.use(rung, monkeypatch)
@@ -625,7 +628,7 @@ def test_child_reads_no_gradescope_file_no_hidden_folder_no_other_staging(rung, 
         text = json.dumps(data)
         # seccomp-uid has no allow-list: whatever another user left readable on this machine (a world-readable
         # file under /tmp) is readable there, as DESIGN.md says; the planted grader files must not be.
-        markers = ("SECRET-",) if rung == "seccomp-uid" else ("SECRET-", "READ-OK")
+        markers = (mark,) if rung == "seccomp-uid" else (mark, "READ-OK")
         leaks = [text[max(0, i - 300) : i + 100] for i in (text.find(m) for m in markers) if i >= 0]
         assert not leaks, f"{rung}: the child read a protected file: {leaks}"
         assert exercise_score(data, "ex02")[0] == 0
@@ -806,7 +809,7 @@ def test_child_root_holds_only_the_allow_list(tmp_path, monkeypatch):
     checkout holds .venv and shared, nothing else: no other checkout, no answer key); /tmp, /var/tmp,
     /dev/shm and the work folder are tmpfs of TMPFS_BYTES each."""
     rungs.use("bwrap", monkeypatch)
-    binds = [p for p in allowlist.compute().read if not p.startswith(("/proc/", "/dev/"))]
+    binds = [p for p in allowlist.compute().read if not p.startswith(("/proc/", "/dev/", "/sys/"))]
     binds += [isolation.SANDBOX_CODE, isolation.SANDBOX_WORK, *isolation.PRIVATE_FOLDERS]
     folders = [
         "/root",

@@ -121,11 +121,14 @@ def strip_solutions(source_text: str, ex_id: str, filename: str = "<source>") ->
     return text
 
 
-def build_release(dest: Path, root: Path = ROOT, reference_text: str | None = None) -> list[Path]:
+def build_release(
+    dest: Path, root: Path = ROOT, reference_text: str | None = None, placeholder: bool = False
+) -> list[Path]:
     """Write the complete release into `dest` (created; must be empty or absent). Returns the files written.
 
     The reference figures are `reference_text`, else the stored ones when their inputs are today's
-    (`autograder.authoring.reference_figures`; StaleReference otherwise)."""
+    (`autograder.authoring.reference_figures`; StaleReference otherwise). `placeholder`: figures that are
+    not real (the static checks), so no deferral numbers in the handout and no model shipped."""
     solutions = root / "solutions"
     written: list[Path] = []
     dest.mkdir(parents=True, exist_ok=True)
@@ -180,12 +183,14 @@ def build_release(dest: Path, root: Path = ROOT, reference_text: str | None = No
     )
     text = fill_spans(text, str(handout), span_values())
     text = text.replace(EXERCISE_SLOT, sections).replace(LIMITS_SLOT, case_limits_text())
-    text = text.replace(reference_figures.DEFERRAL_SLOT, reference_figures.deferral_text(figures))
+    deferral = "(the deferral figures)" if placeholder else reference_figures.deferral_text(figures)
+    text = text.replace(reference_figures.DEFERRAL_SLOT, deferral)
     (dest / "README.md").write_text(text, encoding="utf-8")
     written.append(dest / "README.md")
     (dest / REFERENCE_FILE).write_text(figures, encoding="utf-8")
     written.append(dest / REFERENCE_FILE)
-    written.append(reference_figures.write_model(dest, figures, root))
+    if not placeholder:  # the static checks' release has no figures, so no model to ship
+        written.append(reference_figures.write_model(dest, figures, root))
     return written
 
 
@@ -351,7 +356,7 @@ def static_checks() -> None:
     if problems:
         raise ReleaseError("the manifest does not hold:\n  " + "\n  ".join(problems))
     with tempfile.TemporaryDirectory() as tmp:
-        build_release(Path(tmp) / "release", reference_text="{}\n")
+        build_release(Path(tmp) / "release", reference_text="{}\n", placeholder=True)
 
 
 def due_exercises(records: dict[str, Any], stored: dict[str, str]) -> list[str]:
