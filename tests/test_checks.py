@@ -91,7 +91,7 @@ def test_a_non_finite_value_matches_itself(expected, got):
         (INF, NAN, "expected inf, got nan"),
         (2.0, INF, "expected 2, got inf"),
         (NAN, INF, "expected nan, got inf"),
-        (-INF, 0, "expected -inf, got 0"),
+        (-INF, 0.0, "expected -inf, got 0"),
     ],
 )
 def test_a_non_finite_value_takes_no_tolerance(expected, got, said):

@@ -181,14 +181,14 @@ def test_public_and_hidden_case_ids_are_distinct(ex_id):
 
 def test_hidden_feedback_on_a_changed_input_is_fixed_words():
     """The child's message names the hidden arguments' values: hidden-case feedback shows none of it."""
-    from autograder.runtime.feedback import _hidden_message
+    from autograder.runtime.feedback import hidden_message
     from hetero.checks import Outcome
 
     case = next(c for c in hidden_cases("ex03") if c.id == "ex03.duplication_factor.unsorted_lists")
     outcome = Outcome(
         None, INPUT_MUTATED, "your function changed its argument instance_blocks in place (it was [[9, 2, 5]]"
     )
-    text = _hidden_message(case, False, "", outcome, "", None)
+    text = hidden_message(case, False, "", outcome, "", None)
     assert text.startswith("your function changed one of its input arguments in place") and "9, 2, 5" not in text
 
 

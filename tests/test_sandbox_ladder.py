@@ -135,9 +135,15 @@ def test_page_cache_is_emptied_between_a_hidden_phase_and_a_later_public_phase(r
         assert "RELAY-END" in received.output_public, received.output_all[-2000:]
         return _relayed(received.output_public) & secret
 
-    leaked_without = relay(reset=False)
+    leaked_without: set[float] = set()
+    for _attempt in range(3):  # another worker's reset between the two runs can wipe one attempt
+        leaked_without = relay(reset=False)
+        if len(leaked_without) >= 2:
+            break
     print(f"\n[{rung}] without the reset {len(leaked_without)} of {len(secret)} hidden arguments came through")
-    assert len(leaked_without) >= len(secret) // 2, (
+    # Two exact hidden floats cannot come out of the receiver's noise by chance; more is not promised: any other
+    # grading on the machine (another test worker) resets the cache when its own hidden phase marked it.
+    assert len(leaked_without) >= 2, (
         f"control: without the reset the channel must carry ex01's hidden arguments on {rung} "
         f"({len(leaked_without)} of {len(secret)} came through): the test could not fail otherwise"
     )

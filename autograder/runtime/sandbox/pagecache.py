@@ -6,8 +6,9 @@ away the calls that tell or change it directly (mincore, cachestat, fadvise, rea
 and pageout advice, RWF_NOWAIT reads), but a child can still load pages by reading and time reads to
 see what is cached. So the state is reset between a hidden phase and any later public phase:
 
-- `mark()` before a hidden phase starts a child: a marker in the grader's private state folder says
-  that hidden inputs may have touched the cache since the last reset;
+- `mark()` before a hidden phase starts a child, and again when it has ended: a marker in the grader's
+  private state folder says that hidden inputs may have touched the cache since the last reset (the second
+  mark keeps it set when another grading on the machine reset the cache while the child ran);
 - `reset_if_marked()` before a public phase starts a child: when marked, the page cache is emptied of
   everything a child could read, and the marker removed. As root, where /proc/sys/vm/drop_caches is
   writable (not in a container), the kernel drops every clean page and every unused dentry and inode

@@ -85,8 +85,26 @@ def run_exercise(
     rung = ladder.current()
     if hidden_from > 0:
         pagecache.reset_if_marked()  # public cases: nothing an earlier hidden phase left in the cache
-    if hidden_from < len(specs):
+    hidden = hidden_from < len(specs)
+    if hidden:
         pagecache.mark()  # hidden inputs may reach the cache from now on
+    try:
+        return _run(student_file, module_name, specs, hidden_from, limits, skip_funcs, report, rung)
+    finally:
+        if hidden:  # again once it ended: another grading's reset while this child ran does not clear it
+            pagecache.mark()
+
+
+def _run(
+    student_file: Path,
+    module_name: str,
+    specs: list[dict],
+    hidden_from: int,
+    limits: Limits,
+    skip_funcs: frozenset[str],
+    report: ChildReport,
+    rung: ladder.Rung,
+) -> ChildReport:
     output = _Output(limits.kept_output_bytes)
     start = time.monotonic()
     deadline = start + limits.timeout_s

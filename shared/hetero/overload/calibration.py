@@ -92,7 +92,7 @@ def point_figures(point: GridPoint, seeds: Iterable[int] = SEEDS) -> dict[str, A
     """Baseline, early and predictive on the point's configuration (answer key's ex05), means over seeds."""
     from hetero.impl import exercise_function
     from hetero.overload.config import OSCILLATION_POLICIES, toy_config
-    from hetero.overload.experiment import _policy_table, exercise_functions
+    from hetero.overload.experiment import exercise_functions, policy_table
 
     config = toy_config(
         point.ttft_slo_s, point.decode_capacity_per_s, point.decode_instances, point.load_report_interval_s
@@ -100,7 +100,7 @@ def point_figures(point: GridPoint, seeds: Iterable[int] = SEEDS) -> dict[str, A
     predict, admit = exercise_functions("solutions")
     corr = exercise_function("ex05", "antiphase_correlation", "solutions")
     period = exercise_function("ex05", "dominant_period_s", "solutions")
-    table, _ = _policy_table(config, OSCILLATION_POLICIES, list(seeds), predict, admit, corr, period)
+    table, _ = policy_table(config, OSCILLATION_POLICIES, list(seeds), predict, admit, corr, period)
 
     def mean(policy: str, *keys: str) -> float:
         node: Any = table[policy]

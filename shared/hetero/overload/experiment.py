@@ -49,7 +49,7 @@ def _pct(new: float, old: float) -> float:
     return 100.0 * (new / old - 1) if old else 0.0
 
 
-def _policy_table(
+def policy_table(
     config: OverloadConfig,
     policies: Sequence[Policy],
     seeds: Sequence[int],
@@ -114,7 +114,7 @@ def experiment(
     }
     for name, policies in (("default", POLICIES), ("short_prefill", OSCILLATION_POLICIES)):
         config = scenarios[name]
-        table, series = _policy_table(config, policies, seeds, predict, admit, corr, period)
+        table, series = policy_table(config, policies, seeds, predict, admit, corr, period)
         figures[name] = {
             "policies": table,
             "series": series,
@@ -216,7 +216,7 @@ def lag_sweep(
     rows = []
     for mean_s in prefill_means_s:
         config = lag_config(mean_s, base)
-        table, _ = _policy_table(config, OSCILLATION_POLICIES, seeds, predict, admit)
+        table, _ = policy_table(config, OSCILLATION_POLICIES, seeds, predict, admit)
         row: dict[str, Any] = {
             "prefill_mean_s": float(mean_s),
             "prefill_instances": config.prefill_instances,
