@@ -398,6 +398,7 @@ def test_filled_copy_drivers_give_the_repositorys_figures(filled_copy):
     assert all(not r["missing"] for r in ours.values()), {k: r["missing"] for k, r in ours.items()}
     for exp, result in ours.items():  # the answer key's files in the copy match the shipped reference figures
         assert result.pop("gaps") == [] and result.pop("reference"), f"experiment {exp}: gaps against the reference"
+        assert result.pop("not_compared", {}) == {}, f"experiment {exp}: figures not compared with the reference"
     differences = drift(ours, theirs)  # floats within 1e-9 relative, everything else exactly
     assert not differences, "the copy's drivers differ from the repository's --impl solutions:\n" + "\n".join(
         differences[:20]
