@@ -36,6 +36,9 @@ CLONE_NEWNS = 0x00020000
 MS_BIND, MS_REC, MS_PRIVATE = 0x1000, 0x4000, 0x40000
 GRADER_UID = 62990  # the non-root grader of the same-uid rung: outside SANDBOX_UIDS (a test that takes a sandbox
 # uid ends every process of it: test_shared_state uses 64990-64999), no account here
+# The page-cache relay tests share the machine's page cache: one xdist worker runs them one after the other, or one
+# test's sender is another's signal (concurrent gradings on one machine are a residual: docs/DESIGN.md).
+RELAY_GROUP = pytest.mark.xdist_group("page_cache_relay")
 
 VIEW_ENV = "A2_TEST_VIEW"  # what of the view this process (and what it starts) is in: "host" or "host,private"
 

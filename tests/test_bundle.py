@@ -433,15 +433,12 @@ def _package_files() -> set[str]:
     return files
 
 
-@pytest.fixture(scope="module")
-def installed_root(tmp_path_factory) -> Path:
-    """site-packages of a fresh venv with `pip install .` of this repository (copied first: no editable
-    link and no build residue in the working tree)."""
-    work = tmp_path_factory.mktemp("root")
-    source = work / "src"
+def _copy_source(dest: Path) -> None:
+    """The repository's sources into `dest`, without venvs, caches, build residue or outputs (what a
+    non-editable install and a wheel build start from)."""
     shutil.copytree(
         ROOT,
-        source,
+        dest,
         ignore=shutil.ignore_patterns(
             ".venv",
             ".git",
@@ -455,6 +452,15 @@ def installed_root(tmp_path_factory) -> Path:
             ".hypothesis",
         ),
     )
+
+
+@pytest.fixture(scope="module")
+def installed_root(tmp_path_factory) -> Path:
+    """site-packages of a fresh venv with `pip install .` of this repository (copied first: no editable
+    link and no build residue in the working tree)."""
+    work = tmp_path_factory.mktemp("root")
+    source = work / "src"
+    _copy_source(source)
     venv = work / "venv"
     base = shutil.which("python3", path=_clean_env()["PATH"]) or "python3"
     assert _run([base, "-m", "venv", str(venv)], work).returncode == 0
@@ -496,22 +502,7 @@ def test_installed_package_runs_a_driver_on_a_folder(installed_root, tmp_path):
 @pytest.mark.proof("package_install")
 def test_built_wheel_carries_every_file(tmp_path):
     source = tmp_path / "src"
-    shutil.copytree(
-        ROOT,
-        source,
-        ignore=shutil.ignore_patterns(
-            ".venv",
-            ".git",
-            ".cache",
-            "__pycache__",
-            "out",
-            "dist",
-            "build",
-            "*.egg-info",
-            ".pytest_cache",
-            ".hypothesis",
-        ),
-    )
+    _copy_source(source)
     result = _run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "-w", str(tmp_path / "wheel"), str(source)],
         tmp_path,

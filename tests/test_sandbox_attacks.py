@@ -61,10 +61,6 @@ STAFF = "grading environment (staff only)"
 IN_PROCESS = rungs.in_process_rungs()  # the rungs this process can grade on itself (root: bwrap and landlock)
 EVERY_RUNG = rungs.cli_rungs()  # and through the command line (root: seccomp-uid and same-uid as well)
 
-# The relay tests share the machine's page cache: run on one worker, one after the other, or one test's sender
-# is another's signal (concurrent gradings on one machine are a residual: docs/DESIGN.md).
-RELAY_GROUP = pytest.mark.xdist_group("page_cache_relay")
-
 
 def specs_for(ex_id: str) -> tuple[list, list[dict], int]:
     cases = public_cases(ex_id) + hidden_cases(ex_id)
@@ -1042,7 +1038,7 @@ def test_a_skipped_first_hidden_case_still_ends_the_public_output(rung, tmp_path
     assert not sandbox_survivors()
 
 
-@RELAY_GROUP
+@rungs.RELAY_GROUP
 @pytest.mark.parametrize("rung", IN_PROCESS)
 def test_page_cache_relay_carries_no_hidden_input_into_visible_text(rung, tmp_path, monkeypatch):
     """page_cache_relay: ex01 spells each call's first argument in the page cache of two venv files,

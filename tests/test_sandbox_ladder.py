@@ -36,10 +36,6 @@ RELAY = ADVERSARIAL / "page_cache_relay"
 EX01, EX02 = BY_ID["ex01"], BY_ID["ex02"]
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="the emulated places need root (mount namespaces)")
 
-# The relay tests share the machine's page cache: run on one worker, one after the other, or one test's sender
-# is another's signal (concurrent gradings on one machine are a residual: docs/DESIGN.md).
-RELAY_GROUP = pytest.mark.xdist_group("page_cache_relay")
-
 
 def _relay_file(ex, part: str) -> str:
     return "\n\n".join(
@@ -108,7 +104,7 @@ def test_without_a_system_bwrap_the_packaged_one_isolates(tmp_path):
 # The page cache: no hidden input from one grading reaches a later one's visible output.
 
 
-@RELAY_GROUP
+@rungs.RELAY_GROUP
 @pytest.mark.parametrize("rung", rungs.in_process_rungs())
 def test_page_cache_is_emptied_between_a_hidden_phase_and_a_later_public_phase(rung, tmp_path, monkeypatch):
     """The relay (page_cache_relay): ex01's hidden cases touch the pages that spell their arguments, and a
@@ -153,7 +149,7 @@ def test_page_cache_is_emptied_between_a_hidden_phase_and_a_later_public_phase(r
     )
 
 
-@RELAY_GROUP
+@rungs.RELAY_GROUP
 @needs_root
 @pytest.mark.slow  # two grade-all batches and two grade runs
 def test_two_consecutive_batches_and_two_grade_runs_leak_nothing(tmp_path):
