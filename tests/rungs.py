@@ -9,7 +9,10 @@ rungs serve (`enter_view`, root only, once per process):
   Gradescope's image has (/usr/bin/python3, /autograder/venv) and what the ladder asks of an instructor;
 - for seccomp-uid, which has no allow-list and relies on file modes, every entry of the checkout but
   shared/ and .venv becomes unreadable to other users (an overlay whose top folder is mode 0700, a copy
-  for a file): what Gradescope's run_autograder does to source/, and what the ladder's refusal asks.
+  for a file): what Gradescope's run_autograder does to source/, and what the ladder's refusal asks; so
+  is everything else a user left world-readable beside the way to the checkout, the interpreter and the
+  command's folders, and in /tmp, /var/tmp and /dev/shm (another clone, a helper's worktree): a container
+  holds none of it.
 Nothing outside this process's mount namespace changes; the view ends with the process.
 
 `same-uid` needs a grader that is not root: `grade_as_user` runs the grader CLI as a sandbox-range uid in
@@ -75,8 +78,11 @@ def _traversable(folder: str) -> None:
 
 def _private(path: Path, scratch: Path) -> None:
     """`path` unreadable to other users, the same for root: an overlay with a 0700 top folder, or a copy."""
-    if path.is_symlink() or not path.stat().st_mode & 0o005:
-        return  # a link, or already closed to other users
+    try:
+        if path.is_symlink() or not path.stat().st_mode & 0o005:
+            return  # a link, or already closed to other users
+    except FileNotFoundError:
+        return  # gone since the folder was listed (another test's temporary file)
     name = str(path).strip("/").replace("/", "%")
     if path.is_dir():
         upper, work = scratch / f"{name}.upper", scratch / f"{name}.work"
@@ -91,9 +97,10 @@ def _private(path: Path, scratch: Path) -> None:
         _mount(str(copy), str(path), None, MS_BIND)
 
 
-def enter_view(private_checkout: bool) -> None:
+def enter_view(private_checkout: bool, work: tuple[Path, ...] = ()) -> None:
     """Put this process in the emulated view (module docstring); idempotent (the state is kept in VIEW_ENV,
-    so every copy of this module agrees); a second call may only add the private checkout."""
+    so every copy of this module agrees); a second call may only add the private checkout. `work`: the
+    folders the command works in (its submission, its results), kept open on the way to them."""
     if os.geteuid() != 0:
         pytest.skip("the host rungs' views need root (a private mount namespace)")
     mine = f"pid{os.getpid()}"  # a process started from a view unshares a namespace of its own: its mounts stay its own
@@ -141,8 +148,12 @@ def enter_view(private_checkout: bool) -> None:
                 "/libx32",
             )
         }
-        chains = {a for k in keep for a in (k, *k.parents)}
-        for folder in sorted({a for k in (ROOT, Path(sys.prefix), Path(sys.base_prefix)) for a in k.parents}):
+        needed = (ROOT, Path(sys.prefix), Path(sys.base_prefix), scratch, *work)
+        chains = {a for k in (*keep, *needed) for a in (k, *k.parents)}
+        # The container's temporary folders are its own: what other gradings, users and clones left in this
+        # machine's /tmp, /var/tmp and /dev/shm is private too (but for the way to `work` and the checkout).
+        temporary = {Path(p) for p in ("/tmp", "/var/tmp", "/dev/shm") if os.path.isdir(p)}
+        for folder in sorted({a for k in needed for a in k.parents} | temporary):
             if folder == ROOT or ROOT in folder.parents:
                 continue  # the checkout's own entries: above
             for entry in sorted(folder.iterdir()):
@@ -266,7 +277,8 @@ def main(argv: list[str]) -> None:
     the environment names other rungs already (as GRADER_UID for same-uid)."""
     rung, command = argv[0], argv[argv.index("--") + 1 :]
     if rung != "bwrap":
-        enter_view(private_checkout=rung == "seccomp-uid")
+        work = tuple(Path(a) for a in command if os.path.isabs(a) and os.path.exists(a))
+        enter_view(private_checkout=rung == "seccomp-uid", work=work)
     os.environ[ladder.RUNGS_ENV] = os.environ.get(ladder.RUNGS_ENV) or rung
     if rung == "same-uid":
         os.setgroups([])
