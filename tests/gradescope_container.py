@@ -644,18 +644,26 @@ def run_emulated(
 
 def _run(args: Sequence[str], timeout_s: float, on_timeout: Sequence[str] | None) -> Run:
     started = time.monotonic()
-    proc = subprocess.Popen(
-        list(args), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
-    )
-    timed_out = False
-    try:
-        out, err = proc.communicate(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        timed_out = True
-        if on_timeout:
-            subprocess.run(list(on_timeout), capture_output=True, timeout=60)
-        proc.kill()  # unshare --kill-child: its child, the namespace's init, dies with it, and so does the namespace
-        out, err = proc.communicate()
+    # A folder of its own as the working directory: podman's conmon writes a file "oom" into its working
+    # directory when the container is OOM-killed, which would otherwise land in the caller's (the checkout).
+    with tempfile.TemporaryDirectory(prefix="a2-container-cwd-") as cwd:
+        proc = subprocess.Popen(
+            list(args),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+            cwd=cwd,
+        )
+        timed_out = False
+        try:
+            out, err = proc.communicate(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            if on_timeout:
+                subprocess.run(list(on_timeout), capture_output=True, timeout=60, cwd=cwd)
+            proc.kill()  # unshare --kill-child: its child, the namespace's init, dies with it, and so does the namespace
+            out, err = proc.communicate()
     return Run(
         proc.returncode,
         out.decode(errors="replace"),

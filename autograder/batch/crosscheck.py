@@ -14,7 +14,10 @@ tool's points instead (students you trust); the flags stay. `--native` skips the
 
 from __future__ import annotations
 
+import argparse
 import csv
+import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -140,3 +143,53 @@ def write_csv(checked: Checked, path: Path) -> None:
                 theirs = sum(p for p, _ in other.get(student, {}).values())
                 extra = [f"{theirs:.2f}", csv_cell("; ".join(checked.flags.get(student, [])))]
             writer.writerow([csv_cell(student), *(f"{p:.2f}" for p in points), f"{sum(points):.2f}", *extra])
+
+
+def add_route_options(parser: argparse.ArgumentParser, tool_name: str) -> None:
+    """The options every route command has: --csv, --workers and the choice of points (--native, --tool-points)."""
+    parser.add_argument("--csv", type=Path, help="write one row per student: points per exercise, total, the check")
+    parser.add_argument("--workers", type=int, default=2, help="students graded at once")
+    choice = parser.add_mutually_exclusive_group()
+    choice.add_argument("--native", action="store_true", help="grade the notebooks with the native grader only")
+    choice.add_argument(
+        "--tool-points",
+        action="store_true",
+        help=f"report {tool_name}'s points, not the native grader's (trusted students)",
+    )
+
+
+def run_route(
+    args: argparse.Namespace,
+    prog: str,
+    tool_name: str,
+    residual_risk: str,
+    grade_tool: Callable[[], Table],
+    grade_native: Callable[[Table | None], Table],
+) -> int:
+    """A route command after its arguments: the tool's run (unless --native; `residual_risk` printed first),
+    the native grading (`grade_native` gets the tool's table, or None), the cross-check printed and, with
+    --csv, written. Exit status 2 where the sandbox refuses (no rung here), 1 for a missing file or a failed
+    run, 0 otherwise; every message escaped for the terminal."""
+    from autograder.runtime.sandbox import ladder
+
+    tool = None
+    try:
+        if not args.native:
+            print(residual_risk, file=sys.stderr)
+            tool = grade_tool()
+        native = grade_native(tool)
+    except ladder.Refused as exc:
+        print(
+            f"{prog}: {terminal_text(str(exc), lines=True)}\n(--native grades the same notebooks here)",
+            file=sys.stderr,
+        )
+        return 2
+    except (FileNotFoundError, RuntimeError) as exc:
+        print(f"{prog}: {terminal_text(str(exc))}", file=sys.stderr)
+        return 1
+    checked = cross_check(tool, native, tool_name, "tool" if args.tool_points else "native")
+    print("\n".join(lines(checked)))
+    if args.csv:
+        write_csv(checked, args.csv)
+        print(f"wrote {args.csv}")
+    return 0

@@ -39,7 +39,6 @@ from pathlib import Path
 
 from autograder.batch import crosscheck
 from autograder.core.manifest import EXERCISES, Exercise
-from autograder.core.safetext import terminal_text
 from autograder.exports import export_nbgrader, export_otter
 from autograder.runtime.sandbox import command, ladder
 from autograder.runtime.sandbox.users import remove_tree
@@ -212,40 +211,24 @@ def main(argv: list[str]) -> int:
         "--assignment", default=export_nbgrader.DEFAULT_ASSIGNMENT, help="assignment name (default: a2)"
     )
     parser.add_argument("--out", type=Path, default=Path("out/nbgrader"), help="where each student's run is collected")
-    parser.add_argument("--csv", type=Path, help="write one row per student: points per exercise, total, the check")
-    parser.add_argument("--workers", type=int, default=2, help="students graded at once")
-    choice = parser.add_mutually_exclusive_group()
-    choice.add_argument("--native", action="store_true", help="grade the notebooks with the native grader only")
-    choice.add_argument(
-        "--tool-points",
-        action="store_true",
-        help="report nbgrader's points, not the native grader's (trusted students)",
-    )
+    crosscheck.add_route_options(parser, "nbgrader")
     args = parser.parse_args(argv)
     if not args.course.is_dir():
         parser.error(f"{args.course}: not a folder")
-    tool = None
-    try:
-        if not args.native:
-            print(RESIDUAL_RISK, file=sys.stderr)
-            tool = grade_course(args.course, args.assignment, args.out, args.workers)
-            print(
-                f"[sandbox] nbgrader ran on rung {ladder.current().name}; logs: {args.out}/<student>/nbgrader.log",
-                file=sys.stderr,
-            )
-        native = native_table(args.course, args.assignment, args.out, args.workers)
-    except ladder.Refused as exc:
+
+    def tool() -> crosscheck.Table:
+        table = grade_course(args.course, args.assignment, args.out, args.workers)
         print(
-            f"nbgrader-autograde: {terminal_text(str(exc), lines=True)}\n(--native grades the same notebooks here)",
+            f"[sandbox] nbgrader ran on rung {ladder.current().name}; logs: {args.out}/<student>/nbgrader.log",
             file=sys.stderr,
         )
-        return 2
-    except (FileNotFoundError, RuntimeError) as exc:
-        print(f"nbgrader-autograde: {terminal_text(str(exc))}", file=sys.stderr)
-        return 1
-    checked = crosscheck.cross_check(tool, native, "nbgrader", "tool" if args.tool_points else "native")
-    print("\n".join(crosscheck.lines(checked)))
-    if args.csv:
-        crosscheck.write_csv(checked, args.csv)
-        print(f"wrote {args.csv}")
-    return 0
+        return table
+
+    return crosscheck.run_route(
+        args,
+        "nbgrader-autograde",
+        "nbgrader",
+        RESIDUAL_RISK,
+        tool,
+        lambda _tool: native_table(args.course, args.assignment, args.out, args.workers),
+    )

@@ -28,14 +28,12 @@ are the native ones, Otter's beside them and every exercise where the two differ
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from autograder.batch import crosscheck
 from autograder.core.manifest import EXERCISES, Exercise
-from autograder.core.safetext import terminal_text
 from autograder.exports import export_otter
 from autograder.runtime.sandbox import ladder
 
@@ -115,43 +113,29 @@ def main(argv: list[str]) -> int:
     parser.add_argument("masters", type=Path, help="the folder `export-otter` wrote (assigned into its dist/)")
     parser.add_argument("submissions", type=Path, help="one folder per student holding exNN_<name>.ipynb files")
     parser.add_argument("--out", type=Path, default=Path("out/otter"), help="where `otter run` writes (per student)")
-    parser.add_argument("--csv", type=Path, help="write one row per student: points per exercise and total")
-    parser.add_argument("--workers", type=int, default=2, help="otter runs at once")
-    choice = parser.add_mutually_exclusive_group()
-    choice.add_argument("--native", action="store_true", help="grade the notebooks with the native grader only")
-    choice.add_argument(
-        "--tool-points", action="store_true", help="report Otter's points, not the native grader's (trusted students)"
-    )
+    crosscheck.add_route_options(parser, "Otter")
     args = parser.parse_args(argv)
     if not args.submissions.is_dir():
         parser.error(f"{args.submissions}: not a folder")
-    tool = None
-    try:
-        if args.native:
+
+    def native(tool: crosscheck.Table | None) -> crosscheck.Table:
+        if tool is None:
             ids = [ex.id for ex in EXERCISES if (args.masters / ex.module / f"{ex.module}.ipynb").is_file()]
         else:
-            print(RESIDUAL_RISK, file=sys.stderr)
-            tool = grade_class(args.masters, args.submissions, args.out, args.workers)
             ids = sorted({e for row in tool.values() for e in row})
-        native = crosscheck.native_table(
+        return crosscheck.native_table(
             args.submissions,
             args.out / NATIVE_OUT,
             args.workers,
             ids or None,
             [s.name for s in _students(args.submissions)],
         )
-    except ladder.Refused as exc:
-        print(
-            f"otter-grade: {terminal_text(str(exc), lines=True)}\n(--native grades the same notebooks here)",
-            file=sys.stderr,
-        )
-        return 2
-    except (FileNotFoundError, RuntimeError) as exc:
-        print(f"otter-grade: {terminal_text(str(exc))}", file=sys.stderr)
-        return 1
-    checked = crosscheck.cross_check(tool, native, "otter", "tool" if args.tool_points else "native")
-    print("\n".join(crosscheck.lines(checked)))
-    if args.csv:
-        crosscheck.write_csv(checked, args.csv)
-        print(f"wrote {args.csv}")
-    return 0
+
+    return crosscheck.run_route(
+        args,
+        "otter-grade",
+        "otter",
+        RESIDUAL_RISK,
+        lambda: grade_class(args.masters, args.submissions, args.out, args.workers),
+        native,
+    )
