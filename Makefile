@@ -48,7 +48,9 @@ SUBMISSIONS ?= submissions
 grade-all: setup
 	$(VPY) -m autograder grade-all $(SUBMISSIONS) --csv out/grades.csv
 
-# Tests run in parallel, one pytest-xdist worker per core; a proof's tests stay on one worker (loadgroup).
+# Tests run in parallel, one pytest-xdist worker per core. loadgroup would keep a proof's tests on one worker
+# (its module fixtures built once); with pytest 9.2 xdist's grouping does not take effect (pytest-xdist issue
+# 1386), which costs time only: no test relies on it (the page-cache relay tests take a lock of their own).
 # A slow proof (tests/proofs.py) whose committed record matches its inputs is checked, not re-run.
 XDIST := -n auto --dist loadgroup
 test: setup

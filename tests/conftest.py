@@ -53,6 +53,22 @@ def stubs_submission(tmp_path_factory) -> Path:
     return _exercise_folder(tmp_path_factory.mktemp("stubs") / "stubs", ROOT / "assignments")
 
 
+@pytest.fixture
+def page_cache_relay_lock():
+    """Held for the whole test (`rungs.EXCLUSIVE_RELAY`): one page-cache relay test at a time on this machine,
+    across xdist workers and concurrent test runs (an exclusive flock on `rungs.RELAY_LOCK`)."""
+    import fcntl
+    import sys
+
+    rungs = sys.modules.get("_a2_rungs") or load_module_from_path(Path(__file__).with_name("rungs.py"), "_a2_rungs")
+    fd = os.open(rungs.RELAY_LOCK, os.O_RDONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
 @pytest.fixture(scope="session")
 def graded():
     """`graded(folder, exercises=None)`: the results.json dict of grading `folder` with the real grader,
@@ -109,7 +125,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     for name, group in members.items():
         st = state["status"][name]
         for item in group:
-            item.add_marker(pytest.mark.xdist_group(name))  # a proof's module fixtures are built once
+            item.add_marker(pytest.mark.xdist_group(name))  # once xdist groups again: its module fixtures built once
             item.extra_keyword_matches.add(name)  # `-k <proof>` selects the proof's tests
             item.user_properties.append(("a2_proof", (name, len(group))))
         if st.holds:

@@ -686,11 +686,15 @@ _EPERM_CALLS = (
 
 
 def _launch(spec: dict[str, Any]) -> None:
-    fds = [os.open(src, os.O_PATH) for src, _, _ in spec["mounts"]]  # the sources, before /tmp is covered
+    # What the launcher needs, before /tmp is covered: the sources, and the seccomp bindings (in a venv that
+    # may itself live under /tmp, as a clone there does)
+    fds = [os.open(src, os.O_PATH) for src, _, _ in spec["mounts"]]
+    import pyseccomp
+
     _mount_setup(spec, fds)
     _loopback_up()
     os.chdir(spec["workdir"])
-    _load_filter(landlock=spec["landlock"])
+    _load_filter(pyseccomp, landlock=spec["landlock"])
     bounding = "-all," + ",".join(f"+{c.lower()}" for c in DOCKER_CAPS)
     setpriv = ["setpriv", "--inh-caps=-all", "--ambient-caps=-all", f"--bounding-set={bounding}", "--", *spec["argv"]]
     os.execve(shutil.which("setpriv") or "/usr/bin/setpriv", setpriv, spec["env"])
@@ -762,9 +766,7 @@ def _loopback_up() -> None:
         fcntl.ioctl(sock, siocsifflags, struct.pack("16sH14x", b"lo", flags | iff_up))
 
 
-def _load_filter(*, landlock: bool) -> None:
-    import pyseccomp as seccomp
-
+def _load_filter(seccomp: Any, *, landlock: bool) -> None:
     flt = seccomp.SyscallFilter(seccomp.ALLOW)
     if seccomp.system_arch() == seccomp.Arch.X86_64:  # Docker's profile covers the 32-bit ABIs too
         flt.add_arch(seccomp.Arch.X86)

@@ -39,9 +39,12 @@ CLONE_NEWNS = 0x00020000
 MS_BIND, MS_REC, MS_PRIVATE = 0x1000, 0x4000, 0x40000
 GRADER_UID = 62990  # the non-root grader of the same-uid rung: outside SANDBOX_UIDS (a test that takes a sandbox
 # uid ends every process of it: test_shared_state uses 64990-64999), no account here
-# The page-cache relay tests share the machine's page cache: one xdist worker runs them one after the other, or one
-# test's sender is another's signal (concurrent gradings on one machine are a residual: docs/DESIGN.md).
-RELAY_GROUP = pytest.mark.xdist_group("page_cache_relay")
+# The page-cache relay tests share the machine's page cache: run side by side, one test's sender is another's
+# signal (concurrent gradings on one machine are a residual: docs/DESIGN.md). Each holds the machine-wide lock
+# `page_cache_relay_lock` (tests/conftest.py) while it runs, whatever worker or test run it is in: xdist's
+# loadgroup does not group tests with pytest 9.2 (its xdist_group mark is ignored, pytest-xdist issue 1386).
+EXCLUSIVE_RELAY = pytest.mark.usefixtures("page_cache_relay_lock")
+RELAY_LOCK = Path(tempfile.gettempdir()) / "a2-test-page-cache-relay.lock"
 
 VIEW_ENV = "A2_TEST_VIEW"  # what of the view this process (and what it starts) is in: "host" or "host,private"
 

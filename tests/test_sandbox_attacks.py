@@ -1038,7 +1038,7 @@ def test_a_skipped_first_hidden_case_still_ends_the_public_output(rung, tmp_path
     assert not sandbox_survivors()
 
 
-@rungs.RELAY_GROUP
+@rungs.EXCLUSIVE_RELAY
 @pytest.mark.parametrize("rung", IN_PROCESS)
 def test_page_cache_relay_carries_no_hidden_input_into_visible_text(rung, tmp_path, monkeypatch):
     """page_cache_relay: ex01 spells each call's first argument in the page cache of two venv files,

@@ -104,7 +104,7 @@ def test_without_a_system_bwrap_the_packaged_one_isolates(tmp_path):
 # The page cache: no hidden input from one grading reaches a later one's visible output.
 
 
-@rungs.RELAY_GROUP
+@rungs.EXCLUSIVE_RELAY
 @pytest.mark.parametrize("rung", rungs.in_process_rungs())
 def test_page_cache_is_emptied_between_a_hidden_phase_and_a_later_public_phase(rung, tmp_path, monkeypatch):
     """The relay (page_cache_relay): ex01's hidden cases touch the pages that spell their arguments, and a
@@ -149,7 +149,7 @@ def test_page_cache_is_emptied_between_a_hidden_phase_and_a_later_public_phase(r
     )
 
 
-@rungs.RELAY_GROUP
+@rungs.EXCLUSIVE_RELAY
 @needs_root
 @pytest.mark.slow  # two grade-all batches and two grade runs
 def test_two_consecutive_batches_and_two_grade_runs_leak_nothing(tmp_path):
