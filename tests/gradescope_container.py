@@ -605,6 +605,9 @@ def host_pip_settings() -> tuple[list[Mount], dict[str, str]]:
 # --- the cheap emulation (unshare + libseccomp + setpriv) ---------------------------------------------
 
 
+FRESH_FOLDERS = ("/tmp", "/var/tmp", "/run", "/dev/shm")  # a tmpfs of its own in the cheap emulation, as in Docker
+
+
 def run_emulated(
     argv: Sequence[str],
     *,
@@ -619,7 +622,8 @@ def run_emulated(
     container where it matters for a sandbox: private mount, PID, IPC, UTS, network (loopback only, up) and
     cgroup namespaces; every host mount read-only, fresh tmpfs on /tmp, /var/tmp, /run, /dev/shm; Docker's
     read-only and masked /proc and /sys paths; /usr/bin/bwrap and every path in `hide` covered by /dev/null;
-    `mounts` bound in (a target must exist on this machine or lie under one of the fresh tmpfs); a seccomp
+    `mounts` bound in (a target must exist on this machine or lie under one of the fresh tmpfs; this
+    interpreter's prefix and this checkout, when under one, are bound back read-only where they are); a seccomp
     filter (libseccomp through pyseccomp, NO_NEW_PRIVS left off as Docker does) refusing new namespaces
     (clone's namespace flags, unshare, setns: EPERM; clone3: ENOSYS), mount calls, pivot_root, keyrings,
     io_uring, bpf, perf_event_open and userfaultfd, and with `landlock=False` answering ENOSYS to landlock_*
@@ -629,9 +633,14 @@ def run_emulated(
     reason = missing_for_emulation()
     if reason:
         raise HarnessError(reason)
+    own: list[Mount] = []
+    for path in sorted({Path(sys.prefix).resolve(), Path(__file__).resolve().parents[1]}):
+        covered = any(path.is_relative_to(folder) for folder in FRESH_FOLDERS)
+        if covered and not any(path.is_relative_to(m.source) for m in own):
+            own.append(Mount(path, str(path), read_only=True))
     spec = {
         "argv": list(argv),
-        "mounts": [[str(Path(m.source).resolve()), m.target, m.read_only] for m in mounts],
+        "mounts": [[str(Path(m.source).resolve()), m.target, m.read_only] for m in (*own, *mounts)],
         "env": {"PATH": CONTAINER_PATH, "HOME": "/root", **(env or {})},
         "landlock": landlock,
         "hide": ["/usr/bin/bwrap", *(str(p) for p in hide)],
@@ -707,7 +716,7 @@ def _sh(*argv: str, pass_fds: Sequence[int] = ()) -> None:
 
 
 def _mount_setup(spec: dict[str, Any], fds: list[int]) -> None:
-    fresh = ("/tmp", "/var/tmp", "/run", "/dev/shm")
+    fresh = FRESH_FOLDERS
     targets = []
     for line in Path("/proc/self/mountinfo").read_text().splitlines():
         target = line.split()[4].encode().decode("unicode_escape")
@@ -749,8 +758,10 @@ def _mount_setup(spec: dict[str, Any], fds: list[int]) -> None:
             else:
                 os.makedirs(os.path.dirname(target), exist_ok=True)
                 Path(target).touch()
-        _sh("mount", "--bind", f"/proc/self/fd/{fd}", target, pass_fds=[fd])
-        # a bind starts with its source's mount flags, read-only here since every host mount was made so
+        # By the fd, not by its path (which may be covered by now: `mount` would bind what is there instead),
+        # with the mounts below it (the view's private entries of a checkout, tests/rungs.py). A bind starts
+        # with its source's mount flags, read-only here since every host mount was made so.
+        _sh("mount", "--no-canonicalize", "--rbind", f"/proc/self/fd/{fd}", target, pass_fds=[fd])
         _sh("mount", "-o", f"remount,bind,{'ro' if read_only else 'rw'}", target)
         os.close(fd)
     for path in spec["hide"]:  # after the binds: a bwrap inside one of them is hidden too
