@@ -16,12 +16,15 @@ on this machine keep their live batches there.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import shutil
 import stat
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -42,8 +45,9 @@ needs_pid_namespace = pytest.mark.skipif(
     not IS_ROOT or UNSHARE is None or sys.platform != "linux",
     reason="needs root on Linux and util-linux's unshare to start a process in a new PID namespace",
 )
-# uids only this file's SandboxUser takes (its lock folder is its own, not the one other graders on this machine
-# share): the top of SANDBOX_UIDS, which graders reach last (they take the lowest uid released longest ago).
+# uids this file's SandboxUser takes (from a lock folder of its own, not the one other graders on this machine
+# share). Graders take the uid released longest ago, so on a machine that has graded much any uid may be in use:
+# a test that takes these holds them in the machine's lock folder first (`_reserved`).
 TEST_UIDS = [u for u in range(64990, 65000) if u not in users.used_uids()]
 
 # ---------------------------------------------------------------------------------------------
@@ -130,8 +134,30 @@ def test_a_root_grader_makes_its_own_lock_folder_and_never_follows_a_link_in_it(
         pytest.skip("this process already handed out the uids this test uses")
     targets = tmp_path / "targets"
     targets.mkdir()
-    monkeypatch.setattr(users, "UID_LOCK_DIR", tmp_path / "a2grader-uids")
-    monkeypatch.setattr(users, "SANDBOX_UIDS", TEST_UIDS[:2])
+    with _reserved(TEST_UIDS[:2]):  # no other grading on the machine runs as them meanwhile, nor is killed here
+        monkeypatch.setattr(users, "UID_LOCK_DIR", tmp_path / "a2grader-uids")
+        monkeypatch.setattr(users, "SANDBOX_UIDS", TEST_UIDS[:2])
+        _lock_folder_checks(targets, monkeypatch)
+
+
+@contextlib.contextmanager
+def _reserved(uids: list[int]) -> Iterator[None]:
+    """Hold `uids` in the machine's own uid lock folder (users.UID_LOCK_DIR), as a grader holds its child's:
+    every grader on the machine skips them until the block ends (waits for a grading that holds one now)."""
+    folder = statedir.open_private_folder(users.UID_LOCK_DIR)
+    fds = []
+    try:
+        for uid in uids:
+            fds.append(statedir.open_file(folder, f"{uid}.lock"))
+            fcntl.flock(fds[-1], fcntl.LOCK_EX)
+        yield
+    finally:
+        for fd in fds:
+            os.close(fd)
+        os.close(folder)
+
+
+def _lock_folder_checks(targets: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     first = users.SandboxUser()  # makes the folder
     try:
         info = os.lstat(users.UID_LOCK_DIR)
