@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import itertools
 import os
 import shutil
 import stat
@@ -32,7 +33,7 @@ import pytest
 from autograder.batch import processes
 from autograder.core.manifest import ROOT
 from autograder.runtime import statedir
-from autograder.runtime.sandbox import users
+from autograder.runtime.sandbox import cgroup, users
 
 IS_ROOT = os.geteuid() == 0
 needs_root = pytest.mark.skipif(
@@ -191,6 +192,34 @@ def test_the_uid_lock_folder_is_where_only_root_writes_whatever_the_tmpdir(tmp_p
     assert out == expected, (
         f"the default uid lock folder should be {expected} (root: /run, where only root writes; else /tmp), got {out}"
     )
+
+
+@needs_root
+def test_a_cgroup_left_by_a_killed_grader_with_this_pid_does_not_stop_grading(monkeypatch):
+    """A grader killed mid-child leaves its (empty) group `<pid>-<n>` behind, and pids come back (pid_max is
+    32768 here): a later grader with that pid takes the next free name, and leaves the other group alone. A
+    fresh clone's make test lost a student's ex01 to "File exists: .../a2grader/21712-1" before."""
+    groups, why = cgroup.probe()
+    if groups is None:
+        pytest.skip(f"no cgroup here: {why}")
+    start = 10**6 + os.getpid()  # far from the counter's own values
+    monkeypatch.setattr(cgroup, "_COUNTER", itertools.count(start))
+    name = f"{os.getpid()}-{start}"
+    stale = [root / name for root in (groups.memory_root, groups.pids_root) if root is not None]
+    for folder in stale:
+        folder.mkdir()
+    try:
+        group = groups.make(64 * 2**20, 16)
+        try:
+            assert [f.name for f in group.folders] == [f"{os.getpid()}-{start + 1}"] * len(stale), (
+                f"the new group should take the next free name after the stale {name}: {group.folders}"
+            )
+        finally:
+            group.remove()
+        assert all(folder.is_dir() for folder in stale), "a group the grader did not make must be left alone"
+    finally:
+        for folder in stale:
+            folder.rmdir()
 
 
 # ---------------------------------------------------------------------------------------------

@@ -8,8 +8,9 @@ number. Where no group can be made (a container's read-only /sys/fs/cgroup, a gr
 the child's processes, checked every `jail.WATCH_S`), with RLIMIT_AS per process and oom_score_adj 1000
 so that an out-of-memory kill picks the student's processes first; the ladder's note says which.
 
-Groups live under `PARENT` at the hierarchy's root, named `<grader pid>-<n>`; each is removed when its
-child ends (every process in it killed first). Empty groups of graders no longer running are removed
+Groups live under `PARENT` at the hierarchy's root, named `<grader pid>-<n>` (the next free n: a killed
+grader's groups stay, and its pid comes back); each is removed when its child ends (every process in it
+killed first). Empty groups of graders no longer running are removed
 when a grader first probes; a group that still holds a process is never touched.
 """
 
@@ -24,6 +25,7 @@ from pathlib import Path
 
 PARENT = "a2grader"
 _COUNTER = itertools.count()
+NAME_TRIES = 1000  # names `<pid>-<n>` tried for a new group before giving up
 
 
 @dataclass(frozen=True)
@@ -38,9 +40,7 @@ class Groups:
         return f"cgroup v{self.version} ({self.memory_root})"
 
     def make(self, memory_bytes: int, max_processes: int) -> Group:
-        name = f"{os.getpid()}-{next(_COUNTER)}"
-        memory = self.memory_root / name
-        memory.mkdir(mode=0o755)
+        name, memory = self._new_memory_group()
         folders = [memory]
         try:
             if self.version == 2:
@@ -62,6 +62,21 @@ class Groups:
             Group(folders, [], self.version).remove()
             raise
         return Group(folders, procs, self.version)
+
+    def _new_memory_group(self) -> tuple[str, Path]:
+        """A new group's name and its memory folder, made. A name may be taken already: pids are reused, and
+        a grader that was killed left its groups (empty; swept once an hour old), so names are tried on."""
+        for _ in range(NAME_TRIES):
+            name = f"{os.getpid()}-{next(_COUNTER)}"
+            if self.pids_root is not None and (self.pids_root / name).exists():
+                continue
+            memory = self.memory_root / name
+            try:
+                memory.mkdir(mode=0o755)
+            except FileExistsError:
+                continue
+            return name, memory
+        raise OSError(f"no free cgroup name under {self.memory_root} in {NAME_TRIES} tries")
 
 
 @dataclass
