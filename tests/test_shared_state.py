@@ -49,7 +49,14 @@ needs_pid_namespace = pytest.mark.skipif(
 # uids this file's SandboxUser takes (from a lock folder of its own, not the one other graders on this machine
 # share). Graders take the uid released longest ago, so on a machine that has graded much any uid may be in use:
 # a test that takes these holds them in the machine's lock folder first (`_reserved`).
-TEST_UIDS = [u for u in range(64990, 65000) if u not in users.used_uids()]
+TEST_UIDS = range(64990, 65000)
+
+
+def _test_uids() -> list[int]:
+    """Two of TEST_UIDS this process has not handed out (a process never hands a uid out twice, and this test
+    process may have graded as any uid by now)."""
+    return [u for u in TEST_UIDS if u not in users.used_uids()][:2]
+
 
 # ---------------------------------------------------------------------------------------------
 # The uid lock folder.
@@ -131,14 +138,15 @@ def test_a_lock_folder_that_is_a_link_is_refused(tmp_path):
 
 @needs_root
 def test_a_root_grader_makes_its_own_lock_folder_and_never_follows_a_link_in_it(tmp_path, monkeypatch):
-    if len(TEST_UIDS) < 2:
+    uids = _test_uids()
+    if len(uids) < 2:
         pytest.skip("this process already handed out the uids this test uses")
     targets = tmp_path / "targets"
     targets.mkdir()
-    with _reserved(TEST_UIDS[:2]):  # no other grading on the machine runs as them meanwhile, nor is killed here
+    with _reserved(uids):  # no other grading on the machine runs as them meanwhile, nor is killed here
         monkeypatch.setattr(users, "UID_LOCK_DIR", tmp_path / "a2grader-uids")
-        monkeypatch.setattr(users, "SANDBOX_UIDS", TEST_UIDS[:2])
-        _lock_folder_checks(targets, monkeypatch)
+        monkeypatch.setattr(users, "SANDBOX_UIDS", uids)
+        _lock_folder_checks(targets, uids, monkeypatch)
 
 
 @contextlib.contextmanager
@@ -158,7 +166,7 @@ def _reserved(uids: list[int]) -> Iterator[None]:
         os.close(folder)
 
 
-def _lock_folder_checks(targets: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def _lock_folder_checks(targets: Path, uids: list[int], monkeypatch: pytest.MonkeyPatch) -> None:
     first = users.SandboxUser()  # makes the folder
     try:
         info = os.lstat(users.UID_LOCK_DIR)
@@ -171,7 +179,7 @@ def _lock_folder_checks(targets: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     finally:
         first.release()
     # a link where the next uid's lock file goes (as if left by an earlier version): that uid is skipped
-    other = TEST_UIDS[1] if first.uid == TEST_UIDS[0] else TEST_UIDS[0]
+    other = uids[1] if first.uid == uids[0] else uids[0]
     aim = targets / "through-the-link"
     (users.UID_LOCK_DIR / f"{other}.lock").symlink_to(aim)
     monkeypatch.setattr(users, "SANDBOX_UIDS", [other])
