@@ -56,12 +56,11 @@ def stubs_submission(tmp_path_factory) -> Path:
 @pytest.fixture
 def page_cache_relay_lock():
     """Held for the whole test (`rungs.EXCLUSIVE_RELAY`): one page-cache relay test at a time on this machine,
-    across xdist workers and concurrent test runs (an exclusive flock on `rungs.RELAY_LOCK`)."""
+    across xdist workers and concurrent test runs (an exclusive flock on one file in the temporary folder)."""
     import fcntl
-    import sys
 
-    rungs = sys.modules.get("_a2_rungs") or load_module_from_path(Path(__file__).with_name("rungs.py"), "_a2_rungs")
-    fd = os.open(rungs.RELAY_LOCK, os.O_RDONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    lock = Path(tempfile.gettempdir()) / "a2-test-page-cache-relay.lock"
+    fd = os.open(lock, os.O_RDONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield

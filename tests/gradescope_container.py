@@ -716,7 +716,6 @@ def _sh(*argv: str, pass_fds: Sequence[int] = ()) -> None:
 
 
 def _mount_setup(spec: dict[str, Any], fds: list[int]) -> None:
-    fresh = FRESH_FOLDERS
     targets = []
     for line in Path("/proc/self/mountinfo").read_text().splitlines():
         target = line.split()[4].encode().decode("unicode_escape")
@@ -727,7 +726,7 @@ def _mount_setup(spec: dict[str, Any], fds: list[int]) -> None:
     if subprocess.run(["touch", "/.a2-write-probe"], capture_output=True).returncode == 0:
         os.unlink("/.a2-write-probe")
         raise HarnessError("the host's root filesystem stayed writable inside the emulation")
-    for folder in fresh:
+    for folder in FRESH_FOLDERS:
         if os.path.isdir(folder):
             _sh(
                 "mount",
@@ -749,9 +748,9 @@ def _mount_setup(spec: dict[str, Any], fds: list[int]) -> None:
             _sh("mount", "--bind", "/dev/null", path)
     for fd, (_source, target, read_only) in zip(fds, spec["mounts"], strict=True):
         if not os.path.exists(target):
-            if not any(target == f or target.startswith(f + "/") for f in fresh):
+            if not any(target == f or target.startswith(f + "/") for f in FRESH_FOLDERS):
                 raise HarnessError(
-                    f"mount target {target} does not exist on this machine (only under {', '.join(fresh)} is it made)"
+                    f"mount target {target} does not exist on this machine (only under {', '.join(FRESH_FOLDERS)} is it made)"
                 )
             if stat.S_ISDIR(os.fstat(fd).st_mode):  # the source's path may be covered by now
                 os.makedirs(target)

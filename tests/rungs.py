@@ -44,7 +44,6 @@ GRADER_UID = 62990  # the non-root grader of the same-uid rung: outside SANDBOX_
 # `page_cache_relay_lock` (tests/conftest.py) while it runs, whatever worker or test run it is in: xdist's
 # loadgroup does not group tests with pytest 9.2 (its xdist_group mark is ignored, pytest-xdist issue 1386).
 EXCLUSIVE_RELAY = pytest.mark.usefixtures("page_cache_relay_lock")
-RELAY_LOCK = Path(tempfile.gettempdir()) / "a2-test-page-cache-relay.lock"
 
 VIEW_ENV = "A2_TEST_VIEW"  # what of the view this process (and what it starts) is in: "host" or "host,private"
 

@@ -146,7 +146,25 @@ def test_a_root_grader_makes_its_own_lock_folder_and_never_follows_a_link_in_it(
     with _reserved(uids):  # no other grading on the machine runs as them meanwhile, nor is killed here
         monkeypatch.setattr(users, "UID_LOCK_DIR", tmp_path / "a2grader-uids")
         monkeypatch.setattr(users, "SANDBOX_UIDS", uids)
-        _lock_folder_checks(targets, uids, monkeypatch)
+        first = users.SandboxUser()  # makes the folder
+        try:
+            info = os.lstat(users.UID_LOCK_DIR)
+            assert stat.S_ISDIR(info.st_mode) and info.st_uid == 0 and stat.S_IMODE(info.st_mode) == 0o700, (
+                f"the lock folder must be root's own, mode 0700; got owner {info.st_uid}, mode "
+                f"{stat.S_IMODE(info.st_mode):04o}"
+            )
+            lock = users.UID_LOCK_DIR / f"{first.uid}.lock"
+            assert stat.S_ISREG(os.lstat(lock).st_mode), f"{lock} must be a regular file"
+        finally:
+            first.release()
+        # a link where the next uid's lock file goes (as if left by an earlier version): that uid is skipped
+        other = uids[1] if first.uid == uids[0] else uids[0]
+        aim = targets / "through-the-link"
+        (users.UID_LOCK_DIR / f"{other}.lock").symlink_to(aim)
+        monkeypatch.setattr(users, "SANDBOX_UIDS", [other])
+        with pytest.raises(users.SandboxError, match="no free sandbox uid"):
+            users.SandboxUser()
+        assert not os.path.lexists(aim), "the grader opened a lock file through a link"
 
 
 @contextlib.contextmanager
@@ -164,28 +182,6 @@ def _reserved(uids: list[int]) -> Iterator[None]:
         for fd in fds:
             os.close(fd)
         os.close(folder)
-
-
-def _lock_folder_checks(targets: Path, uids: list[int], monkeypatch: pytest.MonkeyPatch) -> None:
-    first = users.SandboxUser()  # makes the folder
-    try:
-        info = os.lstat(users.UID_LOCK_DIR)
-        assert stat.S_ISDIR(info.st_mode) and info.st_uid == 0 and stat.S_IMODE(info.st_mode) == 0o700, (
-            f"the lock folder must be root's own, mode 0700; got owner {info.st_uid}, mode "
-            f"{stat.S_IMODE(info.st_mode):04o}"
-        )
-        lock = users.UID_LOCK_DIR / f"{first.uid}.lock"
-        assert stat.S_ISREG(os.lstat(lock).st_mode), f"{lock} must be a regular file"
-    finally:
-        first.release()
-    # a link where the next uid's lock file goes (as if left by an earlier version): that uid is skipped
-    other = uids[1] if first.uid == uids[0] else uids[0]
-    aim = targets / "through-the-link"
-    (users.UID_LOCK_DIR / f"{other}.lock").symlink_to(aim)
-    monkeypatch.setattr(users, "SANDBOX_UIDS", [other])
-    with pytest.raises(users.SandboxError, match="no free sandbox uid"):
-        users.SandboxUser()
-    assert not os.path.lexists(aim), "the grader opened a lock file through a link"
 
 
 def test_the_uid_lock_folder_is_where_only_root_writes_whatever_the_tmpdir(tmp_path):
