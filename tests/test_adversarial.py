@@ -31,6 +31,7 @@ from hetero.impl import load_module_from_path as load_file_module
 # the helpers live in test_grader.py; pytest's importlib mode does not put tests/ on sys.path
 _helpers = load_file_module(Path(__file__).with_name("test_grader.py"), "_a2_grader_test_helpers")
 rungs = load_file_module(Path(__file__).with_name("rungs.py"), "_a2_rungs")
+matrix = load_file_module(Path(__file__).with_name("matrix.py"), "_a2_matrix")
 SCORE_TOL, SOLUTIONS, root_for = _helpers.SCORE_TOL, _helpers.SOLUTIONS, _helpers.root_for
 exercise_score, autograder_failures, sandbox_survivors = (
     _helpers.exercise_score,
@@ -73,8 +74,8 @@ OWN_TEST = {"one_function_loops", "loop_skips_hidden_start", "page_cache_relay",
 ATTACKS = sorted(p.name for p in ADVERSARIAL.iterdir() if p.is_dir() and p.name not in OWN_TEST)
 
 
-@pytest.mark.parametrize("rung", rungs.in_process_rungs())
-@pytest.mark.parametrize("attack", [pytest.param(a, marks=pytest.mark.slow) if a in SLOW else a for a in ATTACKS])
+# `make test` runs every attack on both rungs, `make test-fast` each attack once (tests/matrix.py)
+@pytest.mark.parametrize(("attack", "rung"), matrix.each_row_once(ATTACKS, rungs.in_process_rungs(), SLOW))
 def test_attack_scores_what_it_deserves(attack, rung, tmp_path, monkeypatch):
     """Every attack on bubblewrap (this machine, an instructor's) and on Landlock (Gradescope's container),
     emulated here (tests/rungs.py); test_rung_attacks_on_every_rung adds the two other rungs."""

@@ -46,6 +46,7 @@ from hetero.impl import load_module_from_path
 
 _helpers = load_module_from_path(Path(__file__).with_name("test_grader.py"), "_a2_grader_test_helpers")
 rungs = load_module_from_path(Path(__file__).with_name("rungs.py"), "_a2_rungs")
+matrix = load_module_from_path(Path(__file__).with_name("matrix.py"), "_a2_matrix")
 SCORE_TOL, SOLUTIONS = _helpers.SCORE_TOL, _helpers.SOLUTIONS
 exercise_score, autograder_failures, sandbox_survivors = (
     _helpers.exercise_score,
@@ -61,6 +62,9 @@ STAFF = "grading environment (staff only)"
 IN_PROCESS = rungs.in_process_rungs()  # the rungs this process can grade on itself (root: bwrap and landlock)
 # and through the command line (root: seccomp-uid and same-uid as well), a grader CLI in an emulated view per
 # case: those are `make test`'s, not `make test-fast`'s (which keeps read_hidden on them: test_adversarial.py)
+# Looping fixtures graded at half the manifest's time limits (10 s per case -> 5 s, 20 s in all -> 10 s): the limit
+# still decides; test_one_looping_function_costs_only_its_cases (slow) keeps the manifest's own.
+LOOP_TIME_SCALE = 0.5
 EVERY_RUNG = [r if r in IN_PROCESS else pytest.param(r, marks=pytest.mark.slow) for r in rungs.cli_rungs()]
 
 
@@ -166,8 +170,17 @@ WRAPPERS = {
 }
 
 
-@pytest.mark.parametrize("rung", EVERY_RUNG)
-@pytest.mark.parametrize("wrapper", sorted(WRAPPERS))
+@pytest.mark.parametrize(
+    ("wrapper", "rung"),
+    # `make test-fast`: each wrapper on one in-process rung (tests/matrix.py); `make test`: every wrapper, every rung
+    matrix.each_row_once(sorted(WRAPPERS), IN_PROCESS)
+    + [
+        pytest.param(w, r, marks=pytest.mark.slow)
+        for w in sorted(WRAPPERS)
+        for r in rungs.cli_rungs()
+        if r not in IN_PROCESS
+    ],
+)
 def test_relay_does_not_outlive_its_exercise(wrapper, rung, tmp_path):
     """The relay (as ex01) re-forks every 3 ms and tries to overwrite ex02, graded next: ex02 keeps full
     marks, ex01 scores 0, and no process of the run is alive when the grader returns, whatever runs the
@@ -1027,7 +1040,8 @@ def test_a_skipped_first_hidden_case_still_ends_the_public_output(rung, tmp_path
         "the attack needs ex02's first public and first hidden case to call kv_bytes_per_token: "
         f"{cases[0].func}, {cases[hidden_from].func}"
     )
-    report = run_fixture("loop_skips_hidden_start", path=path)
+    # half the manifest's limits (5 s per case): the limit still decides, as with the manifest's own
+    report = run_fixture("loop_skips_hidden_start", path=path, limits=grader.limits_for(EX02, LOOP_TIME_SCALE))
     n_public = sum(1 for c in cases[:hidden_from] if c.func != looped)
     shown = [line.split()[0] for line in report.output_public.splitlines() if line.startswith("CALL-")]
     assert shown == [f"CALL-{i}" for i in range(1, n_public + 1)], (
@@ -1136,6 +1150,7 @@ def test_forged_huge_records_are_refused_unread_and_cost_little_grader_memory(ru
 # 5. A looping function costs only its own cases
 
 
+@pytest.mark.slow  # it waits out the manifest's own 10 s case limit; the test below runs at half of it
 def test_one_looping_function_costs_only_its_cases(tmp_path):
     """one_function_loops: the ex02 answer key whose kv_capacity_tokens never returns, graded with the
     manifest's own limits (10 s per case, 20 s in all)."""
@@ -1179,7 +1194,9 @@ def test_one_looping_function_in_results_json(tmp_path):
         + (ADVERSARIAL / "one_function_loops" / "loop_suffix.py").read_text()
     )
     shutil.copyfile(SOLUTIONS / EX01.filename, folder / EX01.filename)
-    data = grader.grade_submission(folder, tmp_path / "results.json", exercises=["ex01", "ex02"])
+    data = grader.grade_submission(
+        folder, tmp_path / "results.json", exercises=["ex01", "ex02"], time_scale=LOOP_TIME_SCALE
+    )
     res.validate(data)
     assert not autograder_failures(data), data["output"]
     assert abs(exercise_score(data, "ex01")[0] - EX01.points) < SCORE_TOL

@@ -30,6 +30,7 @@ _helpers = load_module_from_path(Path(__file__).with_name("test_grader.py"), "_a
 SCORE_TOL, SOLUTIONS = _helpers.SCORE_TOL, _helpers.SOLUTIONS
 exercise_score, autograder_failures = _helpers.exercise_score, _helpers.autograder_failures
 rungs = load_module_from_path(Path(__file__).with_name("rungs.py"), "_a2_rungs")
+matrix = load_module_from_path(Path(__file__).with_name("matrix.py"), "_a2_matrix")
 
 ADVERSARIAL = ROOT / "autograder" / "fixtures" / "adversarial"
 RELAY = ADVERSARIAL / "page_cache_relay"
@@ -232,8 +233,8 @@ def _tagged_pss(tag: str) -> int:
     return total
 
 
-@pytest.mark.parametrize("cap", ["cgroup", "watchdog"])
-@pytest.mark.parametrize("rung", rungs.in_process_rungs())
+# `make test-fast`: each rung with one cap (tests/matrix.py); `make test`: both caps on both rungs
+@pytest.mark.parametrize(("rung", "cap"), matrix.each_row_once(rungs.in_process_rungs(), ["watchdog", "cgroup"]))
 def test_a_forking_child_cannot_exceed_the_exercise_memory_cap(rung, cap, tmp_path, monkeypatch):
     """fork_memory: 8 processes of 640 MiB each (5 GiB) against ex02's 2048 MiB. The exercise is stopped at
     its memory limit, the grader carries on (ex01 full marks, results valid), and the child's processes never
