@@ -62,10 +62,10 @@ STAFF = "grading environment (staff only)"
 IN_PROCESS = rungs.in_process_rungs()  # the rungs this process can grade on itself (root: bwrap and landlock)
 # and through the command line (root: seccomp-uid and same-uid as well), a grader CLI in an emulated view per
 # case: those are `make test`'s, not `make test-fast`'s (which keeps read_hidden on them: test_adversarial.py)
+EVERY_RUNG = [r if r in IN_PROCESS else pytest.param(r, marks=pytest.mark.slow) for r in rungs.cli_rungs()]
 # Looping fixtures graded at half the manifest's time limits (10 s per case -> 5 s, 20 s in all -> 10 s): the limit
 # still decides; test_one_looping_function_costs_only_its_cases (slow) keeps the manifest's own.
 LOOP_TIME_SCALE = 0.5
-EVERY_RUNG = [r if r in IN_PROCESS else pytest.param(r, marks=pytest.mark.slow) for r in rungs.cli_rungs()]
 
 
 def specs_for(ex_id: str) -> tuple[list, list[dict], int]:
@@ -173,13 +173,7 @@ WRAPPERS = {
 @pytest.mark.parametrize(
     ("wrapper", "rung"),
     # `make test-fast`: each wrapper on one in-process rung (tests/matrix.py); `make test`: every wrapper, every rung
-    matrix.each_row_once(sorted(WRAPPERS), IN_PROCESS)
-    + [
-        pytest.param(w, r, marks=pytest.mark.slow)
-        for w in sorted(WRAPPERS)
-        for r in rungs.cli_rungs()
-        if r not in IN_PROCESS
-    ],
+    matrix.each_row_once(sorted(WRAPPERS), rungs.cli_rungs(), turns=IN_PROCESS),
 )
 def test_relay_does_not_outlive_its_exercise(wrapper, rung, tmp_path):
     """The relay (as ex01) re-forks every 3 ms and tries to overwrite ex02, graded next: ex02 keeps full
