@@ -28,7 +28,11 @@ from hetero.impl import load_module_from_path
 
 _helpers = load_module_from_path(Path(__file__).with_name("test_grader.py"), "_a2_grader_test_helpers")
 SCORE_TOL, SOLUTIONS = _helpers.SCORE_TOL, _helpers.SOLUTIONS
-exercise_score, autograder_failures = _helpers.exercise_score, _helpers.autograder_failures
+exercise_score, autograder_failures, sandbox_survivors = (
+    _helpers.exercise_score,
+    _helpers.autograder_failures,
+    _helpers.sandbox_survivors,
+)
 rungs = load_module_from_path(Path(__file__).with_name("rungs.py"), "_a2_rungs")
 matrix = load_module_from_path(Path(__file__).with_name("matrix.py"), "_a2_matrix")
 
@@ -284,6 +288,39 @@ def test_a_forking_child_cannot_exceed_the_exercise_memory_cap(rung, cap, tmp_pa
     assert peak[0] <= limit + slack, f"on {rung} ({cap}) the child's processes held {peak[0] / 2**20:.0f} MiB at once"
     holds = re.findall(r"HOLD (\d+) (\d+)", json.dumps(data))
     assert len({pid for pid, _ in holds}) >= 2, "the attack must have forked"
+
+
+# `make test-fast`: each rung with one cap (tests/matrix.py); `make test`: both caps on both rungs
+@pytest.mark.parametrize(("rung", "cap"), matrix.each_row_once(rungs.in_process_rungs(), ["cgroup", "watchdog"]))
+def test_an_out_of_memory_kill_ends_the_exercise_at_once(rung, cap, tmp_path, monkeypatch):
+    """oom_spares_the_harness: two forked processes of 1,280 MiB each against ex02's 2,048 MiB while the
+    harness sleeps for a minute. The kernel (cgroup) kills one of the two, not the harness; the grader ends
+    the whole exercise there, as the watchdog (no cgroup) ends it at the cap: stopped at its memory limit
+    well before its 20 s time limit, which the surviving processes would otherwise have waited out."""
+    if cap == "watchdog":
+        monkeypatch.setattr(ladder.cgroup, "probe", lambda: (None, "no cgroup (test: a read-only /sys/fs/cgroup)"))
+        monkeypatch.setitem(ladder._STATE, "probed", {})
+    elif os.geteuid() != 0:
+        pytest.skip("a grader that is not root makes no cgroup")
+    chosen = rungs.use(rung, monkeypatch)
+    assert (chosen.groups is None) == (cap == "watchdog"), chosen.notes
+    monkeypatch.setenv("A2_TEST_TAG", f"a2oom-{os.getpid()}-{rung}")
+    sub = tmp_path / "submission"
+    shutil.copytree(ADVERSARIAL / "oom_spares_the_harness", sub)
+    start = time.monotonic()
+    data = grader.grade_submission(sub, tmp_path / "results.json", exercises=["ex02"])
+    elapsed = time.monotonic() - start
+    res.validate(data)
+    assert not autograder_failures(data), data["output"]
+    assert exercise_score(data, "ex02")[0] == 0
+    assert "memory limit (2048 MiB for all the processes of the exercise)" in data["output"], (
+        f"on {rung} ({cap}) the exercise must be stopped at its memory limit: {data['output'][-1500:]}"
+    )
+    assert elapsed < EX02.timeout_s / 2, (
+        f"on {rung} ({cap}) grading took {elapsed:.1f} s of ex02's {EX02.timeout_s:g} s time limit: the exercise "
+        "waited for its time limit after the out-of-memory kill instead of ending there (process.py, OOM_CHECK_S)"
+    )
+    assert not sandbox_survivors(), "sandbox processes survived the grading"
 
 
 # ---------------------------------------------------------------------------------------------

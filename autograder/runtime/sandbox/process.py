@@ -23,6 +23,10 @@ from autograder.runtime.sandbox.limits import ChildReport, Limits
 from autograder.runtime.sandbox.records import _describe_exit, _Run
 
 EXIT_GRACE_S = 2.0  # after the last record: time the child gets to exit by itself
+# How often the exercise's cgroup is asked whether the kernel killed one of its processes for memory: the cap
+# ends the whole exercise at its first out-of-memory kill, as the watchdog (no cgroup) ends it at the cap, so a
+# process the kernel did not pick (the harness, sleeping) cannot wait out the time limit.
+OOM_CHECK_S = 0.1
 
 READ_CHUNK_BYTES = 1 << 16
 
@@ -138,6 +142,7 @@ class _Child:
         stdin_open = True
         exit_deadline: float | None = None
         exited = eof = False
+        next_oom_check = 0.0
         while True:
             now = time.monotonic()
             if exited and (eof or not _readable(result_r)):
@@ -145,6 +150,11 @@ class _Child:
             if now >= deadline:
                 self._stop("timeout", f"the time limit ({limits.timeout_s:g} s wall clock) was exceeded")
                 return None
+            if now >= next_oom_check:
+                next_oom_check = now + OOM_CHECK_S
+                if self.launch.memory_stopped():
+                    self._stop("memory", self._memory_detail())
+                    return None
             waiting = run.outstanding()
             if waiting is not None and limits.case_timeout_s is not None and now - run.sent_at >= limits.case_timeout_s:
                 report.refused[self.specs[waiting]["id"]] = (
