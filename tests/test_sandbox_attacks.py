@@ -61,8 +61,11 @@ STAFF = "grading environment (staff only)"
 
 IN_PROCESS = rungs.in_process_rungs()  # the rungs this process can grade on itself (root: bwrap and landlock)
 # and through the command line (root: seccomp-uid and same-uid as well), a grader CLI in an emulated view per
-# case: those are `make test`'s, not `make test-fast`'s (which keeps read_hidden on them: test_adversarial.py)
-EVERY_RUNG = [r if r in IN_PROCESS else pytest.param(r, marks=pytest.mark.slow) for r in rungs.cli_rungs()]
+# case: those are `make test`'s, not `make test-fast`'s (which keeps read_hidden on them: test_adversarial.py).
+# `make test` runs each test below on each of its rungs; `make test-fast` each test once, on the in-process
+# rungs in turn (tests/matrix.py): EVERY_RUNG's tests and IN_PROCESS's tests each a matrix of their own.
+EVERY_RUNG = matrix.InTurn(rungs.cli_rungs(), turns=IN_PROCESS)
+ON_IN_PROCESS = matrix.InTurn(IN_PROCESS)
 # Looping fixtures graded at half the manifest's time limits (10 s per case -> 5 s, 20 s in all -> 10 s): the limit
 # still decides; test_one_looping_function_costs_only_its_cases (slow) keeps the manifest's own.
 LOOP_TIME_SCALE = 0.5
@@ -219,7 +222,7 @@ if os.fork() == 0:  # besides the relay, a quiet orphan in a session of its own:
 """
 
 
-@pytest.mark.parametrize("rung", EVERY_RUNG)
+@pytest.mark.parametrize("rung", EVERY_RUNG.params())
 def test_killing_the_grader_ends_its_sandboxed_children(rung, tmp_path):
     """What grade-all's per-submission timeout does: SIGKILL to the grader's process group while a child
     runs a relay and an orphan that sleeps, and sleeps in a case. On bwrap the launcher dies with the grader
@@ -370,7 +373,7 @@ for d in ('/tmp', '/var/tmp', '/dev/shm'):
 SHARED_FOLDERS = ("/tmp", "/var/tmp", "/dev/shm")
 
 
-@pytest.mark.parametrize("rung", EVERY_RUNG)
+@pytest.mark.parametrize("rung", EVERY_RUNG.params())
 def test_files_left_behind_are_gone_and_not_seen_by_the_next_exercise(rung, tmp_path, monkeypatch):
     """leave_files writes into /tmp, /var/tmp, /dev/shm, /run/lock and its home (the work folder) and makes
     a SysV segment: none of it exists on the machine afterwards, and the next child sees no file of it. On
@@ -436,7 +439,7 @@ def _probe(base: Path, text: str) -> Path:
 # 2. Network isolation, and the ladder when a layer is missing
 
 
-@pytest.mark.parametrize("rung", EVERY_RUNG)
+@pytest.mark.parametrize("rung", EVERY_RUNG.params())
 def test_network_probe_reaches_nothing(rung, tmp_path, monkeypatch):
     """network_probe connects to a listener of this test on the machine's 127.0.0.1 and to an outside
     address: nothing connects, on every rung (bwrap: its own network namespace; every rung: no socket but a
@@ -588,7 +591,7 @@ def test_a_grader_that_could_only_run_code_as_itself_refuses_unless_unsafe(tmp_p
 # 3. The child reads none of the grader's files; the grader changes none of the instructor's
 
 
-@pytest.mark.parametrize("rung", EVERY_RUNG)
+@pytest.mark.parametrize("rung", EVERY_RUNG.params())
 def test_child_reads_no_gradescope_file_no_hidden_folder_no_other_staging(rung, tmp_path, monkeypatch):
     """read_grader_outputs globs a fake Gradescope root, a grade-all output folder and another student's
     staging folder (named to it in A2_TEST_READ), outside /tmp, and walks the usual places: it finds
@@ -656,7 +659,7 @@ def _other_clone_parent() -> Path:
     return Path(tempfile.gettempdir())
 
 
-@pytest.mark.parametrize("rung", EVERY_RUNG)
+@pytest.mark.parametrize("rung", EVERY_RUNG.params())
 def test_another_checkout_on_the_machine_gives_the_child_nothing(rung, tmp_path, monkeypatch):
     """The red team's attack (other_checkout_key): another clone of this repository, world-readable as
     a default clone is, outside the checkout. The attack, graded as ex01 and ex02, walks the file system
@@ -862,7 +865,7 @@ def test_child_root_holds_only_the_allow_list(tmp_path, monkeypatch):
     assert view["cwd"] == isolation.SANDBOX_WORK
 
 
-@pytest.mark.parametrize("rung", IN_PROCESS)
+@pytest.mark.parametrize("rung", ON_IN_PROCESS.params())
 def test_a_venv_under_tmp_stays_reachable(rung, tmp_path, monkeypatch):
     """A venv under /tmp (a Gradescope-shaped root in a test, say) is in the allow-list: on bwrap it is bound
     on top of the child's private /tmp, on landlock Landlock lets the child read it."""
@@ -987,7 +990,7 @@ def _modes(root: Path) -> dict[str, int]:
 
 
 @needs_root
-@pytest.mark.parametrize("rung", IN_PROCESS)
+@pytest.mark.parametrize("rung", ON_IN_PROCESS.params())
 def test_grading_as_root_leaves_the_checkout_modes_unchanged(rung, tmp_path, monkeypatch):
     rungs.use(rung, monkeypatch)
     before = _modes(ROOT)
@@ -1002,7 +1005,7 @@ def test_grading_as_root_leaves_the_checkout_modes_unchanged(rung, tmp_path, mon
 # 4. Output through a pipe; the result channel's junk costs little
 
 
-@pytest.mark.parametrize("rung", IN_PROCESS)
+@pytest.mark.parametrize("rung", ON_IN_PROCESS.params())
 def test_output_is_a_pipe_and_public_output_is_only_the_public_cases(rung, monkeypatch):
     rungs.use(rung, monkeypatch)
     report = run_fixture("rewrite_output")
@@ -1016,7 +1019,7 @@ def test_output_is_a_pipe_and_public_output_is_only_the_public_cases(rung, monke
     assert report.output_bytes >= len(report.output_all.encode()) - 100
 
 
-@pytest.mark.parametrize("rung", IN_PROCESS)
+@pytest.mark.parametrize("rung", ON_IN_PROCESS.params())
 def test_a_skipped_first_hidden_case_still_ends_the_public_output(rung, tmp_path, monkeypatch):
     """loop_skips_hidden_start: the function of the first hidden case loops on its first public case, so
     the fresh process skips its later cases, the first hidden one too; the others print numbered lines.
@@ -1049,7 +1052,7 @@ def test_a_skipped_first_hidden_case_still_ends_the_public_output(rung, tmp_path
 
 
 @rungs.EXCLUSIVE_RELAY
-@pytest.mark.parametrize("rung", IN_PROCESS)
+@pytest.mark.parametrize("rung", ON_IN_PROCESS.params())
 def test_page_cache_relay_carries_no_hidden_input_into_visible_text(rung, tmp_path, monkeypatch):
     """page_cache_relay: ex01 spells each call's first argument in the page cache of two venv files,
     ex02 reads it at import and prints it. Every public phase runs before any hidden case, so the
@@ -1094,7 +1097,7 @@ def test_page_cache_relay_carries_no_hidden_input_into_visible_text(rung, tmp_pa
     assert not sandbox_survivors()
 
 
-@pytest.mark.parametrize("rung", IN_PROCESS)
+@pytest.mark.parametrize("rung", ON_IN_PROCESS.params())
 def test_result_channel_junk_stops_the_child_and_costs_little_grader_cpu(rung, monkeypatch):
     rungs.use(rung, monkeypatch)
     _, specs, hidden_from = specs_for("ex02")  # drawing the hidden cases costs CPU too: not counted
@@ -1110,7 +1113,7 @@ def test_result_channel_junk_stops_the_child_and_costs_little_grader_cpu(rung, m
     assert spent < 1.0, f"the grader spent {spent:.2f} s of CPU on a junk-flooded result channel"
 
 
-@pytest.mark.parametrize("rung", IN_PROCESS)
+@pytest.mark.parametrize("rung", ON_IN_PROCESS.params())
 def test_forged_huge_records_are_refused_unread_and_cost_little_grader_memory(rung, monkeypatch):
     """forged_huge_records: a correctly signed 4 MiB record of empty lists per case. Decoded, each would
     be ~1.4 million Python objects (~90 MB), kept for the whole exercise; the sandbox drops every record

@@ -36,6 +36,9 @@ exercise_score, autograder_failures, sandbox_survivors = (
 rungs = load_module_from_path(Path(__file__).with_name("rungs.py"), "_a2_rungs")
 matrix = load_module_from_path(Path(__file__).with_name("matrix.py"), "_a2_matrix")
 
+# `make test`: each rung-parametrised test on every in-process rung; `make test-fast`: each once, the rungs in turn
+ON_IN_PROCESS = matrix.InTurn(rungs.in_process_rungs())
+
 ADVERSARIAL = ROOT / "autograder" / "fixtures" / "adversarial"
 RELAY = ADVERSARIAL / "page_cache_relay"
 EX01, EX02 = BY_ID["ex01"], BY_ID["ex02"]
@@ -110,7 +113,7 @@ def test_without_a_system_bwrap_the_packaged_one_isolates(tmp_path):
 
 
 @rungs.EXCLUSIVE_RELAY
-@pytest.mark.parametrize("rung", rungs.in_process_rungs())
+@pytest.mark.parametrize("rung", ON_IN_PROCESS.params())
 def test_page_cache_is_emptied_between_a_hidden_phase_and_a_later_public_phase(rung, tmp_path, monkeypatch):
     """The relay (page_cache_relay): ex01's hidden cases touch the pages that spell their arguments, and a
     later child's public phase times touches to read them. Without the reset (control) the hidden arguments
@@ -327,7 +330,7 @@ def test_an_out_of_memory_kill_ends_the_exercise_at_once(rung, cap, tmp_path, mo
 # The child's environment.
 
 
-@pytest.mark.parametrize("rung", rungs.in_process_rungs())
+@pytest.mark.parametrize("rung", ON_IN_PROCESS.params())
 def test_nothing_of_the_graders_environment_reaches_the_child(rung, tmp_path, monkeypatch):
     """A token in an index URL and a cluster address in the grader's environment: the child's printed
     environment holds neither, and only the names of the child's own allow-list."""
