@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -40,6 +42,23 @@ def test_numpy_scalars_become_python_numbers():
 def test_objects_and_subclasses_are_refused(bad):
     with pytest.raises(EncodeError):
         encode(bad)
+
+
+def test_refusing_an_object_never_imports_torch():
+    """A student's function that returns an object is refused without importing torch (1-2 s in every child
+    that meets one): a tensor exists only once torch is imported, so the encoder looks in sys.modules."""
+    script = (
+        "import sys\n"
+        "from hetero.checks import EncodeError, encode\n"
+        "try:\n"
+        "    encode(object())\n"
+        "except EncodeError:\n"
+        "    pass\n"
+        "print('torch' in sys.modules)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip() == "False", "encoding a non-plain object imported torch (look in sys.modules instead)"
 
 
 def test_arrays_keep_kind_dtype_and_shape():

@@ -20,6 +20,7 @@ import copy
 import inspect
 import json
 import math
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -111,7 +112,7 @@ def encode(value: Any) -> Any:
         raise EncodeError(f"returned a numpy.{type(value).__name__} scalar, which is not a plain number")
     if kind is np.ndarray:
         return _encode_array(value, "ndarray")
-    torch = _torch()
+    torch = sys.modules.get("torch")  # a tensor exists only once torch is imported: never import it here (1-2 s)
     if torch is not None and kind in (torch.Tensor, torch.nn.Parameter):
         return _encode_array(value.detach().cpu().contiguous().numpy(), "tensor", str(value.dtype))
     raise EncodeError(
@@ -195,14 +196,6 @@ class NumpyScalar:
 
     dtype: str
     value: float
-
-
-def _torch():
-    try:
-        import torch
-    except ImportError:  # the parent can compare arrays without torch installed
-        return None
-    return torch
 
 
 # ---------------------------------------------------------------------------------------------
