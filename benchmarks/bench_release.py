@@ -40,12 +40,13 @@ CHANGED_CASE = ('    ("sixteen_56g", 16, 56.0),', '    ("sixteen_56g", 16, 57.0)
 def recipe(target: str) -> list[str]:
     """The shell lines of a Makefile target, with this interpreter for $(VPY) and xdist's options expanded."""
     lines = (ROOT / "Makefile").read_text(encoding="utf-8").splitlines()
+    xdist = next(line.split(":=", 1)[1].strip() for line in lines if line.startswith("XDIST :="))
     start = next(i for i, line in enumerate(lines) if line.startswith(f"{target}:"))
     body = []
     for line in lines[start + 1 :]:
         if not line.startswith("\t"):
             break
-        body.append(line[1:].replace("$(VPY)", sys.executable).replace("$(XDIST)", "-n auto --dist loadgroup"))
+        body.append(line[1:].replace("$(VPY)", sys.executable).replace("$(XDIST)", xdist))
     if not body:
         raise SystemExit(f"Makefile: target {target} has no recipe")
     return body
