@@ -8,7 +8,7 @@ tree is never touched:
 2. one hidden case of ex04 changed (an argument of `ex04.line_rate_gb_per_s.sixteen_56g`), then
    `python -m autograder release`: the seconds, and which exercises and driver parts it computed again
    (the target: that exercise only, no lecture driver);
-3. `make test-fast` as the Makefile's `test-fast` recipe runs it (pytest-xdist, one worker per core), in this
+3. `make test-fast` as the Makefile's `test-fast` recipe runs it (its xdist options as make expands them), in this
    checkout: the sandboxed grader's children import `hetero` from the venv's editable install, which is
    this checkout's (`--skip-test-fast` leaves it out: it keeps both cores busy for minutes).
 Each step prints its wall seconds, the CPU seconds of its processes, its exit code and the load average
@@ -40,16 +40,31 @@ CHANGED_CASE = ('    ("sixteen_56g", 16, 56.0),', '    ("sixteen_56g", 16, 57.0)
 def recipe(target: str) -> list[str]:
     """The shell lines of a Makefile target, with this interpreter for $(VPY) and xdist's options expanded."""
     lines = (ROOT / "Makefile").read_text(encoding="utf-8").splitlines()
-    xdist = next(line.split(":=", 1)[1].strip() for line in lines if line.startswith("XDIST :="))
     start = next(i for i, line in enumerate(lines) if line.startswith(f"{target}:"))
     body = []
     for line in lines[start + 1 :]:
         if not line.startswith("\t"):
             break
-        body.append(line[1:].replace("$(VPY)", sys.executable).replace("$(XDIST)", xdist))
+        line = line[1:].replace("$(VPY)", sys.executable)
+        for name in sorted(set(re.findall(r"\$\((\w+)\)", line))):  # the Makefile's own value of each variable
+            line = line.replace(f"$({name})", _make_variable(name))
+        body.append(line)
     if not body:
         raise SystemExit(f"Makefile: target {target} has no recipe")
     return body
+
+
+def _make_variable(name: str) -> str:
+    """The value make gives the Makefile's variable `name` (GNU make's --eval)."""
+    rule = "print-variable:\n\t@printf '%s\\n' '$(" + name + ")'"
+    done = subprocess.run(
+        ["make", "-s", "--no-print-directory", "--eval", rule, "print-variable"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return done.stdout.strip()
 
 
 def _env(clone: Path) -> dict[str, str]:
