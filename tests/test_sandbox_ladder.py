@@ -240,6 +240,18 @@ def _tagged_pss(tag: str) -> int:
     return total
 
 
+def _use_memory_cap(rung: str, cap: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Grade on `rung` with the exercise's memory cap in a cgroup ("cgroup": where the grader can make one, as
+    root here) or in the launcher's watchdog alone ("watchdog": a container's read-only /sys/fs/cgroup)."""
+    if cap == "watchdog":
+        monkeypatch.setattr(ladder.cgroup, "probe", lambda: (None, "no cgroup (test: a read-only /sys/fs/cgroup)"))
+        monkeypatch.setitem(ladder._STATE, "probed", {})
+    elif os.geteuid() != 0:
+        pytest.skip("a grader that is not root makes no cgroup")
+    chosen = rungs.use(rung, monkeypatch)
+    assert (chosen.groups is None) == (cap == "watchdog"), chosen.notes
+
+
 # `make test-fast`: each rung with one cap (tests/matrix.py); `make test`: both caps on both rungs
 @pytest.mark.parametrize(("rung", "cap"), matrix.each_row_once(rungs.in_process_rungs(), ["watchdog", "cgroup"]))
 def test_a_forking_child_cannot_exceed_the_exercise_memory_cap(rung, cap, tmp_path, monkeypatch):
@@ -248,13 +260,7 @@ def test_a_forking_child_cannot_exceed_the_exercise_memory_cap(rung, cap, tmp_pa
     held together more than the cap plus what 8 processes allocate between two checks of the watchdog
     (measured from outside every 5 ms). "cgroup": the exercise's cgroup (where the grader can make one, as
     root here); "watchdog": none (a container's read-only /sys/fs/cgroup), the launcher's summed PSS only."""
-    if cap == "watchdog":
-        monkeypatch.setattr(ladder.cgroup, "probe", lambda: (None, "no cgroup (test: a read-only /sys/fs/cgroup)"))
-        monkeypatch.setitem(ladder._STATE, "probed", {})
-    elif os.geteuid() != 0:
-        pytest.skip("a grader that is not root makes no cgroup")
-    chosen = rungs.use(rung, monkeypatch)
-    assert (chosen.groups is None) == (cap == "watchdog"), chosen.notes
+    _use_memory_cap(rung, cap, monkeypatch)
     tag = f"a2mem-{os.getpid()}-{rung}"
     monkeypatch.setenv("A2_TEST_TAG", tag)
     sub = tmp_path / "submission"
@@ -300,13 +306,7 @@ def test_an_out_of_memory_kill_ends_the_exercise_at_once(rung, cap, tmp_path, mo
     harness sleeps for a minute. The kernel (cgroup) kills one of the two, not the harness; the grader ends
     the whole exercise there, as the watchdog (no cgroup) ends it at the cap: stopped at its memory limit
     well before its 20 s time limit, which the surviving processes would otherwise have waited out."""
-    if cap == "watchdog":
-        monkeypatch.setattr(ladder.cgroup, "probe", lambda: (None, "no cgroup (test: a read-only /sys/fs/cgroup)"))
-        monkeypatch.setitem(ladder._STATE, "probed", {})
-    elif os.geteuid() != 0:
-        pytest.skip("a grader that is not root makes no cgroup")
-    chosen = rungs.use(rung, monkeypatch)
-    assert (chosen.groups is None) == (cap == "watchdog"), chosen.notes
+    _use_memory_cap(rung, cap, monkeypatch)
     monkeypatch.setenv("A2_TEST_TAG", f"a2oom-{os.getpid()}-{rung}")
     sub = tmp_path / "submission"
     shutil.copytree(ADVERSARIAL / "oom_spares_the_harness", sub)
