@@ -299,7 +299,8 @@ def test_a_forking_child_cannot_exceed_the_exercise_memory_cap(rung, cap, tmp_pa
     assert len({pid for pid, _ in holds}) >= 2, "the attack must have forked"
 
 
-# `make test-fast`: each rung with one cap (tests/matrix.py); `make test`: both caps on both rungs
+# `make test-fast`: each rung with one cap, the other one than in the test above (its columns in the other order,
+# tests/matrix.py); `make test`: both caps on both rungs
 @pytest.mark.parametrize(("rung", "cap"), matrix.each_row_once(rungs.in_process_rungs(), ["cgroup", "watchdog"]))
 def test_an_out_of_memory_kill_ends_the_exercise_at_once(rung, cap, tmp_path, monkeypatch):
     """oom_spares_the_harness: two forked processes of 1,280 MiB each against ex02's 2,048 MiB while the
