@@ -746,3 +746,15 @@ def test_trace_sweep_cli_prints_plots_and_orders(tmp_path, capsys):
         assert needle in text, f"the sweep's table lacks {needle!r}"
     assert (tmp_path / "overload_trace_sweep.png").stat().st_size > 10_000
     assert ov.trace.ordering({"a": 3, "b": 3, "c": 1}) == "a = b > c"
+
+
+def test_calibration_plot_draws_the_committed_log_and_refuses_an_empty_one(tmp_path):
+    # `python -m hetero.overload.calibration plot` draws docs/figures/overload_calibration.png from the committed
+    # log; an empty log is an error that says what to run, not an empty figure.
+    from hetero.overload import calibration as cal
+
+    out = cal.plot(cal.read_log(cal.LOGS[2]), 2, tmp_path / "calibration.png")
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", f"{out} is not a PNG"
+    with pytest.raises(ValueError, match="calibration run"):
+        cal.plot([], 2, tmp_path / "empty.png")
+    assert not (tmp_path / "empty.png").exists(), "an empty log must not leave a figure behind"

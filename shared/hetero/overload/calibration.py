@@ -9,10 +9,13 @@ and early rejection's change in wasted prefills fitted too. Round 2's choice is 
 
     python -m hetero.overload.calibration run   [--round 1|2]
     python -m hetero.overload.calibration table [--round 1|2]
+    python -m hetero.overload.calibration plot  [--round 1|2] [--out docs/figures/overload_calibration.png]
 
 `run` simulates every grid point of the round on seeds 0-2 (baseline, early, predictive; the answer key's
 ex05) and appends one JSON line per point to the round's log as it finishes (it resumes: logged points
-are skipped); `table` prints the grid as a markdown table and the point the rule selects.
+are skipped); `table` prints the grid as a markdown table and the point the rule selects; `plot` draws every
+logged point's fitted figures against their bands (the two that conflict, early rejection's cut against its
+anti-phase correlation, on the left), the selected point starred.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ LOGS = {
     1: REPO_ROOT / "docs" / "data" / "overload_calibration.jsonl",
     2: REPO_ROOT / "docs" / "data" / "overload_calibration_round2.jsonl",
 }
+PLOT = REPO_ROOT / "docs" / "figures" / "overload_calibration.png"
 
 # The grid, fixed before the runs.
 TTFT_SLO_S = (20.0, 22.5, 25.0, 27.5, 30.0)  # >= the longest prefill (20 s); 30 s is the paper's
@@ -210,16 +214,77 @@ def render_table(records: list[dict[str, Any]], round_: int = ROUND) -> str:
     return "\n".join(lines)
 
 
+def plot(records: list[dict[str, Any]], round_: int = ROUND, out: Path = PLOT) -> Path:
+    """Two panels over every logged point (means over its seeds): early rejection's change in wasted prefills
+    against its anti-phase correlation, and prediction-based rejection's change against the lag; each
+    fitted figure's band shaded, colour = decode instances, marker = load-report interval, the point the
+    round's rule selects starred."""
+    from hetero import plotting
+
+    if not records:
+        raise ValueError("the calibration log is empty: run `python -m hetero.overload.calibration run`")
+    chosen = select(records, round_)
+    plt = plotting.pyplot()
+    fig, (left, right) = plt.subplots(1, 2, figsize=(13, 5.5))
+    colors = {1: "tab:blue", 2: "tab:orange", 4: "tab:green"}
+    markers = {0.0: "o", 5.0: "s", 10.0: "^", 20.0: "v"}
+    panels = (
+        (left, "early_correlation", "early_wasted_pct", _CORRELATION, _EARLY),
+        (right, "lag_s", "predictive_wasted_pct", _LAG, _PREDICTIVE),
+    )
+    for ax, xkey, ykey, xband, yband in panels:
+        ax.axvspan(xband[0], xband[1], color="0.9", zorder=0)
+        ax.axhspan(yband[0], yband[1], color="tab:green", alpha=0.12, zorder=0)
+        for r in records:
+            p, f = point_of(r), r["figures"]
+            ax.scatter(
+                [f[xkey]],
+                [f[ykey]],
+                s=22,
+                marker=markers.get(p.load_report_interval_s, "x"),
+                facecolors="none" if p.load_report_interval_s else colors.get(p.decode_instances, "k"),
+                edgecolors=colors.get(p.decode_instances, "k"),
+                linewidths=0.8,
+                alpha=0.8,
+            )
+            if p == chosen:
+                ax.scatter([f[xkey]], [f[ykey]], marker="*", s=320, facecolors="none", edgecolors="k", zorder=4)
+    left.set_xlim(-0.7, 0.3)
+    left.set_title("early rejection: anti-phase (target <= -0.5, grey) vs waste cut (+-10 %, green)", fontsize=9)
+    left.set_xlabel("corr(prefill load, decode load) under early rejection")
+    left.set_ylabel("early rejection: change in wasted prefills (%)")
+    right.set_title("lag (target 10-20 s, grey) vs prediction's waste cut (-30 to -20 %, green)", fontsize=9)
+    right.set_xlabel("lag: baseline's mean arrival-to-decode time (s)")
+    right.set_ylabel("prediction: change in wasted prefills (%)")
+    for n, c in colors.items():
+        right.scatter([], [], color=c, label=f"{n} decode instance{'s' if n > 1 else ''}")
+    for t, m in markers.items():
+        label = f"load reports: {f'every {t:g} s' if t else 'live'}"
+        right.scatter([], [], marker=m, facecolors="none" if t else "0.4", edgecolors="0.4", label=label)
+    right.scatter([], [], marker="*", s=120, facecolors="none", edgecolors="k", label="selected: the default")
+    right.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    fig.suptitle(
+        f"Overload toy, calibration round {round_}: {len(records)} grid points (means over seeds 0-2); "
+        "no point lies in both targets of the left panel",
+        fontsize=10,
+    )
+    return plotting.save(fig, out.parent, out.name)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m hetero.overload.calibration", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    for name in ("run", "table"):
+    for name in ("run", "table", "plot"):
         p = sub.add_parser(name)
         p.add_argument("--round", type=int, choices=sorted(LOGS), default=ROUND)
         p.add_argument("--log", type=Path, default=None, help="default: the round's log under docs/data/")
+        if name == "plot":
+            p.add_argument("--out", type=Path, default=PLOT, help=f"default: {PLOT.relative_to(REPO_ROOT)}")
     args = parser.parse_args(argv)
     if args.command == "run":
         run(args.round, args.log)
+    elif args.command == "plot":
+        print(plot(read_log(args.log or LOGS[args.round]), args.round, args.out))
     else:
         print(render_table(read_log(args.log or LOGS[args.round]), args.round))
     return 0
