@@ -44,21 +44,26 @@ def test_objects_and_subclasses_are_refused(bad):
         encode(bad)
 
 
-def test_refusing_an_object_never_imports_torch():
-    """A student's function that returns an object is refused without importing torch (1-2 s in every child
-    that meets one): a tensor exists only once torch is imported, so the encoder looks in sys.modules."""
+def test_encoding_plain_values_imports_neither_torch_nor_numpy():
+    """A sandboxed child encodes what the student's function returned without importing torch (1-2 s) or
+    numpy (0.1 s of CPU in every child of an exercise that uses neither): a tensor or a numpy value exists
+    only once its library is imported, so the encoder looks in sys.modules. Refusing an object, too."""
     script = (
         "import sys\n"
-        "from hetero.checks import EncodeError, encode\n"
+        "from hetero.checks import EncodeError, decode, encode\n"
+        "assert decode(encode([1, 2.5, float('inf'), {'a': (True, None, 'x')}])) == [1, 2.5, float('inf'), {'a': (True, None, 'x')}]\n"
         "try:\n"
         "    encode(object())\n"
         "except EncodeError:\n"
         "    pass\n"
-        "print('torch' in sys.modules)\n"
+        "print(sorted(m for m in ('torch', 'numpy') if m in sys.modules))\n"
     )
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert proc.stdout.strip() == "False", "encoding a non-plain object imported torch (look in sys.modules instead)"
+    assert proc.stdout.strip() == "[]", (
+        f"importing hetero.checks and encoding plain values imported {proc.stdout.strip()}: "
+        "look the library up in sys.modules instead of importing it"
+    )
 
 
 def test_arrays_keep_kind_dtype_and_shape():

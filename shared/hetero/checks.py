@@ -23,11 +23,12 @@ import math
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from hetero.harness import Gen, expand, resolve
+
+if TYPE_CHECKING:
+    import numpy as np
 
 NO_EXPECT = "__no_expect__"  # sentinel: the expected value is filled in from the answer key
 
@@ -103,14 +104,17 @@ def encode(value: Any) -> Any:
         return {"__dict__": {k: encode(v) for k, v in value.items()}}
     if kind is Gen:
         return {"__gen__": value.name, "params": encode(dict(value.params))}
-    if isinstance(value, np.generic) and type(value).__module__ == "numpy":
-        if isinstance(value, (np.bool_, np.integer, np.float64)):  # accepted: the same value as bool/int/float
+    # numpy is imported where an array is decoded or compared, not here: a sandboxed child whose exercise
+    # uses no numpy saves its import (0.1 s of CPU per child); a numpy value exists only once numpy is imported
+    numpy = sys.modules.get("numpy")
+    if numpy is not None and isinstance(value, numpy.generic) and type(value).__module__ == "numpy":
+        if isinstance(value, (numpy.bool_, numpy.integer, numpy.float64)):  # the same value as bool/int/float
             return encode(value.item())
-        if isinstance(value, np.floating):  # float32/float16/longdouble: kept, so the type is named
+        if isinstance(value, numpy.floating):  # float32/float16/longdouble: kept, so the type is named
             item = float(value)
             return {"__npscalar__": type(value).__name__, "value": item if math.isfinite(item) else repr(item)}
         raise EncodeError(f"returned a numpy.{type(value).__name__} scalar, which is not a plain number")
-    if kind is np.ndarray:
+    if numpy is not None and kind is numpy.ndarray:
         return _encode_array(value, "ndarray")
     torch = sys.modules.get("torch")  # a tensor exists only once torch is imported: never import it here (1-2 s)
     if torch is not None and kind in (torch.Tensor, torch.nn.Parameter):
@@ -122,6 +126,8 @@ def encode(value: Any) -> Any:
 
 
 def _encode_array(arr: np.ndarray, tag: str, torch_dtype: str | None = None) -> dict:
+    import numpy as np
+
     arr = np.array(arr, order="C", copy=True)  # not ascontiguousarray: that turns a 0-d array into shape (1,)
     if arr.dtype.kind not in "biuf":
         raise EncodeError(f"array of dtype {arr.dtype} is not numeric")
@@ -151,6 +157,8 @@ def decode(data: Any) -> Any:
         if "__gen__" in data:
             return Gen(data["__gen__"], decode(data["params"]))
         if "__array__" in data:
+            import numpy as np
+
             dtype = np.dtype(data["dtype"])
             if dtype.kind not in "biuf" or dtype.hasobject:
                 raise EncodeError(f"refused array dtype {dtype}")
@@ -343,6 +351,8 @@ def _compare_arrays(expected: Array, got: Any, rel_tol: float, abs_tol: float, w
         return f"expected a {expected.tag}{where}, got {_describe(got)}"
     if got.tag != expected.tag:
         return f"expected a {expected.tag}{where}, got a {got.tag}"
+    import numpy as np
+
     e, g = expected.value, got.value
     if expected.torch_dtype and got.torch_dtype != expected.torch_dtype:
         return f"expected dtype {expected.torch_dtype}{where}, got {got.torch_dtype}"
