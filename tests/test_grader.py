@@ -347,13 +347,28 @@ def test_sandbox_isolation_as_seen_from_inside(tmp_path):
     assert "MAC" not in out and "KEY" not in out.upper().split("ENV")[1], "no secret in the environment"
 
 
+def test_result_channel_lines_drop_an_oversized_record_once_and_keep_the_rest():
+    """records.RecordLines splits the channel's bytes into lines however the pipe cuts them; a line over the
+    limit comes out as one None (never held whole), and the lines around it are kept."""
+    lines = records.RecordLines(limit_bytes=8)
+    assert lines.feed(b"abc") == [], "a line without its newline is held, not returned"
+    assert lines.feed(b"de\nfg") == [b"abcde"], "a line cut across two reads comes out whole"
+    assert lines.feed(b"h\n123456789\nok\n") == [b"fgh", None, b"ok"], (
+        "a 9-byte line with an 8-byte limit must come out as None between the lines around it"
+    )
+    assert lines.feed(b"x" * 20) == [] and len(lines.buffer) == 0, "an over-long partial line must not be kept"
+    assert lines.feed(b"y" * 5) == [] and len(lines.buffer) == 0, "the rest of a dropped line is dropped"
+    assert lines.feed(b"yy\nlast\n") == [None, b"last"], "a dropped line counts once, at its newline"
+    assert lines.feed(b"\n") == [b""], "an empty line is a line (the channel refuses it as junk)"
+
+
 def test_result_channel_refuses_forged_duplicate_and_out_of_order_records():
     specs = [
         {"id": f"ex01.f.{i}", "func": "f", "args": {"__tuple__": []}, "kwargs": {"__dict__": {}}, "harness": None}
         for i in range(3)
     ]
     report = ChildReport()
-    run = records._Run(specs, b"k" * 32, 2, report)
+    run = records.Channel(specs, b"k" * 32, 2, report)
 
     def line(payload: dict, key: bytes = b"k" * 32) -> bytes:
         import hashlib

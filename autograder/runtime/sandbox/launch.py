@@ -1,6 +1,6 @@
 """One sandboxed process tree on this machine's rung: its folders, uid, cgroup, Landlock ruleset and pipes,
 the jail that starts it, and its end. Both ways of running student code use it: a grading child
-(`process._Child`, the harness child.py and its result channel) and a trusted tool's command on a
+(`process.Child`, the harness child.py and its result channel) and a trusted tool's command on a
 student's files (`command.run_command`: `otter run`, a lecture driver).
 
     with Launch(rung, limits, files) as launch:   # folders, uid, cgroup made; removed at the end

@@ -3,7 +3,7 @@ sandbox uid under resource limits), send it cases one at a time, read its MAC-ch
 and its output, and stop it at a limit.
 
 The rules (result channel, output, limits, threat model) are in `autograder.runtime.sandbox.runner`'s
-docstring; `runner._Run` drives the children of one exercise.
+docstring; `runner._run` drives the children of one exercise.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from pathlib import Path
 from autograder.runtime.sandbox import ladder, users
 from autograder.runtime.sandbox.launch import Launch
 from autograder.runtime.sandbox.limits import ChildReport, Limits
-from autograder.runtime.sandbox.records import _describe_exit, _Run
+from autograder.runtime.sandbox.records import Channel, RecordLines, describe_exit
 
 EXIT_GRACE_S = 2.0  # after the last record: time the child gets to exit by itself
 # How often the exercise's cgroup is asked whether the kernel killed one of its processes for memory: the cap
@@ -31,7 +31,7 @@ OOM_CHECK_S = 0.1
 READ_CHUNK_BYTES = 1 << 16
 
 
-class _Output:
+class Output:
     """Printed output of an exercise's children: the first `keep` bytes, the count of all of them."""
 
     def __init__(self, keep: int):
@@ -54,7 +54,7 @@ class _Output:
         return text
 
 
-class _Child:
+class Child:
     """One grading child: the harness child.py on the student's file in a `Launch`; `run` exchanges call
     specs and result records with it."""
 
@@ -66,7 +66,7 @@ class _Child:
         hidden_from: int,
         limits: Limits,
         report: ChildReport,
-        output: _Output,
+        output: Output,
         rung: ladder.Rung,
     ):
         self.student_file, self.module_name = student_file, module_name
@@ -83,10 +83,10 @@ class _Child:
 
             def mark_public() -> None:
                 if self.output.public_bytes is None:
-                    self._drain(launch.out_r)
+                    self.drain(launch.out_r)
                     self.output.public_bytes = self.output.total
 
-            run = _Run(self.specs, key, self.hidden_from, self.report, first, mark_public, skipped_funcs)
+            run = Channel(self.specs, key, self.hidden_from, self.report, first, mark_public, skipped_funcs)
             hello = {"key": key.hex(), "path": f"{launch.code}/{self.module_name}.py", "name": self.module_name}
             argv = [sys.executable, "-S", "-s", "-B", "-u", f"{launch.code}/child.py", "{result_fd}"]
             proc = launch.start(argv, cpu_left_s)
@@ -96,15 +96,15 @@ class _Child:
                 survivors, cpu = launch.end(proc)
                 self.report.survivors_killed += survivors
                 self.report.cpu_s += cpu
-            self._drain(launch.out_r)
+            self.drain(launch.out_r)
             if self.report.ended in ("signal", "exited", "timeout", "cpu") and launch.memory_stopped():
-                self._stop("memory", self._memory_detail())
+                self.stop("memory", self.memory_detail())
             return stopped
 
-    def _memory_detail(self) -> str:
+    def memory_detail(self) -> str:
         return f"the memory limit ({self.limits.memory_mib} MiB for all the processes of the exercise) was exceeded"
 
-    def _drain(self, out_r: int) -> bool:
+    def drain(self, out_r: int) -> bool:
         """Read whatever printed output is waiting in the pipe, without blocking; False at its end."""
         while True:
             try:
@@ -117,149 +117,178 @@ class _Child:
                 return False
             self.output.feed(chunk)
 
-    def _stop(self, ended: str, detail: str) -> None:
+    def stop(self, ended: str, detail: str) -> None:
         self.report.ended, self.report.detail = ended, detail
 
     def _pump(
-        self, proc: subprocess.Popen, run: _Run, hello: dict, result_r: int, out_r: int, deadline: float
+        self, proc: subprocess.Popen, run: Channel, hello: dict, result_r: int, out_r: int, deadline: float
     ) -> int | None:
-        """Exchange specs and records until the child is done, dies, or a limit is hit.
+        """Exchange specs and records until the child is done, dies, or a limit is hit; returns the index of
+        a case stopped at the per-case limit, if any.
 
         `hello` (the key and the file) is sent once jail.py's SETUP line has arrived: the harness
         waits for it, so no student code runs before that line, and none can forge it."""
-        report, limits = self.report, self.limits
-        assert proc.stdin is not None
-        stdin_fd = proc.stdin.fileno()
-        for fd in (stdin_fd, result_r, out_r):
-            os.set_blocking(fd, False)
-        selector = selectors.DefaultSelector()
-        selector.register(result_r, selectors.EVENT_READ)
-        selector.register(out_r, selectors.EVENT_READ)
-        buffer = bytearray()
-        record_limit = limits.record_bytes + 65  # the MAC (64 hex digits) and its space
-        skipping = False  # inside a record longer than record_limit: dropped up to its newline
-        setup_seen = False
-        stdin_open = True
-        exit_deadline: float | None = None
-        exited = eof = False
-        next_oom_check = 0.0
-        while True:
-            now = time.monotonic()
-            if exited and (eof or not _readable(result_r)):
-                break
-            if now >= deadline:
-                self._stop("timeout", f"the time limit ({limits.timeout_s:g} s wall clock) was exceeded")
-                return None
-            if now >= next_oom_check:
-                next_oom_check = now + OOM_CHECK_S
-                if self.launch.memory_stopped():
-                    self._stop("memory", self._memory_detail())
-                    return None
-            waiting = run.outstanding()
-            if waiting is not None and limits.case_timeout_s is not None and now - run.sent_at >= limits.case_timeout_s:
-                report.refused[self.specs[waiting]["id"]] = (
-                    f"stopped after {limits.case_timeout_s:g} s (the per-case "
-                    "time limit); the other cases ran in a fresh process"
-                )
-                return waiting
-            if exit_deadline is not None and now >= exit_deadline:
-                return None  # every record is in; the child did not exit by itself and is killed by _reap
-            if stdin_open and run.pending:
-                if stdin_fd not in selector.get_map():
-                    selector.register(stdin_fd, selectors.EVENT_WRITE)
-            elif stdin_fd in selector.get_map():
-                selector.unregister(stdin_fd)
-            for key, _ in selector.select(timeout=min(0.05, max(0.0, deadline - now))):
-                if key.fd == out_r:
-                    if not self._drain(out_r):
-                        selector.unregister(out_r)
-                    if self.output.total > limits.output_bytes:
-                        self._stop(
-                            "output",
-                            f"the output limit ({limits.output_bytes // 2**20} MiB for printed "
-                            "output and files) was exceeded",
-                        )
-                        return None
-                elif key.fd == result_r and not eof:
-                    try:
-                        chunk = os.read(result_r, READ_CHUNK_BYTES)
-                    except BlockingIOError:
-                        continue
-                    if not chunk:
-                        eof = True
-                        selector.unregister(result_r)
-                        continue
-                    report.result_bytes += len(chunk)
-                    if report.result_bytes > limits.result_bytes:
-                        self._stop("result_size", f"the results were larger than {limits.result_bytes // 2**20} MiB")
-                        return None
-                    if skipping:
-                        end = chunk.find(b"\n")
-                        if end < 0:
-                            continue
-                        chunk, skipping = chunk[end + 1 :], False
-                        run.refuse_oversized(limits.record_bytes)
-                    buffer += chunk
-                    if b"\n" not in chunk:
-                        if len(buffer) > record_limit:
-                            buffer.clear()
-                            skipping = True
-                        continue
-                    lines = buffer.split(b"\n")
-                    buffer = bytearray(lines.pop())
-                    if len(buffer) > record_limit:
-                        buffer.clear()
-                        skipping = True
-                    for line in lines:
-                        if len(line) > record_limit:
-                            run.refuse_oversized(limits.record_bytes)
-                            continue
-                        if not setup_seen:
-                            self.notes += _setup_notes(line)
-                            setup_seen = True
-                            run.queue(hello)
-                            continue
-                        run.record(line)
-                    if report.bad_records > limits.junk_lines:
-                        self._stop(
-                            "junk",
-                            f"more than {limits.junk_lines} lines that are not result records were "
-                            "written to the result channel",
-                        )
-                        return None
-                elif key.fd == stdin_fd:
-                    try:
-                        written = os.write(stdin_fd, run.pending)
-                        del run.pending[:written]
-                    except BlockingIOError:
-                        pass
-                    except OSError:
-                        stdin_open = False
-                        run.pending.clear()
-                        selector.unregister(stdin_fd)
-            if run.ended_input and not run.pending and exit_deadline is None:
-                exit_deadline = time.monotonic() + EXIT_GRACE_S
-            if not exited and self._wait(proc):
-                exited = True
-        if not setup_seen:
+        pump = _Pump(self, proc, run, hello, result_r, out_r)
+        try:
+            pump.loop(deadline)
+        except _Stopped as stopped:
+            return stopped.case
+        finally:
+            pump.selector.close()
+        if not pump.setup_seen:
             raise users.SandboxError(
                 f"the sandbox launcher ended (status {proc.returncode}) before setting up the child: "
                 f"{self.output.text(self.output.total, 2000)}"
             )
         if run.next_seq < len(run.specs) or run.imported is None:
             if self.launch.ended_by_jail == 1:  # jail.ENDED["memory"]: the watchdog ended it
-                self._stop("memory", self._memory_detail())
+                self.stop("memory", self.memory_detail())
             else:
-                self._stop(*_describe_exit(report.returncode or 0, report.cpu_s, limits))
+                self.stop(*describe_exit(self.report.returncode or 0, self.report.cpu_s, self.limits))
         return None
 
-    def _wait(self, proc: subprocess.Popen) -> bool:
+    def poll_exit(self, proc: subprocess.Popen) -> bool:
         """Reap the child if it has exited (recording status and CPU time); True once it has."""
         exited, cpu = self.launch.wait(proc)
         if exited and proc.returncode is not None:
             self.report.returncode = proc.returncode
         self.report.cpu_s += cpu
         return exited
+
+
+class _Stopped(Exception):
+    """The exchange ended before the child did (a limit, or every record in and the child not exiting):
+    `case` is the index of a case stopped at the per-case limit, if any."""
+
+    def __init__(self, case: int | None = None):
+        super().__init__(case)
+        self.case = case
+
+
+class _Pump:
+    """The exchange with one running child: the loop waits on its three pipes (printed output, result
+    records, call specs) and checks the limits between waits; each method handles one of them."""
+
+    def __init__(self, child: Child, proc: subprocess.Popen, run: Channel, hello: dict, result_r: int, out_r: int):
+        self.child, self.proc, self.run, self.hello = child, proc, run, hello
+        self.limits, self.report = child.limits, child.report
+        self.result_r, self.out_r = result_r, out_r
+        assert proc.stdin is not None
+        self.stdin_fd = proc.stdin.fileno()
+        for fd in (self.stdin_fd, result_r, out_r):
+            os.set_blocking(fd, False)
+        self.selector = selectors.DefaultSelector()
+        self.selector.register(result_r, selectors.EVENT_READ)
+        self.selector.register(out_r, selectors.EVENT_READ)
+        self.lines = RecordLines(self.limits.record_bytes + 65)  # the MAC (64 hex digits) and its space
+        self.setup_seen = False
+        self.stdin_open = True
+        self.exit_deadline: float | None = None
+        self.exited = self.eof = False
+        self.next_oom_check = 0.0
+
+    def loop(self, deadline: float) -> None:
+        """Until the child has exited and its result channel is read to the end; raises _Stopped at a limit."""
+        while not (self.exited and (self.eof or not _readable(self.result_r))):
+            now = time.monotonic()
+            self.check_limits(now, deadline)
+            self.watch_stdin()
+            for key, _ in self.selector.select(timeout=min(0.05, max(0.0, deadline - now))):
+                if key.fd == self.out_r:
+                    self.read_output()
+                elif key.fd == self.result_r and not self.eof:
+                    self.read_records()
+                elif key.fd == self.stdin_fd:
+                    self.write_specs()
+            if self.run.ended_input and not self.run.pending and self.exit_deadline is None:
+                self.exit_deadline = time.monotonic() + EXIT_GRACE_S
+            if not self.exited and self.child.poll_exit(self.proc):
+                self.exited = True
+
+    def check_limits(self, now: float, deadline: float) -> None:
+        """The time limit, the memory cap, the per-case limit and the exit grace, in that order."""
+        limits, run = self.limits, self.run
+        if now >= deadline:
+            self.child.stop("timeout", f"the time limit ({limits.timeout_s:g} s wall clock) was exceeded")
+            raise _Stopped
+        if now >= self.next_oom_check:
+            self.next_oom_check = now + OOM_CHECK_S
+            if self.child.launch.memory_stopped():
+                self.child.stop("memory", self.child.memory_detail())
+                raise _Stopped
+        waiting = run.outstanding()
+        if waiting is not None and limits.case_timeout_s is not None and now - run.sent_at >= limits.case_timeout_s:
+            self.report.refused[run.specs[waiting]["id"]] = (
+                f"stopped after {limits.case_timeout_s:g} s (the per-case "
+                "time limit); the other cases ran in a fresh process"
+            )
+            raise _Stopped(waiting)
+        if self.exit_deadline is not None and now >= self.exit_deadline:
+            raise _Stopped  # every record is in; the child did not exit by itself and Launch.end kills it
+
+    def watch_stdin(self) -> None:
+        """Wait for the child's stdin to take specs only while some are pending."""
+        registered = self.stdin_fd in self.selector.get_map()
+        if self.stdin_open and self.run.pending:
+            if not registered:
+                self.selector.register(self.stdin_fd, selectors.EVENT_WRITE)
+        elif registered:
+            self.selector.unregister(self.stdin_fd)
+
+    def read_output(self) -> None:
+        """The printed output waiting in its pipe, against the output limit."""
+        if not self.child.drain(self.out_r):
+            self.selector.unregister(self.out_r)
+        if self.child.output.total > self.limits.output_bytes:
+            self.child.stop(
+                "output",
+                f"the output limit ({self.limits.output_bytes // 2**20} MiB for printed output and files) was exceeded",
+            )
+            raise _Stopped
+
+    def read_records(self) -> None:
+        """Result-channel bytes: jail.py's SETUP line first (then the hello is queued), then records, each
+        within the record limit; the channel's size and its junk lines against their limits."""
+        limits, report, run = self.limits, self.report, self.run
+        try:
+            chunk = os.read(self.result_r, READ_CHUNK_BYTES)
+        except BlockingIOError:
+            return
+        if not chunk:
+            self.eof = True
+            self.selector.unregister(self.result_r)
+            return
+        report.result_bytes += len(chunk)
+        if report.result_bytes > limits.result_bytes:
+            self.child.stop("result_size", f"the results were larger than {limits.result_bytes // 2**20} MiB")
+            raise _Stopped
+        for line in self.lines.feed(chunk):
+            if line is None:
+                run.refuse_oversized(limits.record_bytes)
+            elif not self.setup_seen:
+                self.child.notes += _setup_notes(line)
+                self.setup_seen = True
+                run.queue(self.hello)
+            else:
+                run.record(line)
+        if report.bad_records > limits.junk_lines:
+            self.child.stop(
+                "junk",
+                f"more than {limits.junk_lines} lines that are not result records were written to the result channel",
+            )
+            raise _Stopped
+
+    def write_specs(self) -> None:
+        """As much of the pending call specs as the child's stdin takes; a closed stdin drops them."""
+        try:
+            written = os.write(self.stdin_fd, self.run.pending)
+            del self.run.pending[:written]
+        except BlockingIOError:
+            pass
+        except OSError:
+            self.stdin_open = False
+            self.run.pending.clear()
+            self.selector.unregister(self.stdin_fd)
 
 
 def _setup_notes(line: bytes | bytearray) -> list[str]:

@@ -17,7 +17,7 @@ from autograder.runtime.sandbox.limits import ChildReport, Limits
 from hetero.checks import Outcome
 
 
-def _describe_exit(returncode: int, cpu_used: float, limits: Limits) -> tuple[str, str]:
+def describe_exit(returncode: int, cpu_used: float, limits: Limits) -> tuple[str, str]:
     if returncode < 0:
         sig = -returncode
         name = signal.Signals(sig).name if sig in signal.valid_signals() else str(sig)
@@ -34,7 +34,36 @@ def _describe_exit(returncode: int, cpu_used: float, limits: Limits) -> tuple[st
     )
 
 
-class _Run:
+class RecordLines:
+    """The result channel's bytes split into lines of at most `limit_bytes` bytes, in linear time: a longer
+    line is dropped unread up to its newline (never held whole) and stands in the output as None."""
+
+    def __init__(self, limit_bytes: int):
+        self.limit_bytes = limit_bytes
+        self.buffer = bytearray()
+        self.skipping = False  # inside a line longer than the limit: dropped up to its newline
+
+    def feed(self, chunk: bytes) -> list[bytes | bytearray | None]:
+        """The lines `chunk` completes, in order; None for each one over the limit."""
+        lines: list[bytes | bytearray | None] = []
+        if self.skipping:
+            end = chunk.find(b"\n")
+            if end < 0:
+                return lines
+            chunk, self.skipping = chunk[end + 1 :], False
+            lines.append(None)
+        self.buffer += chunk
+        if b"\n" in chunk:
+            *complete, rest = self.buffer.split(b"\n")
+            self.buffer = bytearray(rest)
+            lines += [line if len(line) <= self.limit_bytes else None for line in complete]
+        if len(self.buffer) > self.limit_bytes:
+            self.buffer.clear()
+            self.skipping = True
+        return lines
+
+
+class Channel:
     """State of one child: the record parser and the case-by-case sending of call specs.
 
     `first` is the index of the first case this child is sent (a restarted child skips the cases its

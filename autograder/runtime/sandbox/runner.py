@@ -65,7 +65,7 @@ from pathlib import Path
 
 from autograder.runtime.sandbox import ladder, pagecache
 from autograder.runtime.sandbox.limits import ChildReport, Limits
-from autograder.runtime.sandbox.process import _Child, _Output
+from autograder.runtime.sandbox.process import Child, Output
 
 
 def run_exercise(
@@ -105,13 +105,13 @@ def _run(
     report: ChildReport,
     rung: ladder.Rung,
 ) -> ChildReport:
-    output = _Output(limits.kept_output_bytes)
+    output = Output(limits.kept_output_bytes)
     start = time.monotonic()
     deadline = start + limits.timeout_s
     first, stopped = 0, []
     notes: list[str] = []
     while True:
-        child = _Child(student_file, module_name, specs, hidden_from, limits, report, output, rung)
+        child = Child(student_file, module_name, specs, hidden_from, limits, report, output, rung)
         first_stopped = child.run(
             first,
             deadline,
