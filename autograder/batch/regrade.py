@@ -60,18 +60,23 @@ def _cents(points: float) -> int:
     return round(float(points) * CENTS_PER_POINT)
 
 
-def _points_by_test(results: dict[str, Any]) -> dict[str, float]:
-    """{test name: points earned}; a repeated name's later tests become `name #2`, `name #3`, ..."""
-    points: dict[str, float] = {}
+def _named_tests(results: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
+    """(key, name, test entry) per test, in order: the key is the name, but a repeated name's later tests
+    become `name #2`, `name #3`, ..."""
+    named: list[tuple[str, str, dict[str, Any]]] = []
     seen: dict[str, int] = {}
     for test in results.get("tests", []) or []:
         if not isinstance(test, dict):
             continue
         name = clean_text(test.get("name") or test.get("number") or "(unnamed test)")
         seen[name] = seen.get(name, 0) + 1
-        key = name if seen[name] == 1 else f"{name} #{seen[name]}"
-        points[key] = float(test.get("score") or 0.0)
-    return points
+        named.append((name if seen[name] == 1 else f"{name} #{seen[name]}", name, test))
+    return named
+
+
+def _points_by_test(results: dict[str, Any]) -> dict[str, float]:
+    """{test name (as in `_named_tests`): points earned}."""
+    return {key: float(test.get("score") or 0.0) for key, _, test in _named_tests(results)}
 
 
 def moved_tests(old: dict[str, Any], new: dict[str, Any]) -> list[MovedTest]:
@@ -88,17 +93,10 @@ def moved_tests(old: dict[str, Any], new: dict[str, Any]) -> list[MovedTest]:
 
 
 def _texts_by_test(results: dict[str, Any]) -> dict[str, str]:
-    """{test name (as in `_points_by_test`): its output text}, without the staff-only environment entry."""
-    texts: dict[str, str] = {}
-    seen: dict[str, int] = {}
-    for test in results.get("tests", []) or []:
-        if not isinstance(test, dict):
-            continue
-        name = clean_text(test.get("name") or test.get("number") or "(unnamed test)")
-        seen[name] = seen.get(name, 0) + 1
-        if name != STAFF_ENTRY:
-            texts[name if seen[name] == 1 else f"{name} #{seen[name]}"] = clean_text(test.get("output") or "")
-    return texts
+    """{test name (as in `_named_tests`): its output text}, without the staff-only environment entry."""
+    return {
+        key: clean_text(test.get("output") or "") for key, name, test in _named_tests(results) if name != STAFF_ENTRY
+    }
 
 
 def points_change(old: dict[str, Any], new: dict[str, Any]) -> bool:

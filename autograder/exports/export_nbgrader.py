@@ -241,11 +241,7 @@ def main(argv: list[str]) -> int:
         help="let generate_feedback show the hidden tests (their inputs and expected values)",
     )
     args = parser.parse_args(argv)
-    ex_ids = args.exercises.split(",") if args.exercises else None
-    if ex_ids:
-        bad = [e for e in ex_ids if e not in BY_ID]
-        if bad:
-            parser.error(f"unknown exercise ids: {', '.join(bad)}")
+    ex_ids = nb.exercise_ids_option(parser, args.exercises)
     try:
         written = export(args.dest, args.assignment, ex_ids, feedback_shows_hidden=args.feedback_shows_hidden)
     except ValueError as exc:

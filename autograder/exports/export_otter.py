@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from autograder.core import scoring
-from autograder.core.manifest import BY_ID, ROOT
+from autograder.core.manifest import ROOT
 from autograder.exports import notebooks as nb
 from autograder.runtime import notebook_code
 from hetero.checks import Case
@@ -257,11 +257,7 @@ def main(argv: list[str]) -> int:
         help="pip requirement for this package in the grading image (e.g. a wheel URL); written to requirements.txt",
     )
     args = parser.parse_args(argv)
-    ex_ids = args.exercises.split(",") if args.exercises else None
-    if ex_ids:
-        bad = [e for e in ex_ids if e not in BY_ID]
-        if bad:
-            parser.error(f"unknown exercise ids: {', '.join(bad)}")
+    ex_ids = nb.exercise_ids_option(parser, args.exercises)
     try:
         written = export(args.dest, ex_ids, args.package, run_tests=not args.no_run_tests)
     except ValueError as exc:

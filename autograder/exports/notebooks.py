@@ -108,6 +108,16 @@ def chosen_exercises(ex_ids: list[str] | None, root: Path = ROOT) -> list[Exerci
     return chosen
 
 
+def exercise_ids_option(parser: argparse.ArgumentParser, value: str | None) -> list[str] | None:
+    """An export's --exercises value (comma-separated ids) as a list, None when not given; an unknown id
+    ends the command through `parser.error`, naming it."""
+    ex_ids = value.split(",") if value else None
+    bad = [e for e in ex_ids or [] if e not in BY_ID]
+    if bad:
+        parser.error(f"unknown exercise ids: {', '.join(bad)}")
+    return ex_ids
+
+
 def load_sources(ex_id: str, root: Path = ROOT, with_hidden: bool = True) -> ExerciseSources:
     """Read the solution, stub, public and (if asked and present) hidden cases of one exercise."""
     from autograder.authoring.release import strip_solutions  # imported here: release is a sibling tool
