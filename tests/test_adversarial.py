@@ -33,10 +33,11 @@ _helpers = load_file_module(Path(__file__).with_name("test_grader.py"), "_a2_gra
 rungs = load_file_module(Path(__file__).with_name("rungs.py"), "_a2_rungs")
 matrix = load_file_module(Path(__file__).with_name("matrix.py"), "_a2_matrix")
 SCORE_TOL, SOLUTIONS, root_for = _helpers.SCORE_TOL, _helpers.SOLUTIONS, _helpers.root_for
-exercise_score, autograder_failures, sandbox_survivors = (
+exercise_score, autograder_failures, sandbox_survivors, tagged_processes = (
     _helpers.exercise_score,
     _helpers.autograder_failures,
     _helpers.sandbox_survivors,
+    _helpers.tagged_processes,
 )
 
 ADVERSARIAL = ROOT / "autograder" / "fixtures" / "adversarial"
@@ -144,23 +145,12 @@ def test_rung_attacks_on_every_rung(attack, rung, tmp_path):
     environment = [t["output"] for t in data["tests"] if t["name"] == "grading environment (staff only)"]
     assert all(f"rung: {rung}" in e for e in environment), f"the staff entry must name the rung {rung}: {environment}"
     deadline = time.monotonic() + 10
-    while _tagged(tag) and time.monotonic() < deadline:
+    while tagged_processes(tag) and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert not _tagged(tag), f"{attack} on {rung}: processes of the grading survived it: {_tagged(tag)}"
+    assert not tagged_processes(tag), (
+        f"{attack} on {rung}: processes of the grading survived it: {tagged_processes(tag)}"
+    )
     attack_checks(data, attack, None)
-
-
-def _tagged(tag: str) -> list[int]:
-    needle = f"A2_TEST_TAG={tag}".encode()
-    found = []
-    for entry in os.listdir("/proc"):
-        try:
-            if entry.isdigit() and needle in Path(f"/proc/{entry}/environ").read_bytes():
-                if Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[0] not in "ZX":
-                    found.append(int(entry))
-        except (OSError, IndexError):
-            continue
-    return found
 
 
 def attack_checks(data: dict, attack: str, rung) -> None:  # type: ignore[no-untyped-def]

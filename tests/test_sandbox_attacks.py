@@ -48,10 +48,11 @@ _helpers = load_module_from_path(Path(__file__).with_name("test_grader.py"), "_a
 rungs = load_module_from_path(Path(__file__).with_name("rungs.py"), "_a2_rungs")
 matrix = load_module_from_path(Path(__file__).with_name("matrix.py"), "_a2_matrix")
 SCORE_TOL, SOLUTIONS = _helpers.SCORE_TOL, _helpers.SOLUTIONS
-exercise_score, autograder_failures, sandbox_survivors = (
+exercise_score, autograder_failures, sandbox_survivors, tagged_processes = (
     _helpers.exercise_score,
     _helpers.autograder_failures,
     _helpers.sandbox_survivors,
+    _helpers.tagged_processes,
 )
 
 ADVERSARIAL = ROOT / "autograder" / "fixtures" / "adversarial"
@@ -80,24 +81,6 @@ def run_fixture(attack: str, ex=EX02, limits: Limits | None = None, path: Path |
     _, specs, hidden_from = specs_for(ex.id)
     path = path or ADVERSARIAL / attack / ex.filename
     return runner.run_exercise(path, ex.module, specs, hidden_from, limits or grader.limits_for(ex))
-
-
-def tagged_processes(tag: str) -> list[int]:
-    """Live processes whose environment carries `tag` (the ones a grader run with A2_TEST_TAG started)."""
-    found = []
-    needle = f"A2_TEST_TAG={tag}".encode()
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit() or int(entry) == os.getpid():
-            continue
-        try:
-            if (
-                needle in Path(f"/proc/{entry}/environ").read_bytes()
-                and Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[0] not in "ZX"
-            ):
-                found.append(int(entry))
-        except (OSError, IndexError):
-            continue
-    return found
 
 
 def described(pids: list[int]) -> dict[int, str]:

@@ -41,12 +41,15 @@ from autograder.batch import crosscheck, nbgrader_grade
 from autograder.core.manifest import BY_ID, ROOT
 from autograder.exports import export_nbgrader, export_otter
 from autograder.exports import notebooks as nb
+from hetero.impl import load_module_from_path
 
 ADVERSARIAL = ROOT / "autograder" / "fixtures" / "adversarial"
 NOTEBOOK_ATTACK = ADVERSARIAL / "tool_route_notebook"
 DRIVER_ATTACK = ADVERSARIAL / "driver_writes_outside"
 EX02 = BY_ID["ex02"]
 SLEEPER_DELAY_S = 4.0  # the fixtures' sleepers write again 3 s after they start
+_helpers = load_module_from_path(Path(__file__).with_name("test_grader.py"), "_a2_grader_test_helpers")
+tagged_processes = _helpers.tagged_processes
 
 
 # ---------------------------------------------------------------------------------------------
@@ -80,24 +83,6 @@ def checkout_state() -> str:
         tree_digest(ROOT / "shared" / "hetero", skip=tuple((ROOT / "shared" / "hetero").rglob("__pycache__")))
     )
     return hashlib.sha256(status.encode() + diff + hetero.encode()).hexdigest() + "\n" + status
-
-
-def tagged_processes(tag: str) -> list[int]:
-    """Live processes whose environment carries A2_TEST_TAG=`tag`."""
-    found = []
-    needle = f"A2_TEST_TAG={tag}".encode()
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit() or int(entry) == os.getpid():
-            continue
-        try:
-            if (
-                needle in Path(f"/proc/{entry}/environ").read_bytes()
-                and Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[0] not in "ZX"
-            ):
-                found.append(int(entry))
-        except (OSError, IndexError):
-            continue
-    return found
 
 
 def leftovers(name: str, trees: list[Path], folders: list[Path]) -> list[str]:
