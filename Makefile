@@ -60,7 +60,8 @@ test: setup
 # module's tests on one worker, so a module fixture (a graded class, a Dask cluster) is built once, not once per
 # worker: measured back to back on 2 cores, 187 s wall and 287 s of CPU against loadgroup's 195 s and 300 s.
 # One worker more than the cores: a quarter of two workers' core time was idle (2 x 190 s wall against 287 s of
-# CPU: tests waiting out time limits, sandboxed children starting), and a third worker fills it (176.6 s wall).
+# CPU: tests waiting out time limits, sandboxed children starting), and a third worker fills it (165-168 s wall on
+# 2026-12-04: README, "Which command when").
 FAST_WORKERS = $(shell $(PYTHON) -c "import os; print(len(os.sched_getaffinity(0)) + 1 if hasattr(os, 'sched_getaffinity') else (os.cpu_count() or 1) + 1)")
 test-fast: setup
 	$(VPY) -m pytest -n $(FAST_WORKERS) --dist loadscope -m "not slow"
