@@ -16,8 +16,8 @@ values, the opt-in entry holding them and the staff-only environment entry are n
   most failed cases not yet explained first (then the one that fits best); a mistake is taken only when
   it explains a failed case that no mistake taken before explains and the cases it is named on outnumber
   the cases where it would have failed but the student's result is something else (a pass or another
-  value). Naming a mistake on any single case, as before, counted 9 of the 52 wrong fixtures for two or
-  three mistakes; this rule counts each for its own one (tests/test_report.py).
+  value). Naming a mistake on any single case, as before, counted 9 of the 52 wrong fixtures of 2026-12-02
+  for two or three mistakes; this rule counts each for its own one (tests/test_report.py).
 - **Hardest cases**: every case ranked by the share of the students with a result on it who pass it.
 """
 
