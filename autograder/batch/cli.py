@@ -83,7 +83,8 @@ def dry_run_cli(args: argparse.Namespace) -> int:
     return 0
 
 
-def main(argv: list[str]) -> int:
+def _parser() -> argparse.ArgumentParser:
+    """grade-all's options."""
     parser = argparse.ArgumentParser(
         prog="python -m autograder grade-all", description=bulk.__doc__.splitlines()[0] if bulk.__doc__ else None
     )
@@ -129,7 +130,12 @@ def main(argv: list[str]) -> int:
         help="where no isolation layer works, grade anyway with this user's rights (trusted files only; "
         "never with --cluster)",
     )
-    args = parser.parse_args(argv)
+    return parser
+
+
+def _check_options(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int | None:
+    """Applies --unsafe-no-sandbox; the exit status when the options or this machine refuse the batch (the
+    reason printed), else None."""
     if args.unsafe_no_sandbox and args.cluster:
         parser.error("--unsafe-no-sandbox is never accepted with --cluster: a worker that cannot isolate refuses")
     ladder.allow_unsafe(args.unsafe_no_sandbox)
@@ -138,9 +144,6 @@ def main(argv: list[str]) -> int:
         if refused:
             print(f"grade-all: {refused}", file=sys.stderr)
             return 2
-    for stream in (sys.stdout, sys.stderr):  # student names in the summary never stop the report
-        if hasattr(stream, "reconfigure"):
-            stream.reconfigure(errors="backslashreplace")
     if args.csv is not None and (
         args.csv.name.lower() in {n.lower() for n in RESERVED_NAMES}
         or args.csv.resolve() == (args.out / bulk.GRADEBOOK_NAME).resolve()
@@ -150,24 +153,11 @@ def main(argv: list[str]) -> int:
     if args.csv is not None and args.csv.is_dir():
         print(f"grade-all: --csv {args.csv} is a folder, not a file to write", file=sys.stderr)
         return 2
-    if args.dry_run:
-        return dry_run_cli(args)
-    try:
-        report = bulk.grade_all(
-            args.submissions,
-            args.out,
-            args.workers,
-            args.force,
-            args.timeout,
-            not args.no_progress,
-            args.python,
-            args.exercises,
-            [args.csv] if args.csv is not None else [],
-            cluster=args.cluster,
-        )
-    except (OSError, ValueError, zipfile.BadZipFile) as exc:
-        print(f"grade-all: {terminal_text(exc)}", file=sys.stderr)
-        return 2
+    return None
+
+
+def _print_report(report: bulk.BatchReport, args: argparse.Namespace) -> int:
+    """The batch's summary table, isolation, counts and refusals; the CSV export when asked. Exit status."""
     print(summary_table(report.records, args.exercises))
     with Gradebook(args.out / bulk.GRADEBOOK_NAME) as book:
         print(isolation_summary(book.results(r.student) for r in report.records))
@@ -187,3 +177,33 @@ def main(argv: list[str]) -> int:
             return 1
         print(f"wrote {args.csv} ({rows} rows)")
     return 0
+
+
+def main(argv: list[str]) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    for stream in (sys.stdout, sys.stderr):  # student names in the summary never stop the report
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")
+    refused = _check_options(parser, args)
+    if refused is not None:
+        return refused
+    if args.dry_run:
+        return dry_run_cli(args)
+    try:
+        report = bulk.grade_all(
+            args.submissions,
+            args.out,
+            args.workers,
+            args.force,
+            args.timeout,
+            not args.no_progress,
+            args.python,
+            args.exercises,
+            [args.csv] if args.csv is not None else [],
+            cluster=args.cluster,
+        )
+    except (OSError, ValueError, zipfile.BadZipFile) as exc:
+        print(f"grade-all: {terminal_text(exc)}", file=sys.stderr)
+        return 2
+    return _print_report(report, args)
