@@ -271,7 +271,7 @@ class _Pump:
                 run.queue(self.hello)
             else:
                 run.record(line)
-        if report.bad_records > limits.junk_lines:
+        if report.bad_records > limits.junk_lines:  # after every read, whatever lines it completed
             self.child.stop(
                 "junk",
                 f"more than {limits.junk_lines} lines that are not result records were written to the result channel",
