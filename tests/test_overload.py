@@ -758,3 +758,47 @@ def test_calibration_plot_draws_the_committed_log_and_refuses_an_empty_one(tmp_p
     with pytest.raises(ValueError, match="calibration run"):
         cal.plot([], 2, tmp_path / "empty.png")
     assert not (tmp_path / "empty.png").exists(), "an empty log must not leave a figure behind"
+
+
+def test_the_calibration_logs_figures_for_the_default_are_what_it_computes_now():
+    # The committed round-2 log is the evidence for the default: config_figures on the default must give back
+    # its logged figures (seeds 0-2), or the log no longer describes the code.
+    from hetero.overload import calibration as cal
+
+    chosen = cal.select(cal.read_log(cal.LOGS[cal.ROUND]), cal.ROUND)
+    logged = next(r for r in cal.read_log(cal.LOGS[cal.ROUND]) if cal.point_of(r) == chosen)["figures"]
+    now = cal.point_figures(chosen, cal.SEEDS)
+    for key, value in logged.items():
+        assert math.isclose(now[key], value, rel_tol=1e-9, abs_tol=1e-9), (
+            f"{key}: the round-2 log says {value} for the default {chosen}, the code now gives {now[key]}; "
+            "a change to the simulator or ex05's key moved it: run the calibration again"
+        )
+
+
+def test_claim_sweeps_vary_one_factor_and_the_verdict_follows_the_written_rule():
+    # `python -m hetero.overload.calibration claims`: the lecture's "fewer and slower prefill machines swing more"
+    # (docs/figures_overload.md, the test written before its runs).
+    from hetero.overload import calibration as cal
+
+    configs = cal.claim_configs()
+    fewer = [c for s, c in configs if s == "fewer machines"]
+    slower = [c for s, c in configs if s == "slower prefills"]
+    assert [c.prefill_instances for c in fewer] == [36, 30, 24, 18]
+    assert {c.prefill_mean_s for c in fewer} == {ov.DEFAULT.prefill_mean_s} and {c.ttft_slo_s for c in fewer} == {
+        ov.DEFAULT.ttft_slo_s
+    }, "the machines sweep changes the number of prefill instances only"
+    assert [c.prefill_mean_s for c in slower] == [10.0, 15.0, 20.0]
+    assert {c.prefill_instances for c in slower} == {ov.DEFAULT.prefill_instances}
+    for c in slower:
+        assert math.isclose(c.ttft_slo_s, 5 / 3 * c.prefill_mean_s), f"TTFT SLO 5/3 x the mean prefill: {c.ttft_slo_s}"
+        assert c.decode == ov.DEFAULT.decode and c.decode_mean_tokens == ov.DEFAULT.decode_mean_tokens
+
+    def rows(sweep, pairs):
+        return [{"sweep": sweep, "figures": {"early_correlation": c, "early_swing_ratio": s}} for c, s in pairs]
+
+    verdicts = cal.claim_verdicts(
+        rows("a", [(-0.2, 1.0), (-0.3, 1.1), (-0.4, 1.2)])
+        + rows("b", [(-0.2, 1.0), (-0.1, 1.3), (-0.4, 1.2)])
+        + rows("c", [(-0.2, 1.0), (-0.3, 1.1), (-0.1, 1.2)])
+    )
+    assert verdicts == {"a": "holds", "b": "holds in part", "c": "does not hold"}, verdicts

@@ -10,12 +10,15 @@ and early rejection's change in wasted prefills fitted too. Round 2's choice is 
     python -m hetero.overload.calibration run   [--round 1|2]
     python -m hetero.overload.calibration table [--round 1|2]
     python -m hetero.overload.calibration plot  [--round 1|2] [--out docs/figures/overload_calibration.png]
+    python -m hetero.overload.calibration claims
 
 `run` simulates every grid point of the round on seeds 0-2 (baseline, early, predictive; the answer key's
 ex05) and appends one JSON line per point to the round's log as it finishes (it resumes: logged points
 are skipped); `table` prints the grid as a markdown table and the point the rule selects; `plot` draws every
 logged point's fitted figures against their bands (the two that conflict, early rejection's cut against its
-anti-phase correlation, on the left), the selected point starred.
+anti-phase correlation, on the left), the selected point starred; `claims` tests the lecture's "fewer and
+slower prefill machines swing more" on the calibrated default (two one-factor sweeps, seeds 0-2) and prints
+the table and, per sweep, the verdict of the rule written before its runs.
 """
 
 from __future__ import annotations
@@ -28,9 +31,12 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hetero.impl import REPO_ROOT
+
+if TYPE_CHECKING:
+    from hetero.overload.config import OverloadConfig
 
 LOGS = {
     1: REPO_ROOT / "docs" / "data" / "overload_calibration.jsonl",
@@ -94,13 +100,20 @@ def objective(figures: dict[str, float], round_: int = ROUND) -> float:
 
 def point_figures(point: GridPoint, seeds: Iterable[int] = SEEDS) -> dict[str, Any]:
     """Baseline, early and predictive on the point's configuration (answer key's ex05), means over seeds."""
-    from hetero.impl import exercise_function
-    from hetero.overload.config import OSCILLATION_POLICIES, toy_config
-    from hetero.overload.experiment import exercise_functions, policy_table
+    from hetero.overload.config import toy_config
 
     config = toy_config(
         point.ttft_slo_s, point.decode_capacity_per_s, point.decode_instances, point.load_report_interval_s
     )
+    return config_figures(config, seeds)
+
+
+def config_figures(config: OverloadConfig, seeds: Iterable[int] = SEEDS) -> dict[str, Any]:
+    """Baseline, early and predictive on `config` (answer key's ex05): the figures' means over seeds."""
+    from hetero.impl import exercise_function
+    from hetero.overload.config import OSCILLATION_POLICIES
+    from hetero.overload.experiment import exercise_functions, policy_table
+
     predict, admit = exercise_functions("solutions")
     corr = exercise_function("ex05", "antiphase_correlation", "solutions")
     period = exercise_function("ex05", "dominant_period_s", "solutions")
@@ -122,6 +135,8 @@ def point_figures(point: GridPoint, seeds: Iterable[int] = SEEDS) -> dict[str, A
         "early_wasted_pct": mean("early", "wasted_vs_baseline_pct"),
         "early_completed_pct": mean("early", "completed_vs_baseline_pct"),
         "early_swing_ratio": mean("early", "oscillation", "prefill_swing") / swing_base if swing_base > 0 else 0.0,
+        "early_prefill_swing": mean("early", "oscillation", "prefill_swing"),
+        "early_prefill_empty": mean("early", "oscillation", "prefill_empty"),
         "baseline_correlation": mean("baseline", "oscillation", "correlation"),
         "predictive_correlation": mean("predictive", "oscillation", "correlation"),
         "baseline_wasted": mean("baseline", "wasted_prefills"),
@@ -271,9 +286,92 @@ def plot(records: list[dict[str, Any]], round_: int = ROUND, out: Path = PLOT) -
     return plotting.save(fig, out.parent, out.name)
 
 
+# The lecture's "fewer and slower prefill machines swing more" (§3.2), tested on the calibrated default by
+# two one-factor sweeps fixed before their runs (docs/figures_overload.md).
+CLAIM_PREFILL_INSTANCES = (36, 30, 24, 18)  # the same 10-20 s prefills; 30 is the default
+CLAIM_PREFILL_MEAN_S = (10.0, 15.0, 20.0)  # on the default's 30 machines, the TTFT SLO scaled with the mean
+
+
+def claim_configs() -> list[tuple[str, OverloadConfig]]:
+    """(sweep, configuration) in sweep order: fewer machines, then slower prefills."""
+    from hetero.overload.config import DEFAULT
+
+    fewer = [("fewer machines", dataclasses.replace(DEFAULT, prefill_instances=n)) for n in CLAIM_PREFILL_INSTANCES]
+    slower = [
+        (
+            "slower prefills",
+            dataclasses.replace(
+                DEFAULT, prefill_mean_s=mean_s, ttft_slo_s=DEFAULT.ttft_slo_s / DEFAULT.prefill_mean_s * mean_s
+            ),
+        )
+        for mean_s in CLAIM_PREFILL_MEAN_S
+    ]
+    return [(sweep, config.validate()) for sweep, config in fewer + slower]
+
+
+def claims(seeds: Iterable[int] = SEEDS) -> list[dict[str, Any]]:
+    """One row per configuration of `claim_configs`: the sweep, what it varies, and its figures."""
+    rows = []
+    for sweep, config in claim_configs():
+        start = time.process_time()
+        rows.append(
+            {
+                "sweep": sweep,
+                "prefill_instances": config.prefill_instances,
+                "prefill_mean_s": config.prefill_mean_s,
+                "ttft_slo_s": config.ttft_slo_s,
+                "prefill_capacity_per_s": config.prefill_capacity_per_s,
+                "figures": config_figures(config, seeds),
+                "cpu_s": round(time.process_time() - start, 2),
+            }
+        )
+    return rows
+
+
+def claim_verdicts(rows: list[dict[str, Any]]) -> dict[str, str]:
+    """Per sweep, the rule written before the runs: "holds" when early rejection's correlation falls and
+    its swing ratio rises at every step along the sweep, "holds in part" when they do from its first to
+    its last configuration only, else "does not hold"."""
+    verdicts = {}
+    for sweep in dict.fromkeys(r["sweep"] for r in rows):
+        figs = [r["figures"] for r in rows if r["sweep"] == sweep]
+        corr = [f["early_correlation"] for f in figs]
+        swing = [f["early_swing_ratio"] for f in figs]
+        steps = list(zip(corr, corr[1:], swing, swing[1:], strict=False))
+        if steps and all(c1 < c0 and s1 > s0 for c0, c1, s0, s1 in steps):
+            verdicts[sweep] = "holds"
+        elif len(figs) > 1 and corr[-1] < corr[0] and swing[-1] > swing[0]:
+            verdicts[sweep] = "holds in part"
+        else:
+            verdicts[sweep] = "does not hold"
+    return verdicts
+
+
+def render_claims(rows: list[dict[str, Any]]) -> str:
+    lines = [
+        "| sweep | prefill instances | mean prefill (s) | TTFT SLO (s) | prefill req/s | lag (s) | early corr "
+        "| baseline corr | early swing | early swing ratio | prefill empty (early) | early Δwasted % "
+        "| early Δcompleted % | pred. Δwasted % | pred. Δcompleted % |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        f = r["figures"]
+        lines.append(
+            f"| {r['sweep']} | {r['prefill_instances']} | {r['prefill_mean_s']:g} | {r['ttft_slo_s']:.1f} "
+            f"| {r['prefill_capacity_per_s']:.2f} | {f['lag_s']:.1f} | {f['early_correlation']:+.2f} "
+            f"| {f['baseline_correlation']:+.2f} | {f['early_prefill_swing']:.2f} | {f['early_swing_ratio']:.2f} "
+            f"| {100 * f['early_prefill_empty']:.1f} % | {f['early_wasted_pct']:+.1f} | {f['early_completed_pct']:+.2f} "
+            f"| {f['predictive_wasted_pct']:+.1f} | {f['predictive_completed_pct']:+.2f} |"
+        )
+    lines.append("")
+    lines += [f"{sweep}: {verdict}" for sweep, verdict in claim_verdicts(rows).items()]
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m hetero.overload.calibration", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("claims", help="the lecture's 'fewer and slower prefill machines swing more', on seeds 0-2")
     for name in ("run", "table", "plot"):
         p = sub.add_parser(name)
         p.add_argument("--round", type=int, choices=sorted(LOGS), default=ROUND)
@@ -281,7 +379,9 @@ def main(argv: list[str] | None = None) -> int:
         if name == "plot":
             p.add_argument("--out", type=Path, default=PLOT, help=f"default: {PLOT.relative_to(REPO_ROOT)}")
     args = parser.parse_args(argv)
-    if args.command == "run":
+    if args.command == "claims":
+        print(render_claims(claims()))
+    elif args.command == "run":
         run(args.round, args.log)
     elif args.command == "plot":
         print(plot(read_log(args.log or LOGS[args.round]), args.round, args.out))
