@@ -765,8 +765,9 @@ def test_the_calibration_logs_figures_for_the_default_are_what_it_computes_now()
     # its logged figures (seeds 0-2), or the log no longer describes the code.
     from hetero.overload import calibration as cal
 
-    chosen = cal.select(cal.read_log(cal.LOGS[cal.ROUND]), cal.ROUND)
-    logged = next(r for r in cal.read_log(cal.LOGS[cal.ROUND]) if cal.point_of(r) == chosen)["figures"]
+    records = cal.read_log(cal.LOGS[cal.ROUND])
+    chosen = cal.select(records, cal.ROUND)
+    logged = next(r for r in records if cal.point_of(r) == chosen)["figures"]
     now = cal.point_figures(chosen, cal.SEEDS)
     for key, value in logged.items():
         assert math.isclose(now[key], value, rel_tol=1e-9, abs_tol=1e-9), (

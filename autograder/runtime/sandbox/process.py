@@ -91,7 +91,7 @@ class Child:
             argv = [sys.executable, "-S", "-s", "-B", "-u", f"{launch.code}/child.py", "{result_fd}"]
             proc = launch.start(argv, cpu_left_s)
             try:
-                stopped = self._pump(proc, run, hello, launch.result_r, launch.out_r, deadline)
+                stopped = self._pump(proc, run, hello, deadline)
             finally:
                 survivors, cpu = launch.end(proc)
                 self.report.survivors_killed += survivors
@@ -120,15 +120,13 @@ class Child:
     def stop(self, ended: str, detail: str) -> None:
         self.report.ended, self.report.detail = ended, detail
 
-    def _pump(
-        self, proc: subprocess.Popen, run: Channel, hello: dict, result_r: int, out_r: int, deadline: float
-    ) -> int | None:
+    def _pump(self, proc: subprocess.Popen, run: Channel, hello: dict, deadline: float) -> int | None:
         """Exchange specs and records until the child is done, dies, or a limit is hit; returns the index of
         a case stopped at the per-case limit, if any.
 
         `hello` (the key and the file) is sent once jail.py's SETUP line has arrived: the harness
         waits for it, so no student code runs before that line, and none can forge it."""
-        pump = _Pump(self, proc, run, hello, result_r, out_r)
+        pump = _Pump(self, proc, run, hello)
         try:
             pump.loop(deadline)
         except _Stopped as stopped:
@@ -169,17 +167,17 @@ class _Pump:
     """The exchange with one running child: the loop waits on its three pipes (printed output, result
     records, call specs) and checks the limits between waits; each method handles one of them."""
 
-    def __init__(self, child: Child, proc: subprocess.Popen, run: Channel, hello: dict, result_r: int, out_r: int):
+    def __init__(self, child: Child, proc: subprocess.Popen, run: Channel, hello: dict):
         self.child, self.proc, self.run, self.hello = child, proc, run, hello
         self.limits, self.report = child.limits, child.report
-        self.result_r, self.out_r = result_r, out_r
+        self.result_r, self.out_r = child.launch.result_r, child.launch.out_r
         assert proc.stdin is not None
         self.stdin_fd = proc.stdin.fileno()
-        for fd in (self.stdin_fd, result_r, out_r):
+        for fd in (self.stdin_fd, self.result_r, self.out_r):
             os.set_blocking(fd, False)
         self.selector = selectors.DefaultSelector()
-        self.selector.register(result_r, selectors.EVENT_READ)
-        self.selector.register(out_r, selectors.EVENT_READ)
+        self.selector.register(self.result_r, selectors.EVENT_READ)
+        self.selector.register(self.out_r, selectors.EVENT_READ)
         self.lines = RecordLines(self.limits.record_bytes + 65)  # the MAC (64 hex digits) and its space
         self.setup_seen = False
         self.stdin_open = True

@@ -293,17 +293,14 @@ CLAIM_PREFILL_MEAN_S = (10.0, 15.0, 20.0)  # on the default's 30 machines, the T
 
 
 def claim_configs() -> list[tuple[str, OverloadConfig]]:
-    """(sweep, configuration) in sweep order: fewer machines, then slower prefills."""
+    """(sweep, configuration) in sweep order: fewer machines, then slower prefills (the lag sweep's
+    configuration for that prefill time, on the default's number of machines)."""
     from hetero.overload.config import DEFAULT
+    from hetero.overload.experiment import lag_config
 
     fewer = [("fewer machines", dataclasses.replace(DEFAULT, prefill_instances=n)) for n in CLAIM_PREFILL_INSTANCES]
     slower = [
-        (
-            "slower prefills",
-            dataclasses.replace(
-                DEFAULT, prefill_mean_s=mean_s, ttft_slo_s=DEFAULT.ttft_slo_s / DEFAULT.prefill_mean_s * mean_s
-            ),
-        )
+        ("slower prefills", dataclasses.replace(lag_config(mean_s), prefill_instances=DEFAULT.prefill_instances))
         for mean_s in CLAIM_PREFILL_MEAN_S
     ]
     return [(sweep, config.validate()) for sweep, config in fewer + slower]
@@ -311,21 +308,17 @@ def claim_configs() -> list[tuple[str, OverloadConfig]]:
 
 def claims(seeds: Iterable[int] = SEEDS) -> list[dict[str, Any]]:
     """One row per configuration of `claim_configs`: the sweep, what it varies, and its figures."""
-    rows = []
-    for sweep, config in claim_configs():
-        start = time.process_time()
-        rows.append(
-            {
-                "sweep": sweep,
-                "prefill_instances": config.prefill_instances,
-                "prefill_mean_s": config.prefill_mean_s,
-                "ttft_slo_s": config.ttft_slo_s,
-                "prefill_capacity_per_s": config.prefill_capacity_per_s,
-                "figures": config_figures(config, seeds),
-                "cpu_s": round(time.process_time() - start, 2),
-            }
-        )
-    return rows
+    return [
+        {
+            "sweep": sweep,
+            "prefill_instances": config.prefill_instances,
+            "prefill_mean_s": config.prefill_mean_s,
+            "ttft_slo_s": config.ttft_slo_s,
+            "prefill_capacity_per_s": config.prefill_capacity_per_s,
+            "figures": config_figures(config, seeds),
+        }
+        for sweep, config in claim_configs()
+    ]
 
 
 def claim_verdicts(rows: list[dict[str, Any]]) -> dict[str, str]:
