@@ -244,3 +244,21 @@ def test_grade_cli_prints_the_students_output_escaped(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "<script>" in out and "\\x1b[31m" in out, "the printed output stays readable"
     assert not _no_controls(out), f"control characters printed: {_no_controls(out)}"
+
+
+def test_no_command_prints_text_that_is_only_clean_text():
+    # clean_text makes a text encodable, not safe on a terminal: a print() of a student's name, file or
+    # exception must go through terminal_text. Checked over every module of the grader, so a new message
+    # cannot bring the mistake back.
+    import ast
+
+    offenders = []
+    for path in sorted((ROOT / "autograder").rglob("*.py")):
+        if "fixtures" in path.relative_to(ROOT).parts:  # student submissions, not the grader
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "print":
+                for inner in ast.walk(node):
+                    if isinstance(inner, ast.Call) and getattr(inner.func, "id", None) == "clean_text":
+                        offenders.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert not offenders, f"print() of clean_text(...) (use safetext.terminal_text): {offenders}"

@@ -252,3 +252,23 @@ def test_export_never_writes_the_gradebook(tmp_path, graded):
     before = (book.read_bytes(), book.stat().st_mtime_ns)
     lms.export(graded, "canvas", tmp_path / "c.csv")
     assert (book.read_bytes(), book.stat().st_mtime_ns) == before
+
+
+ESCAPES = "mallory\x1b[2J\x1b[H\x1b]0;pwned\x07\x1b[31mRED"
+
+
+def test_a_students_name_reaches_the_terminal_escaped(tmp_path, fake_python, capsys):
+    # A folder name is the student's: export-lms names unmapped students on stderr, which must not carry
+    # the terminal's control sequences (clear screen, window title, colours), only their escapes.
+    subs = tmp_path / "subs"
+    _student(subs, ESCAPES, {"ex01": 1})
+    out = tmp_path / "graded"
+    assert bulk.grade_all(subs, out, workers=1, progress=False, python=fake_python).graded == [ESCAPES]
+    capsys.readouterr()
+    mapping = _map(tmp_path, "student,lms_id\nalice,1001\n")
+    args = ["--format", "canvas", "--out", str(tmp_path / "c.csv"), "--map", str(mapping)]
+    assert cli(["export-lms", str(out), *args]) == 0
+    err = capsys.readouterr().err
+    controls = [c for c in err if ord(c) < 32 and c not in "\n\t" or 0x7F <= ord(c) <= 0x9F]
+    assert not controls, f"export-lms printed the student's control characters {controls!r}: {err!r}"
+    assert "mallory\\x1b[2J" in err, f"the unmapped student should be named, escaped: {err!r}"

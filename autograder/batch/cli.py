@@ -20,7 +20,7 @@ from autograder.batch.gradebook import Gradebook
 from autograder.batch.outputs import isolation_summary, summary_table
 from autograder.batch.submissions import RESERVED_NAMES
 from autograder.core.manifest import BY_ID
-from autograder.core.safetext import clean_text, terminal_text
+from autograder.core.safetext import terminal_text
 from autograder.runtime.grader import refusal
 from autograder.runtime.sandbox import ladder
 
@@ -77,7 +77,7 @@ def dry_run_cli(args: argparse.Namespace) -> int:
             args.cluster,
         )
     except (OSError, ValueError, zipfile.BadZipFile) as exc:
-        print(f"grade-all: {clean_text(exc)}", file=sys.stderr)
+        print(f"grade-all: {terminal_text(exc)}", file=sys.stderr)
         return 2
     regrade.print_dry_run(diffs, graded, args.out)
     return 0

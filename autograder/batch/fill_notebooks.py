@@ -149,7 +149,7 @@ def main(argv: Sequence[str]) -> int:
 
         done, refused = fill(args.submissions, release, target)
     except (FillError, ValueError, FileNotFoundError, RuntimeError) as exc:
-        print(f"fill-notebooks: {terminal_text(clean_text(exc))}", file=sys.stderr)
+        print(f"fill-notebooks: {terminal_text(exc)}", file=sys.stderr)
         return 2
     for line in refused:
         print(f"fill-notebooks: refused {terminal_text(line)}", file=sys.stderr)

@@ -44,7 +44,7 @@ from pathlib import Path
 
 from autograder.batch.gradebook import Gradebook, Record
 from autograder.core.manifest import EXERCISES
-from autograder.core.safetext import clean_text, csv_cell
+from autograder.core.safetext import clean_text, csv_cell, terminal_text
 
 GRADEBOOK_NAME = "gradebook.sqlite"  # as in autograder.batch.bulk (not imported: bulk pulls in the grader's stack)
 FORMATS = ("canvas", "gradescope")
@@ -339,10 +339,10 @@ def main(argv: list[str]) -> int:
             args.out_dir, args.format, args.out, args.per_exercise, args.map, args.assignment, args.exercise_assignment
         )
     except ExportError as exc:
-        print(f"export-lms: {exc}", file=sys.stderr)
+        print(f"export-lms: {terminal_text(exc)}", file=sys.stderr)
         return 2
     except OSError as exc:
-        print(f"export-lms: {args.out} could not be written: {clean_text(exc)}", file=sys.stderr)
+        print(f"export-lms: {args.out} could not be written: {terminal_text(exc)}", file=sys.stderr)
         return 1
     if args.map is None:
         print(
@@ -350,22 +350,22 @@ def main(argv: list[str]) -> int:
             file=sys.stderr,
         )
     for student in report.unmapped:
-        print(f"export-lms: {clean_text(student)} is not in --map: exported with an empty ID", file=sys.stderr)
+        print(f"export-lms: {terminal_text(student)} is not in --map: exported with an empty ID", file=sys.stderr)
     for student in report.failed:
         print(
-            f"export-lms: the grader failed on {clean_text(student)}'s latest submission: exported with its 0 "
+            f"export-lms: the grader failed on {terminal_text(student)}'s latest submission: exported with its 0 "
             "points (see their feedback_instructor.md; grade it again before importing)",
             file=sys.stderr,
         )
     for column in report.without_id:
         print(
-            f"export-lms: column {clean_text(column)!r} has no Canvas assignment id: Canvas imports it into the "
+            f"export-lms: column {terminal_text(column)!r} has no Canvas assignment id: Canvas imports it into the "
             "assignment titled exactly so, or creates a new assignment when there is none (give the id: "
             '--assignment "TITLE (ID)", --exercise-assignment "exNN=TITLE (ID)")',
             file=sys.stderr,
         )
     for student in report.unused:
-        print(f"export-lms: --map row {clean_text(student)!r} matches no graded student", file=sys.stderr)
+        print(f"export-lms: --map row {terminal_text(student)!r} matches no graded student", file=sys.stderr)
     print(
         f"wrote {args.out} ({report.rows} students, {args.format}); "
         f"{len(report.unmapped)} without an LMS id, {len(report.unused)} map rows unused"

@@ -62,7 +62,7 @@ from autograder.batch.report_data import (
     status,
 )
 from autograder.core.manifest import BY_ID, ROOT
-from autograder.core.safetext import clean_text
+from autograder.core.safetext import clean_text, terminal_text
 
 __all__ = ["ReportError", "layouts", "load", "main", "render", "write_report"]
 
@@ -513,10 +513,10 @@ def main(argv: Sequence[str]) -> int:
     try:
         data = write_report(args.out_dir, args.html, args.rare, similarity_dir=args.similarity)
     except ReportError as exc:
-        print(f"report: {exc}", file=sys.stderr)
+        print(f"report: {terminal_text(exc)}", file=sys.stderr)
         return 2
     except OSError as exc:
-        print(f"report: {args.html} could not be written: {clean_text(exc)}", file=sys.stderr)
+        print(f"report: {args.html} could not be written: {terminal_text(exc)}", file=sys.stderr)
         return 1
     print(f"wrote {args.html} ({len(data.records)} students, exercises {', '.join(data.exercises)})")
     return 0

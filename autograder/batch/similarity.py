@@ -374,7 +374,7 @@ def main(argv: Sequence[str]) -> int:
             args.submissions, args.out, args.archive, args.threshold, args.exercises, max_pages=args.max_pages
         )
     except (SimilarityError, FileNotFoundError, ValueError) as exc:
-        print(f"similarity: {terminal_text(clean_text(exc))}", file=sys.stderr)
+        print(f"similarity: {terminal_text(exc)}", file=sys.stderr)
         return 2
     for line in summary["refused"]:
         print(f"similarity: refused {terminal_text(line)}", file=sys.stderr)
