@@ -70,8 +70,15 @@ def check(data: dict, attack: str) -> None:
     assert not sandbox_survivors(), f"{attack}: sandbox processes survived the grading"
 
 
-# deserve more than 0: graded in tests/test_sandbox_attacks.py; colluding_pairs needs a batch: tests/test_batch_seal.py
-OWN_TEST = {"one_function_loops", "loop_skips_hidden_start", "page_cache_relay", "colluding_pairs"}
+# deserve more than 0: graded in tests/test_sandbox_attacks.py; colluding_pairs and nested_public_state need the
+# batch's two phases: tests/test_batch_seal.py
+OWN_TEST = {
+    "one_function_loops",
+    "loop_skips_hidden_start",
+    "page_cache_relay",
+    "colluding_pairs",
+    "nested_public_state",
+}
 ATTACKS = sorted(p.name for p in ADVERSARIAL.iterdir() if p.is_dir() and p.name not in OWN_TEST)
 
 

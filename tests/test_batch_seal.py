@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
 import sys
 import tempfile
 import textwrap
@@ -90,6 +92,28 @@ def _comparable(data: dict) -> dict:
     return data
 
 
+def test_nested_results_do_not_blow_up_the_sealed_state(tmp_path):
+    # nested_public_state returns a list nested 960 deep (one 64 KiB record) from every function. Read or
+    # not depended on the stack of whatever parsed it (bwrap, standalone: read, and written into the sealed
+    # state indented, each element costing its depth in spaces: 1.29 GB for ex02's public cases; under
+    # pytest: a RecursionError). Records nested deeper than 64 are now refused unread, and the state is
+    # written compact: it stays small, and the hidden phase still grades.
+    folder = tmp_path / "sub"
+    shutil.copytree(ROOT / "autograder" / "fixtures" / "adversarial" / "nested_public_state", folder)
+    (folder / EX01.filename).write_bytes((ROOT / "solutions" / EX01.filename).read_bytes())
+    state = tmp_path / "state"
+    seal = grader.grade_public_phase(folder, state, exercises=["ex01", "ex02"])
+    size = (state / phases.STATE_NAME).stat().st_size
+    assert size < 2**20, f"public.json is {size / 2**20:.1f} MiB for one 64 KiB record per case"
+    report = phases.read(state, seal).reports["ex02"]
+    assert report is not None and not isinstance(report, str), report
+    assert report.refused and all("more than 64 deep" in why for why in report.refused.values()), report.refused
+    data = grader.grade_hidden_phase(state, tmp_path / "results.json", seal=seal, submission=folder)
+    scores = {ex: sum(t["score"] for t in data["tests"] if t["name"].split(" ", 1)[0] == ex) for ex in ("ex01", "ex02")}
+    assert scores["ex02"] == 0, f"nested zeros compute nothing: {scores}"
+    assert abs(scores["ex01"] - EX01.points) < 1e-9, f"the key beside it keeps its marks: {scores}"
+
+
 def test_two_phases_in_two_calls_grade_as_one(tmp_path):
     folder = tmp_path / "sub"
     folder.mkdir()
@@ -117,7 +141,7 @@ def test_a_state_that_is_not_what_was_sealed_is_never_graded(tmp_path, change):
     submission = folder
     if change == "state":  # e.g. a public output rewritten after the seal
         path = state / phases.STATE_NAME
-        path.write_text(path.read_text().replace('"output_public": "', '"output_public": "x'))
+        path.write_text(re.sub(r'"output_public": ?"', '"output_public":"x', path.read_text(), count=1))
     elif change == "file":  # the located file, swapped for another one
         (located,) = (state / phases.FILES_NAME).rglob(EX01.filename)
         located.write_text("def usd_per_gb(price, capacity):\n    return 0.0\n")

@@ -451,3 +451,16 @@ def test_malformed_notebook_scores_zero_with_a_clear_message(tmp_path):
     assert exercise_score(data, "ex02")[0] == 0
     assert "could not be read" in data["output"] and not autograder_failures(data)
     res.validate(data)
+
+
+def test_too_deep_counts_nesting_and_skips_strings():
+    # The result channel refuses records nested deeper than records.MAX_DEPTH before parsing them.
+    from autograder.runtime.sandbox.records import MAX_DEPTH, too_deep
+
+    def nested(depth: int) -> bytes:
+        return ("[" * depth + "0" + "]" * depth).encode()
+
+    assert not too_deep(nested(MAX_DEPTH)) and too_deep(nested(MAX_DEPTH + 1)), "the limit is inclusive"
+    assert not too_deep(json.dumps({"s": "[" * 500, "t": '\\"[[' * 100}).encode()), "brackets in strings count not"
+    assert not too_deep(json.dumps([[1.0, 2.0]] * 5000).encode()), "many shallow brackets are fine"
+    assert too_deep(json.dumps({"a": [{"b": nested(100).decode()}, json.loads(nested(70))]}).encode())

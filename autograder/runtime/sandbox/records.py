@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import re
 import signal
 import time
 from collections.abc import Callable
@@ -32,6 +33,29 @@ def describe_exit(returncode: int, cpu_used: float, limits: Limits) -> tuple[str
         f"the process exited with status {returncode} before finishing "
         "(sys.exit, os._exit or a fatal error in your code?)"
     )
+
+
+MAX_DEPTH = 64  # arrays, lists and dicts nested deeper than this in one record: no answer here is
+# (an encoded answer is a few levels deep); refused before parsing, so neither the recursion limit of whatever
+# stack reads a record nor the size of anything written from it (the sealed public state) depends on it
+_NESTING = re.compile(rb'"(?:[^"\\]|\\.)*"|[\[\]{}]')  # a JSON string (skipped) or a bracket
+
+
+def too_deep(payload: bytes | bytearray, limit: int = MAX_DEPTH) -> bool:
+    """Whether the JSON text `payload` nests arrays and objects more than `limit` deep (linear time; strings
+    are skipped, so brackets inside them do not count). Most records have fewer brackets than the limit."""
+    if payload.count(b"[") + payload.count(b"{") <= limit:
+        return False
+    depth = 0
+    for match in _NESTING.finditer(payload):
+        token = match.group()
+        if token in (b"[", b"{"):
+            depth += 1
+            if depth > limit:
+                return True
+        elif token in (b"]", b"}"):
+            depth -= 1
+    return False
 
 
 class RecordLines:
@@ -125,14 +149,18 @@ class Channel:
 
     def refuse_oversized(self, limit_bytes: int) -> None:
         """A record longer than `limit_bytes` was dropped unread: it counts as the waiting case's result."""
+        self.refuse_waiting(
+            f"its result record was larger than {limit_bytes // 2**10} KiB (no answer here is that large), "
+            "so it was not read"
+        )
+
+    def refuse_waiting(self, why: str) -> None:
+        """A record that was not read counts as the waiting case's result (refused, saying `why`)."""
         waiting = self.outstanding()
         if waiting is None:
             self.report.bad_records += 1
             return
-        self.report.refused[self.specs[waiting]["id"]] = (
-            f"its result record was larger than {limit_bytes // 2**10} KiB (no answer here is that large), "
-            "so it was not read"
-        )
+        self.report.refused[self.specs[waiting]["id"]] = why
         self.next_seq = waiting + 1
         self.send_next()
 
@@ -144,6 +172,11 @@ class Channel:
         expected = hmac.new(self.key, payload, hashlib.sha256).hexdigest().encode("ascii")
         if not hmac.compare_digest(mac, expected):
             self.report.bad_records += 1
+            return
+        if too_deep(payload):
+            self.refuse_waiting(
+                f"its result record nested lists or dicts more than {MAX_DEPTH} deep (no answer here does), so it was not read"
+            )
             return
         try:
             data = json.loads(payload)
