@@ -506,3 +506,41 @@ def _no_landlock_container(out: str) -> None:
 
 if __name__ == "__main__" and sys.argv[1:2] == ["--no-landlock-container"]:
     _no_landlock_container(sys.argv[2])
+
+
+def test_a_childs_processes_share_one_cpu_group_out_of_the_root():
+    """The kernel's autogroups give every session an equal CPU share, but only in the root CPU group: a child
+    whose spinners each call setsid() starved a neighbour graded beside it (0/6 at its time limit, 6/6 alone).
+    Each exercise's group therefore has a CPU part (v1's cpu hierarchy, v2's cpu controller), which the jail
+    joins with the rest (`Group.procs`); a process there stays there after setsid()."""
+    from autograder.runtime.sandbox import cgroup
+
+    groups, why = cgroup.probe()
+    if groups is None:
+        pytest.skip(f"no cgroup here: {why}")
+    group = groups.make(2**30, 8)
+    try:
+        ready_r, ready_w = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # as the jail does: join every part of the group, then start a session of its own
+            for procs in group.procs:
+                with open(procs, "w") as handle:
+                    handle.write(str(os.getpid()))
+            os.setsid()
+            os.write(ready_w, b"x")
+            time.sleep(30)
+            os._exit(0)
+        os.read(ready_r, 1)
+        lines = Path(f"/proc/{pid}/cgroup").read_text().splitlines()
+        name = group.folders[0].name
+        if groups.version == 2:
+            controllers = (groups.memory_root / name / "cgroup.controllers").read_text().split()
+            assert "cpu" in controllers, f"the group has no cpu controller: {controllers}"
+            assert any(line.startswith("0::") and line.endswith(f"/{cgroup.PARENT}/{name}") for line in lines), lines
+        else:
+            assert groups.cpu_root is not None, "cgroup v1 with a cpu hierarchy mounted: the group must use it"
+            cpu = [line for line in lines if "cpu" in line.split(":")[1].split(",")]
+            assert cpu and all(line.endswith(f"/{cgroup.PARENT}/{name}") for line in cpu), lines
+    finally:
+        group.remove()
+        os.waitpid(pid, 0)

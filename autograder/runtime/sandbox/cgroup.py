@@ -3,7 +3,9 @@
 A child's jail joins the group before it starts anything (`jail.enter`), so everything the student's
 code forks is inside it and `memory.max` (cgroup v2) or `memory.limit_in_bytes` (v1, this machine's
 hybrid layout) caps them together, swap included where the kernel counts it; `pids.max` caps their
-number. Where no group can be made (a container's read-only /sys/fs/cgroup, a grader that is not root),
+number. The child's processes also share one CPU group (v1's cpu hierarchy, v2's cpu controller): out of the
+root group the kernel's autogroups do not apply, so a child cannot multiply its CPU share by starting sessions
+(`setsid`: one autogroup, one equal share each) and starve a child graded beside it. Where no group can be made (a container's read-only /sys/fs/cgroup, a grader that is not root),
 `Groups.make` returns None and the cap is the launcher's watchdog (`jail.supervise`: the summed PSS of
 the child's processes, checked every `jail.WATCH_S`), with RLIMIT_AS per process and oom_score_adj 1000
 so that an out-of-memory kill picks the student's processes first; the ladder's note says which.
@@ -35,6 +37,7 @@ class Groups:
     version: int
     memory_root: Path  # the PARENT folder in the memory (v1) or unified (v2) hierarchy
     pids_root: Path | None  # v1's pids hierarchy, when mounted
+    cpu_root: Path | None = None  # v1's cpu hierarchy, when mounted (v2: the cpu controller of the group itself)
 
     def describe(self) -> str:
         return f"cgroup v{self.version} ({self.memory_root})"
@@ -58,6 +61,11 @@ class Groups:
                     folders.append(pids)
                     _write(pids / "pids.max", max_processes)
                     procs.append(pids / "cgroup.procs")
+                if self.cpu_root is not None:
+                    cpu = self.cpu_root / name
+                    cpu.mkdir(mode=0o755)
+                    folders.append(cpu)
+                    procs.append(cpu / "cgroup.procs")
         except OSError:
             Group(folders, [], self.version).remove()
             raise
@@ -68,7 +76,7 @@ class Groups:
         a grader that was killed left its groups (empty; swept once an hour old), so names are tried on."""
         for _ in range(NAME_TRIES):
             name = f"{os.getpid()}-{next(_COUNTER)}"
-            if self.pids_root is not None and (self.pids_root / name).exists():
+            if any(root is not None and (root / name).exists() for root in (self.pids_root, self.cpu_root)):
                 continue
             memory = self.memory_root / name
             try:
@@ -162,31 +170,41 @@ def probe() -> tuple[Groups | None, str]:
     if os.geteuid() != 0:
         return None, "the grader is not root"
     mounts = _mounts()
-    candidates: list[tuple[int, Path, Path | None]] = []
+    candidates: list[tuple[int, Path, Path | None, Path | None]] = []
     v1_memory = next((Path(p) for p, t, o in mounts if t == "cgroup" and "memory" in o.split(",")), None)
     v1_pids = next((Path(p) for p, t, o in mounts if t == "cgroup" and "pids" in o.split(",")), None)
+    v1_cpu = next((Path(p) for p, t, o in mounts if t == "cgroup" and "cpu" in o.split(",")), None)
     for point, fstype, _ in mounts:
         if fstype == "cgroup2":
             controllers = _read(Path(point) / "cgroup.controllers").split()
             if "memory" in controllers:
-                candidates.append((2, Path(point), None))
+                candidates.append((2, Path(point), None, None))
     if v1_memory is not None:
-        candidates.append((1, v1_memory, v1_pids))
+        candidates.append((1, v1_memory, v1_pids, v1_cpu))
     if not candidates:
         return None, "no cgroup hierarchy with a memory controller is mounted"
     failures = []
-    for version, root, pids_root in candidates:
+    for version, root, pids_root, cpu_root in candidates:
         try:
             parent = root / PARENT
             parent.mkdir(mode=0o755, exist_ok=True)
             if version == 2:
                 _enable(root, ("memory", "pids"))
                 _enable(parent, ("memory", "pids"))
+                try:  # the CPU group is a fairness layer, not a cap: without it the memory cap still holds
+                    _enable(root, ("cpu",))
+                    _enable(parent, ("cpu",))
+                except OSError:
+                    pass
             pids_parent = None
             if pids_root is not None:
                 pids_parent = pids_root / PARENT
                 pids_parent.mkdir(mode=0o755, exist_ok=True)
-            groups = Groups(version, parent, pids_parent)
+            cpu_parent = None
+            if cpu_root is not None:
+                cpu_parent = cpu_root / PARENT
+                cpu_parent.mkdir(mode=0o755, exist_ok=True)
+            groups = Groups(version, parent, pids_parent, cpu_parent)
             _sweep(groups)
             groups.make(2**30, 8).remove()
             return groups, ""
@@ -227,7 +245,7 @@ def _sweep(groups: Groups) -> None:
     """Remove the empty groups of graders that no longer run (rmdir refuses a group with a process in it;
     an hour's age keeps a grader in another PID namespace from losing a group it has just made)."""
     now = time.time()
-    for root in (groups.memory_root, groups.pids_root):
+    for root in (groups.memory_root, groups.pids_root, groups.cpu_root):
         if root is None:
             continue
         for entry in root.iterdir():
