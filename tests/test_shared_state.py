@@ -209,7 +209,7 @@ def test_a_cgroup_left_by_a_killed_grader_with_this_pid_does_not_stop_grading(mo
     start = 10**6 + os.getpid()  # far from the counter's own values
     monkeypatch.setattr(cgroup, "_COUNTER", itertools.count(start))
     name = f"{os.getpid()}-{start}"
-    stale = [root / name for root in (groups.memory_root, groups.pids_root) if root is not None]
+    stale = [root / name for root in (groups.memory_root, groups.pids_root, groups.cpu_root) if root is not None]
     for folder in stale:
         folder.mkdir()
     try:
