@@ -115,6 +115,7 @@ RUNG_ATTACKS = (
     "dask_scheduler",
     "deep_tree",
     "exit_at_import",
+    "fill_disk",
     "fork_bomb",
     "keyring",
     "leave_files",
@@ -206,6 +207,8 @@ def attack_checks(data: dict, attack: str, rung) -> None:  # type: ignore[no-unt
         assert "a2-planted" not in (ROOT / "autograder" / "expected" / f"{ATTACKED}.json").read_text(), (
             "the stored expected values were changed"
         )
+    if attack == "fill_disk":
+        check_fill_disk(data)
     if attack == "dask_scheduler":
         everything = json.dumps(data)
         assert "DASK-REACHED" not in everything and "DASK-RAN-ON-SCHEDULER" not in everything, (
@@ -221,6 +224,25 @@ def attack_checks(data: dict, attack: str, rung) -> None:  # type: ignore[no-unt
         assert "time limit" in data["output"] or "CPU-time limit" in data["output"], data["output"]
     if attack == "stdout_flood":
         assert "output limit" in data["output"], data["output"]
+
+
+def check_fill_disk(data: dict) -> None:
+    """fill_disk wrote at most its own tmpfs's size into any folder on bubblewrap, and nothing at all on the
+    other rungs, whose folders lie on the machine's disk (the rung is read from the staff entry); no a2-fill-*
+    file is left in the machine's shared temporary folders."""
+    environment = " ".join(t["output"] for t in data["tests"] if t["name"] == "grading environment (staff only)")
+    on_bwrap = "rung: bwrap" in environment
+    filled = [line.split() for line in data["output"].splitlines() if line.startswith("FILLED ")]
+    assert len(filled) >= 4, f"fill_disk should have tried its folders and the shared ones: {data['output'][-1500:]}"
+    for _, folder, written, *why in filled:
+        limit = isolation.TMPFS_BYTES if on_bwrap else 0
+        assert int(written) <= limit, (
+            f"fill_disk wrote {int(written) / 2**20:.0f} MiB into {folder}, where at most {limit / 2**20:.0f} MiB "
+            f"may go ({'its own tmpfs' if on_bwrap else 'a grading child on the host writes nothing'}): {' '.join(why)}"
+        )
+    for folder in ("/tmp", "/var/tmp", "/dev/shm"):
+        left = sorted(p.name for p in Path(folder).glob("a2-fill-*"))
+        assert not left, f"fill_disk left {len(left)} files in {folder}: {left[:5]}"
 
 
 @pytest.mark.slow

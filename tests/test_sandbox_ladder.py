@@ -7,6 +7,7 @@ Landlock rung; a machine without bubblewrap: the packaged bwrap).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -538,9 +539,49 @@ def test_a_childs_processes_share_one_cpu_group_out_of_the_root():
             assert "cpu" in controllers, f"the group has no cpu controller: {controllers}"
             assert any(line.startswith("0::") and line.endswith(f"/{cgroup.PARENT}/{name}") for line in lines), lines
         else:
-            assert groups.cpu_root is not None, "cgroup v1 with a cpu hierarchy mounted: the group must use it"
+            assert groups.cpu_root is not None and groups.cpu, (
+                "cgroup v1 with a cpu hierarchy mounted: the group must use it"
+            )
             cpu = [line for line in lines if "cpu" in line.split(":")[1].split(",")]
             assert cpu and all(line.endswith(f"/{cgroup.PARENT}/{name}") for line in cpu), lines
     finally:
         group.remove()
         os.waitpid(pid, 0)
+
+
+@pytest.mark.parametrize("rung", ON_IN_PROCESS.params())
+def test_without_a_cpu_group_exercises_of_two_gradings_take_turns(rung, tmp_path, monkeypatch):
+    """Where no cgroup keeps two children apart (a container's read-only /sys/fs/cgroup), what the watchdog does
+    not see (socket buffers, a session per spinner) would take from a neighbour: two exercises started at the
+    same moment in two threads run one after the other (`turns`), each child's own import-to-end span inside
+    its turn; with a cgroup that has a CPU part they may run side by side."""
+    from autograder.runtime.sandbox import turns
+
+    real_probe = ladder.cgroup.probe
+    _use_memory_cap(rung, "watchdog", monkeypatch)
+    assert not turns.side_by_side(ladder.current())
+    assert any("take turns" in note for note in ladder.current().notes), ladder.current().notes
+    probe = tmp_path / EX01.filename
+    probe.write_text(
+        "import time\nprint('SPAN', time.monotonic(), flush=True)\ntime.sleep(1.5)\nprint('SPAN', time.monotonic())\n"
+    )
+    reports: list = []
+    start = threading.Barrier(2)
+
+    def grade() -> None:
+        start.wait()
+        reports.append(runner.run_exercise(probe, EX01.module, [], 0, grader.limits_for(EX01)))
+
+    threads = [threading.Thread(target=grade) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    spans = sorted(tuple(float(x) for x in re.findall(r"^SPAN (\S+)$", report.output_all, re.M)) for report in reports)
+    assert [len(s) for s in spans] == [2, 2], [r.output_all[-800:] for r in reports]
+    assert spans[0][1] < spans[1][0], (
+        f"on {rung} without a cgroup the two exercises ran at the same time (spans {spans}): they must take turns"
+    )
+    groups, _ = real_probe()
+    if groups is not None:
+        assert turns.side_by_side(dataclasses.replace(ladder.current(), groups=groups)) == groups.cpu

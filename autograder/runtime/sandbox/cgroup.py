@@ -37,10 +37,14 @@ class Groups:
     version: int
     memory_root: Path  # the PARENT folder in the memory (v1) or unified (v2) hierarchy
     pids_root: Path | None  # v1's pids hierarchy, when mounted
-    cpu_root: Path | None = None  # v1's cpu hierarchy, when mounted (v2: the cpu controller of the group itself)
+    cpu_root: Path | None = (
+        None  # v1's cpu hierarchy, when mounted and usable (v2: the cpu controller of the group itself)
+    )
+    cpu: bool = False  # each group has a CPU part (v1: cpu_root; v2: the cpu controller enabled under PARENT)
 
     def describe(self) -> str:
-        return f"cgroup v{self.version} ({self.memory_root})"
+        cpu = "memory, processes and CPU" if self.cpu else "memory and processes; no CPU group"
+        return f"cgroup v{self.version} ({self.memory_root}: {cpu})"
 
     def make(self, memory_bytes: int, max_processes: int) -> Group:
         name, memory = self._new_memory_group()
@@ -200,17 +204,32 @@ def probe() -> tuple[Groups | None, str]:
             if pids_root is not None:
                 pids_parent = pids_root / PARENT
                 pids_parent.mkdir(mode=0o755, exist_ok=True)
-            cpu_parent = None
-            if cpu_root is not None:
-                cpu_parent = cpu_root / PARENT
-                cpu_parent.mkdir(mode=0o755, exist_ok=True)
-            groups = Groups(version, parent, pids_parent, cpu_parent)
+            groups = _with_cpu(version, parent, pids_parent, cpu_root)
             _sweep(groups)
             groups.make(2**30, 8).remove()
             return groups, ""
         except OSError as exc:
             failures.append(f"cgroup v{version} at {root}: {exc.strerror or exc}")
     return None, "; ".join(failures)
+
+
+def _with_cpu(version: int, parent: Path, pids_parent: Path | None, cpu_root: Path | None) -> Groups:
+    """The groups, with a CPU part where one can be made (best-effort, as for v2's controller above: a v1 cpu
+    hierarchy that refuses a folder leaves the memory cap; `autograder.runtime.sandbox.turns` then has the
+    children take turns)."""
+    if version == 2:
+        return Groups(2, parent, pids_parent, None, "cpu" in _read(parent / "cgroup.subtree_control").split())
+    if cpu_root is not None:
+        try:
+            cpu_parent = cpu_root / PARENT
+            cpu_parent.mkdir(mode=0o755, exist_ok=True)
+            trial = cpu_parent / f"{os.getpid()}-probe-{next(_COUNTER)}"
+            trial.mkdir(mode=0o755)
+            trial.rmdir()
+            return Groups(1, parent, pids_parent, cpu_parent, True)
+        except OSError:
+            pass
+    return Groups(1, parent, pids_parent, None, False)
 
 
 def _enable(folder: Path, controllers: tuple[str, ...]) -> None:

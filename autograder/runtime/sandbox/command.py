@@ -27,7 +27,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autograder.runtime.sandbox import ladder
+from autograder.runtime.sandbox import ladder, turns
 from autograder.runtime.sandbox.launch import Launch
 from autograder.runtime.sandbox.limits import Limits
 
@@ -65,8 +65,8 @@ def run_command(
     limits = Limits(
         timeout_s=timeout_s, cpu_s=timeout_s, memory_mib=memory_mib, output_bytes=output_bytes, max_processes=256
     )
-    start = time.monotonic()
-    with Launch(rung, limits, files, tools, sockets, work_dirs) as launch:
+    with turns.turn(rung), Launch(rung, limits, files, tools, sockets, work_dirs) as launch:
+        start = time.monotonic()  # its time limit starts once it is its turn (`turns`)
         values = {"python": sys.executable, "code": launch.code, "work": launch.cwd}
         filled = [a.format(**values) for a in argv]
         extra = {k: v.format(**values) for k, v in (env or {}).items()}

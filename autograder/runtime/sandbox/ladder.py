@@ -199,7 +199,8 @@ def describe(rung: Rung, groups_why: str = "") -> list[str]:
     elif rung.name in ("landlock", "same-uid"):
         notes.append(f"rung: {rung.name} (Landlock ABI {rung.landlock_abi} + seccomp)")
         notes.append(
-            "files: Landlock allow-list: the interpreter, the student's packages, hetero and the exercise file, read-only; the work folder read-write"
+            "files: Landlock allow-list: the interpreter, the student's packages, hetero and the exercise file, "
+            "read-only; no file can be created or changed (a tool's command: its work folder read-write)"
         )
         notes.append("network: sockets refused by seccomp (a connected AF_UNIX pair only)")
         notes.append(
@@ -233,6 +234,12 @@ def describe(rung: Rung, groups_why: str = "") -> list[str]:
         if rung.groups is not None
         else "memory: the anonymous and shared memory of the child's processes summed every 10 ms, RLIMIT_AS per "
         f"process (no cgroup: {groups_why})"
+    )
+    notes.append(
+        "neighbours: other gradings' exercises run side by side, each in its own memory and CPU group"
+        if rung.groups is not None and rung.groups.cpu
+        else "neighbours: other gradings' exercises on this machine take turns, one at a time (no cgroup with a "
+        "CPU part to keep them apart)"
     )
     if rung.name != "bwrap":
         notes.append(

@@ -9,8 +9,10 @@ student's files (`command.run_command`: `otter run`, a lecture driver).
         launch.end(proc)                           # everything it started killed and reaped
 
 The child sees its files in `code` (read-only: the given files, child.py, jail.py, site/ of links to the
-packages it may import) and works in `cwd` (its own, writable; a tmpfs inside bwrap, `work` on the host
-otherwise). What each stage of jail.py does with the setup is in jail.py's docstring.
+packages it may import) and works in `cwd`: inside bwrap its own size-capped tmpfs; on the host `work`, which
+only a tool's command (`work_dirs`) may write in: on the host a folder lies on the machine's disk, whose total
+no rung caps, so a grading child there creates no file anywhere (Landlock grants no write; seccomp-uid refuses
+every write). What each stage of jail.py does with the setup is in jail.py's docstring.
 """
 
 from __future__ import annotations
@@ -198,8 +200,11 @@ class Launch:
         try:
             if self.rung.landlock_abi:
                 allow = allowlist.compute(self.tools)
+                # a grading child writes nothing (as on seccomp-uid): its folder is on the machine's disk, where
+                # no cap holds the total; a tool's command writes its work folder (`work_dirs`)
+                writable = [str(self.work)] if self.work_dirs is not None else []
                 ruleset = ladder.rules_for(
-                    [*allow.read, str(self.ro)], [str(self.work)], self.rung.landlock_abi, allow.listed
+                    [*allow.read, str(self.ro), str(self.work)], writable, self.rung.landlock_abi, allow.listed
                 )
                 os.set_inheritable(ruleset.fileno(), True)
                 passed.append(ruleset.fileno())

@@ -37,6 +37,8 @@ and what each rung leaves open, with numbers, are in docs/DESIGN.md ("Isolation"
 - environment: `launch.child_env`, nothing else of the grader's.
 - page cache: emptied of what a child can read between a hidden phase and a later public phase
   (`pagecache`).
+- neighbours: exercises of other gradings run beside this one only inside cgroups with a CPU part; elsewhere
+  they take turns, one at a time on the machine (`turns`).
 
 Threat model (what the result channel does and does not guarantee)
 The student's code runs inside the child, in the same process as the harness (`autograder.runtime.sandbox.child`),
@@ -63,7 +65,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from autograder.runtime.sandbox import ladder, pagecache
+from autograder.runtime.sandbox import ladder, pagecache, turns
 from autograder.runtime.sandbox.limits import ChildReport, Limits
 from autograder.runtime.sandbox.process import Child, Output
 
@@ -83,16 +85,17 @@ def run_exercise(
     was not given."""
     report = ChildReport()
     rung = ladder.current()
-    if hidden_from > 0:
-        pagecache.reset_if_marked()  # public cases: nothing an earlier hidden phase left in the cache
-    hidden = hidden_from < len(specs)
-    if hidden:
-        pagecache.mark()  # hidden inputs may reach the cache from now on
-    try:
-        return _run(student_file, module_name, specs, hidden_from, limits, skip_funcs, report, rung)
-    finally:
-        if hidden:  # again once it ended: another grading's reset while this child ran does not clear it
-            pagecache.mark()
+    with turns.turn(rung):  # the time limits start once it is this exercise's turn
+        if hidden_from > 0:
+            pagecache.reset_if_marked()  # public cases: nothing an earlier hidden phase left in the cache
+        hidden = hidden_from < len(specs)
+        if hidden:
+            pagecache.mark()  # hidden inputs may reach the cache from now on
+        try:
+            return _run(student_file, module_name, specs, hidden_from, limits, skip_funcs, report, rung)
+        finally:
+            if hidden:  # again once it ended: another grading's reset while this child ran does not clear it
+                pagecache.mark()
 
 
 def _run(
