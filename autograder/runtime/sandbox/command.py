@@ -6,7 +6,8 @@ The command runs on this machine's rung (`ladder.current`: the same layers and t
 grader's children), in a `Launch`: as a sandbox uid where the grader is root, reading only the allow-list
 plus the tool's own distributions, writing only its work folder (on disk, so that its output files can be
 collected afterwards: `collect`), with its processes ended when it ends (or at `timeout_s`), its memory
-capped (`memory_mib` for all of them) and nothing of the grader's environment but what `env` gives.
+capped (`memory_mib` for all of them), stopped before that disk has less than `Limits.disk_floor_bytes` free,
+one command at a time on the machine (`turns`), and nothing of the grader's environment but what `env` gives.
 Unlike the grader's children it gets no result channel: what the tool prints and the files it writes
 are all it returns, and they are the student's to shape: a route whose checks run beside the student's
 code (Otter's, nbgrader's) is only as sound as that (docs/instructors_nbgrader_otter.md).
@@ -37,7 +38,7 @@ READ_CHUNK_BYTES = 1 << 16
 @dataclass
 class CommandRun:
     returncode: int | None  # the command's exit status (negative: the signal that ended it); None if stopped
-    ended: str  # finished | timeout | memory | output | refused
+    ended: str  # finished | timeout | memory | disk | output | refused
     output: str  # what it printed (stdout and stderr), at most `kept_bytes`
     wall_s: float
     notes: list[str] = field(default_factory=list)  # the rung and layers it ran under
@@ -57,15 +58,21 @@ def run_command(
     work_dirs: tuple[str, ...] = (),
     output_bytes: int = 16 * 2**20,
     kept_bytes: int = 256 * 2**10,
+    disk_floor_bytes: int = Limits.disk_floor_bytes,
 ) -> CommandRun:
     """Run `argv` on `files` in the sandbox (module docstring); raises ladder.Refused (before anything runs)
     where no isolation works and --unsafe-no-sandbox was not given, or where `sockets` asks for what this
     machine's rung cannot confine ("loopback" needs bubblewrap's network namespace)."""
     rung = ladder.current()
     limits = Limits(
-        timeout_s=timeout_s, cpu_s=timeout_s, memory_mib=memory_mib, output_bytes=output_bytes, max_processes=256
+        timeout_s=timeout_s,
+        cpu_s=timeout_s,
+        memory_mib=memory_mib,
+        output_bytes=output_bytes,
+        max_processes=256,
+        disk_floor_bytes=disk_floor_bytes,
     )
-    with turns.turn(rung), Launch(rung, limits, files, tools, sockets, work_dirs) as launch:
+    with turns.turn(rung, writes_disk=True), Launch(rung, limits, files, tools, sockets, work_dirs) as launch:
         start = time.monotonic()  # its time limit starts once it is its turn (`turns`)
         values = {"python": sys.executable, "code": launch.code, "work": launch.cwd}
         filled = [a.format(**values) for a in argv]
@@ -108,6 +115,8 @@ def run_command(
             launch.end(proc)
         if ended == "finished" and launch.memory_stopped():
             ended = "memory"
+        if ended == "finished" and launch.disk_stopped():
+            ended = "disk"
         collected = launch.collect(collect) if collect is not None else []
         text = output.decode("utf-8", errors="replace")
         if total > len(output):

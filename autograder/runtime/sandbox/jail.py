@@ -17,7 +17,9 @@ Stages, in one process until the harness forks:
 2. supervise: fork the harness, write the `SETUP {json}` line on the result fd once its exec succeeded
    (the grader sends the child nothing before it, so no student code runs before it and none can forge
    it), then until the harness exits: reap and, where no cgroup caps the exercise, every WATCH_S sum the
-   memory of every descendant (`memory_bytes`); past the exercise's cap, kill them all. Then kill every descendant that is left, reap them, write
+   memory of every descendant (`memory_bytes`); past the exercise's cap, kill them all; for a tool's command,
+   whose work folder lies on the machine's disk, likewise when that disk's free space falls below
+   `disk_floor_bytes` (the room the grader keeps for its own results). Then kill every descendant that is left, reap them, write
    the harness's raw wait status (4 bytes) and why it was ended (1 byte: `ENDED`) on the status fd, and
    exit. SIGTERM (from the grader, at a limit) ends it the same way. Inside bubblewrap the kernel also
    kills whatever is left in the PID namespace when this init exits.
@@ -50,8 +52,8 @@ PR_SET_CHILD_SUBREAPER = 36
 SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
 LANDLOCK_RESTRICT_SELF = 446  # the same number on every architecture (asm-generic)
 
-WATCH_S = 0.01  # how often the memory of the child's processes is summed
-ENDED = {"finished": 0, "memory": 1, "terminated": 2}  # the byte after the wait status
+WATCH_S = 0.01  # how often the memory of the child's processes is summed (and its disk's free space read)
+ENDED = {"finished": 0, "memory": 1, "terminated": 2, "disk": 3}  # the byte after the wait status
 
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc.syscall.restype = ctypes.c_long
@@ -303,6 +305,15 @@ def memory_bytes(pids: list[int]) -> int:
     return total
 
 
+def free_bytes(path: str) -> int:
+    """The space an unprivileged user may still take on the file system of `path` (0 when it cannot be read)."""
+    try:
+        info = os.statvfs(path)
+    except OSError:
+        return 0
+    return info.f_bavail * info.f_frsize
+
+
 def kill_descendants() -> None:
     """SIGKILL every descendant and reap them, until this process has no child left: a process killed while
     forking leaves an orphan, which comes back here (a subreaper, or PID 1) and is caught next round."""
@@ -332,6 +343,7 @@ def supervise(setup: dict, notes: list[str]) -> None:
     for fd in (0, 1, 2):  # the pipes stay with the harness only
         os.close(fd)
     cap = setup.get("memory_bytes")
+    floor = setup.get("disk_floor_bytes")  # a tool's command: the free space its work folder's disk keeps
     status, ended = None, "finished"
     next_watch = time.monotonic()
     while status is None:
@@ -350,10 +362,13 @@ def supervise(setup: dict, notes: list[str]) -> None:
         if status is not None:
             break
         now = time.monotonic()
-        if cap and now >= next_watch:
+        if (cap or floor is not None) and now >= next_watch:
             next_watch = now + WATCH_S
-            if memory_bytes(descendants(os.getpid())) > cap:
+            if cap and memory_bytes(descendants(os.getpid())) > cap:
                 ended = "memory"
+                break
+            if floor is not None and free_bytes(setup["harness"]["cwd"]) < floor:
+                ended = "disk"
                 break
         time.sleep(WATCH_S)
     left = [pid for pid in descendants(os.getpid()) if pid != harness]  # what the student's code started

@@ -247,6 +247,9 @@ class Launch:
             "cgroup": [str(p) for p in self.group.procs] if self.group is not None else [],
             # the launcher's watchdog, where no cgroup caps the exercise's processes together
             "memory_bytes": self.limits.memory_mib * 2**20 if self.group is None else None,
+            # a tool's command writes its work folder on the machine's disk, which no rung caps (`turns`: one
+            # such command at a time): it is stopped before it leaves the grader less than this free there
+            "disk_floor_bytes": self.limits.disk_floor_bytes if self.work_dirs is not None else None,
             "harness": {
                 "uid": user.uid if user else None,
                 "gid": user.gid if user else None,
@@ -330,7 +333,7 @@ class Launch:
         if proc.returncode is None:
             try:
                 _, status, usage = os.wait4(proc.pid, 0)
-                proc.returncode = os.waitstatus_to_exitcode(status)
+                proc.returncode = os.waitstatus_to_exitcode(self.harness_status(status))
                 cpu += usage.ru_utime + usage.ru_stime
             except ChildProcessError:
                 proc.returncode = -signal.SIGKILL
@@ -341,6 +344,10 @@ class Launch:
                 pass
         killed = users.kill_uid(self.user.uid) if self.user is not None else 0
         return self.left_running + killed, cpu
+
+    def disk_stopped(self) -> bool:
+        """Whether the launcher stopped a tool's command for the free space of its work folder's disk."""
+        return self.ended_by_jail == 3  # jail.ENDED["disk"]
 
     def memory_stopped(self) -> bool:
         """Whether the exercise's memory cap ended it: the watchdog said so, or the cgroup killed for memory."""

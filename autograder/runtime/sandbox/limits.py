@@ -27,6 +27,9 @@ class Limits:
     # (and keep) millions of JSON values.
     record_bytes: int = 64 * 2**10
     junk_lines: int = 1000  # lines on the result channel that are not valid records, then it is stopped
+    # A tool's command (its work folder on the machine's disk): stopped when that disk has less than this free,
+    # so that a student's notebook cannot take the room the grader needs for everyone's results.
+    disk_floor_bytes: int = 512 * 2**20
 
 
 @dataclass

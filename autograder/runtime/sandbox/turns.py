@@ -8,12 +8,18 @@ process or summed by the launcher's watchdog, which sees neither socket buffers 
 queued 3 GiB in socket pairs, or forked 62 spinners that each called setsid() (one scheduler autogroup, one
 equal share, each), took from the child graded beside it (docs/DESIGN.md, "What each rung leaves open").
 
-So where the rung has no cgroup with a CPU part, every grading's children take turns: `turn(rung)` holds an
-exclusive flock on `turn.lock` in the machine's grader state folder (`users.UID_LOCK_DIR` as root, shared by
-every grader of the machine and by containers that mount one A2_UID_LOCK_DIR; as another user a folder of
-that user's own) for the whole of one exercise or one tool command, from before its time limit starts until
-its processes are killed and its folder removed. What a child then does to the machine's CPU and memory costs
-its own exercise only. The kernel releases the lock when its holder dies.
+A tool's command on a student's files (`command.run_command`: `otter run`, the nbgrader route, a lecture
+driver) writes its work folder on the machine's disk, whose total no rung caps: its launcher stops it before the
+disk's free space falls below `Limits.disk_floor_bytes`, which holds only while no other command writes there, so
+commands always take turns.
+
+So tool commands, and where the rung has no cgroup with a CPU part every grading's children, take turns:
+`turn(rung, writes_disk)` holds an exclusive flock on `turn.lock` in the machine's grader state folder
+(`users.UID_LOCK_DIR` as root, shared by every grader of the machine and by containers that mount one
+A2_UID_LOCK_DIR; as another user a folder of that user's own) for the whole of one exercise or one tool
+command, from before its time limit starts until its processes are killed and its folder removed. What a
+child then does to the machine's CPU, memory and disk costs its own exercise only. The kernel releases the
+lock when its holder dies.
 """
 
 from __future__ import annotations
@@ -43,10 +49,10 @@ def folder() -> Path:
 
 
 @contextmanager
-def turn(rung: ladder.Rung) -> Iterator[None]:
-    """Hold the machine's turn while the body runs, unless `rung` keeps children apart (module docstring).
-    users.SandboxError when the lock folder is not the grader's own."""
-    if side_by_side(rung):
+def turn(rung: ladder.Rung, writes_disk: bool = False) -> Iterator[None]:
+    """Hold the machine's turn while the body runs, unless `rung` keeps children apart and the child writes no
+    disk (module docstring). users.SandboxError when the lock folder is not the grader's own."""
+    if side_by_side(rung) and not writes_disk:
         yield
         return
     try:
