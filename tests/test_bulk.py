@@ -636,3 +636,44 @@ def test_folders_stay_distinct_whatever_names_are_chosen(tmp_path):
         keys = submissions._name_keys(sub.out_folder)
         assert not keys & taken, f"expected {sub.student}'s folder {sub.out_folder!r} to collide with nothing else"
         taken |= keys
+
+
+def test_where_exercises_take_turns_each_grader_takes_one_before_its_time_limit(tmp_path, monkeypatch):
+    """Without a cgroup that keeps children apart, exercises take turns (autograder/runtime/sandbox/turns.py).
+    In a batch the whole grader process takes the turn, and its time limit starts once it has it: two graders
+    of 2 s each, started together with a 4 s limit, run one after the other and both finish (had the wait
+    counted, the second would have been stopped after 4 s), each told that it holds the turn."""
+    import dataclasses
+    import re
+    import threading
+
+    from autograder.batch import processes
+    from autograder.runtime.sandbox import ladder, turns
+
+    rung = dataclasses.replace(ladder.current(), groups=None)
+    monkeypatch.setattr(ladder, "current", lambda: rung)
+    assert not turns.side_by_side(rung)
+    script = (
+        "import os, time; t0 = time.monotonic(); time.sleep(2.0); "
+        f"print('SPAN', t0, time.monotonic(), os.environ.get('{turns.HELD_ENV}'))"
+    )
+    ended: dict[int, processes.Ended] = {}
+    barrier = threading.Barrier(2)
+
+    def grade(i: int) -> None:
+        barrier.wait()
+        ended[i] = processes.run_grader([sys.executable, "-c", script], tmp_path, tmp_path / f"log{i}", timeout_s=4.0)
+
+    threads = [threading.Thread(target=grade, args=(i,)) for i in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert all(e.finished for e in ended.values()), f"a grader was stopped at its 4 s limit: {ended}"
+    spans = sorted(
+        (float(a), float(b), held)
+        for i in range(2)
+        for a, b, held in re.findall(r"^SPAN (\S+) (\S+) (\S+)$", (tmp_path / f"log{i}").read_text(), re.M)
+    )
+    assert len(spans) == 2 and spans[0][1] <= spans[1][0], f"the two graders ran at the same time: {spans}"
+    assert all(held == "1" for *_, held in spans), f"each grader must be told it holds the turn: {spans}"

@@ -15,6 +15,7 @@ sealed two-phase order is the batch's (`autograder.batch.bulk`).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import fcntl
 import os
@@ -34,7 +35,7 @@ from autograder.core.manifest import ROOT
 from autograder.core.safetext import clean_data
 from autograder.gradescope.fallback import failure_results, readable_results
 from autograder.runtime import phases
-from autograder.runtime.sandbox import ladder
+from autograder.runtime.sandbox import ladder, turns
 from autograder.runtime.sandbox.users import proc_status, remove_tree
 
 LOG_TAIL_CHARS = 6000
@@ -271,26 +272,35 @@ def run_grader(
     their root holds only what `autograder.runtime.sandbox.runner` allows.
     """
     cmd = [sys.executable, "-c", DIE_WITH_BATCH, str(os.getpid()), *grade] if sys.platform == "linux" else list(grade)
-    start = time.perf_counter()
-    held = Scratch(0o711)  # the sandbox user may pass through to its own folder, not list or write here
     try:
-        env = dict(os.environ, TMPDIR=str(held.path))
-        with log_path.open("ab" if append else "wb") as log:
-            proc = subprocess.Popen(
-                cmd,
-                cwd=str(ROOT),
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,
-            )
-            finished = _wait_unreaped(proc, timeout_s)
-            leftovers = end_process_tree(proc.pid)
-            status = proc.wait()
-    finally:
-        held.remove()
-    return Ended(finished, leftovers, status, time.perf_counter() - start)
+        rung: ladder.Rung | None = ladder.current()
+    except ladder.Refused:
+        rung = None  # the grader refuses by itself, before any student code runs
+    takes_turns = rung is not None and not turns.side_by_side(rung)
+    # Where exercises take turns (`turns`), the whole grader process takes one, before its time limit starts: a
+    # neighbour whose exercises run into their limits then delays it without eating its time limit.
+    with turns.turn(rung) if takes_turns and rung is not None else contextlib.nullcontext():
+        start = time.perf_counter()
+        held = Scratch(0o711)  # the sandbox user may pass through to its own folder, not list or write here
+        try:
+            env = {k: v for k, v in os.environ.items() if k != turns.HELD_ENV}
+            env.update(TMPDIR=str(held.path), **({turns.HELD_ENV: "1"} if takes_turns else {}))
+            with log_path.open("ab" if append else "wb") as log:
+                proc = subprocess.Popen(
+                    cmd,
+                    cwd=str(ROOT),
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    env=env,
+                    stdin=subprocess.DEVNULL,
+                    start_new_session=True,
+                )
+                finished = _wait_unreaped(proc, timeout_s)
+                leftovers = end_process_tree(proc.pid)
+                status = proc.wait()
+        finally:
+            held.remove()
+        return Ended(finished, leftovers, status, time.perf_counter() - start)
 
 
 def _ended_results(

@@ -17,9 +17,9 @@ So tool commands, and where the rung has no cgroup with a CPU part every grading
 `turn(rung, writes_disk)` holds an exclusive flock on `turn.lock` in the machine's grader state folder
 (`users.UID_LOCK_DIR` as root, shared by every grader of the machine and by containers that mount one
 A2_UID_LOCK_DIR; as another user a folder of that user's own) for the whole of one exercise or one tool
-command, from before its time limit starts until its processes are killed and its folder removed. What a
-child then does to the machine's CPU, memory and disk costs its own exercise only. The kernel releases the
-lock when its holder dies.
+command (in a batch, of one grader process: `HELD_ENV`), from before its time limit starts until its
+processes are killed and its folder removed. What a child then does to the machine's CPU, memory and disk
+costs its own exercise only. The kernel releases the lock when its holder dies.
 """
 
 from __future__ import annotations
@@ -34,6 +34,9 @@ from autograder.runtime import statedir
 from autograder.runtime.sandbox import ladder, users
 
 LOCK_NAME = "turn.lock"
+# Set by `autograder.batch.processes.run_grader` in the environment of a grader process whose whole run holds
+# the turn (taken before the batch starts its time limit): that grader's exercises do not take it again.
+HELD_ENV = "A2_TURN_HELD"
 
 
 def side_by_side(rung: ladder.Rung) -> bool:
@@ -52,7 +55,7 @@ def folder() -> Path:
 def turn(rung: ladder.Rung, writes_disk: bool = False) -> Iterator[None]:
     """Hold the machine's turn while the body runs, unless `rung` keeps children apart and the child writes no
     disk (module docstring). users.SandboxError when the lock folder is not the grader's own."""
-    if side_by_side(rung) and not writes_disk:
+    if (side_by_side(rung) or os.environ.get(HELD_ENV) == "1") and not writes_disk:
         yield
         return
     try:
