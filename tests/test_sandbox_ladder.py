@@ -591,15 +591,20 @@ def test_without_a_cpu_group_exercises_of_two_gradings_take_turns(rung, tmp_path
 FILL_COMMAND = """
 import os, signal, sys
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-work = sys.argv[1]
+work, total, mode = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 st = os.statvfs(work)
 print("FREE", st.f_bavail * st.f_frsize, flush=True)
 block, written, n = b"\\0" * 2**20, 0, 0
-while written < int(sys.argv[2]):
+while written < total:
     with open(os.path.join(work, "out", f"fill-{n}"), "wb", buffering=0) as handle:
         n += 1
         try:
-            while written < int(sys.argv[2]):
+            if mode == "fallocate":  # 16 MiB at once (RLIMIT_FSIZE), then the next file
+                os.posix_fallocate(handle.fileno(), 0, 16 * 2**20)
+                written += 16 * 2**20
+                print("WROTE", written, flush=True)
+                continue
+            while written < total:
                 written += handle.write(block)
                 print("WROTE", written, flush=True)
         except OSError as exc:
@@ -614,19 +619,20 @@ def test_a_tool_command_that_fills_the_disk_is_stopped_at_the_floor(rung, tmp_pa
     """A tool's command (otter run, a lecture driver) writes its work folder on the machine's disk, whose total
     no rung caps: a student's notebook could fill it and leave the grader no room for everyone's results. The
     launcher stops it when the disk's free space falls below `disk_floor_bytes`. Here the floor is put 128 MiB
-    below the free space the command sees at its start: it is stopped ("disk") after at most that much (other
-    work on the machine only makes it stop sooner) plus what it writes between two checks (jail.WATCH_S), where
-    it would otherwise have written its whole 1 GiB; with the floor at 0 a 32 MiB command finishes."""
+    below the free space at the command's start: written 1 MiB at a time, or 16 MiB per posix_fallocate (the
+    seccomp filter refuses fallocate itself, which took 464-544 MiB between two checks; glibc then writes the
+    blocks), it is stopped ("disk") after at most that much (other work on the machine only makes it stop
+    sooner) plus what it writes between two checks (jail.WATCH_S), where it would otherwise have written its
+    whole 1 GiB; with the floor at 0 a 32 MiB command finishes."""
     from autograder.runtime.sandbox import command
 
     rungs.use(rung, monkeypatch)
     (tmp_path / "fill.py").write_text(FILL_COMMAND)
-    argv = ["{python}", "{code}/fill.py", "{work}"]
     files = {"fill.py": tmp_path / "fill.py"}
 
-    def fill(total_bytes: int, floor_bytes: int) -> tuple[command.CommandRun, int]:
+    def fill(total_bytes: int, floor_bytes: int, mode: str) -> tuple[command.CommandRun, int]:
         done = command.run_command(
-            [*argv, str(total_bytes)],
+            ["{python}", "{code}/fill.py", "{work}", str(total_bytes), mode],
             files,
             timeout_s=60,
             memory_mib=512,
@@ -636,18 +642,20 @@ def test_a_tool_command_that_fills_the_disk_is_stopped_at_the_floor(rung, tmp_pa
         written = [int(x) for x in re.findall(r"^WROTE (\d+)$", done.output, re.M)]
         return done, (written[-1] if written else 0)
 
-    control, wrote = fill(32 * 2**20, 0)
+    control, wrote = fill(32 * 2**20, 0, "write")
     assert control.ended == "finished" and wrote == 32 * 2**20, (control.ended, wrote, control.output[-800:])
-    free = shutil.disk_usage(tempfile.gettempdir()).free
     budget = 128 * 2**20
-    done, wrote = fill(2**30, free - budget)
-    start_free = int(re.search(r"^FREE (\d+)$", done.output, re.M).group(1))
-    print(f"\n[{rung}] the command wrote {wrote / 2**20:.0f} MiB against a budget of about {budget / 2**20:.0f} MiB")
-    assert done.ended == "disk", (
-        f"on {rung} the command must be stopped at the disk floor; it ended {done.ended!r} after "
-        f"{wrote / 2**20:.0f} MiB: {done.output[-800:]}"
-    )
     slack = 128 * 2**20  # what it writes between two checks, and other work's deletions meanwhile
-    assert wrote <= start_free - (free - budget) + slack, (
-        f"on {rung} the command wrote {wrote / 2**20:.0f} MiB, {(wrote - budget) / 2**20:.0f} MiB past its budget"
-    )
+    for mode in ("write", "fallocate"):
+        floor = shutil.disk_usage(tempfile.gettempdir()).free - budget
+        done, wrote = fill(2**30, floor, mode)
+        start_free = int(re.search(r"^FREE (\d+)$", done.output, re.M).group(1))
+        print(f"\n[{rung}, {mode}] the command took {wrote / 2**20:.0f} MiB against a budget of about 128 MiB")
+        assert done.ended == "disk", (
+            f"on {rung} ({mode}) the command must be stopped at the disk floor; it ended {done.ended!r} after "
+            f"{wrote / 2**20:.0f} MiB: {done.output[-800:]}"
+        )
+        assert wrote <= start_free - floor + slack, (
+            f"on {rung} ({mode}) the command took {wrote / 2**20:.0f} MiB, {(wrote - budget) / 2**20:.0f} MiB past "
+            "its budget"
+        )

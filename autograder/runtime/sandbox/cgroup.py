@@ -37,9 +37,7 @@ class Groups:
     version: int
     memory_root: Path  # the PARENT folder in the memory (v1) or unified (v2) hierarchy
     pids_root: Path | None  # v1's pids hierarchy, when mounted
-    cpu_root: Path | None = (
-        None  # v1's cpu hierarchy, when mounted and usable (v2: the cpu controller of the group itself)
-    )
+    cpu_root: Path | None = None  # v1's cpu hierarchy, when mounted and usable (v2: the group's own controller)
     cpu: bool = False  # each group has a CPU part (v1: cpu_root; v2: the cpu controller enabled under PARENT)
 
     def describe(self) -> str:

@@ -19,9 +19,9 @@ Stages, in one process until the harness forks:
    it), then until the harness exits: reap and, where no cgroup caps the exercise, every WATCH_S sum the
    memory of every descendant (`memory_bytes`); past the exercise's cap, kill them all; for a tool's command,
    whose work folder lies on the machine's disk, likewise when that disk's free space falls below
-   `disk_floor_bytes` (the room the grader keeps for its own results). Then kill every descendant that is left, reap them, write
-   the harness's raw wait status (4 bytes) and why it was ended (1 byte: `ENDED`) on the status fd, and
-   exit. SIGTERM (from the grader, at a limit) ends it the same way. Inside bubblewrap the kernel also
+   `disk_floor_bytes` (the room the grader keeps for its own results). Then kill every descendant that is
+   left, reap them, write the harness's raw wait status (4 bytes) and why it was ended (1 byte: `ENDED`) on
+   the status fd, and exit. SIGTERM (from the grader, at a limit) ends it the same way. Inside bubblewrap the kernel also
    kills whatever is left in the PID namespace when this init exits.
 3. harness (the forked child): resource limits; as root the sandbox uid without supplementary groups;
    PR_SET_NO_NEW_PRIVS; the Landlock ruleset (landlock_restrict_self on the fd the grader built);

@@ -14,7 +14,9 @@ reading other processes' memory, keyrings (not namespaced: a key outlives the ch
 message queues (kernel objects that outlive the child), inotify/fanotify (watching other processes'
 file accesses), io_uring (sockets and I/O past this filter), BPF and perf events, and every call that
 tells or changes what the page cache holds (mincore, cachestat, fadvise, readahead, madvise's cold and
-pageout advice, preadv2/pwritev2 with RWF_NOWAIT): state every child on the machine shares.
+pageout advice, preadv2/pwritev2 with RWF_NOWAIT): state every child on the machine shares; and fallocate
+(EOPNOTSUPP: glibc's posix_fallocate writes the blocks instead), which takes disk space faster than the
+watch of a tool command's disk (`Limits.disk_floor_bytes`) can see.
 
 Conditions: clone without a namespace flag; socketpair only for AF_UNIX; prlimit64 only on the caller;
 personality only as a query or PER_LINUX; madvise without MADV_COLD/MADV_PAGEOUT. By rung, the calls that
@@ -68,7 +70,7 @@ BASE = (
 ).split()
 
 OPENS = "open openat creat".split()  # open/openat: unconditional, or read-only (seccomp-uid)
-WRITE_FD = "ftruncate fallocate".split()
+WRITE_FD = ["ftruncate"]
 CREATE_PATHS = (
     "mkdir mkdirat rmdir rename renameat renameat2 link linkat symlink symlinkat unlink unlinkat truncate mknod mknodat"
 ).split()
@@ -88,6 +90,9 @@ REFUSED = {
         "swapoff reboot kexec_load kexec_file_load init_module finit_module delete_module acct settimeofday "
         "clock_settime clock_adjtime adjtimex sethostname setdomainname iopl ioperm vhangup syslog"
     ).split(),
+    # blocks of any size at once, faster than a watch of the disk's free space can see (a tool's command:
+    # `Limits.disk_floor_bytes`); glibc's posix_fallocate then writes them, as for a file system without it
+    errno.EOPNOTSUPP: ["fallocate"],
 }
 CACHESTAT_NR = 451  # cachestat (Linux 6.5, the same number on every architecture); older libseccomp has no name
 
