@@ -659,3 +659,19 @@ def test_a_tool_command_that_fills_the_disk_is_stopped_at_the_floor(rung, tmp_pa
             f"on {rung} ({mode}) the command took {wrote / 2**20:.0f} MiB, {(wrote - budget) / 2**20:.0f} MiB past "
             "its budget"
         )
+
+
+def test_a_v1_cpu_hierarchy_that_refuses_a_folder_leaves_the_memory_cap_and_takes_turns(tmp_path):
+    """The CPU part of an exercise's cgroup is best-effort: a v1 cpu hierarchy where no folder can be made (here
+    a path that is not a folder) gives groups without it, which still cap memory, and the exercises of two
+    gradings then take turns (`turns.side_by_side`) instead of the whole cgroup being given up."""
+    from autograder.runtime.sandbox import cgroup, turns
+
+    blocked = tmp_path / "cpu"
+    blocked.write_text("not a cgroup hierarchy")
+    groups = cgroup._with_cpu(1, tmp_path / "memory", None, blocked)
+    assert groups.cpu is False and groups.cpu_root is None, groups
+    assert "no CPU group" in groups.describe()
+    rung = ladder.Rung("landlock", True, groups=groups)
+    assert not turns.side_by_side(rung)
+    assert turns.side_by_side(dataclasses.replace(rung, groups=dataclasses.replace(groups, cpu=True)))
