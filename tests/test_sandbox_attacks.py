@@ -1243,3 +1243,25 @@ def test_graders_with_different_tmpdirs_never_hold_the_same_uid(tmp_path):
     for p in procs:
         p.wait(timeout=60)
     assert uids[0] != uids[1], f"two graders with different TMPDIRs were both given uid {uids[0]}"
+
+
+@pytest.mark.parametrize("rung", EVERY_RUNG.params())
+def test_a_student_who_imports_matplotlib_gets_full_marks_on_every_rung(rung, tmp_path, monkeypatch):
+    """The answer key importing matplotlib.pyplot at import time (a student who plots while developing) earns
+    ex01's full marks on every rung. matplotlib will not import without a config folder that exists and whose
+    mode lets it write (MPLCONFIGDIR); a grading child on the host creates no file, so the grader makes that
+    folder for it (launch.PREMADE); matplotlib then only warns that it cannot cache its font list."""
+    source = (SOLUTIONS / EX01.filename).read_text() + "\nimport matplotlib.pyplot as plt  # noqa: E402\n"
+    if rung in rungs.IN_PROCESS:
+        rungs.use(rung, monkeypatch)
+        data = grader.grade_submission(
+            one_file(tmp_path, {EX01.filename: source}), tmp_path / "r.json", exercises=["ex01"]
+        )
+    else:
+        data = cli_data(
+            rungs.grade_cli(one_file(tmp_path / "sub", {EX01.filename: source}), tmp_path / "cli", ["ex01"], rung),
+            f"a plotting student on {rung}",
+        )
+    assert abs(data["score"] - EX01.points) < SCORE_TOL, (
+        f"on {rung} a plotting student lost marks: {data['output'][-1500:]}"
+    )

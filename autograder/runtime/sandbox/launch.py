@@ -35,6 +35,10 @@ from autograder.runtime.sandbox.limits import Limits
 CHILD_SOURCE = Path(__file__).with_name("child.py")
 
 TERM_GRACE_S = 3.0  # after SIGTERM: time the launcher gets to end every process of the child
+# Folders of the work folder made for the child beforehand, its own: on the host rungs a grading child creates
+# none, and matplotlib will not import unless its config folder (MPLCONFIGDIR) exists and its mode lets the
+# child write there (it only caches fonts in it: refused writes are a warning)
+PREMADE = ("tmp", ".config/matplotlib")
 
 # The child's whole environment is `child_env`'s: nothing of the grader's reaches it (an index URL with a
 # token, a cluster's address, the instructor's paths), but these names, which only the package's own tests
@@ -158,7 +162,7 @@ class Launch:
             return  # its work folder is a tmpfs of bubblewrap's
         owner = (self.user.uid, self.user.gid) if self.user else (os.getuid(), os.getgid())
         base.chmod(0o711)
-        for path in (self.work, *(self.work / d for d in ("tmp", *(self.work_dirs or ())))):
+        for path in (self.work, *(self.work / d for d in (*PREMADE, *(self.work_dirs or ())))):
             path.mkdir(parents=True, exist_ok=True)
             os.chown(path, *owner)
             path.chmod(0o700)
