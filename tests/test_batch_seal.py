@@ -32,7 +32,7 @@ from autograder.batch import bulk, processes
 from autograder.core.cases import hidden_cases, public_cases
 from autograder.core.manifest import BY_ID, ROOT
 from autograder.runtime import grader, phases
-from autograder.runtime.sandbox import ladder
+from autograder.runtime.sandbox import ladder, turns
 from autograder.selftest.attacks import COLLUDING_CHANNELS, colluding_pair
 
 EX01 = BY_ID["ex01"]
@@ -335,7 +335,8 @@ def test_the_fixture_knows_the_hidden_arguments():
 def test_a_colluding_pair_shows_no_hidden_argument(tmp_path, channel):
     """The reader's visible output holds no hidden ex01 argument, whichever channel the pair uses. For an
     open channel the reader must have received the writer's public-phase beacon or arguments (both
-    public phases run side by side: the channel works, the seal is what keeps hidden inputs off it); for
+    public phases run side by side: the channel works, the seal is what keeps hidden inputs off it), unless
+    the machine's exercises take turns (no cgroup with a CPU part: `turns`), when nothing may cross; for
     a closed one nothing may get through, even from the writer's public phase."""
     _, out = _grade_pair(tmp_path, channel)
     text = visible_text(out / "reader")
@@ -346,6 +347,11 @@ def test_a_colluding_pair_shows_no_hidden_argument(tmp_path, channel):
     received = beacon.startswith("BEACON seen") or any(line.startswith("R ") for line in text.splitlines())
     if channel in CLOSED_CHANNELS and ladder.current().name != ladder.UNSAFE:
         assert not received, f"{channel} must be closed ({CLOSED_CHANNELS[channel]}); the reader got: {beacon}"
+    elif channel in OPEN_CHANNELS and not turns.side_by_side(ladder.current()):
+        assert not received, (
+            f"{channel}: exercises take turns here (no cgroup with a CPU part), so the two public phases never "
+            f"overlap and nothing may cross them: {beacon}"
+        )
     elif channel in OPEN_CHANNELS:
         assert received, (
             f"{channel}: nothing crossed between the two public phases ({beacon}); if the sandbox "
