@@ -279,7 +279,7 @@ def run_grader(
     takes_turns = rung is not None and not turns.side_by_side(rung)
     # Where exercises take turns (`turns`), the whole grader process takes one, before its time limit starts: a
     # neighbour whose exercises run into their limits then delays it without eating its time limit.
-    with turns.turn(rung) if takes_turns and rung is not None else contextlib.nullcontext():
+    with turns.turn(rung) if rung is not None else contextlib.nullcontext():
         start = time.perf_counter()
         held = Scratch(0o711)  # the sandbox user may pass through to its own folder, not list or write here
         try:

@@ -5,15 +5,16 @@ code forks is inside it and `memory.max` (cgroup v2) or `memory.limit_in_bytes` 
 hybrid layout) caps them together, swap included where the kernel counts it; `pids.max` caps their
 number. The child's processes also share one CPU group (v1's cpu hierarchy, v2's cpu controller): out of the
 root group the kernel's autogroups do not apply, so a child cannot multiply its CPU share by starting sessions
-(`setsid`: one autogroup, one equal share each) and starve a child graded beside it. Where no group can be made (a container's read-only /sys/fs/cgroup, a grader that is not root),
-`Groups.make` returns None and the cap is the launcher's watchdog (`jail.supervise`: the summed PSS of
-the child's processes, checked every `jail.WATCH_S`), with RLIMIT_AS per process and oom_score_adj 1000
-so that an out-of-memory kill picks the student's processes first; the ladder's note says which.
+(`setsid`: one autogroup, one equal share each) and starve a child graded beside it. Where no group can be
+made (a container's read-only /sys/fs/cgroup, a grader that is not root), `Groups.make` returns None and the
+cap is the launcher's watchdog (`jail.supervise`: the summed PSS of the child's processes, checked every
+`jail.WATCH_S`), with RLIMIT_AS per process and oom_score_adj 1000 so that an out-of-memory kill picks the
+student's processes first; the ladder's note says which.
 
 Groups live under `PARENT` at the hierarchy's root, named `<grader pid>-<n>` (the next free n: a killed
 grader's groups stay, and its pid comes back); each is removed when its child ends (every process in it
-killed first). Empty groups of graders no longer running are removed
-when a grader first probes; a group that still holds a process is never touched.
+killed first). Empty groups of graders no longer running are removed when a grader first probes; a group
+that still holds a process is never touched.
 """
 
 from __future__ import annotations

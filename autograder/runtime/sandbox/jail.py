@@ -40,6 +40,7 @@ import ctypes
 import json
 import os
 import resource
+import shutil
 import signal
 import sys
 import time
@@ -308,10 +309,9 @@ def memory_bytes(pids: list[int]) -> int:
 def free_bytes(path: str) -> int:
     """The space an unprivileged user may still take on the file system of `path` (0 when it cannot be read)."""
     try:
-        info = os.statvfs(path)
+        return shutil.disk_usage(path).free
     except OSError:
         return 0
-    return info.f_bavail * info.f_frsize
 
 
 def kill_descendants() -> None:

@@ -235,9 +235,11 @@ def describe(rung: Rung, groups_why: str = "") -> list[str]:
         else "memory: the anonymous and shared memory of the child's processes summed every 10 ms, RLIMIT_AS per "
         f"process (no cgroup: {groups_why})"
     )
+    from autograder.runtime.sandbox import turns  # it imports this module
+
     notes.append(
         "neighbours: other gradings' exercises run side by side, each in its own memory and CPU group"
-        if rung.groups is not None and rung.groups.cpu
+        if turns.side_by_side(rung)
         else "neighbours: other gradings' exercises on this machine take turns, one at a time (no cgroup with a "
         "CPU part to keep them apart)"
     )
