@@ -235,11 +235,9 @@ def describe(rung: Rung, groups_why: str = "") -> list[str]:
         else "memory: the anonymous and shared memory of the child's processes summed every 10 ms, RLIMIT_AS per "
         f"process (no cgroup: {groups_why})"
     )
-    from autograder.runtime.sandbox import turns  # it imports this module
-
     notes.append(
         "neighbours: other gradings' exercises run side by side, each in its own memory and CPU group"
-        if turns.side_by_side(rung)
+        if rung.groups is not None and rung.groups.cpu  # turns.side_by_side (which imports this module)
         else "neighbours: other gradings' exercises on this machine take turns, one at a time (no cgroup with a "
         "CPU part to keep them apart)"
     )
