@@ -21,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import resource
 import secrets
 import shutil
@@ -1247,11 +1248,30 @@ def test_graders_with_different_tmpdirs_never_hold_the_same_uid(tmp_path):
 
 @pytest.mark.parametrize("rung", EVERY_RUNG.params())
 def test_a_student_who_imports_matplotlib_gets_full_marks_on_every_rung(rung, tmp_path, monkeypatch):
-    """The answer key importing matplotlib.pyplot at import time (a student who plots while developing) earns
-    ex01's full marks on every rung. matplotlib will not import without a config folder that exists and whose
-    mode lets it write (MPLCONFIGDIR); a grading child on the host creates no file, so the grader makes that
-    folder for it (launch.PREMADE); matplotlib then only warns that it cannot cache its font list."""
-    source = (SOLUTIONS / EX01.filename).read_text() + "\nimport matplotlib.pyplot as plt  # noqa: E402\n"
+    """The answer key importing matplotlib.pyplot and drawing a titled figure in memory at import time (a
+    student who plots while developing) earns ex01's full marks on every rung, and its output carries no
+    warning of matplotlib's. matplotlib will not import without a config folder that exists and whose mode
+    lets it write (MPLCONFIGDIR); a grading child on the host creates no file, so the grader makes that folder
+    for it (launch.PREMADE) and puts matplotlib's font list of its own fonts in it (launch.font_list): without
+    it the child scanned the fonts and printed "Could not save font_manager cache" on every host rung."""
+    source = (SOLUTIONS / EX01.filename).read_text() + (
+        "\nimport io as _io  # noqa: E402\n"
+        "import matplotlib.pyplot as plt  # noqa: E402\n"
+        "_fig, _ax = plt.subplots()\n"
+        "_ax.set_title('dollars per GB')\n"
+        "_buf = _io.BytesIO()\n"
+        "_fig.savefig(_buf, format='png')\n"
+        "print('DREW', len(_buf.getvalue()) > 1000)\n"
+        "from matplotlib import font_manager as _fm  # noqa: E402\n"
+        "def _opens(name):\n"
+        "    try:\n"
+        "        open(name, 'rb').close()\n"
+        "    except OSError:\n"
+        "        return False\n"
+        "    return True\n"
+        "_listed = [f.fname for f in _fm.fontManager.ttflist + _fm.fontManager.afmlist]\n"
+        "print('LISTED', len(_listed), 'UNREADABLE', sum(not _opens(n) for n in _listed))\n"
+    )
     if rung in rungs.IN_PROCESS:
         rungs.use(rung, monkeypatch)
         data = grader.grade_submission(
@@ -1265,3 +1285,10 @@ def test_a_student_who_imports_matplotlib_gets_full_marks_on_every_rung(rung, tm
     assert abs(data["score"] - EX01.points) < SCORE_TOL, (
         f"on {rung} a plotting student lost marks: {data['output'][-1500:]}"
     )
+    assert "DREW True" in data["output"], f"on {rung} the figure was not drawn: {data['output'][-1500:]}"
+    listed = re.search(r"LISTED (\d+) UNREADABLE (\d+)", data["output"])
+    assert listed and int(listed[1]) > 0 and listed[2] == "0", (
+        f"on {rung} the child's font list should name only fonts it can open: {listed and listed[0]}"
+    )
+    noise = [line for line in data["output"].splitlines() if "font" in line.lower() or "matplotlib" in line.lower()]
+    assert not noise, f"on {rung} matplotlib printed into the student's output (expected nothing): {noise}"

@@ -17,6 +17,7 @@ every write). What each stage of jail.py does with the setup is in jail.py's doc
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -37,8 +38,23 @@ CHILD_SOURCE = Path(__file__).with_name("child.py")
 TERM_GRACE_S = 3.0  # after SIGTERM: time the launcher gets to end every process of the child
 # Folders of the work folder made for the child beforehand, its own: on the host rungs a grading child creates
 # none, and matplotlib will not import unless its config folder (MPLCONFIGDIR) exists and its mode lets the
-# child write there (it only caches fonts in it: refused writes are a warning)
-PREMADE = ("tmp", ".config/matplotlib")
+# child write there (it only caches its font list there: the grader puts one in, `font_list`)
+MPL_FOLDER = ".config/matplotlib"
+PREMADE = ("tmp", MPL_FOLDER)
+# Run once per grader process by the grader's own interpreter (no student file involved): matplotlib's font list
+# as a child's first import would make it, but of matplotlib's own fonts only, the ones every rung lets a child
+# read (the host's font folders are outside the allow-list: a listed font there would fail to open when a lecture
+# driver draws text). Put in each premade config folder, it spares a child on the host the scan and the warning
+# "Could not save font_manager cache ... Read-only file system" that its refused write printed into the output.
+FONT_LIST_SCRIPT = """
+import os, sys
+from matplotlib import font_manager as fm
+own = os.path.join(os.path.dirname(os.path.realpath(fm.__file__)), "mpl-data", "fonts") + os.sep
+manager = fm.fontManager
+manager.ttflist = [f for f in manager.ttflist if os.path.realpath(f.fname).startswith(own)]
+manager.afmlist = [f for f in manager.afmlist if os.path.realpath(f.fname).startswith(own)]
+fm.json_dump(manager, os.path.join(sys.argv[1], f"fontlist-v{fm.FontManager.__version__}.json"))
+"""
 
 # The child's whole environment is `child_env`'s: nothing of the grader's reaches it (an index URL with a
 # token, a cluster's address, the instructor's paths), but these names, which only the package's own tests
@@ -66,6 +82,35 @@ def child_env(work: Path, extra: Mapping[str, str] | None = None) -> dict[str, s
     env.update({k: v for k, v in os.environ.items() if k in PASSED_ENV})
     env.update(extra or {})
     return env
+
+
+@functools.cache
+def font_list() -> tuple[str, bytes] | None:
+    """(file name, content) of the font list a child finds in its matplotlib config folder (FONT_LIST_SCRIPT),
+    made once per process; None where matplotlib is not installed or the list could not be made (a child then
+    scans the fonts itself, as before)."""
+    with tempfile.TemporaryDirectory(prefix="a2-fonts-") as folder:
+        env = {
+            "PATH": "/usr/bin:/bin",
+            "HOME": folder,
+            "MPLCONFIGDIR": folder,
+            "MPLBACKEND": "Agg",
+            "LC_ALL": "C.UTF-8",
+        }
+        try:
+            done = subprocess.run(
+                [sys.executable, "-I", "-c", FONT_LIST_SCRIPT, folder],
+                cwd=folder,  # matplotlib reads a matplotlibrc in the working folder
+                env=env,
+                capture_output=True,
+                timeout=120,
+            )
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        made = sorted(Path(folder).glob("fontlist-v*.json"))
+        if done.returncode != 0 or len(made) != 1:
+            return None
+        return made[0].name, made[0].read_bytes()
 
 
 def _parent(other_uid: bool) -> str | None:
@@ -166,6 +211,10 @@ class Launch:
             path.mkdir(parents=True, exist_ok=True)
             os.chown(path, *owner)
             path.chmod(0o700)
+        fonts = font_list()
+        if fonts is not None:
+            (self.work / MPL_FOLDER / fonts[0]).write_bytes(fonts[1])
+            (self.work / MPL_FOLDER / fonts[0]).chmod(0o644)
 
     def collect(self, dest: Path, max_bytes: int = 16 * 2**20) -> list[Path]:
         """Copy the regular files the command left in its work folder (links not followed, `max_bytes` in
