@@ -160,8 +160,9 @@ PROOFS = {
             "in the emulated Gradescope container (podman + runc, Ubuntu 22.04, root, Docker's default capabilities "
             "and seccomp profile) setup.sh makes the venv with the image's Python 3.10 and run_autograder, one "
             "container per submission, grades the key 100, the stubs 0 and a wrong fixture as the in-repo grader; "
-            "read_hidden, network_probe, write_outside, dask_scheduler and fork_memory (5 GiB container) get "
-            "nothing, on the rung 'landlock', and 'seccomp-uid' without Landlock",
+            "read_hidden, network_probe, write_outside, background_process, fill_disk, dask_scheduler and "
+            "fork_memory (5 GiB container) get nothing and leave nothing running, on the rung 'landlock', and "
+            "'seccomp-uid' without Landlock",
             runs=("tests/test_gradescope_proof.py", "solutions/ex*.py", "assignments/ex*.py"),
             reads=(
                 "locks/gradescope.txt",
@@ -169,7 +170,15 @@ PROOFS = {
                 "pyproject.toml",
                 *(
                     f"autograder/fixtures/adversarial/{attack}/*"
-                    for attack in ("read_hidden", "network_probe", "write_outside", "dask_scheduler", "fork_memory")
+                    for attack in (
+                        "read_hidden",
+                        "network_probe",
+                        "write_outside",
+                        "background_process",
+                        "fill_disk",
+                        "dask_scheduler",
+                        "fork_memory",
+                    )
                 ),
             ),
             grades=True,

@@ -22,9 +22,12 @@ grader does, and the attacks get nothing, on the rung the results name.
 
 The attacks are autograder/fixtures/adversarial/: read_hidden (source/ and the stored expected values),
 network_probe (the listener), write_outside (results/, source/, the venv, run_autograder, the submission
-folder, /tmp/planted ...), dask_scheduler (the stand-in scheduler: the Gradescope venv has no dask, see
-`test_image_builds_with_setup_sh`) and fork_memory (8 processes of 640 MiB in a container of 5 GiB: the
+folder, /tmp/planted ...), background_process (a sleeper in a new session, a late writer of a fake result),
+fill_disk (every folder it can name), dask_scheduler (the stand-in scheduler: the Gradescope venv has no dask,
+see `test_image_builds_with_setup_sh`) and fork_memory (8 processes of 640 MiB in a container of 5 GiB: the
 grader must survive and write results.json), each as ex02's file beside the answer key's other nine files.
+After every run the driver lists the container's processes (when run_autograder ends and LINGER_S later) and
+the planted paths; `check_root_unchanged` requires none.
 
 Skips only where the harness says it cannot run (not root, no podman and no way to install it).
 """
@@ -62,14 +65,17 @@ ATTACKED = BY_ID["ex02"]  # every attack file is written as ex02's file
 STAFF = "grading environment (staff only)"
 MEMORY = "5g"  # the container's memory limit for the memory attack (the docs' advice to Gradescope users)
 DASK_PORT = 8786  # Dask's default scheduler port
-# where write_outside plants files in the container itself (not under the bound /autograder)
+# where the attacks plant files in the container itself (not under the bound /autograder): write_outside's,
+# background_process's late fake result, fill_disk's blocks (glob patterns)
 UID_LOCKS_IN_CONTAINER = "/run/a2-host"  # A2_UID_LOCK_DIR in the container: see `host_uid_locks`
 CONTAINER_PLANTS = ("/tmp/planted", "/var/tmp/a2-planted", "/dev/shm/a2-planted", "/root/a2-planted")
+LATE_PLANTS = ("/tmp/results.json", *(f"{folder}/a2-fill-*" for folder in ("/tmp", "/var/tmp", "/dev/shm", "/root")))
+LINGER_S = 5  # the driver looks for processes and planted files this long after run_autograder ends
 
 # Runs in the container (the image's python3, as root): listeners on 127.0.0.1, then run_autograder as
 # Gradescope runs it, then one JSON line with what happened.
 DRIVER = r"""
-import json, os, socket, subprocess, sys, threading, time
+import glob, json, os, socket, subprocess, sys, threading, time
 spec = json.loads(sys.argv[1])
 heard, ports = {}, {}
 def listen(name, port):
@@ -95,11 +101,29 @@ for name, port in spec["listeners"].items():
 env = dict(os.environ, **spec["env"])
 if "test" in ports:
     env["A2_TEST_PORT"] = str(ports["test"])
-before = [p for p in spec["watch"] if os.path.lexists(p)]
+def planted():
+    return sorted({p for pattern in spec["watch"] for p in glob.glob(pattern)})
+def running():
+    # every live process of the container but this driver and PID 1 (the container's init, if any)
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) in (os.getpid(), 1):
+            continue
+        try:
+            state = open(f"/proc/{entry}/stat").read().rsplit(")", 1)[1].split()[0]
+            uid = next(line.split()[1] for line in open(f"/proc/{entry}/status") if line.startswith("Uid:"))
+            cmd = open(f"/proc/{entry}/cmdline", "rb").read().replace(b"\0", b" ").decode("latin-1")[:200]
+        except (OSError, IndexError, StopIteration):
+            continue
+        if state not in "ZX":
+            found.append([int(entry), int(uid), cmd])
+    return found
+before = planted()
 start = time.monotonic()
 done = subprocess.run(["/autograder/run_autograder"], cwd="/autograder", env=env, capture_output=True, text=True)
 seconds = time.monotonic() - start
-time.sleep(1)  # a late connection still counts
+left_at_end = running()
+time.sleep(spec["linger_s"])  # a late connection, a late write, a late process still count
 peak = None
 for path in ("/sys/fs/cgroup/memory/memory.max_usage_in_bytes", "/sys/fs/cgroup/memory.peak"):
     try:
@@ -108,8 +132,9 @@ for path in ("/sys/fs/cgroup/memory/memory.max_usage_in_bytes", "/sys/fs/cgroup/
     except (OSError, ValueError):
         pass
 print(json.dumps({"status": done.returncode, "seconds": seconds, "heard": heard, "ports": ports,
-                  "planted_before": before, "planted_after": [p for p in spec["watch"] if os.path.lexists(p)],
-                  "peak_bytes": peak, "stdout": done.stdout[-6000:], "stderr": done.stderr[-3000:]}))
+                  "planted_before": before, "planted_after": planted(), "left_at_end": left_at_end,
+                  "left_later": running(), "peak_bytes": peak, "stdout": done.stdout[-6000:],
+                  "stderr": done.stderr[-3000:]}))
 """
 
 
@@ -285,7 +310,12 @@ def grade(
     for name, src in files.items():
         shutil.copyfile(src, root / "submission" / name)
     before = _snapshot(root)
-    spec = {"listeners": listeners or {"test": 0}, "env": env or {}, "watch": list(CONTAINER_PLANTS)}
+    spec = {
+        "listeners": listeners or {"test": 0},
+        "env": env or {},
+        "watch": [*CONTAINER_PLANTS, *LATE_PLANTS],
+        "linger_s": LINGER_S,
+    }
     run = gc.run_in_container(
         ["python3", "-c", DRIVER, json.dumps(spec)],
         mounts=[gc.Mount(root, "/autograder"), gc.Mount(host_uid_locks(), f"{UID_LOCKS_IN_CONTAINER}/a2grader-uids")],
@@ -369,12 +399,20 @@ def check_attack_scores_nothing(graded: Graded, attack: str) -> None:
 
 
 def check_root_unchanged(graded: Graded, attack: str) -> None:
+    """Nothing under /autograder changed but the grader's own files, nothing planted in the container's shared
+    folders, and no process of the run alive when run_autograder ended nor LINGER_S later."""
     assert graded.changed == [], (
         f"{attack}: files under /autograder were created, removed or changed by the run beyond the grader's "
         f"results.json, grader.log and bytecode: {graded.changed}"
     )
     planted = [p for p in graded.driver["planted_after"] if p not in graded.driver["planted_before"]]
     assert planted == [], f"{attack}: the run left these in the container: {planted}"
+    for when in ("left_at_end", "left_later"):
+        assert graded.driver[when] == [], (
+            f"{attack}: processes (pid, uid, command) still ran in the container "
+            f"{'when run_autograder ended' if when == 'left_at_end' else f'{LINGER_S} s after it ended'}: "
+            f"{graded.driver[when]}"
+        )
 
 
 def report(label: str, what: str, graded: Graded, extra: str = "") -> None:
@@ -537,6 +575,38 @@ def test_write_outside_changes_nothing(image: Image, landlock: bool) -> None:
         graded,
         f"{len(denied)} writes refused, nothing under /autograder or at {', '.join(CONTAINER_PLANTS)} changed",
     )
+
+
+@pytest.mark.proof("gradescope_container")
+@LANDLOCK
+def test_background_process_leaves_nothing_running(image: Image, landlock: bool) -> None:
+    """background_process starts a sleeper in a new session and a double-forked writer that, 3 s later, writes a
+    fake results.json (its folder, /autograder/results, /tmp): none of them outlives ex02, so when
+    run_autograder ends and LINGER_S later the container runs nothing of the grading's, and results.json is the
+    grader's (check_root_unchanged)."""
+    graded = grade(image, with_attack("background_process"), landlock=landlock)
+    check_attack_scores_nothing(graded, "background_process")
+    check_rung(graded, rung_of(landlock), "background_process")
+    check_root_unchanged(graded, "background_process")
+    assert graded.results["score"] < 100, "the fake results.json (score 100) must not be the one Gradescope reads"
+    report(rung_of(landlock), "background_process", graded, f"no process left at the end nor {LINGER_S} s later")
+
+
+@pytest.mark.proof("gradescope_container")
+@LANDLOCK
+def test_fill_disk_writes_nothing(image: Image, landlock: bool) -> None:
+    """fill_disk writes 1 MiB blocks (up to 256 MiB per folder) into its working folder, home, TMPDIR and the
+    container's /tmp, /var/tmp and /dev/shm: a grading child on the host writes nothing, so every folder gets
+    0 bytes and no a2-fill-* file is left (check_root_unchanged)."""
+    graded = grade(image, with_attack("fill_disk"), landlock=landlock)
+    check_attack_scores_nothing(graded, "fill_disk")
+    check_rung(graded, rung_of(landlock), "fill_disk")
+    check_root_unchanged(graded, "fill_disk")
+    filled = [line.split() for line in graded.results["output"].splitlines() if line.startswith("FILLED ")]
+    assert len(filled) >= 4, f"fill_disk must have tried its folders: {graded.results['output'][-2000:]}"
+    wrote = [(folder, int(n)) for _, folder, n, *_ in filled if int(n) != 0]
+    assert wrote == [], f"fill_disk wrote (folder, bytes) {wrote}; a grading child on the host writes nothing"
+    report(rung_of(landlock), "fill_disk", graded, f"0 bytes written in each of {len(filled)} folders")
 
 
 @pytest.mark.proof("gradescope_container")
