@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 
 COMMANDS = {
@@ -75,6 +76,23 @@ COMMANDS = {
     "mutation": ("autograder.authoring.mutation", "mutate the answer key and report the mutants no case kills"),
 }
 
+# The commands that read students' work or write grades: every file and folder they create is the instructor's
+# alone (umask 077) unless made otherwise on purpose (a sandboxed child's own folders, `sandbox.launch`). Where
+# only file modes keep student code out (the seccomp-uid rung), a gradebook, CSV, report or feedback left
+# readable would be read by a later grading's student, who can see every command line, --csv's included.
+PRIVATE_OUTPUT = (
+    "grade",
+    "grade-all",
+    "lecture",
+    "export-lms",
+    "report",
+    "similarity",
+    "fill-notebooks",
+    "otter-grade",
+    "nbgrader-autograde",
+    "demo",
+)
+
 
 def main(argv: list[str]) -> int:
     if not argv or argv[0] in ("-h", "--help") or argv[0] not in COMMANDS:
@@ -91,6 +109,8 @@ def main(argv: list[str]) -> int:
             raise
         print(f"{argv[0]}: {exc}", file=sys.stderr)
         return 2
+    if argv[0] in PRIVATE_OUTPUT:
+        os.umask(0o077)
     return int(module.main(argv[1:]) or 0)
 
 

@@ -71,13 +71,14 @@ def check(data: dict, attack: str) -> None:
 
 
 # deserve more than 0: graded in tests/test_sandbox_attacks.py; colluding_pairs and nested_public_state need the
-# batch's two phases: tests/test_batch_seal.py
+# batch's two phases: tests/test_batch_seal.py; read_classmates needs a batch: tests/test_sandbox_attacks.py
 OWN_TEST = {
     "one_function_loops",
     "loop_skips_hidden_start",
     "page_cache_relay",
     "colluding_pairs",
     "nested_public_state",
+    "read_classmates",
 }
 ATTACKS = sorted(p.name for p in ADVERSARIAL.iterdir() if p.is_dir() and p.name not in OWN_TEST)
 
@@ -126,6 +127,7 @@ RUNG_ATTACKS = (
     "read_grader_outputs",
     "read_hidden",
     "relay",
+    "reschedule_others",
     "write_outside",
 )
 
@@ -209,6 +211,16 @@ def attack_checks(data: dict, attack: str, rung) -> None:  # type: ignore[no-unt
         )
     if attack == "fill_disk":
         check_fill_disk(data)
+    if attack == "reschedule_others":
+        tried = [line for line in data["output"].splitlines() if line.startswith(("SCHED-SET", "SCHED-DENIED"))]
+        worked = [line for line in tried if line.startswith("SCHED-SET")]
+        assert tried and not worked, (
+            f"the child changed how other processes are scheduled (its parent, its uid's: the grader's on "
+            f"same-uid): {worked or data['output'][-1500:]}"
+        )
+        assert "SCHED-SELF-OK" in data["output"], (
+            f"the same calls on the child itself must work (nice, affinity, SCHED_BATCH): {data['output'][-1500:]}"
+        )
     if attack == "dask_scheduler":
         everything = json.dumps(data)
         assert "DASK-REACHED" not in everything and "DASK-RAN-ON-SCHEDULER" not in everything, (

@@ -1292,3 +1292,68 @@ def test_a_student_who_imports_matplotlib_gets_full_marks_on_every_rung(rung, tm
     )
     noise = [line for line in data["output"].splitlines() if "font" in line.lower() or "matplotlib" in line.lower()]
     assert not noise, f"on {rung} matplotlib printed into the student's output (expected nothing): {noise}"
+
+
+@pytest.mark.slow
+def test_on_seccomp_uid_a_batch_keeps_each_students_classmates_out_of_reach(tmp_path):
+    """read_classmates (autograder/fixtures/adversarial) as alice beside bob (the answer key, marked), graded by
+    grade-all with two workers on the seccomp-uid rung, where only file modes keep a child out and every
+    process's command line is readable. A class folder other users can read (a default umask's) is refused
+    before any student's code runs (`ladder.exposed`); once private, alice's code reaches nothing of bob's:
+    not his submission through her grader's command line, not his staged file through his child's (readable
+    by his child's gid alone), and the CSV and gradebook the batch writes are the instructor's alone (the
+    grading commands' umask 077: a later batch's student sees --csv on the command line)."""
+    if not isolation.is_root():
+        pytest.skip("the seccomp-uid rung needs a root grader")
+    marker = "A2-CLASSMATE-MARKER-" + secrets.token_hex(4)
+    klass = Path(tempfile.mkdtemp(prefix="a2-class-", dir="/var/tmp"))
+    try:
+        for student in ("alice", "bob"):
+            (klass / student).mkdir()
+        shutil.copyfile(ADVERSARIAL / "read_classmates" / EX02.filename, klass / "alice" / EX02.filename)
+        key = (SOLUTIONS / EX02.filename).read_text()
+        (klass / "bob" / EX02.filename).write_text(f"# {marker}\n{key}")
+        for path in (klass, *klass.rglob("*")):
+            path.chmod(0o755 if path.is_dir() else 0o644)
+        cli = tmp_path / "cli"
+        cli.mkdir()
+        out, csv_path = tmp_path / "out", tmp_path / "grades.csv"
+        argv = [sys.executable, "-m", "autograder", "grade-all", str(klass), "--out", str(out), "--workers", "2"]
+        argv += ["--exercises", "ex02", "--no-progress", "--csv", str(csv_path)]
+
+        def batch() -> subprocess.CompletedProcess:
+            return subprocess.run(
+                rungs.cli_command("seccomp-uid", argv),
+                env=rungs.cli_env(cli),
+                capture_output=True,
+                text=True,
+                timeout=900,
+            )
+
+        refused = batch()
+        assert refused.returncode == 2 and "can be read by other users" in refused.stderr, (
+            f"a class folder of mode 755 must be refused on seccomp-uid (exit 2), got {refused.returncode}:\n"
+            f"{refused.stderr[-2000:]}"
+        )
+        assert not list(out.rglob("results.json")), "nothing may be graded before the refusal"
+        klass.chmod(0o700)
+        done = batch()
+        assert done.returncode == 0, f"the private class folder must be graded:\n{done.stderr[-3000:]}"
+        alice = json.loads((out / "alice" / "results.json").read_text())
+        bob = json.loads((out / "bob" / "results.json").read_text())
+        assert "CLASS-INPUT" in alice["output"], f"the attack must have run: {alice['output'][-1500:]}"
+        assert marker not in json.dumps(alice), (
+            f"alice's code read bob's file: {[line for line in alice['output'].splitlines() if marker in line]}"
+        )
+        assert abs(bob["score"] - EX02.points) < SCORE_TOL, f"bob (the key) must keep ex02's points: {bob['score']}"
+        for path in (csv_path, out / "gradebook.sqlite"):
+            assert path.stat().st_mode & 0o077 == 0, (
+                f"{path.name} was left with mode {path.stat().st_mode & 0o777:o}: other users (a later batch's "
+                "students on seccomp-uid) could read the class's grades"
+            )
+        print(
+            "\nalice on seccomp-uid: "
+            + " | ".join(line[:300] for line in alice["output"].splitlines() if line.startswith(("CLASS-", "NEIGH")))
+        )
+    finally:
+        shutil.rmtree(klass, ignore_errors=True)

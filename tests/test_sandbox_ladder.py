@@ -675,3 +675,55 @@ def test_a_v1_cpu_hierarchy_that_refuses_a_folder_leaves_the_memory_cap_and_take
     rung = ladder.Rung("landlock", True, groups=groups)
     assert not turns.side_by_side(rung)
     assert turns.side_by_side(dataclasses.replace(rung, groups=dataclasses.replace(groups, cpu=True)))
+
+
+def test_seccomp_uid_is_refused_while_any_secret_file_is_readable(monkeypatch):
+    """The seccomp-uid rung is taken only if a sandbox uid can read none of the grader's secrets
+    (`ladder.secrets_readable`), every file of them and not a sample: in a package root laid out as a checkout
+    (a folder other users can pass, as /var/tmp's), one hidden-case file left readable among private ones, a
+    folder of the root that is a link to a readable folder elsewhere, and one readable file deep in .git are
+    each found; with all three made private, none is."""
+    from autograder.runtime.sandbox import allowlist, isolation
+
+    if os.geteuid() != 0:
+        pytest.skip("reading as a sandbox uid needs root")
+    top = Path(tempfile.mkdtemp(prefix="a2-secrets-", dir="/var/tmp"))
+    try:
+        root, elsewhere = top / "root", top / "elsewhere"
+        files = {
+            root / "autograder" / "expected" / "ex01.json": 0o600,
+            root / "autograder" / "tests" / "a_first.py": 0o600,
+            root / "autograder" / "tests" / "b_second.py": 0o644,  # the one a sample of the first file misses
+            root / "shared" / "hetero" / "public.py": 0o644,  # shared/ is the students' own
+            root / ".git" / "objects" / "aa" / "first": 0o600,
+            root / ".git" / "objects" / "zz" / "deep": 0o644,
+            elsewhere / "ex01_key.py": 0o644,
+        }
+        for path, mode in files.items():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text("secret\n")
+            path.chmod(mode)
+        (root / "solutions").symlink_to(elsewhere)
+        for folder in (top, *(p for p in top.rglob("*") if p.is_dir() and not p.is_symlink())):
+            folder.chmod(0o755)
+        monkeypatch.setattr(isolation, "PACKAGE_ROOT", root)
+        monkeypatch.setattr(allowlist, "AUTOGRADER_DIR", root / "autograder")
+        found = []
+        for _ in range(4):
+            readable = ladder.secrets_readable()
+            if not readable:
+                break
+            found.append(readable)
+            Path(readable).chmod(0o600)
+        want = {
+            str(root / "autograder/tests/b_second.py"),
+            str(root / ".git/objects/zz/deep"),
+            str(elsewhere / "ex01_key.py"),
+        }
+        assert set(found) == want, (
+            f"expected the three readable secrets to be found one by one (a sample of one file per folder misses "
+            f"them), found {found}"
+        )
+        assert "shared" not in " ".join(found), "shared/ holds the students' own files, not a secret"
+    finally:
+        shutil.rmtree(top, ignore_errors=True)

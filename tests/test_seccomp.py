@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ctypes
 import errno
+import fcntl
 import json
 import os
 import selectors
@@ -161,6 +162,8 @@ PTRACE_TRACEME = 0
 MADV_DONTNEED, MADV_COLD, MADV_PAGEOUT = 4, 20, 21
 POSIX_FADV_DONTNEED = 4
 RWF_NOWAIT = 0x8
+F_SETLEASE, F_NOTIFY, DN_ACCESS = 1024, 1026, 0x1
+NO_PROCESS_UID = 65533  # a uid no process of this machine runs as (setpriority(PRIO_USER) on it: ESRCH)
 IPC_PRIVATE, IPC_CREAT, IPC_RMID = 0, 0o1000, 0
 AT_FDCWD = -100
 O_RDONLY, O_WRONLY, O_RDWR, O_CREAT, O_TRUNC, O_APPEND = 0, 0o1, 0o2, 0o100, 0o1000, 0o2000
@@ -360,6 +363,23 @@ def refused_everywhere(folder: str) -> dict[str, list[int]]:
     got["mq_open"] = _made(
         syscall("mq_open", name, O_CREAT | O_RDWR, 0o600, None), lambda fd: (os.close(fd), syscall("mq_unlink", name))
     )
+    # another process's scheduling, each set to what it already is (allowed, nothing would change); a uid
+    # without processes for PRIO_USER (allowed: ESRCH)
+    parent = os.getppid()
+    got["setpriority parent"] = _errno(
+        lambda: os.setpriority(os.PRIO_PROCESS, parent, os.getpriority(os.PRIO_PROCESS, parent))
+    )
+    got["setpriority user"] = _errno(lambda: os.setpriority(os.PRIO_USER, NO_PROCESS_UID, 0))
+    got["sched_setaffinity parent"] = _errno(lambda: os.sched_setaffinity(parent, os.sched_getaffinity(parent)))
+    got["sched_setscheduler parent"] = _errno(
+        lambda: os.sched_setscheduler(parent, os.sched_getscheduler(parent), os.sched_getparam(parent))
+    )
+    watched = os.open(folder, os.O_RDONLY)
+    got["fcntl F_NOTIFY"] = _errno(lambda: fcntl.fcntl(watched, F_NOTIFY, DN_ACCESS))
+    os.close(watched)
+    leased = os.open(os.path.join(folder, "pages"), os.O_RDONLY)
+    got["fcntl F_SETLEASE"] = _errno(lambda: fcntl.fcntl(leased, F_SETLEASE, fcntl.F_RDLCK))
+    os.close(leased)
     return got
 
 
@@ -400,6 +420,12 @@ REFUSED = {
     "mq_open": errno.EPERM,
     "inotify_init": errno.EPERM,
     "inotify_init1": errno.EPERM,
+    "setpriority parent": errno.EPERM,
+    "setpriority user": errno.EPERM,
+    "sched_setaffinity parent": errno.EPERM,
+    "sched_setscheduler parent": errno.EPERM,
+    "fcntl F_NOTIFY": errno.EPERM,
+    "fcntl F_SETLEASE": errno.EPERM,
 }
 # namespaces through clone's flags or clone3: not in the allow-list (ENOSYS, the default) or refused
 CLONE_REFUSALS = {errno.ENOSYS, errno.EPERM}
@@ -486,7 +512,16 @@ def works_everywhere(folder: str) -> dict:
     area.close()
     fd = os.open(os.path.join(folder, "pages"), os.O_RDONLY)
     got["os.preadv"] = os.preadv(fd, [bytearray(8)], 0)
+    got["fcntl F_GETLEASE"] = fcntl.fcntl(fd, fcntl.F_GETLEASE) == fcntl.F_UNLCK
+    got["fcntl F_GETFL"] = fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE == os.O_RDONLY
     os.close(fd)
+    got["scheduling self"] = _errno(
+        lambda: (
+            os.setpriority(os.PRIO_PROCESS, 0, os.getpriority(os.PRIO_PROCESS, 0) + 1),
+            os.sched_setaffinity(0, os.sched_getaffinity(0)),
+            os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0)),
+        )
+    )
     # numpy and torch as a child imports them: python -S -s with its own site folder of links first
     matmul = (
         "import sys; sys.path.insert(0, sys.argv[1]); import numpy as np, torch; "
@@ -538,6 +573,9 @@ def test_every_program_lets_python_numpy_and_torch_work(rung, tmp_path):
         "read": 4 * 4096,
         "madvise MADV_DONTNEED": [0, 0],
         "os.preadv": 8,
+        "fcntl F_GETLEASE": True,
+        "fcntl F_GETFL": True,
+        "scheduling self": [0, 0],
         "numpy matmul": 64.0,
         "torch matmul": 32.0,
     }

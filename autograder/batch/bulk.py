@@ -261,19 +261,13 @@ def _grade(todo: Sequence[Job], batch: Batch, store: Store, sealed: bool) -> Non
         held.remove()
 
 
-def _private_output(out: Path) -> None:
-    """Refuse an output folder other users can read where only file modes keep student code from it (the
-    seccomp-uid rung: another student's results, feedback and the gradebook would be readable)."""
-    try:
-        rung = ladder.current().name
-    except ladder.Refused:
-        return  # every grading of the batch says so
-    if rung == "seccomp-uid" and os.stat(out).st_mode & 0o005:
-        raise ValueError(
-            f"{out} can be read by other users, and on this machine's isolation rung (seccomp-uid: file modes "
-            f"only) a student's code could read the other students' results there: chmod o-rwx {out}, or use "
-            "another --out"
-        )
+def _private_paths(out: Path, submissions: Path) -> None:
+    """Refuse an input or output folder other users can read where only file modes keep student code from it
+    (`ladder.exposed`: the other students' submissions, results, feedback and the gradebook)."""
+    for path, what in ((submissions, "the submissions"), (out, "the output folder")):
+        why = ladder.exposed(path, what)
+        if why:
+            raise ValueError(why)
 
 
 def grade_all(
@@ -303,7 +297,7 @@ def grade_all(
     scheduler's address, or `local:N`, for the grader processes (`autograder.batch.cluster`; `workers` unused).
     """
     out.mkdir(mode=0o700, parents=True, exist_ok=True)  # results, feedback, the gradebook: not other users'
-    _private_output(out)
+    _private_paths(out, submissions)
     sweep_stale_scratch()
     subs, refused = discover(submissions, out, names_under(out, also_writes), not_submissions)
     for item in refused:

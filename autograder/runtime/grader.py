@@ -345,14 +345,16 @@ def _exercise_note(ex: Exercise, found: Found | None, report: ChildReport | None
     return _join(*parts)
 
 
-def refusal() -> str:
+def refusal(submission: Path | None = None) -> str:
     """ "" when student code can be isolated here (`ladder.current`), else why grading is refused: the
-    grader then writes a results.json that says so (for the staff) and runs no student code."""
+    grader then writes a results.json that says so (for the staff) and runs no student code. `submission`:
+    refused too where a student's code could read it and whatever lies beside it (`ladder.exposed`)."""
     try:
         ladder.current()
     except ladder.Refused as exc:
         return f"grading refused: {exc}"
-    return ""
+    why = ladder.exposed(submission, "the submission") if submission is not None else ""
+    return f"grading refused: {why}" if why else ""
 
 
 def _selected(exercises: Iterable[str] | None) -> list[Exercise]:
@@ -429,7 +431,7 @@ def grade_submission(
     start = time.monotonic()
     selected = _selected(exercises)
     max_score = sum(ex.points for ex in selected)
-    refused = refusal()
+    refused = refusal(Path(submission))
     if refused:
         return _finish(res.grader_failure(refused, max_score, time.monotonic() - start), out)
     try:
@@ -472,7 +474,7 @@ def grade_public_phase(
     notes: list[str] = []
     reports: dict[str, ChildReport | None | str] = {}
     digests: dict[str, str] = {}
-    failure = refusal()
+    failure = refusal(Path(submission))
     try:
         if not failure:
             found, notes = locate(Path(submission), selected, files)
@@ -594,7 +596,7 @@ def main(argv: Sequence[str]) -> int:
             specs=None if args.public_specs is None else read_public_specs(args.public_specs),
         )
         print(f"public phase sealed in {args.state}: {seal}")
-        refused = refusal()
+        refused = refusal(args.submission)
         if refused:
             print(refused, file=sys.stderr)
             return 2
@@ -609,7 +611,7 @@ def main(argv: Sequence[str]) -> int:
         data = grade_submission(args.submission, out, exercises=args.exercises, time_scale=time_scale)
     print(safetext.terminal_text(data["output"], lines=True))
     print(f"\nwrote {out}")
-    refused = refusal()
+    refused = refusal(args.submission if args.phase is None else None)
     if refused:
         print(refused, file=sys.stderr)
         return 2

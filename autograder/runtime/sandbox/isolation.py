@@ -165,6 +165,7 @@ def bwrap_args(
     if loopback:
         for name, text in (("hosts", HOSTS), ("nsswitch.conf", NSSWITCH)):
             (code / f"etc-{name}").write_text(text)
+            (code / f"etc-{name}").chmod(0o644)
             args += ["--ro-bind", str(code / f"etc-{name}"), f"/etc/{name}"]
     return args + ["--remount-ro", "/", "--chdir", "/"]
 

@@ -365,37 +365,48 @@ def _in_fork(work) -> str:
     return answer
 
 
+def exposed(path: Path, what: str) -> str:
+    """Why `path` (`what`: a class's submissions, its results) could be read by a student's code here, or "": on
+    the seccomp-uid rung only file modes keep a child out, and every process's command line, the grader's
+    included, is readable there, so an input or output of the grader's that holds other people's work must
+    have no permission bit for other users, or lie below a folder that other users cannot pass."""
+    try:
+        if current().name != "seccomp-uid":
+            return ""
+        real = Path(os.path.realpath(path))
+        mode = os.stat(real).st_mode
+        if not mode & 0o007 or any(not os.stat(parent).st_mode & 0o001 for parent in real.parents):
+            return ""  # nothing for others on it, or a folder on the way they cannot pass
+    except (Refused, OSError):
+        return ""  # refused anyway; or not there (the caller says so)
+    return (
+        f"{what} {path} can be read by other users (mode {mode & 0o777:o}), and on this machine's isolation rung "
+        "(seccomp-uid: file modes only) a student's code could read it: chmod o-rwx on it, or move it to a private "
+        "folder"
+    )
+
+
 def secret_files() -> list[Path]:
-    """Files a child must never read, one per place the grader keeps what is not the student's: a stored
-    expected value, a hidden case, and one file of every entry of the package's root folder but shared/
+    """Every file a child must never read, at its real location (what a link names is read there): the stored
+    expected values, the hidden cases, and every file of every entry of the package's root folder but shared/
     and the venv (the answer key, the .git history, the grader's sources, as Gradescope's run_autograder
-    makes source/ private but for these)."""
+    makes source/ private but for these). Links to folders are followed (once each)."""
     venv = Path(sys.prefix).resolve()
-    found = []
-    for pattern, folder in (
-        ("*.json", allowlist.AUTOGRADER_DIR / "expected"),
-        ("*.py", allowlist.AUTOGRADER_DIR / "tests"),
-    ):
-        found += sorted(folder.glob(pattern))[:1]
-    for entry in sorted(isolation.PACKAGE_ROOT.iterdir()):
-        if entry.name == "shared" or entry.resolve() == venv or entry.is_symlink():
-            continue
-        if entry.is_file():
-            found.append(entry)
-        elif entry.is_dir():
-            first = _first_file(entry)
-            if first is not None:
-                found.append(first)
-    return found
-
-
-def _first_file(folder: Path) -> Path | None:
-    for parent, _, names in os.walk(folder):
-        for name in sorted(names):
-            path = Path(parent, name)
-            if path.is_file() and not path.is_symlink():
-                return path
-    return None
+    tops = [allowlist.AUTOGRADER_DIR / "expected", allowlist.AUTOGRADER_DIR / "tests"]
+    tops += [e for e in sorted(isolation.PACKAGE_ROOT.iterdir()) if e.name != "shared" and e.resolve() != venv]
+    found: dict[str, None] = {}
+    seen: set[str] = set()
+    for top in tops:
+        if top.is_file():
+            found[os.path.realpath(top)] = None
+        for folder, dirs, names in os.walk(top, followlinks=True):
+            if os.path.realpath(folder) in seen:
+                dirs[:] = []
+                continue
+            seen.add(os.path.realpath(folder))
+            for name in sorted(names):
+                found[os.path.realpath(os.path.join(folder, name))] = None
+    return [Path(f) for f in found if os.path.isfile(f)]
 
 
 def secrets_readable(uid: int = SANDBOX_UIDS[-1]) -> str:

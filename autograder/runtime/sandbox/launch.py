@@ -190,16 +190,25 @@ class Launch:
 
     def _folders(self, base: Path) -> None:
         self.ro, self.work = base / "ro", base / "work"
-        self.ro.mkdir(mode=0o755)
+        # `ro` is the grader's and readable by the child alone (its gid): the child's command line, which every
+        # process without a PID namespace of its own can read, names the folder, and a neighbour graded at the
+        # same time on seccomp-uid (file modes only) would otherwise read this student's files there
+        # (modes set, not asked of mkdir: the grader's umask is 077 for the commands that handle grades)
+        self.ro.mkdir()
         copies = {**self.files, "child.py": CHILD_SOURCE, "jail.py": isolation.JAIL_SOURCE}
         for name, source in copies.items():
-            (self.ro / name).parent.mkdir(mode=0o755, parents=True, exist_ok=True)
+            (self.ro / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(source, self.ro / name)
-            (self.ro / name).chmod(0o644)
         site = self.ro / "site"
-        site.mkdir(mode=0o755)
+        site.mkdir()
         for name, dest in allowlist.site_links(allowlist.compute(self.tools)).items():
             os.symlink(dest, site / name)
+        group = self.user.gid if self.user else os.getgid()
+        for folder, dirs, names in os.walk(self.ro):
+            for entry in (folder, *(os.path.join(folder, n) for n in (*dirs, *names))):
+                if not os.path.islink(entry):
+                    os.chown(entry, -1, group)
+                    os.chmod(entry, 0o750 if os.path.isdir(entry) else 0o640)
         bwrap = self.rung.name == "bwrap"
         self.code = isolation.SANDBOX_CODE if bwrap else str(self.ro)
         self.cwd = isolation.SANDBOX_WORK if bwrap else str(self.work)

@@ -18,9 +18,11 @@ pageout advice, preadv2/pwritev2 with RWF_NOWAIT): state every child on the mach
 (EOPNOTSUPP: glibc's posix_fallocate writes the blocks instead), which takes disk space faster than the
 watch of a tool command's disk (`Limits.disk_floor_bytes`) can see.
 
-Conditions: clone without a namespace flag; socketpair only for AF_UNIX; prlimit64 only on the caller;
-personality only as a query or PER_LINUX; madvise without MADV_COLD/MADV_PAGEOUT. By rung, the calls that
-change files by path:
+Conditions: clone without a namespace flag; socketpair only for AF_UNIX; prlimit64, setpriority and the
+sched_set* calls only on the caller (the same-uid rung's child could otherwise slow the grader or any process of
+the instructor's uid, past its exercise); fcntl without F_NOTIFY and F_SETLEASE (dnotify and leases report other
+processes' accesses, as inotify would); personality only as a query or PER_LINUX; madvise without
+MADV_COLD/MADV_PAGEOUT. By rung, the calls that change files by path:
 - "bwrap": all allowed (the child's root is read-only but for its own tmpfs);
 - "landlock": allowed (Landlock decides), except utime and extended attributes, which Landlock does not
   cover and which would let a child mark a world-writable file outside its folder;
@@ -47,9 +49,9 @@ BASE = (
     "set_tid_address set_robust_list get_robust_list rseq arch_prctl prctl futex futex_waitv fork vfork execve "
     "execveat exit exit_group wait4 waitid getpid getppid gettid getpgid getpgrp getsid setsid setpgid getuid "
     "geteuid getgid getegid getgroups getresuid getresgid setuid setgid setgroups setresuid setresgid setreuid "
-    "setregid setfsuid setfsgid capget capset sched_getaffinity sched_setaffinity sched_yield sched_getparam "
-    "sched_setparam sched_getscheduler sched_setscheduler sched_get_priority_max sched_get_priority_min "
-    "sched_rr_get_interval sched_getattr sched_setattr getpriority setpriority getrlimit setrlimit getrusage "
+    "setregid setfsuid setfsgid capget capset sched_getaffinity sched_yield sched_getparam "
+    "sched_getscheduler sched_get_priority_max sched_get_priority_min "
+    "sched_rr_get_interval sched_getattr getpriority getrlimit setrlimit getrusage "
     "times sysinfo uname umask getcpu restart_syscall kill tkill tgkill rt_sigqueueinfo rt_tgsigqueueinfo "
     "pidfd_open pidfd_send_signal getrandom "
     # signals and timers
@@ -58,7 +60,7 @@ BASE = (
     "timer_delete timerfd_create timerfd_settime timerfd_gettime clock_gettime clock_getres clock_nanosleep "
     "nanosleep gettimeofday time "
     # descriptors, reading, waiting
-    "read readv pread64 preadv close close_range dup dup2 dup3 fcntl flock lseek fstat fstatfs ioctl poll ppoll "
+    "read readv pread64 preadv close close_range dup dup2 dup3 flock lseek fstat fstatfs ioctl poll ppoll "
     "select pselect6 epoll_create epoll_create1 epoll_ctl epoll_wait epoll_pwait epoll_pwait2 eventfd eventfd2 "
     "pipe pipe2 splice tee vmsplice sendfile copy_file_range write writev pwrite64 pwritev fsync fdatasync "
     "sync_file_range fgetxattr flistxattr "
@@ -96,6 +98,13 @@ REFUSED = {
 }
 CACHESTAT_NR = 451  # cachestat (Linux 6.5, the same number on every architecture); older libseccomp has no name
 
+# Scheduling: on the caller only (pid 0). The same-uid rung's child shares the grader's uid, and the kernel lets
+# a uid re-schedule any of its processes: SCHED_IDLE, nice 19 or one CPU for the grader, a neighbour's grading or
+# any process of the instructor's, which outlives the exercise (Landlock scopes signals, not these).
+SCHED_SELF = "sched_setaffinity sched_setparam sched_setscheduler sched_setattr".split()  # the pid is argument 0
+PRIO_PROCESS = 0  # setpriority(which, who, prio): allowed for (PRIO_PROCESS, 0) alone, not a group or a user
+# fcntl commands that report other processes' accesses to a file or folder (what inotify would: refused)
+F_SETLEASE, F_NOTIFY = 1024, 1026
 CLONE_NAMESPACES = 0x7E020080  # CLONE_NEWNS|NEWCGROUP|NEWUTS|NEWIPC|NEWUSER|NEWPID|NEWNET|NEWTIME
 AF_UNIX = 1
 MADV_COLD, MADV_PAGEOUT = 20, 21
@@ -168,8 +177,17 @@ def program(rung: str, sockets: str = "pair") -> bytes:
         for name in ("socket", *SOCKET_CALLS):
             _add(flt, sc.ERRNO(errno.EACCES), name)
     _add(flt, sc.ERRNO(errno.EAFNOSUPPORT), "socketpair", sc.Arg(0, sc.NE, AF_UNIX))
-    _add(flt, allow, "prlimit64", sc.Arg(0, sc.EQ, 0))
-    _add(flt, sc.ERRNO(errno.EPERM), "prlimit64", sc.Arg(0, sc.NE, 0))
+    for name in ("prlimit64", *SCHED_SELF):
+        _add(flt, allow, name, sc.Arg(0, sc.EQ, 0))
+        _add(flt, sc.ERRNO(errno.EPERM), name, sc.Arg(0, sc.NE, 0))
+    _add(flt, allow, "setpriority", sc.Arg(0, sc.EQ, PRIO_PROCESS), sc.Arg(1, sc.EQ, 0))
+    _add(flt, sc.ERRNO(errno.EPERM), "setpriority", sc.Arg(0, sc.NE, PRIO_PROCESS))
+    _add(flt, sc.ERRNO(errno.EPERM), "setpriority", sc.Arg(1, sc.NE, 0))
+    _add(flt, allow, "fcntl", sc.Arg(1, sc.LT, F_SETLEASE))
+    _add(flt, allow, "fcntl", sc.Arg(1, sc.GT, F_NOTIFY))
+    _add(flt, allow, "fcntl", sc.Arg(1, sc.EQ, F_SETLEASE + 1))  # F_GETLEASE
+    for command in (F_SETLEASE, F_NOTIFY):
+        _add(flt, sc.ERRNO(errno.EPERM), "fcntl", sc.Arg(1, sc.EQ, command))
     for value in (PER_LINUX, PER_QUERY):
         _add(flt, allow, "personality", sc.Arg(0, sc.EQ, value))
     _add(flt, allow, "madvise", sc.Arg(2, sc.LT, MADV_COLD))
