@@ -213,7 +213,7 @@ def attack_checks(data: dict, attack: str, rung) -> None:  # type: ignore[no-unt
         check_fill_disk(data)
     if attack == "reschedule_others":
         tried = [line for line in data["output"].splitlines() if line.startswith(("SCHED-SET", "SCHED-DENIED"))]
-        worked = [line for line in tried if line.startswith("SCHED-SET")]
+        worked = [line for line in data["output"].splitlines() if line.startswith(("SCHED-SET", "SCHED-CHANGED"))]
         assert tried and not worked, (
             f"the child changed how other processes are scheduled (its parent, its uid's: the grader's on "
             f"same-uid): {worked or data['output'][-1500:]}"

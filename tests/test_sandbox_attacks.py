@@ -1299,7 +1299,8 @@ def test_on_seccomp_uid_a_batch_keeps_each_students_classmates_out_of_reach(tmp_
     """read_classmates (autograder/fixtures/adversarial) as alice beside bob (the answer key, marked), graded by
     grade-all with two workers on the seccomp-uid rung, where only file modes keep a child out and every
     process's command line is readable. A class folder other users can read (a default umask's) is refused
-    before any student's code runs (`ladder.exposed`); once private, alice's code reaches nothing of bob's:
+    before any student's code runs (`ladder.exposed`), as `grade` and `lecture` refuse her folder alone; once
+    private, alice's code reaches nothing of bob's:
     not his submission through her grader's command line, not his staged file through his child's (readable
     by his child's gid alone), and the CSV and gradebook the batch writes are the instructor's alone (the
     grading commands' umask 077: a later batch's student sees --csv on the command line)."""
@@ -1336,12 +1337,32 @@ def test_on_seccomp_uid_a_batch_keeps_each_students_classmates_out_of_reach(tmp_
             f"{refused.stderr[-2000:]}"
         )
         assert not list(out.rglob("results.json")), "nothing may be graded before the refusal"
+        for command in (
+            ["grade", str(klass / "alice"), "--out", str(tmp_path / "alone.json"), "--exercises", "ex02"],
+            ["lecture", "01", "--impl", str(klass / "alice")],
+        ):
+            alone = subprocess.run(
+                rungs.cli_command("seccomp-uid", [sys.executable, "-m", "autograder", *command]),
+                env=rungs.cli_env(cli),
+                capture_output=True,
+                text=True,
+                timeout=600,
+            )
+            assert alone.returncode == 2 and "can be read by other users" in alone.stdout + alone.stderr, (
+                f"`{command[0]}` of a folder of mode 755 must be refused on seccomp-uid (exit 2), got "
+                f"{alone.returncode}:\n{alone.stdout[-1500:]}\n{alone.stderr[-1500:]}"
+            )
+        assert "CLASS-INPUT" not in (tmp_path / "alone.json").read_text(), "grade ran the student's code"
         klass.chmod(0o700)
         done = batch()
         assert done.returncode == 0, f"the private class folder must be graded:\n{done.stderr[-3000:]}"
         alice = json.loads((out / "alice" / "results.json").read_text())
         bob = json.loads((out / "bob" / "results.json").read_text())
-        assert "CLASS-INPUT" in alice["output"], f"the attack must have run: {alice['output'][-1500:]}"
+        tried = next((line for line in alice["output"].splitlines() if line.startswith("CLASS-INPUT")), "")
+        assert f"'{klass}': 'PermissionError'" in tried, (
+            f"alice's code must have found the class folder through her grader's command line and been refused "
+            f"there: {tried or alice['output'][-1500:]}"
+        )
         assert marker not in json.dumps(alice), (
             f"alice's code read bob's file: {[line for line in alice['output'].splitlines() if marker in line]}"
         )

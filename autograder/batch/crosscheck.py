@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -23,6 +24,7 @@ from pathlib import Path
 
 from autograder.core.manifest import EXERCISES
 from autograder.core.safetext import csv_cell, terminal_text
+from autograder.runtime.statedir import created_mode
 
 Table = dict[str, dict[str, tuple[float, str]]]  # {student: {exercise id: (points, "" or why 0)}}
 
@@ -134,6 +136,7 @@ def write_csv(checked: Checked, path: Path) -> None:
     other_name = checked.tool_name if checked.source == "native" else "native"
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", newline="", encoding="utf-8") as handle:
+        os.fchmod(handle.fileno(), created_mode())  # a file written before keeps its mode otherwise
         writer = csv.writer(handle)
         writer.writerow(["student", *ids, "total", *([f"{other_name}_total", "check"] if other is not None else [])])
         for student, row in checked.reported.items():

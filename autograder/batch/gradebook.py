@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import re
 import sqlite3
 import time
@@ -29,6 +30,7 @@ from typing import Any
 
 from autograder.core.manifest import EXERCISES
 from autograder.core.safetext import clean_data, clean_text, csv_cell
+from autograder.runtime.statedir import created_mode
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS submissions (
@@ -309,6 +311,7 @@ class Gradebook:
         path.parent.mkdir(parents=True, exist_ok=True)
         count = 0
         with path.open("w", newline="", encoding="utf-8") as fh:
+            os.fchmod(fh.fileno(), created_mode())  # a file written before keeps its mode otherwise
             writer = csv.writer(fh)
             writer.writerow(
                 [

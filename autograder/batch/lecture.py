@@ -54,6 +54,10 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     if not args.impl.is_dir():
         parser.error(f"--impl {args.impl}: no such folder")
+    exposed = ladder.exposed(args.impl, "the student's folder")
+    if exposed:
+        print(f"lecture: refused: {exposed}", file=sys.stderr)
+        return 2
     try:
         done = run(args.experiment, args.impl, args.plots, args.json)
     except ladder.Refused as exc:

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import os
 import re
 import sys
 from collections.abc import Iterable, Sequence
@@ -45,6 +46,7 @@ from pathlib import Path
 from autograder.batch.gradebook import Gradebook, Record
 from autograder.core.manifest import EXERCISES
 from autograder.core.safetext import clean_text, csv_cell, terminal_text
+from autograder.runtime.statedir import created_mode
 
 GRADEBOOK_NAME = "gradebook.sqlite"  # as in autograder.batch.bulk (not imported: bulk pulls in the grader's stack)
 FORMATS = ("canvas", "gradescope")
@@ -303,6 +305,7 @@ def export(
     table = canvas_table(rows, assignment, per_exercise, exercises) if fmt == "canvas" else gradescope_table(rows)
     dest.parent.mkdir(parents=True, exist_ok=True)
     with dest.open("w", newline="", encoding="utf-8") as fh:
+        os.fchmod(fh.fileno(), created_mode())  # a file written before keeps its mode otherwise
         csv.writer(fh).writerows(table)
     failed = [r.student for r in records if r.status != "graded"]
     without_id = [c for c in columns if not _ASSIGNMENT_RE.match(c)]

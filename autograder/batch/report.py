@@ -63,6 +63,7 @@ from autograder.batch.report_data import (
 )
 from autograder.core.manifest import BY_ID, ROOT
 from autograder.core.safetext import clean_text, terminal_text
+from autograder.runtime.statedir import created_mode
 
 __all__ = ["ReportError", "layouts", "load", "main", "render", "write_report"]
 
@@ -489,7 +490,7 @@ def write_report(
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(page)
-        os.chmod(tmp, 0o644)
+        os.chmod(tmp, created_mode())
         os.replace(tmp, dest)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

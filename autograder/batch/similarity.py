@@ -56,6 +56,7 @@ from autograder.batch.submissions import discover
 from autograder.core.manifest import BY_ID, EXERCISES, ROOT, Exercise
 from autograder.core.safetext import clean_text, terminal_text
 from autograder.runtime import intake
+from autograder.runtime.statedir import created_mode
 
 TOOL = "copydetect 0.5.0"
 K = 25  # copydetect's noise threshold: k-grams of 25 characters of token text
@@ -289,7 +290,7 @@ def _write(path: Path, text: str) -> None:
     fd, tmp = tempfile.mkstemp(prefix=".sim-", dir=path.parent)
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
         fh.write(text)
-    os.chmod(tmp, 0o644)
+    os.chmod(tmp, created_mode())
     os.replace(tmp, path)
 
 

@@ -345,15 +345,21 @@ def _exercise_note(ex: Exercise, found: Found | None, report: ChildReport | None
     return _join(*parts)
 
 
-def refusal(submission: Path | None = None) -> str:
+def refusal(submission: Path | None = None, in_a_class: bool = False) -> str:
     """ "" when student code can be isolated here (`ladder.current`), else why grading is refused: the
     grader then writes a results.json that says so (for the staff) and runs no student code. `submission`:
-    refused too where a student's code could read it and whatever lies beside it (`ladder.exposed`)."""
+    refused too where other users, a student's code among them, could reach it (`ladder.exposed`); and with
+    `in_a_class` (a batch's grader, whose submission lies in the class folder, on this or another machine of a
+    cluster) where they could reach the folder holding it, the other students' submissions."""
     try:
         ladder.current()
     except ladder.Refused as exc:
         return f"grading refused: {exc}"
-    why = ladder.exposed(submission, "the submission") if submission is not None else ""
+    why = ""
+    if submission is not None:
+        why = ladder.exposed(submission, "the submission")
+        if not why and in_a_class:
+            why = ladder.exposed(Path(os.path.realpath(submission)).parent, "the class folder")
     return f"grading refused: {why}" if why else ""
 
 
@@ -474,7 +480,7 @@ def grade_public_phase(
     notes: list[str] = []
     reports: dict[str, ChildReport | None | str] = {}
     digests: dict[str, str] = {}
-    failure = refusal(Path(submission))
+    failure = refusal(Path(submission), in_a_class=True)
     try:
         if not failure:
             found, notes = locate(Path(submission), selected, files)
@@ -596,7 +602,7 @@ def main(argv: Sequence[str]) -> int:
             specs=None if args.public_specs is None else read_public_specs(args.public_specs),
         )
         print(f"public phase sealed in {args.state}: {seal}")
-        refused = refusal(args.submission)
+        refused = refusal(args.submission, in_a_class=True)
         if refused:
             print(refused, file=sys.stderr)
             return 2

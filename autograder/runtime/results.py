@@ -34,6 +34,7 @@ from typing import Any
 
 from autograder.core import safetext, scoring
 from autograder.core.manifest import ROOT, Exercise
+from autograder.runtime.statedir import created_mode
 
 SCHEMA_PATH = ROOT / "autograder" / "schema" / "gradescope_results.schema.json"
 OUTPUT_CHARS = 6000  # one test's output; student-controlled text (values, tracebacks) is clipped
@@ -297,7 +298,7 @@ def write(results: dict[str, Any], out: Path) -> None:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             json.dump(results, handle, indent=2)
             handle.write("\n")
-        os.chmod(tmp, 0o644)
+        os.chmod(tmp, created_mode())
         os.replace(tmp, out)
     except BaseException:
         if os.path.exists(tmp):

@@ -20,6 +20,19 @@ DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 FILE_FLAGS = os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NOCTTY | os.O_NONBLOCK  # NONBLOCK: a FIFO never blocks the open
 
 
+def created_mode(mode: int = 0o666) -> int:
+    """The mode a file made with `mode` gets under this process's umask (077 in the commands that handle grades:
+    `autograder.__main__.PRIVATE_OUTPUT`), for a file written through mkstemp (always 0600) and then renamed into
+    place, or a file rewritten in place (which keeps its old mode). Read from /proc/self/status: os.umask would
+    change it for a moment under every thread."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as handle:
+            mask = next((int(line.split()[1], 8) for line in handle if line.startswith("Umask:")), 0o022)
+    except OSError:
+        mask = 0o022
+    return mode & ~mask
+
+
 class UnsafeFolder(RuntimeError):
     """A state folder that another user made, could write in, or could replace."""
 

@@ -25,7 +25,6 @@ the staff entry of results.json and the batch summary show them.
 
 from __future__ import annotations
 
-import errno
 import os
 import socket
 import sys
@@ -418,13 +417,11 @@ def secrets_readable(uid: int = SANDBOX_UIDS[-1]) -> str:
         os.setgid(uid)
         os.setuid(uid)
         for path in files:
-            try:
-                with open(path, "rb") as handle:
-                    handle.read(1)
-                return str(path)
-            except OSError as exc:
-                if exc.errno not in (errno.EACCES, errno.EPERM, errno.ENOENT):
-                    return str(path)
+            try:  # an open that works is a read that works (NONBLOCK: a FIFO swapped in never blocks)
+                os.close(os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC))
+            except OSError:
+                continue
+            return str(path)
         return ""
 
     return _in_fork(work)

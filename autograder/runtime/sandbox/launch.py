@@ -40,7 +40,7 @@ TERM_GRACE_S = 3.0  # after SIGTERM: time the launcher gets to end every process
 # none, and matplotlib will not import unless its config folder (MPLCONFIGDIR) exists and its mode lets the
 # child write there (it only caches its font list there: the grader puts one in, `font_list`)
 MPL_FOLDER = ".config/matplotlib"
-PREMADE = ("tmp", MPL_FOLDER)
+PREMADE = ("tmp", ".config", MPL_FOLDER)  # each folder on the way made here: the umask would make it the grader's
 # Run once per grader process by the grader's own interpreter (no student file involved): matplotlib's font list
 # as a child's first import would make it, but of matplotlib's own fonts only, the ones every rung lets a child
 # read (the host's font folders are outside the allow-list: a listed font there would fail to open when a lecture

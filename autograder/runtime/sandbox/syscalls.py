@@ -18,9 +18,9 @@ pageout advice, preadv2/pwritev2 with RWF_NOWAIT): state every child on the mach
 (EOPNOTSUPP: glibc's posix_fallocate writes the blocks instead), which takes disk space faster than the
 watch of a tool command's disk (`Limits.disk_floor_bytes`) can see.
 
-Conditions: clone without a namespace flag; socketpair only for AF_UNIX; prlimit64, setpriority and the
-sched_set* calls only on the caller (the same-uid rung's child could otherwise slow the grader or any process of
-the instructor's uid, past its exercise); fcntl without F_NOTIFY and F_SETLEASE (dnotify and leases report other
+Conditions: clone without a namespace flag; socketpair only for AF_UNIX; prlimit64 only on the caller, and on
+the same-uid rung setpriority and the sched_set* calls too (its child could otherwise slow the grader or any
+process of the instructor's uid, past its exercise); fcntl without F_NOTIFY and F_SETLEASE (dnotify and leases report other
 processes' accesses, as inotify would); personality only as a query or PER_LINUX; madvise without
 MADV_COLD/MADV_PAGEOUT. By rung, the calls that change files by path:
 - "bwrap": all allowed (the child's root is read-only but for its own tmpfs);
@@ -98,13 +98,21 @@ REFUSED = {
 }
 CACHESTAT_NR = 451  # cachestat (Linux 6.5, the same number on every architecture); older libseccomp has no name
 
-# Scheduling: on the caller only (pid 0). The same-uid rung's child shares the grader's uid, and the kernel lets
-# a uid re-schedule any of its processes: SCHED_IDLE, nice 19 or one CPU for the grader, a neighbour's grading or
-# any process of the instructor's, which outlives the exercise (Landlock scopes signals, not these).
+# Scheduling, on the same-uid rung: on the caller only (pid 0). Its child shares the grader's uid, and the kernel
+# lets a uid re-schedule any of its processes: SCHED_IDLE, nice 19 or one CPU for the grader, a neighbour's grading
+# or any process of the instructor's, which outlives the exercise (Landlock scopes signals, not these). Elsewhere
+# the child has a uid of its own or a PID namespace of its own, and libraries re-schedule their own threads by
+# thread id (ZeroMQ, in every Jupyter kernel of the Otter and nbgrader routes: EPERM there aborts it).
 SCHED_SELF = "sched_setaffinity sched_setparam sched_setscheduler sched_setattr".split()  # the pid is argument 0
 PRIO_PROCESS = 0  # setpriority(which, who, prio): allowed for (PRIO_PROCESS, 0) alone, not a group or a user
-# fcntl commands that report other processes' accesses to a file or folder (what inotify would: refused)
+# fcntl commands that report other processes' accesses to a file or folder (what inotify would: refused). The
+# kernel reads fcntl's command and madvise's advice as 32-bit ints while a seccomp rule compares 64 bits: a value
+# with high bits set is none of those allowed below (F_SETLEASE + 2**32 must not pass as "greater than F_NOTIFY"),
+# so the commands and advice above the refused ones are listed one by one and the refusals mask 32 bits.
 F_SETLEASE, F_NOTIFY = 1024, 1026
+F_ABOVE = (1025, *range(1027, 1039))  # F_GETLEASE, F_DUPFD_QUERY ... F_SET_FILE_RW_HINT (linux/fcntl.h)
+MADV_ABOVE = (22, 23, 24, 25, 100, 101, 102, 103)  # POPULATE_READ/WRITE, DONTNEED_LOCKED, COLLAPSE, HWPOISON ...
+LOW32 = 0xFFFFFFFF
 CLONE_NAMESPACES = 0x7E020080  # CLONE_NEWNS|NEWCGROUP|NEWUTS|NEWIPC|NEWUSER|NEWPID|NEWNET|NEWTIME
 AF_UNIX = 1
 MADV_COLD, MADV_PAGEOUT = 20, 21
@@ -177,23 +185,28 @@ def program(rung: str, sockets: str = "pair") -> bytes:
         for name in ("socket", *SOCKET_CALLS):
             _add(flt, sc.ERRNO(errno.EACCES), name)
     _add(flt, sc.ERRNO(errno.EAFNOSUPPORT), "socketpair", sc.Arg(0, sc.NE, AF_UNIX))
-    for name in ("prlimit64", *SCHED_SELF):
+    for name in ("prlimit64", *(SCHED_SELF if rung == "same-uid" else ())):
         _add(flt, allow, name, sc.Arg(0, sc.EQ, 0))
         _add(flt, sc.ERRNO(errno.EPERM), name, sc.Arg(0, sc.NE, 0))
-    _add(flt, allow, "setpriority", sc.Arg(0, sc.EQ, PRIO_PROCESS), sc.Arg(1, sc.EQ, 0))
-    _add(flt, sc.ERRNO(errno.EPERM), "setpriority", sc.Arg(0, sc.NE, PRIO_PROCESS))
-    _add(flt, sc.ERRNO(errno.EPERM), "setpriority", sc.Arg(1, sc.NE, 0))
+    if rung == "same-uid":
+        _add(flt, allow, "setpriority", sc.Arg(0, sc.EQ, PRIO_PROCESS), sc.Arg(1, sc.EQ, 0))
+        _add(flt, sc.ERRNO(errno.EPERM), "setpriority", sc.Arg(0, sc.NE, PRIO_PROCESS))
+        _add(flt, sc.ERRNO(errno.EPERM), "setpriority", sc.Arg(1, sc.NE, 0))
+    else:
+        for name in ("setpriority", *SCHED_SELF):
+            _add(flt, allow, name)
     _add(flt, allow, "fcntl", sc.Arg(1, sc.LT, F_SETLEASE))
-    _add(flt, allow, "fcntl", sc.Arg(1, sc.GT, F_NOTIFY))
-    _add(flt, allow, "fcntl", sc.Arg(1, sc.EQ, F_SETLEASE + 1))  # F_GETLEASE
+    for command in F_ABOVE:
+        _add(flt, allow, "fcntl", sc.Arg(1, sc.EQ, command))
     for command in (F_SETLEASE, F_NOTIFY):
-        _add(flt, sc.ERRNO(errno.EPERM), "fcntl", sc.Arg(1, sc.EQ, command))
+        _add(flt, sc.ERRNO(errno.EPERM), "fcntl", sc.Arg(1, sc.MASKED_EQ, LOW32, command))
     for value in (PER_LINUX, PER_QUERY):
         _add(flt, allow, "personality", sc.Arg(0, sc.EQ, value))
     _add(flt, allow, "madvise", sc.Arg(2, sc.LT, MADV_COLD))
-    _add(flt, allow, "madvise", sc.Arg(2, sc.GT, MADV_PAGEOUT))
-    _add(flt, sc.ERRNO(errno.EPERM), "madvise", sc.Arg(2, sc.EQ, MADV_COLD))
-    _add(flt, sc.ERRNO(errno.EPERM), "madvise", sc.Arg(2, sc.EQ, MADV_PAGEOUT))
+    for advice in MADV_ABOVE:
+        _add(flt, allow, "madvise", sc.Arg(2, sc.EQ, advice))
+    _add(flt, sc.ERRNO(errno.EPERM), "madvise", sc.Arg(2, sc.MASKED_EQ, LOW32, MADV_COLD))
+    _add(flt, sc.ERRNO(errno.EPERM), "madvise", sc.Arg(2, sc.MASKED_EQ, LOW32, MADV_PAGEOUT))
     for name in ("preadv2", "pwritev2"):
         _add(flt, allow, name, sc.Arg(5, sc.MASKED_EQ, RWF_NOWAIT, 0))
         _add(flt, sc.ERRNO(errno.EPERM), name, sc.Arg(5, sc.MASKED_EQ, RWF_NOWAIT, RWF_NOWAIT))

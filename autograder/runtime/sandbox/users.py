@@ -8,6 +8,7 @@ The rules are in `autograder.runtime.sandbox.runner`'s docstring (uids, processe
 from __future__ import annotations
 
 import fcntl
+import grp
 import os
 import pwd
 import signal
@@ -267,6 +268,11 @@ class SandboxUser:
             try:
                 pwd.getpwuid(uid)
                 continue  # an account of this machine: never run student code as it, never kill its processes
+            except KeyError:
+                pass
+            try:
+                grp.getgrgid(uid)
+                continue  # a group of this machine (the child's gid is its uid): its members would read ro/
             except KeyError:
                 pass
             try:
