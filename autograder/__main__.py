@@ -109,9 +109,12 @@ def main(argv: list[str]) -> int:
             raise
         print(f"{argv[0]}: {exc}", file=sys.stderr)
         return 2
-    if argv[0] in PRIVATE_OUTPUT:
-        os.umask(0o077)
-    return int(module.main(argv[1:]) or 0)
+    before = os.umask(0o077) if argv[0] in PRIVATE_OUTPUT else None
+    try:
+        return int(module.main(argv[1:]) or 0)
+    finally:
+        if before is not None:
+            os.umask(before)  # a caller in the same process (a test) keeps its own
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ the gradebook holds, including sums of tenths that are not exact in binary float
 from __future__ import annotations
 
 import csv
+import os
 import re
 import sys
 import textwrap
@@ -272,3 +273,23 @@ def test_a_students_name_reaches_the_terminal_escaped(tmp_path, fake_python, cap
     controls = [c for c in err if ord(c) < 32 and c not in "\n\t" or 0x7F <= ord(c) <= 0x9F]
     assert not controls, f"export-lms printed the student's control characters {controls!r}: {err!r}"
     assert "mallory\\x1b[2J" in err, f"the unmapped student should be named, escaped: {err!r}"
+
+
+def test_the_export_is_the_instructors_alone_and_the_callers_umask_is_kept(tmp_path, graded):
+    """export-lms (one of the commands that write grades: autograder.__main__.PRIVATE_OUTPUT) writes its CSV with
+    mode 600 under umask 077, even over a file that was 644 (a file rewritten in place keeps its mode unless
+    set), and a caller in the same process (this test) keeps its own umask afterwards."""
+    dest = tmp_path / "gradescope.csv"
+    dest.write_text("older export\n")
+    dest.chmod(0o644)
+    before = os.umask(0o022)
+    try:
+        assert cli(["export-lms", str(graded), "--format", "gradescope", "--out", str(dest)]) == 0
+        after = os.umask(0o022)
+    finally:
+        os.umask(before)
+    assert dest.stat().st_mode & 0o777 == 0o600, (
+        f"the export must be readable by its owner alone (600), it is {dest.stat().st_mode & 0o777:o}: on the "
+        "seccomp-uid rung a later batch's student could read the class's grades"
+    )
+    assert after == 0o022, f"the command left this process's umask at {after:o} (expected 022, the caller's)"
