@@ -185,28 +185,22 @@ def program(rung: str, sockets: str = "pair") -> bytes:
         for name in ("socket", *SOCKET_CALLS):
             _add(flt, sc.ERRNO(errno.EACCES), name)
     _add(flt, sc.ERRNO(errno.EAFNOSUPPORT), "socketpair", sc.Arg(0, sc.NE, AF_UNIX))
-    for name in ("prlimit64", *(SCHED_SELF if rung == "same-uid" else ())):
-        _add(flt, allow, name, sc.Arg(0, sc.EQ, 0))
-        _add(flt, sc.ERRNO(errno.EPERM), name, sc.Arg(0, sc.NE, 0))
+    self_only = ["prlimit64"]
     if rung == "same-uid":
+        self_only += SCHED_SELF
         _add(flt, allow, "setpriority", sc.Arg(0, sc.EQ, PRIO_PROCESS), sc.Arg(1, sc.EQ, 0))
         _add(flt, sc.ERRNO(errno.EPERM), "setpriority", sc.Arg(0, sc.NE, PRIO_PROCESS))
         _add(flt, sc.ERRNO(errno.EPERM), "setpriority", sc.Arg(1, sc.NE, 0))
     else:
         for name in ("setpriority", *SCHED_SELF):
             _add(flt, allow, name)
-    _add(flt, allow, "fcntl", sc.Arg(1, sc.LT, F_SETLEASE))
-    for command in F_ABOVE:
-        _add(flt, allow, "fcntl", sc.Arg(1, sc.EQ, command))
-    for command in (F_SETLEASE, F_NOTIFY):
-        _add(flt, sc.ERRNO(errno.EPERM), "fcntl", sc.Arg(1, sc.MASKED_EQ, LOW32, command))
+    for name in self_only:
+        _add(flt, allow, name, sc.Arg(0, sc.EQ, 0))
+        _add(flt, sc.ERRNO(errno.EPERM), name, sc.Arg(0, sc.NE, 0))
+    _int_values_but(sc, flt, "fcntl", 1, (F_SETLEASE, F_NOTIFY), F_ABOVE)
     for value in (PER_LINUX, PER_QUERY):
         _add(flt, allow, "personality", sc.Arg(0, sc.EQ, value))
-    _add(flt, allow, "madvise", sc.Arg(2, sc.LT, MADV_COLD))
-    for advice in MADV_ABOVE:
-        _add(flt, allow, "madvise", sc.Arg(2, sc.EQ, advice))
-    _add(flt, sc.ERRNO(errno.EPERM), "madvise", sc.Arg(2, sc.MASKED_EQ, LOW32, MADV_COLD))
-    _add(flt, sc.ERRNO(errno.EPERM), "madvise", sc.Arg(2, sc.MASKED_EQ, LOW32, MADV_PAGEOUT))
+    _int_values_but(sc, flt, "madvise", 2, (MADV_COLD, MADV_PAGEOUT), MADV_ABOVE)
     for name in ("preadv2", "pwritev2"):
         _add(flt, allow, name, sc.Arg(5, sc.MASKED_EQ, RWF_NOWAIT, 0))
         _add(flt, sc.ERRNO(errno.EPERM), name, sc.Arg(5, sc.MASKED_EQ, RWF_NOWAIT, RWF_NOWAIT))
@@ -215,6 +209,16 @@ def program(rung: str, sockets: str = "pair") -> bytes:
         flt.export_bpf(out)
         out.seek(0)
         return out.read()
+
+
+def _int_values_but(sc, flt, name: str, index: int, refused: tuple[int, ...], above: tuple[int, ...]) -> None:
+    """`name` with its int argument `index` below min(`refused`) or one of `above`, refused (EPERM) when the low
+    32 bits the kernel reads are one of `refused` (module comment at F_ABOVE); anything else falls to ENOSYS."""
+    _add(flt, sc.ALLOW, name, sc.Arg(index, sc.LT, min(refused)))
+    for value in above:
+        _add(flt, sc.ALLOW, name, sc.Arg(index, sc.EQ, value))
+    for value in refused:
+        _add(flt, sc.ERRNO(errno.EPERM), name, sc.Arg(index, sc.MASKED_EQ, LOW32, value))
 
 
 def _files(sc, flt, rung: str) -> None:
