@@ -71,7 +71,8 @@ def check(data: dict, attack: str) -> None:
 
 
 # deserve more than 0: graded in tests/test_sandbox_attacks.py; colluding_pairs and nested_public_state need the
-# batch's two phases: tests/test_batch_seal.py; read_classmates needs a batch: tests/test_sandbox_attacks.py
+# batch's two phases: tests/test_batch_seal.py; read_classmates needs a batch: tests/test_sandbox_attacks.py;
+# lecture_links attacks the lecture command, not the grader: tests/test_tool_routes.py
 OWN_TEST = {
     "one_function_loops",
     "loop_skips_hidden_start",
@@ -79,6 +80,7 @@ OWN_TEST = {
     "colluding_pairs",
     "nested_public_state",
     "read_classmates",
+    "lecture_links",
 }
 ATTACKS = sorted(p.name for p in ADVERSARIAL.iterdir() if p.is_dir() and p.name not in OWN_TEST)
 

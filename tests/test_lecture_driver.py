@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from autograder.core.manifest import BY_ID
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -51,8 +53,12 @@ def test_assignments_is_found_upward_and_the_folder_is_printed(tmp_path):
     work = tmp_path / "course" / "assignments"
     shutil.copytree(ROOT / "assignments", work, ignore=shutil.ignore_patterns("__pycache__", ".pytest_cache"))
     below = work / "tests"
-    result = subprocess.run(
-        [sys.executable, "-m", "hetero.lecture", "01", "--json"], capture_output=True, text=True, cwd=below, timeout=600
+    result = subprocess.run(  # --trust-impl: outside the course's folder, this copy is the test's own
+        [sys.executable, "-m", "hetero.lecture", "01", "--json", "--trust-impl"],
+        capture_output=True,
+        text=True,
+        cwd=below,
+        timeout=600,
     )
     assert result.returncode == 0, result.stderr[-2000:]
     data = json.loads(result.stdout)
@@ -60,6 +66,25 @@ def test_assignments_is_found_upward_and_the_folder_is_printed(tmp_path):
         f"from {below} the driver must read {work.resolve()} (the first assignments/ upward), read {data['impl_dir']}"
     )
     assert f"exercise files: {work.resolve()}" in result.stderr
+
+
+def test_a_students_repository_is_refused_where_the_grader_is_installed(tmp_path):
+    """Run inside a student's copy (its assignments/ is the first one upward), the default --impl is the
+    student's code: where the grader is installed the driver refuses it, imports nothing, and names the
+    sandboxed command to run from the course's folder."""
+    repo = tmp_path / "alice"
+    (repo / "assignments").mkdir(parents=True)
+    marker = tmp_path / "imported.txt"
+    for ex in ("ex01", "ex02"):
+        code = (ROOT / "solutions" / BY_ID[ex].filename).read_text(encoding="utf-8")
+        code += f"\nopen({str(marker)!r}, 'a').write('{ex} ran in the instructor\\'s process')\n"
+        (repo / "assignments" / BY_ID[ex].filename).write_text(code, encoding="utf-8")
+    result = subprocess.run(
+        [sys.executable, "-m", "hetero.lecture", "01", "--json"], capture_output=True, text=True, cwd=repo, timeout=600
+    )
+    assert result.returncode != 0, "the student's assignments/ must not be imported by the instructor's driver"
+    assert not marker.exists(), marker.read_text()
+    assert f"cd {ROOT} && python -m autograder lecture" in result.stderr, result.stderr[-2000:]
 
 
 def test_no_fallback_to_the_copy_beside_the_installed_package(tmp_path):
@@ -167,8 +192,12 @@ def test_a_correct_submission_shows_no_gap_in_any_experiment(tmp_path):
 
 def test_no_reference_file_is_said_once_and_the_figures_still_print(tmp_path):
     folder = _answer_key_folder(tmp_path / "assignments")
-    result = subprocess.run(
-        [sys.executable, "-m", "hetero.lecture", "01"], capture_output=True, text=True, cwd=tmp_path, timeout=600
+    result = subprocess.run(  # --trust-impl: outside the course's folder, this copy is the test's own
+        [sys.executable, "-m", "hetero.lecture", "01", "--trust-impl"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=600,
     )
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stderr.count("no reference_figures.json") == 1 and str(folder) in result.stderr

@@ -320,3 +320,43 @@ def test_lecture_driver_on_a_hostile_folder(tmp_path):
     hostile.check_nothing_left("lecture")
     opened = [line for line in done.stdout.splitlines() if line.startswith("WRITE-OK")]
     print(f"\nlecture: the folder's code could write only {opened} (the run's own private tmpfs)")
+
+
+LINKS_ATTACK = ADVERSARIAL / "lecture_links"
+
+
+def test_lecture_driver_follows_no_link_and_writes_only_pngs_where_told(tmp_path):
+    """autograder/fixtures/adversarial/lecture_links: the student's folder holds links to the answer key, a hidden
+    case file, the stored expected values and the grader's environment, and `.plots.collected` (where the command
+    once collected the plots, beside --plots) links to a folder of the instructor's."""
+    folder = tmp_path / "student"
+    folder.mkdir()
+    shutil.copyfile(LINKS_ATTACK / EX02.filename, folder / EX02.filename)
+    planted = {
+        BY_ID["ex01"].filename: ROOT / "solutions" / BY_ID["ex01"].filename,
+        BY_ID["ex03"].filename: ROOT / "autograder" / "tests" / "ex03_hidden.py",
+        BY_ID["ex05"].filename: ROOT / "autograder" / "expected" / "ex05.json",
+        BY_ID["ex04"].filename: Path("/proc/self/environ"),
+    }
+    for name, target in planted.items():
+        os.symlink(target, folder / name)
+    victim = tmp_path / "instructor-keys"
+    victim.mkdir()
+    os.symlink(victim, folder / ".plots.collected")
+    hostile = Hostile(tmp_path, [victim], "a2-links")
+
+    inside = hostile.run(["lecture", "01", "--impl", str(folder), "--plots", str(folder / "plots")], 600)
+    assert inside.returncode == 2 and "inside the student's folder" in inside.stderr, inside.stderr[-2000:]
+
+    plots = tmp_path / "plots"
+    for args in (["--json"], ["--plots", str(plots)]):
+        done = hostile.run(["lecture", "01", "--impl", str(folder), *args], 600)
+        seen = {line.split()[1] for line in done.stdout.splitlines() if line.startswith("SEEN ")}
+        assert seen == {EX02.filename, "reference_figures.json"}, (
+            f"the sandbox was given {sorted(seen)}: a link in the student's folder was followed ({args})"
+        )
+        assert "\x1b" not in done.stdout + done.stderr, f"a terminal control reached the instructor's terminal ({args})"
+        assert "\\x1b]0;PWNED-TITLE" in done.stdout, "the student's output should be shown, escaped"
+    assert sorted(p.name for p in plots.iterdir()) == ["owned.png"], "only the driver's PNG files belong in --plots"
+    hostile.check_nothing_left("lecture")
+    assert not list(victim.iterdir()), "the collect step wrote through the student's link"

@@ -98,22 +98,31 @@ def add_impl_argument(parser: argparse.ArgumentParser, what: str = "exercise fun
 
 def untrusted_impl(impl: str | Path, trusted: bool) -> str | None:
     """Why a driver will not import `impl` into its own process, or None. Where the course's grader is
-    installed (an instructor's copy of the package: `autograder` importable), a folder that is not the
-    course's own `assignments/` or `solutions/` may be a student's: importing it would run their code with
-    the instructor's rights, beside the answer key. `python -m autograder lecture` runs the same driver on
-    such a folder in the grader's sandbox; `--trust-impl` says the folder's code is the caller's own. A
-    student's copy of the package has no grader: their own folders are theirs to run."""
-    if trusted or str(impl) in NAMED_IMPLS or importlib.util.find_spec("autograder") is None:
+    installed (an instructor's copy of the package: `autograder` importable), any folder but the course's
+    own `assignments/` and `solutions/` (beside the grader's `autograder/` package) may be a student's:
+    importing it would run their code with the instructor's rights, beside the answer key. That holds for
+    `--impl assignments` too when the first `assignments/` found from the current directory upward is a
+    student's copy; an installed package (not a repository) trusts no folder. `python -m autograder
+    lecture` runs the same driver on such a folder in the grader's sandbox; `--trust-impl` says the
+    folder's code is the caller's own. A student's copy of the package has no grader: their own folders
+    are theirs to run."""
+    course: Path | None = Path(__file__).resolve().parents[2]  # a repository: shared/hetero beside autograder/
+    if course is not None and not (course / "autograder" / "__init__.py").is_file():
+        course = None  # an installed package (or a student's copy): no course folder to trust
+    if trusted or (course is None and importlib.util.find_spec("autograder") is None):
         return None
-    path = Path(impl).expanduser().resolve()
-    if not path.is_dir():
+    found = find_named_folder(str(impl)) if str(impl) in NAMED_IMPLS else Path(impl).expanduser()
+    if found is None or not found.is_dir():
         return None  # resolve_impl_dir says there is no such folder
-    if any(found is not None and found.resolve() == path for found in map(find_named_folder, NAMED_IMPLS)):
+    path = found.resolve()
+    if course is not None and any(path == (course / name).resolve() for name in NAMED_IMPLS):
         return None
+    where = f"cd {course} && " if course is not None else ""
     return (
-        f"--impl {impl}: this runs that folder's code in this process, with your rights, beside the answer "
-        f"key. To look at a student's figures, run the driver in the grader's sandbox: python -m autograder "
-        f"lecture EXPERIMENT --impl {impl} (or add --trust-impl if the folder's code is your own)"
+        f"--impl {impl}: this runs the code of {path} in this process, with your rights, beside the answer key. "
+        f"To look at a student's figures, run the driver in the grader's sandbox from the course's folder (never "
+        f"from inside a student's folder, where python -m imports their files first): {where}python -m "
+        f"autograder lecture EXPERIMENT --impl {path} (or add --trust-impl if the folder's code is your own)"
     )
 
 

@@ -127,6 +127,25 @@ def _parent(other_uid: bool) -> str | None:
     raise users.SandboxError(f"no folder a sandbox uid can pass through to its own (TMPDIR {base} is private)")
 
 
+def _made_below(dest: Path, rel: Path) -> bool:
+    """Make `dest` (the caller's folder) and the folders `rel` below it, each one a real folder and never a
+    link's target: False (nothing more made) where a name on the way is a link, a file or cannot be made."""
+    dest.mkdir(parents=True, exist_ok=True)
+    here = dest
+    try:
+        for part in rel.parts:
+            here = here / part
+            try:
+                os.mkdir(here)
+            except FileExistsError:
+                pass
+            if not stat.S_ISDIR(os.lstat(here).st_mode):
+                return False
+    except OSError:
+        return False
+    return True
+
+
 class Launch:
     """One sandboxed process tree (module docstring). `files`: name -> host file, copied into its code folder;
     `tools`: distributions whose installed files it may also read and import (a tool such as otter-grader,
@@ -227,7 +246,8 @@ class Launch:
 
     def collect(self, dest: Path, max_bytes: int = 16 * 2**20) -> list[Path]:
         """Copy the regular files the command left in its work folder (links not followed, `max_bytes` in
-        all) into `dest`, at the same relative paths; the paths copied."""
+        all) into `dest`, at the same relative paths; the paths copied. Below `dest` no link is followed
+        (`_made_below`): a file whose way there holds one is not copied."""
         copied: list[Path] = []
         budget = max_bytes
         for folder, _, names in os.walk(self.work):
@@ -239,11 +259,16 @@ class Launch:
                     continue
                 if not stat.S_ISREG(info.st_mode) or info.st_size > budget:
                     continue
-                target = dest / source.relative_to(self.work)
-                target.parent.mkdir(parents=True, exist_ok=True)
+                rel = source.relative_to(self.work)
+                target = dest / rel
+                if not _made_below(dest, rel.parent):
+                    continue
                 fd = os.open(source, os.O_RDONLY | os.O_NOFOLLOW)
                 with os.fdopen(fd, "rb") as handle:
-                    target.write_bytes(handle.read(budget))
+                    data = handle.read(budget)
+                out = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o666)
+                with os.fdopen(out, "wb") as handle:
+                    handle.write(data)
                 budget -= info.st_size
                 copied.append(target)
         return copied
