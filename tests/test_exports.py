@@ -604,7 +604,11 @@ def test_otter_grade_assigns_once_runs_every_notebook_and_totals(tmp_path):
         (subs / student).mkdir(parents=True)
         for module, text in files.items():
             (subs / student / f"{module}.ipynb").write_text(text, encoding="utf-8")
+    (subs / "eve").mkdir()  # a link in place of her notebook (to any file of this machine) is not followed
+    (subs / "eve" / f"{first}.ipynb").symlink_to(subs / "alice" / f"{first}.ipynb")
+    (subs / "linked").symlink_to(subs / "alice", target_is_directory=True)  # nor a student folder that is a link
     table = otter_grade.grade_class(masters, subs, tmp_path / "out", 2, run=fake_run, assign=fake_assign)
+    assert table["eve"][ids[0]] == (0.0, "a link, not a file: not followed") and "linked" not in table, table
     assert sorted(assigned) == sorted([first, second])
     assert table["alice"] == {ids[0]: (1.5, ""), ids[1]: (2.25, "")}
     assert table["bob"][ids[0]][0] == 0.0 and table["bob"][ids[0]][1].startswith(

@@ -217,6 +217,28 @@ def test_cross_check_reports_native_points_and_flags_every_difference(tmp_path):
         crosscheck.cross_check(None, native, "otter", "tool")
 
 
+def test_tool_points_that_are_not_a_score_count_zero_and_are_flagged():
+    """A tool's points come from results the student's code can rewrite (Otter's results.json is read with
+    float()): NaN, infinities, 1e300, negatives and more than the exercise's points count 0, flagged, whichever
+    points are reported (a red-team pass: NaN compared neither above nor below the native points, so it was
+    never flagged, and with --tool-points the student's total was nan)."""
+    native = {s: {"ex01": (0.0, "")} for s in ("nan", "inf", "huge", "neg", "over", "ok")}
+    tool = {
+        "nan": {"ex01": (float("nan"), "")},
+        "inf": {"ex01": (float("inf"), "")},
+        "huge": {"ex01": (1e300, "")},
+        "neg": {"ex01": (-1.0, "")},
+        "over": {"ex01": (BY_ID["ex01"].points + 1.0, "")},
+        "ok": {"ex01": (0.0, "")},
+    }
+    for source in ("native", "tool"):
+        checked = crosscheck.cross_check(tool, native, "otter", source)
+        assert sorted(checked.flags) == ["huge", "inf", "nan", "neg", "over"], (source, checked.flags)
+        assert all("not a score from 0 to 6" in checked.flags[s][0] for s in checked.flags), checked.flags
+        totals = {s: sum(p for p, _ in row.values()) for s, row in checked.reported.items()}
+        assert all(t == 0.0 for t in totals.values()), (source, totals)
+
+
 def test_points_equal_to_the_hundredth_are_not_flagged():
     checked = crosscheck.cross_check({"a": {"ex01": (5.999999999, "")}}, {"a": {"ex01": (6.0, "")}}, "nbgrader")
     assert not checked.flags, f"float noise below a hundredth is not a difference: {checked.flags}"
@@ -239,7 +261,8 @@ def test_nbgrader_route_copies_only_regular_files_of_the_student(tmp_path):
     for other in ("_native", ".hidden", "bob"):
         (course / "submitted" / other).mkdir()
     assert nbgrader_grade.students(course, "a2") == ["mallory"], "bob has no a2 folder; _ and . are not students"
-    files = nbgrader_grade._files(course, "a2", "mallory")
+    files = nbgrader_grade._files(course, "a2", "mallory", tmp_path / "private.db")
+    assert files["course/gradebook.db"] == tmp_path / "private.db", "the run gets the student's own gradebook"
     assert f"course/submitted/mallory/a2/{EX02.module}.ipynb" in files
     assert not any("steal" in name or "deeper" in name for name in files), f"a link was followed: {sorted(files)}"
     assert [ex.id for ex in nbgrader_grade.course_exercises(course, "a2")] == ["ex02"]
@@ -360,3 +383,69 @@ def test_lecture_driver_follows_no_link_and_writes_only_pngs_where_told(tmp_path
     assert sorted(p.name for p in plots.iterdir()) == ["owned.png"], "only the driver's PNG files belong in --plots"
     hostile.check_nothing_left("lecture")
     assert not list(victim.iterdir()), "the collect step wrote through the student's link"
+
+
+def _gradebook(path: Path) -> Path:
+    """A gradebook as the instructor's course holds one: the assignment, two students with e-mails, a submission."""
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{path}") as gradebook:
+        gradebook.add_assignment("a2")
+        gradebook.add_student("alice", email="alice@example.edu")
+        gradebook.add_student("bob", first_name="Bobby", email="bob-secret@example.edu")
+        gradebook.add_submission("a2", "alice")
+        gradebook.add_submission("a2", "bob")
+    return path
+
+
+@pytest.fixture
+def alembic_on_path(monkeypatch):
+    """nbgrader stamps a new gradebook with `alembic heads`, run as a program: the venv's bin/ first."""
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
+
+
+def test_a_students_nbgrader_run_gets_a_gradebook_of_their_own(tmp_path, alembic_on_path):
+    """The gradebook copy a student's sandboxed autograde runs beside holds that student alone: no other
+    student's name, e-mail or submission, not even in a freed page of the file."""
+    course = tmp_path / "course"
+    course.mkdir()
+    _gradebook(course / "gradebook.db")
+    given = nbgrader_grade.private_gradebook(course, "alice", tmp_path / "alice.db")
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{given}") as gradebook:
+        assert [s.id for s in gradebook.students] == ["alice"]
+        assert gradebook.find_submission("a2", "alice") is not None
+    raw = given.read_bytes()
+    assert b"bob-secret@example.edu" not in raw and b"Bobby" not in raw, "another student's data is in the file"
+    assert b"bob-secret@example.edu" in (course / "gradebook.db").read_bytes(), "the instructor's gradebook changed"
+
+
+def test_a_tampered_gradebook_copy_is_not_read(tmp_path, alembic_on_path):
+    """The copy a student's run returns was theirs to rewrite; read in the instructor's process, it is read only
+    with the schema it was given. A view in place of the student table (a red-team pass made it an endless
+    recursive query, which kept the instructor's process at 100 % CPU and filled /var/tmp) is refused unread."""
+    import sqlite3
+
+    given = _gradebook(tmp_path / "given.db")
+    before = nbgrader_grade.schema(given)
+    honest = tmp_path / "honest"
+    honest.mkdir()
+    shutil.copyfile(given, honest / "gradebook.db")
+    assert nbgrader_grade.returned_points(honest / "gradebook.db", before, "a2", honest) == {"alice": {}, "bob": {}}
+    tampered = tmp_path / "tampered.db"
+    shutil.copyfile(given, tampered)
+    with sqlite3.connect(tampered) as db:
+        db.executescript(
+            "ALTER TABLE student RENAME TO student_real;"
+            "CREATE VIEW student AS WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < 3) "
+            "SELECT s.* FROM student_real s, c;"
+        )
+    with pytest.raises(ValueError, match="schema"):
+        nbgrader_grade.returned_points(tampered, before, "a2", tmp_path)
+    big = tmp_path / "big.db"
+    shutil.copyfile(given, big)
+    with open(big, "ab") as handle:
+        handle.truncate(nbgrader_grade.GRADEBOOK_MAX_BYTES + 1)
+    with pytest.raises(ValueError, match="bytes"):
+        nbgrader_grade.returned_points(big, before, "a2", tmp_path)

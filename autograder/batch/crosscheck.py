@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import argparse
 import csv
+import math
 import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autograder.core.manifest import EXERCISES
+from autograder.core.manifest import BY_ID, EXERCISES
 from autograder.core.safetext import csv_cell, terminal_text
 from autograder.runtime.statedir import created_mode
 
@@ -73,10 +74,35 @@ def _cell(table: Table | None, student: str, ex_id: str) -> tuple[float, str]:
     return table.get(student, {}).get(ex_id, (0.0, "missing"))
 
 
+def valid_points(table: Table | None, tool_name: str) -> tuple[Table | None, dict[str, list[str]]]:
+    """`table` with every cell that is not a score of its exercise (a finite number from 0 to the exercise's
+    points: a tool's results are the student's code to rewrite, NaN and 1e300 included) counted 0, and the
+    flags saying so, by student."""
+    if table is None:
+        return None, {}
+    clean: Table = {}
+    flags: dict[str, list[str]] = {}
+    for student, row in table.items():
+        clean[student] = {}
+        for e, (points, why) in row.items():
+            most = BY_ID[e].points if e in BY_ID else 0.0
+            if isinstance(points, (int, float)) and math.isfinite(points) and -0.005 <= points <= most + 0.005:
+                clean[student][e] = (float(points), why)
+                continue
+            clean[student][e] = (0.0, f"{tool_name} reported {points!r}, not a score from 0 to {most:g}")
+            flags.setdefault(student, []).append(
+                f"{e}: {tool_name} reported {points!r}, not a score from 0 to {most:g} (the notebook may have "
+                f"rewritten its results; counted 0)"
+            )
+    return clean, flags
+
+
 def cross_check(tool: Table | None, native: Table | None, tool_name: str, source: str = "native") -> Checked:
-    """Compare `tool` with `native` per student and exercise (hundredths) and pick the reported points."""
+    """Compare `tool` with `native` per student and exercise (hundredths) and pick the reported points. The
+    tool's cells go through `valid_points` first."""
     if source not in ("native", "tool"):
         raise ValueError(f"source must be 'native' or 'tool', not {source!r}")
+    tool, invalid = valid_points(tool, tool_name)
     chosen = native if source == "native" else tool
     if chosen is None:
         raise ValueError(f"the {source} points were not computed")
@@ -85,6 +111,8 @@ def cross_check(tool: Table | None, native: Table | None, tool_name: str, source
     checked = Checked({}, native, tool, tool_name, source)
     for student in students:
         checked.reported[student] = {e: _cell(chosen, student, e) for e in ids}
+        if invalid.get(student):
+            checked.flags[student] = list(invalid[student])
         if tool is None or native is None:
             continue
         for e in ids:

@@ -7,12 +7,15 @@ beside them. This command runs, for each student folder COURSE/submitted/<studen
 `nbgrader autograde <assignment> --student <student> --create` inside the sandbox
 (`autograder.runtime.sandbox.command.run_command`: the machine's rung, a uid of its own where the grader is
 root, nothing of the machine writable, every process ended, time and memory capped) on a COPY of what
-autograde reads: nbgrader_config.py, gradebook.db, source/<assignment>/, release/<assignment>/ and that
-student's submitted folder. The copy's course root and database are set on nbgrader's command line
+autograde reads: nbgrader_config.py, the gradebook with that student alone (`private_gradebook`: the other
+students' names, e-mails, submissions and grades deleted, the file vacuumed), source/<assignment>/,
+release/<assignment>/ and that student's submitted folder. The copy's course root and database are set on nbgrader's command line
 (whatever nbgrader_config.py says). Out of the sandbox come that student's autograded notebooks and the
 gradebook copy, into OUT/<student>/course/ (autograded/<student>/<assignment>/*.ipynb, gradebook.db), with
 nbgrader's log in OUT/<student>/nbgrader.log; the student's points are read from that copy (nbgrader's
-Gradebook API: `export_nbgrader.autograded_points`). The instructor's gradebook.db, source/ and the other
+Gradebook API: `export_nbgrader.autograded_points`), in this process, so only while it has the schema it was
+given and at most GRADEBOOK_MAX_BYTES (`returned_points`: the student's code may have rewritten it, and a view
+of theirs would run here). The instructor's gradebook.db, source/ and the other
 students' folders are never written: nbgrader's own gradebook learns nothing (run `nbgrader autograde` there
 yourself for students you trust, or import the CSV).
 
@@ -30,10 +33,12 @@ command refuses and says to use --native.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shutil
 import stat
 import sys
+import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -45,6 +50,7 @@ from autograder.runtime.sandbox.users import remove_tree
 
 RUN_TIMEOUT_S = 120.0  # nbgrader's start-up, the gradebook, one kernel per notebook; plus 3x each exercise's limit
 NBGRADER_TOOLS = ("nbgrader", "ipykernel")  # what autograde imports and the kernel it starts, with their requirements
+GRADEBOOK_MAX_BYTES = 64 * 2**20  # a returned gradebook copy larger than this is not read
 NATIVE_OUT, NATIVE_INPUT = "_native", "_native_input"  # "_" folders: never a student's (`students`)
 
 RESIDUAL_RISK = (
@@ -107,10 +113,11 @@ def course_exercises(course: Path, assignment: str) -> list[Exercise]:
     return found
 
 
-def _files(course: Path, assignment: str, student: str) -> dict[str, Path]:
-    """What the sandbox gets (as course/<path>): the instructor's files, and the student's regular files only
-    (a link in a submitted folder is not followed: it could point anywhere on this machine)."""
-    files = {"course/gradebook.db": course / "gradebook.db"}
+def _files(course: Path, assignment: str, student: str, gradebook: Path) -> dict[str, Path]:
+    """What the sandbox gets (as course/<path>): `gradebook` (`private_gradebook`), the instructor's other
+    files, and the student's regular files only (a link in a submitted folder is not followed: it could point
+    anywhere on this machine)."""
+    files = {"course/gradebook.db": gradebook}
     if (course / "nbgrader_config.py").is_file():
         files["course/nbgrader_config.py"] = course / "nbgrader_config.py"
     for folder in (f"source/{assignment}", f"release/{assignment}"):
@@ -125,6 +132,51 @@ def _files(course: Path, assignment: str, student: str) -> dict[str, Path]:
     return files
 
 
+def private_gradebook(course: Path, student: str, dest: Path) -> Path:
+    """A copy of the course's gradebook at `dest` that holds `student` alone: the other students (their names,
+    e-mails, submissions and grades: `Gradebook.remove_student`) are deleted and the file is vacuumed, so no
+    freed page still holds them. What a student's run is given instead of the instructor's gradebook."""
+    import sqlite3
+
+    from nbgrader.api import Gradebook
+
+    shutil.copyfile(course / "gradebook.db", dest)
+    with Gradebook(f"sqlite:///{dest}") as gradebook:
+        for other in [s.id for s in gradebook.students if s.id != student]:
+            gradebook.remove_student(other)
+    with contextlib.closing(sqlite3.connect(dest)) as db:
+        db.execute("VACUUM")
+    return dest
+
+
+def schema(database: Path) -> list[tuple[str, ...]]:
+    """Every table, index, view and trigger of an SQLite file, with its SQL (read only)."""
+    import sqlite3
+
+    with contextlib.closing(sqlite3.connect(f"file:{database}?mode=ro", uri=True)) as db:
+        return [tuple(map(str, row)) for row in db.execute("SELECT type, name, tbl_name, sql FROM sqlite_master")]
+
+
+def returned_points(
+    copy: Path, given: list[tuple[str, ...]], assignment: str, staging: Path
+) -> dict[str, dict[str, float]] | None:
+    """The student's points from the gradebook copy their run returned, or None (the copy is absent). The copy
+    was the student's to rewrite, and it is read in the instructor's process: it is read only if it is at most
+    GRADEBOOK_MAX_BYTES and has exactly the schema it was given (no view, trigger, table or index added or
+    changed: no query of the student's runs here), from a private copy of its main file (no journal of theirs).
+    ValueError says which rule it broke."""
+    if not copy.is_file() or copy.is_symlink():
+        return None
+    size = copy.stat().st_size
+    if size > GRADEBOOK_MAX_BYTES:
+        raise ValueError(f"it has {size} bytes, more than the {GRADEBOOK_MAX_BYTES} a gradebook copy may have")
+    mine = staging / "returned.db"
+    shutil.copyfile(copy, mine)
+    if sorted(schema(mine)) != sorted(given):
+        raise ValueError("its schema is not the one it was given (a table, view, trigger or index was changed)")
+    return export_nbgrader.autograded_points(staging, assignment, database=mine)
+
+
 def autograde_student(
     course: Path, assignment: str, student: str, out: Path, exercises: list[Exercise]
 ) -> dict[str, tuple[float, str]]:
@@ -132,10 +184,42 @@ def autograde_student(
     where = out / student
     remove_tree(where)  # nothing of an earlier run mixes with this one
     where.mkdir(parents=True)
+    staging = Path(tempfile.mkdtemp(prefix="a2nbgrader-"))
+    try:
+        given = private_gradebook(course, student, staging / "gradebook.db")
+        given_schema = schema(given)
+        run = _run_student(course, assignment, student, where, exercises, given)
+        points: dict[str, float] | None
+        try:
+            returned = returned_points(where / "course" / "gradebook.db", given_schema, assignment, staging)
+            points = None if returned is None else returned.get(student)
+        except Exception as exc:  # noqa: BLE001 - the copy is the student's to break: a broken one costs this student
+            points, run.output = None, f"{run.output}\nthe gradebook copy was not read: {type(exc).__name__}: {exc}"
+    finally:
+        remove_tree(staging)
+    log = where / "nbgrader.log"
+    log.write_text(f"[sandbox] {'; '.join(run.notes)}\n[ended] {run.ended} after {run.wall_s:.1f} s\n{run.output}")
+    submitted = course / "submitted" / student / assignment
+    autograded = where / "course" / "autograded" / student / assignment
+    row: dict[str, tuple[float, str]] = {}
+    for ex in exercises:
+        if not (submitted / f"{ex.module}.ipynb").is_file():
+            row[ex.id] = (0.0, "missing")
+        elif points is None or ex.id not in points or not (autograded / f"{ex.module}.ipynb").is_file():
+            last = ([ln for ln in run.output.strip().splitlines() if ln.strip()] or [""])[-1][:160]
+            row[ex.id] = (0.0, f"nbgrader autograde failed ({run.ended}): {last} (log: {log})")
+        else:
+            row[ex.id] = (points[ex.id], "")
+    return row
+
+
+def _run_student(
+    course: Path, assignment: str, student: str, where: Path, exercises: list[Exercise], gradebook: Path
+) -> command.CommandRun:
     venv_bin = str(Path(sys.executable).parent)
-    run = command.run_command(
+    return command.run_command(
         ["{python}", "-c", PRELUDE, "{code}", "{work}", assignment, student],
-        _files(course, assignment, student),
+        _files(course, assignment, student, gradebook),
         collect=where,
         timeout_s=RUN_TIMEOUT_S + 3 * sum(ex.timeout_s for ex in exercises),
         memory_mib=max(ex.memory_mib for ex in exercises) + export_otter.TOOL_MEMORY_MIB,
@@ -150,29 +234,6 @@ def autograde_student(
         },
         work_dirs=("runtime",),
     )
-    log = where / "nbgrader.log"
-    log.write_text(f"[sandbox] {'; '.join(run.notes)}\n[ended] {run.ended} after {run.wall_s:.1f} s\n{run.output}")
-    submitted = course / "submitted" / student / assignment
-    copy = where / "course"
-    try:
-        points = (
-            export_nbgrader.autograded_points(copy, assignment).get(student)
-            if (copy / "gradebook.db").is_file()
-            else None
-        )
-    except Exception as exc:  # noqa: BLE001 - the copy is the student's to break: a broken one costs this student
-        points, run.output = None, f"{run.output}\nthe gradebook copy could not be read: {type(exc).__name__}: {exc}"
-    autograded = copy / "autograded" / student / assignment
-    row: dict[str, tuple[float, str]] = {}
-    for ex in exercises:
-        if not (submitted / f"{ex.module}.ipynb").is_file():
-            row[ex.id] = (0.0, "missing")
-        elif points is None or ex.id not in points or not (autograded / f"{ex.module}.ipynb").is_file():
-            last = ([ln for ln in run.output.strip().splitlines() if ln.strip()] or [""])[-1][:160]
-            row[ex.id] = (0.0, f"nbgrader autograde failed ({run.ended}): {last} (log: {log})")
-        else:
-            row[ex.id] = (points[ex.id], "")
-    return row
 
 
 def grade_course(course: Path, assignment: str, out: Path, workers: int = 2) -> crosscheck.Table:

@@ -67,7 +67,9 @@ def assigned(masters: Path, assign: Callable[[Path, Path], tuple[Path, Path]] = 
 
 
 def _students(submissions: Path) -> list[Path]:
-    return sorted(p for p in submissions.iterdir() if p.is_dir() and not p.name.startswith((".", "_")))
+    return sorted(
+        p for p in submissions.iterdir() if p.is_dir() and not p.is_symlink() and not p.name.startswith((".", "_"))
+    )
 
 
 def grade_class(
@@ -86,6 +88,8 @@ def grade_class(
     def one(job: tuple[Path, Exercise]) -> tuple[float, str]:
         student, ex = job
         notebook = student / f"{ex.module}.ipynb"
+        if notebook.is_symlink():  # as the native grader's intake: a link could name any file of this machine
+            return 0.0, "a link, not a file: not followed"
         if not notebook.is_file():
             return 0.0, "missing"
         where = out / student.name / ex.id

@@ -191,13 +191,15 @@ def run_nbgrader(course: Path, args: list[str], timeout_s: float) -> subprocess.
     return done
 
 
-def autograded_points(course: Path, assignment: str = DEFAULT_ASSIGNMENT) -> dict[str, dict[str, float]]:
-    """{student: {exercise id: points}} from the course's gradebook after `nbgrader autograde`."""
+def autograded_points(
+    course: Path, assignment: str = DEFAULT_ASSIGNMENT, database: Path | None = None
+) -> dict[str, dict[str, float]]:
+    """{student: {exercise id: points}} from the course's gradebook (or `database`) after `nbgrader autograde`."""
     from nbgrader.api import Gradebook, MissingEntry
 
     by_module = {ex.module: ex.id for ex in BY_ID.values()}
     points: dict[str, dict[str, float]] = {}
-    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
+    with Gradebook(f"sqlite:///{database or course / 'gradebook.db'}") as gradebook:
         for student in gradebook.students:
             try:
                 submission = gradebook.find_submission(assignment, student.id)
