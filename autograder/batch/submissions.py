@@ -5,7 +5,9 @@ SUBMISSIONS is one of:
 - a folder with one entry per student: a folder or a .zip (the student is the folder name or the
   zip's stem), e.g. a flat folder of per-student zips;
 - Gradescope's "export submissions" zip, or that zip unpacked: a top folder holding
-  `submission_metadata.yml` and one folder per submission (`submission_123456/`). The yml maps each
+  `submission_metadata.yml` and one folder per submission (`submission_123456/`); the top folder is
+  SUBMISSIONS itself, or its only entry when that is named like Gradescope's `assignment_<id>_export/`
+  (a yml in any other sub-folder is a student's file, never a roster). The yml maps each
   folder to its submitters; the student is the submitters' e-mail (else their SID, else the folder
   name), so a resubmission, which Gradescope exports under a new folder name, lands on the same
   student; names and e-mails go to the gradebook and the CSV;
@@ -248,14 +250,31 @@ def discover(
     return sorted(subs, key=lambda s: s.student), refused
 
 
+EXPORT_ROOT_NAME = re.compile(r"assignment_\d+_export")  # the folder Gradescope's export zip holds
+
+METADATA_MAX_BYTES = 16 * 2**20  # a larger submission_metadata.yml is not parsed
+
+
 def gradescope_root(folder: Path) -> Path | None:
-    """The folder holding Gradescope's submission_metadata.yml: `folder` itself or its only sub-folder."""
+    """The folder holding Gradescope's submission_metadata.yml: `folder` itself, or its only entry (beside
+    hidden and ignored ones) when that is a folder named like Gradescope's export (`assignment_<id>_export`).
+
+    A sub-folder with any other name, or one beside other entries (students' zips), is a student's own
+    submission: a yml in it names no one.
+    """
     if (folder / METADATA_NAME).is_file():
         return folder
-    subdirs = [p for p in folder.iterdir() if p.is_dir() and not p.name.startswith(".") and p.name not in IGNORED_NAMES]
-    if len(subdirs) == 1 and (subdirs[0] / METADATA_NAME).is_file():
-        return subdirs[0]
+    inside = [p for p in folder.iterdir() if not p.name.startswith(".") and p.name not in IGNORED_NAMES]
+    if len(inside) != 1 or not EXPORT_ROOT_NAME.fullmatch(inside[0].name):
+        return None
+    only = inside[0]
+    if only.is_dir() and not only.is_symlink() and (only / METADATA_NAME).is_file():
+        return only
     return None
+
+
+class YamlAliasError(ValueError):
+    """A YAML document using anchors or aliases (a "billion laughs" expands them without bound)."""
 
 
 def _plain_yaml(loader: Any, suffix: str, node: Any) -> Any:
@@ -272,6 +291,8 @@ def _plain_yaml(loader: Any, suffix: str, node: Any) -> Any:
 def read_metadata(path: Path) -> dict[str, tuple[str, str, str]]:
     """Gradescope's submission_metadata.yml as {folder: (names, e-mails, student key)}; {} when unreadable.
 
+    A file larger than METADATA_MAX_BYTES, or using YAML anchors or aliases (which Gradescope does not
+    write, and which let a few lines expand into billions of nodes), is not parsed: {} with a warning.
     The file maps each submission folder to a record whose `:submitters:` list holds `:name:`,
     `:email:` and `:sid:` (keys are Ruby symbols, written with a leading colon).
     """
@@ -279,13 +300,21 @@ def read_metadata(path: Path) -> dict[str, tuple[str, str, str]]:
         import yaml
 
         class Loader(yaml.SafeLoader):
-            pass
+            def compose_node(self, parent: Any, index: Any) -> Any:
+                if self.check_event(yaml.AliasEvent) or getattr(self.peek_event(), "anchor", None) is not None:
+                    raise YamlAliasError("it uses YAML anchors or aliases, which are not read")
+                return super().compose_node(parent, index)
 
         Loader.add_multi_constructor("!", _plain_yaml)
-        data = yaml.load(path.read_text(encoding="utf-8", errors="replace"), Loader=Loader)
-    except Exception as exc:  # PyYAML missing, or a malformed file: grade by folder name
+        with open(path, "rb") as fh:
+            raw = fh.read(METADATA_MAX_BYTES + 1)
+        if len(raw) > METADATA_MAX_BYTES:
+            raise ValueError(f"larger than {METADATA_MAX_BYTES // 2**20} MiB")
+        data = yaml.load(raw.decode("utf-8", errors="replace"), Loader=Loader)
+    except Exception as exc:  # PyYAML missing, a malformed, aliased or oversized file: grade by folder name
         print(
-            f"grade-all: {terminal_text(path)} could not be read ({type(exc).__name__}); students are named "
+            f"grade-all: {terminal_text(path)} could not be read ({type(exc).__name__}: {terminal_text(exc)}); "
+            "students are named "
             "by their submission folders",
             file=sys.stderr,
         )
