@@ -20,6 +20,8 @@ import textwrap
 import zipfile
 from pathlib import Path
 
+import pytest
+
 from autograder.batch import submissions
 from autograder.core.manifest import BY_ID, ROOT
 
@@ -83,3 +85,32 @@ def test_a_roster_with_yaml_aliases_or_too_large_is_not_parsed(tmp_path, capsys)
     plain = tmp_path / "plain.yml"
     plain.write_text(ROSTER)
     assert submissions.read_metadata(plain)["a"] == ("Alice", "alice@uni.edu", "alice@uni.edu")
+
+
+def _class_zip(path: Path, extra: dict[str, bytes]) -> Path:
+    key = (SOLUTIONS / EX01.filename).read_bytes()
+    with zipfile.ZipFile(path, "w") as zf:
+        zf.writestr(f"class/alice/{EX01.filename}", key)
+        zf.writestr(f"class/bob/{EX01.filename}", key)
+        for name, data in extra.items():
+            zf.writestr(name, data)
+    return path
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        {"class/bob/" + "n" * 300 + ".py": b"# my notes\n"},  # ENAMETOOLONG
+        {f"class/carol/x/{EX01.filename}": b"pass\n", "class/carol/x": b"a file named like the folder\n"},  # EISDIR
+        {"class/carol/y": b"a file\n", f"class/carol/y/{EX01.filename}": b"pass\n"},  # ENOTDIR
+    ],
+    ids=["long-name", "file-over-folder", "folder-under-file"],
+)
+def test_a_class_zip_member_that_cannot_be_written_is_skipped_and_the_rest_unpacked(tmp_path, capsys, extra):
+    archive = _class_zip(tmp_path / "class.zip", extra)
+    out = tmp_path / "out"
+    subs, refused = submissions.discover(archive, out)
+    students = [s.student for s in subs]
+    assert students[:2] == ["alice", "bob"] and not refused, students
+    assert (out / submissions.EXPORT_DIR / "class" / "bob" / EX01.filename).is_file()
+    assert "could not be written here" in capsys.readouterr().err

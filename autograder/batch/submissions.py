@@ -343,14 +343,16 @@ def unpack_export(archive: Path, dest: Path) -> Path:
 
     Links, absolute or `..` paths, hidden entries, files larger than intake.MAX_FILE_BYTES (zips:
     intake.MAX_SUBMISSION_BYTES), entries deeper than intake.MAX_DEPTH + 2 and damaged members are
-    skipped (counted on stderr); bytes are counted while reading, at most EXPORT_MAX_BYTES in all.
+    skipped (counted on stderr); bytes are counted while reading, at most EXPORT_MAX_BYTES in all. A
+    member this file system cannot hold (a name too long, a file named like a folder made before it) is
+    skipped too, with its own count on stderr: one student's odd name never stops the batch.
     Folder entries (names ending in "/", one per folder in a `zip -r` archive) are passed over
     silently: the folders are made for the files inside them.
     """
     if dest.exists():
         shutil.rmtree(dest)
     dest.mkdir(parents=True)
-    skipped = 0
+    skipped = unwritable = 0
     left_bytes = EXPORT_MAX_BYTES
     with zipfile.ZipFile(archive) as zf:
         members = zf.infolist()
@@ -384,8 +386,11 @@ def unpack_export(archive: Path, dest: Path) -> Path:
                             raise ValueError("too large")
                         dst.write(chunk)
                 left_bytes -= written
+            except OSError:  # a name too long here, a file named like a folder ...: skip it, keep the others
+                _remove_partial(target)
+                unwritable += 1
             except Exception:  # damaged or oversized member: skip it, keep the others
-                target.unlink(missing_ok=True)
+                _remove_partial(target)
                 skipped += 1
     if skipped:
         print(
@@ -393,7 +398,22 @@ def unpack_export(archive: Path, dest: Path) -> Path:
             f"damaged, encrypted or larger than {intake.MAX_FILE_BYTES // 2**20} MiB)",
             file=sys.stderr,
         )
+    if unwritable:
+        print(
+            f"grade-all: {unwritable} entries of {terminal_text(archive.name)} could not be written here (a name "
+            "too long for this file system, a file named like a folder, ...) and were skipped; the rest was unpacked",
+            file=sys.stderr,
+        )
     return dest
+
+
+def _remove_partial(target: Path) -> None:
+    """Remove what an unpacked member left at `target`, if it is a file; a folder or an impossible name stays."""
+    try:
+        if target.is_file() and not target.is_symlink():
+            target.unlink()
+    except OSError:  # ENAMETOOLONG, ENOTDIR ...: nothing was written there
+        pass
 
 
 def _walk_files(top: Path) -> Iterator[tuple[str, Path | None]]:
