@@ -114,3 +114,30 @@ def test_a_class_zip_member_that_cannot_be_written_is_skipped_and_the_rest_unpac
     assert students[:2] == ["alice", "bob"] and not refused, students
     assert (out / submissions.EXPORT_DIR / "class" / "bob" / EX01.filename).is_file()
     assert "could not be written here" in capsys.readouterr().err
+
+
+def test_zip_members_compressed_with_bzip2_or_lzma_are_not_read(tmp_path, capsys):
+    from autograder.runtime import intake
+
+    archive = tmp_path / "sub.zip"
+    exercises = [BY_ID["ex01"], BY_ID["ex02"], BY_ID["ex03"]]
+    keys = {ex.id: (SOLUTIONS / ex.filename).read_bytes() for ex in exercises}
+    methods = {"ex01": zipfile.ZIP_BZIP2, "ex02": zipfile.ZIP_LZMA, "ex03": zipfile.ZIP_DEFLATED}
+    with zipfile.ZipFile(archive, "w") as zf:
+        for ex in exercises:
+            zf.writestr(ex.filename, keys[ex.id], compress_type=methods[ex.id])
+    staging = tmp_path / "staging"
+    found, notes = intake.locate(archive, exercises, staging)
+    for ex_id, method in (("ex01", "bzip2"), ("ex02", "lzma")):
+        assert found[ex_id].path is None, f"{ex_id}: a {method} member must not be decompressed"
+        assert method in found[ex_id].note and "(deflate) compression" in found[ex_id].note, found[ex_id].note
+    assert found["ex03"].path is not None and found["ex03"].path.read_bytes() == keys["ex03"]
+    assert notes == [], notes
+    cls = tmp_path / "class.zip"  # a class zip's members: the same rule
+    with zipfile.ZipFile(cls, "w") as zf:
+        zf.writestr(f"class/alice/{EX01.filename}", keys["ex01"], compress_type=zipfile.ZIP_DEFLATED)
+        zf.writestr(f"class/bob/{EX01.filename}", keys["ex01"], compress_type=zipfile.ZIP_BZIP2)
+    dest = submissions.unpack_export(cls, tmp_path / "unpacked")
+    assert (dest / "class" / "alice" / EX01.filename).is_file()
+    assert not (dest / "class" / "bob" / EX01.filename).exists()
+    assert "bzip2" in capsys.readouterr().err

@@ -341,7 +341,8 @@ def read_metadata(path: Path) -> dict[str, tuple[str, str, str]]:
 def unpack_export(archive: Path, dest: Path) -> Path:
     """Unpack a Gradescope export zip into `dest` (replaced) with the intake caps; return `dest`.
 
-    Links, absolute or `..` paths, hidden entries, files larger than intake.MAX_FILE_BYTES (zips:
+    Links, absolute or `..` paths, hidden entries, encrypted members and members compressed other than
+    stored or deflate (`intake.member_problem`), files larger than intake.MAX_FILE_BYTES (zips:
     intake.MAX_SUBMISSION_BYTES), entries deeper than intake.MAX_DEPTH + 2 and damaged members are
     skipped (counted on stderr); bytes are counted while reading, at most EXPORT_MAX_BYTES in all. A
     member this file system cannot hold (a name too long, a file named like a folder made before it) is
@@ -370,7 +371,7 @@ def unpack_export(archive: Path, dest: Path) -> Path:
                 or any(p.startswith(".") or p in IGNORED_NAMES for p in parts)
                 or len(parts) > intake.MAX_DEPTH + 2
                 or (info.external_attr >> 16) & 0o170000 == 0o120000
-                or info.flag_bits & 0x1
+                or intake.member_problem(info)  # encrypted, or compressed other than stored or deflate
             ):
                 skipped += 1
                 continue
@@ -395,7 +396,7 @@ def unpack_export(archive: Path, dest: Path) -> Path:
     if skipped:
         print(
             f"grade-all: {skipped} entries of {terminal_text(archive.name)} were not unpacked (links, hidden, "
-            f"damaged, encrypted or larger than {intake.MAX_FILE_BYTES // 2**20} MiB)",
+            f"damaged, encrypted, compressed with bzip2 or lzma, or larger than {intake.MAX_FILE_BYTES // 2**20} MiB)",
             file=sys.stderr,
         )
     if unwritable:

@@ -19,8 +19,10 @@
   chosen member per exercise is extracted, and bytes are counted while they are read (never taken
   from the zip's declared sizes): at most `MAX_FILE_BYTES + 1` per member and `MAX_EXTRACT_BYTES`
   per submission reach the disk.
-- **Damage costs only its exercise.** An encrypted member, a member with a bad CRC or an unknown
-  compression method, a malformed notebook: that exercise scores 0 with a sentence saying why; the
+- **Damage costs only its exercise.** An encrypted member, a member with a bad CRC or a compression
+  method other than stored and deflate (zipfile bounds the output of a deflate read, not of a bzip2 or
+  lzma one: a 2 KB bzip2 member can be gigabytes in one read), a malformed notebook: that exercise
+  scores 0 with a sentence saying why (for bzip2 or lzma: zip again with the usual compression); the
   other exercises are graded normally. A zip that cannot be opened at all is said in the notes.
 - **Snapshots.** Every chosen file is copied into `staging` (opened without following links) before
   any student code runs, so code graded for one exercise cannot swap the file of a later one.
@@ -51,12 +53,10 @@ MAX_DEPTH = 32  # folder levels below the submission's top that are searched
 MAX_ENTRIES = 50000  # folder entries (files and folders) looked at in one folder submission
 SKIPPED_DIRS = ("__MACOSX", "__pycache__")
 READ_CHUNK_BYTES = 2**16
-ZIP_METHODS = {
-    zipfile.ZIP_STORED: "stored",
-    zipfile.ZIP_DEFLATED: "deflate",
-    zipfile.ZIP_BZIP2: "bzip2",
-    zipfile.ZIP_LZMA: "lzma",
-}
+# the zip methods read: zipfile bounds what deflate returns per read, not what bzip2 or lzma return (one
+# read of 64 KiB of bzip2 can be gigabytes), so a member compressed otherwise is not read
+ZIP_METHODS = {zipfile.ZIP_STORED: "stored", zipfile.ZIP_DEFLATED: "deflate"}
+OTHER_ZIP_METHODS = {zipfile.ZIP_BZIP2: "bzip2", zipfile.ZIP_LZMA: "lzma"}  # named in the sentence, never read
 _COPY_SUFFIX = re.compile(r"(?:\s*\(\d{1,3}\)|\s*-\s*copy(?:\s*\(\d{1,3}\))?|\s+copy(?:\s+\d{1,3})?)$")
 _EXERCISE_NUMBER = re.compile(r"^ex0*(\d{1,2})(?!\d)")
 _EXACT, _NEAR = 0, 1
@@ -282,15 +282,26 @@ def _zip_candidates(zf: zipfile.ZipFile, exercises: Sequence[Exercise]) -> _Scan
     return candidates, hints, notes
 
 
-def _extract_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, target: Path, budget: _Budget) -> str:
-    """Extract one member with the caps; '' on success, else why it was not extracted."""
+def member_problem(info: zipfile.ZipInfo) -> str:
+    """'' when a zip member may be read (not encrypted, stored or deflate), else why not (words after its name)."""
     if info.flag_bits & 0x1:
         return "is encrypted (password-protected) in the zip; zip your files again without a password"
     if info.compress_type not in ZIP_METHODS:
+        method = f"zip method {info.compress_type}"
+        if info.compress_type in OTHER_ZIP_METHODS:
+            method += f", {OTHER_ZIP_METHODS[info.compress_type]}"
         return (
-            f"is compressed with a method the grader cannot read (zip method {info.compress_type}); "
-            "zip your files again with ordinary (deflate) compression"
+            f"is compressed with a method the grader does not read ({method}); "
+            "zip your files again with the usual (deflate) compression"
         )
+    return ""
+
+
+def _extract_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, target: Path, budget: _Budget) -> str:
+    """Extract one member with the caps; '' on success, else why it was not extracted."""
+    problem = member_problem(info)
+    if problem:
+        return problem
     try:
         with zf.open(info) as src:
             return _write_capped(src, target, budget)
