@@ -141,3 +141,89 @@ def test_zip_members_compressed_with_bzip2_or_lzma_are_not_read(tmp_path, capsys
     assert (dest / "class" / "alice" / EX01.filename).is_file()
     assert not (dest / "class" / "bob" / EX01.filename).exists()
     assert "bzip2" in capsys.readouterr().err
+
+
+def _many_entries_zip(path: Path, n: int, declared: int | None = None, zip64: bool = False) -> Path:
+    """A zip whose central directory lists `n` entries (all pointing at one local header), its end record
+    declaring `declared` of them (default: n), with zip64 end records if asked (as mk_manyentries.py)."""
+    import struct
+    import zlib
+
+    data = b"x = 1\n"
+    crc = zlib.crc32(data)
+    local = struct.pack("<IHHHHHIIIHH", 0x04034B50, 20, 0, 0, 0, 0x21, crc, len(data), len(data), 1, 0) + b"a" + data
+    records = []
+    for i in range(n):
+        name = b"%x" % i
+        records.append(
+            struct.pack(
+                "<IHHHHHHIIIHHHHHII",
+                0x02014B50,
+                (3 << 8) | 20,
+                20,
+                0,
+                0,
+                0,
+                0x21,
+                crc,
+                len(data),
+                len(data),
+                len(name),
+                0,
+                0,
+                0,
+                0,
+                0o100644 << 16,
+                0,
+            )  # fmt: skip
+            + name
+        )
+    directory = b"".join(records)
+    count = n if declared is None else declared
+    end = b""
+    if zip64:
+        at = len(local) + len(directory)
+        end += struct.pack("<IQHHIIQQQQ", 0x06064B50, 44, 45, 45, 0, 0, count, count, len(directory), len(local))
+        end += struct.pack("<IIQI", 0x07064B50, 0, at, 1)
+        end += struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, 0xFFFF, 0xFFFF, 0xFFFFFFFF, 0xFFFFFFFF, 0)
+    else:
+        end += struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, count, count, len(directory), len(local), 0)
+    path.write_bytes(local + directory + end)
+    return path
+
+
+@pytest.mark.parametrize("declared, zip64", [(None, False), (None, True), (1, False), (1, True)])
+def test_a_zip_directory_too_long_is_refused_before_zipfile_parses_it(tmp_path, monkeypatch, declared, zip64):
+    from autograder.runtime import intake
+
+    archive = _many_entries_zip(tmp_path / "many.zip", intake.MAX_ZIP_MEMBERS + 1, declared, zip64)
+    with zipfile.ZipFile(archive) as zf:
+        assert len(zf.infolist()) == intake.MAX_ZIP_MEMBERS + 1, "the fixture is a zip zipfile reads whole"
+
+    def parsed(self):
+        raise AssertionError("zipfile parsed the whole directory")
+
+    monkeypatch.setattr(zipfile.ZipFile, "_RealGetContents", parsed)
+    found, notes = intake.locate(archive, [EX01], tmp_path / "staging")
+    assert found == {} and len(notes) == 1 and f"more than the {intake.MAX_ZIP_MEMBERS}" in notes[0], notes
+    with pytest.raises(ValueError, match="more than the 5 "):
+        monkeypatch.setattr(submissions, "EXPORT_MAX_MEMBERS", 5)
+        submissions.unpack_export(archive, tmp_path / "unpacked")
+    assert not submissions.zip_is_readable(archive)
+
+
+def test_names_longer_than_a_file_name_are_never_exercise_names(tmp_path):
+    import time
+
+    from autograder.runtime import intake
+
+    archive = tmp_path / "spaces.zip"
+    with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("ex01" + " " * 65000 + ".py", b"")  # the copy-suffix pattern backtracked over the spaces
+        zf.writestr(EX01.filename[:-3] + " " * 300 + ".py", b"x = 1\n")  # a near miss, but no file name
+    start = time.perf_counter()
+    found, notes = intake.locate(archive, [EX01], tmp_path / "staging")
+    took = time.perf_counter() - start
+    assert found == {} and notes == [], (found, notes)
+    assert took < 1.0, f"reading a zip of two long names took {took:.1f} s"
+    assert intake.match_name(EX01.filename[:-3] + " (1).py", [EX01]) is not None, "short near misses still match"

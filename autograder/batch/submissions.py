@@ -78,6 +78,8 @@ EXPORT_MAX_MEMBERS = 200000
 
 EXPORT_MAX_BYTES = 2 * 2**30  # bytes unpacked from one Gradescope export, counted while reading
 
+EXPORT_MAX_DIRECTORY_BYTES = 128 * 2**20  # an export zip's central directory (read whole by zipfile)
+
 
 @dataclass(frozen=True)
 class Submission:
@@ -353,9 +355,19 @@ def unpack_export(archive: Path, dest: Path) -> Path:
     if dest.exists():
         shutil.rmtree(dest)
     dest.mkdir(parents=True)
+    with open(archive, "rb") as fh:
+        problem = intake.zip_directory_problem(fh, EXPORT_MAX_MEMBERS, EXPORT_MAX_DIRECTORY_BYTES)
+        if problem:
+            raise ValueError(f"{archive} {problem}")
+        fh.seek(0)
+        _unpack_members(zipfile.ZipFile(fh), archive, dest)
+    return dest
+
+
+def _unpack_members(zf: zipfile.ZipFile, archive: Path, dest: Path) -> None:
     skipped = unwritable = 0
     left_bytes = EXPORT_MAX_BYTES
-    with zipfile.ZipFile(archive) as zf:
+    with zf:
         members = zf.infolist()
         if len(members) > EXPORT_MAX_MEMBERS:
             raise ValueError(f"{archive} holds {len(members)} entries, more than {EXPORT_MAX_MEMBERS}")
@@ -405,7 +417,6 @@ def unpack_export(archive: Path, dest: Path) -> Path:
             "too long for this file system, a file named like a folder, ...) and were skipped; the rest was unpacked",
             file=sys.stderr,
         )
-    return dest
 
 
 def _remove_partial(target: Path) -> None:
@@ -497,10 +508,15 @@ def content_hash(path: Path) -> str:
 
 
 def zip_is_readable(path: Path) -> bool:
-    """Whether the zip's directory can be read (its members are not decompressed: that is the grader's job)."""
+    """Whether the zip's directory can be read within intake's caps (its members are not decompressed: that is
+    the grader's job)."""
     try:
-        with zipfile.ZipFile(path) as zf:
-            zf.infolist()
+        with open(path, "rb") as fh:
+            if intake.zip_directory_problem(fh):  # too many entries to parse here: the grader said so
+                return False
+            fh.seek(0)
+            with zipfile.ZipFile(fh) as zf:
+                zf.infolist()
         return True
     except Exception:  # a damaged central directory raises many types
         return False

@@ -15,7 +15,10 @@
   levels, entries past the first `MAX_ENTRIES` of a folder tree; zip members with absolute paths
   or `..`. Each limit that was reached is said in the notes.
 - **Caps.** A graded file larger than `MAX_FILE_BYTES` is not graded. A zip larger than
-  `MAX_SUBMISSION_BYTES` or holding more than `MAX_ZIP_MEMBERS` entries is not opened. Only the one
+  `MAX_SUBMISSION_BYTES`, holding more than `MAX_ZIP_MEMBERS` entries or a central directory larger than
+  `MAX_ZIP_DIRECTORY_BYTES` is not opened; the entries are counted from the end record and the records'
+  fixed headers before zipfile builds its member list. A name longer than `MAX_NAME_BYTES` is no
+  exercise's (and no pattern is run on it). Only the one
   chosen member per exercise is extracted, and bytes are counted while they are read (never taken
   from the zip's declared sizes): at most `MAX_FILE_BYTES + 1` per member and `MAX_EXTRACT_BYTES`
   per submission reach the disk.
@@ -36,6 +39,7 @@ from __future__ import annotations
 import os
 import re
 import stat
+import struct
 import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -48,6 +52,8 @@ from autograder.core.safetext import clean_text
 MAX_FILE_BYTES = 2 * 2**20  # an exercise file (or notebook) larger than this is not graded
 MAX_SUBMISSION_BYTES = 256 * 2**20  # a zip larger than this is not opened
 MAX_ZIP_MEMBERS = 20000  # a zip with more entries is not opened (its directory alone costs memory)
+MAX_ZIP_DIRECTORY_BYTES = 16 * 2**20  # a zip whose central directory is larger is not opened
+MAX_NAME_BYTES = 255  # a longer file name (a zip's may be 65,535 bytes) is never an exercise's
 MAX_EXTRACT_BYTES = 32 * 2**20  # bytes extracted from one submission in total, counted while reading
 MAX_DEPTH = 32  # folder levels below the submission's top that are searched
 MAX_ENTRIES = 50000  # folder entries (files and folders) looked at in one folder submission
@@ -60,6 +66,10 @@ OTHER_ZIP_METHODS = {zipfile.ZIP_BZIP2: "bzip2", zipfile.ZIP_LZMA: "lzma"}  # na
 _COPY_SUFFIX = re.compile(r"(?:\s*\(\d{1,3}\)|\s*-\s*copy(?:\s*\(\d{1,3}\))?|\s+copy(?:\s+\d{1,3})?)$")
 _EXERCISE_NUMBER = re.compile(r"^ex0*(\d{1,2})(?!\d)")
 _EXACT, _NEAR = 0, 1
+# zipfile's own reader of the end-of-central-directory record (zip64 included): the pre-check reads what
+# zipfile will read. Private, so looked up here once: a Python without it fails at import, not silently.
+_END_RECORD = vars(zipfile)["_EndRecData"]
+_ZIP64_END_BYTES = 56 + 20  # the zip64 end record and its locator, between the directory and the end record
 
 
 @dataclass(frozen=True)
@@ -103,9 +113,17 @@ def _ignored(part: str) -> bool:
 # Names
 
 
+def too_long(name: str) -> bool:
+    """Whether `name` is longer than a file name can be on common file systems (MAX_NAME_BYTES in UTF-8)."""
+    return len(name) > MAX_NAME_BYTES or len(name.encode("utf-8", "surrogatepass")) > MAX_NAME_BYTES
+
+
 def normalised_name(name: str) -> str:
-    """The name with case, a copy suffix before the extension and an appended `.txt` taken away."""
+    """The name with case, a copy suffix before the extension and an appended `.txt` taken away (a name
+    longer than MAX_NAME_BYTES only lower-cased: the suffix pattern is never run on unbounded text)."""
     lowered = name.lower()
+    if too_long(name):
+        return lowered
     if lowered.endswith((".py.txt", ".ipynb.txt")):
         lowered = lowered[:-4]
     for ext in (".py", ".ipynb"):
@@ -209,6 +227,8 @@ def _classify(
     candidates: list[_Candidate],
     hints: dict[str, list[str]],
 ) -> None:
+    if too_long(name):  # no exercise's name, nor a hint of one
+        return
     matched = match_name(name, exercises)
     if matched is not None:
         ex_id, kind, rank = matched
@@ -312,9 +332,47 @@ def _extract_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, target: Path, bu
         )
 
 
-def _open_zip(archive: Path) -> tuple[zipfile.ZipFile | None, str]:
+def zip_directory_problem(
+    fh: IO[bytes], max_members: int = MAX_ZIP_MEMBERS, max_bytes: int = MAX_ZIP_DIRECTORY_BYTES
+) -> str:
+    """'' when zipfile may read this zip's central directory, else why not (words after "The zip").
+
+    zipfile builds a member object for every record of the directory before anyone can count them (5
+    million records: 2.6 GB and 37 s), and reads the directory whole. So the end record (zip64 included)
+    is read first: more than `max_members` entries declared, or a directory larger than `max_bytes`, is
+    refused; then the records' fixed headers are stepped over, at most `max_members` + 1 of them (the
+    declared count need not be true). A zip whose end record is unreadable is left to zipfile to refuse.
+    """
     try:
-        size = archive.stat().st_size
+        end = _END_RECORD(fh)
+        if not end:
+            return ""
+        entries, size, location = end[4], end[5], end[9]
+        if entries > max_members:
+            return f"holds {entries} entries, more than the {max_members} the grader opens"
+        if size > max_bytes:
+            return f"has a directory of {size / 2**20:.0f} MiB, more than the {max_bytes // 2**20} MiB the grader reads"
+        start = location - size - (_ZIP64_END_BYTES if end[0] == b"PK\x06\x06" else 0)  # where zipfile reads it
+        if start < 0:
+            return ""
+        seen = done = 0
+        while done < size:
+            fh.seek(start + done)
+            head = fh.read(46)
+            if len(head) < 46 or head[:4] != b"PK\x01\x02":
+                return ""  # damaged: zipfile says so
+            seen += 1
+            if seen > max_members:
+                return f"holds more than the {max_members} entries the grader opens"
+            done += 46 + sum(struct.unpack_from("<HHH", head, 28))  # name, extra field and comment lengths
+    except (OSError, ValueError, struct.error, zipfile.BadZipFile):
+        return ""
+    return ""
+
+
+def _open_zip(fh: IO[bytes]) -> tuple[zipfile.ZipFile | None, str]:
+    try:
+        size = os.fstat(fh.fileno()).st_size
     except OSError as exc:
         return None, f"The submission could not be read ({clean_text(exc.strerror or exc)}); nothing was graded."
     if size > MAX_SUBMISSION_BYTES:
@@ -322,15 +380,19 @@ def _open_zip(archive: Path) -> tuple[zipfile.ZipFile | None, str]:
             f"The zip is {size / 2**20:.0f} MiB, more than the {MAX_SUBMISSION_BYTES // 2**20} MiB "
             "the grader opens; nothing was graded. Submit only the exercise files."
         )
+    problem = zip_directory_problem(fh)
+    if problem:
+        return None, f"The zip {problem}; nothing was graded. Submit only the exercise files."
     try:
-        zf = zipfile.ZipFile(archive)
+        fh.seek(0)
+        zf = zipfile.ZipFile(fh)
     except Exception as exc:  # a damaged or hostile central directory: many exception types
         return None, (
             f"The zip could not be opened ({type(exc).__name__}: {clean_text(exc)}); nothing was "
             "graded. Zip your files again and resubmit."
         )
     count = len(zf.infolist())
-    if count > MAX_ZIP_MEMBERS:
+    if count > MAX_ZIP_MEMBERS:  # the pre-check's walk stops at a damaged record: zipfile may read on
         zf.close()
         return None, (
             f"The zip holds {count} entries, more than the {MAX_ZIP_MEMBERS} the grader opens; "
@@ -401,17 +463,23 @@ def locate(submission: Path, exercises: Sequence[Exercise], staging: Path) -> tu
     """Exercise id -> Found (absent: nothing for it), and notes about the submission as a whole."""
     notes: list[str] = []
     zf: zipfile.ZipFile | None = None
+    archive: IO[bytes] | None = None
     candidates: list[_Candidate] = []
     hints: dict[str, list[str]] = {}
     shown_name = clean_text(submission.name)
     if submission.is_dir():
         candidates, hints, notes = _folder_candidates(submission, exercises)
     elif submission.is_file() and submission.suffix.lower() != ".ipynb" and zipfile.is_zipfile(submission):
-        zf, problem = _open_zip(submission)
-        if zf is None:
-            notes.append(problem)
+        try:
+            archive = open(submission, "rb")
+        except OSError as exc:
+            notes.append(f"The submission could not be read ({clean_text(exc.strerror or exc)}); nothing was graded.")
         else:
-            candidates, hints, notes = _zip_candidates(zf, exercises)
+            zf, problem = _open_zip(archive)
+            if zf is None:
+                notes.append(problem)
+            else:
+                candidates, hints, notes = _zip_candidates(zf, exercises)
     elif submission.is_file() and match_name(submission.name, exercises) is not None:
         _classify(submission.name, shown_name, 0, submission, exercises, candidates, hints)
     else:
@@ -439,4 +507,6 @@ def locate(submission: Path, exercises: Sequence[Exercise], staging: Path) -> tu
     finally:
         if zf is not None:
             zf.close()
+        if archive is not None:
+            archive.close()  # ZipFile leaves a file object it was handed open
     return found, notes
