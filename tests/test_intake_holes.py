@@ -227,3 +227,41 @@ def test_names_longer_than_a_file_name_are_never_exercise_names(tmp_path):
     assert found == {} and notes == [], (found, notes)
     assert took < 1.0, f"reading a zip of two long names took {took:.1f} s"
     assert intake.match_name(EX01.filename[:-3] + " (1).py", [EX01]) is not None, "short near misses still match"
+
+
+def test_a_folder_swapped_for_a_link_after_the_walk_is_not_followed(tmp_path, monkeypatch):
+    from autograder.runtime import intake
+
+    top = tmp_path / "sub"
+    (top / "d").mkdir(parents=True)
+    (top / "d" / EX01.filename).write_text("# the student's stub\n")
+    key = SOLUTIONS / EX01.filename
+    choose = intake._choose
+
+    def swap_then_choose(candidates, ex):  # what renameat2(RENAME_EXCHANGE) does between walk and copy
+        (top / "d").rename(top / ".d_orig")
+        (top / "d").symlink_to(SOLUTIONS)
+        return choose(candidates, ex)
+
+    monkeypatch.setattr(intake, "_choose", swap_then_choose)
+    found, _ = intake.locate(top, [EX01], tmp_path / "staging")
+    staged = found["ex01"]
+    assert staged.path is None or staged.path.read_bytes() != key.read_bytes(), "the answer key was staged"
+    assert staged.path is None and "symbolic link" in staged.note, staged
+
+
+def test_a_batch_never_grades_a_submission_that_is_a_link(tmp_path):
+    from autograder.batch import processes
+    from autograder.runtime import grader, intake
+
+    cls = tmp_path / "class"
+    cls.mkdir()
+    (cls / "zmallory").symlink_to(SOLUTIONS)  # swapped in after discovery
+    link = cls / "zmallory"
+    command = processes._grade_command("python", submissions.Submission("zmallory", link))
+    assert Path(command[4]) == cls.resolve() / "zmallory" and Path(command[4]).is_symlink(), command
+    found, notes = intake.locate(link, [EX01], tmp_path / "staging", follow_link=False)
+    assert found == {} and "symbolic link" in notes[0], notes
+    assert "is a symbolic link in the class folder" in grader.refusal(link, in_a_class=True)
+    found, _ = intake.locate(link, [EX01], tmp_path / "staging2")  # `grade LINK` by hand still follows it
+    assert found["ex01"].path is not None

@@ -36,6 +36,7 @@ not UTF-8 are escaped, never a crash).
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import stat
@@ -66,6 +67,8 @@ OTHER_ZIP_METHODS = {zipfile.ZIP_BZIP2: "bzip2", zipfile.ZIP_LZMA: "lzma"}  # na
 _COPY_SUFFIX = re.compile(r"(?:\s*\(\d{1,3}\)|\s*-\s*copy(?:\s*\(\d{1,3}\))?|\s+copy(?:\s+\d{1,3})?)$")
 _EXERCISE_NUMBER = re.compile(r"^ex0*(\d{1,2})(?!\d)")
 _EXACT, _NEAR = 0, 1
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC  # a folder beneath the top
+_FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC  # a file beneath the top (a FIFO: no wait)
 # zipfile's own reader of the end-of-central-directory record (zip64 included): the pre-check reads what
 # zipfile will read. Private, so looked up here once: a Python without it fails at import, not silently.
 _END_RECORD = vars(zipfile)["_EndRecData"]
@@ -88,7 +91,7 @@ class _Candidate:
     ex_id: str
     kind: str  # "py" or "ipynb"
     rank: int  # _EXACT or _NEAR
-    source: Path | zipfile.ZipInfo
+    source: tuple[str, ...] | zipfile.ZipInfo  # the path's parts under the submission's folder (() for a lone file)
 
 
 _Scan = tuple[list[_Candidate], dict[str, list[str]], list[str]]  # candidates, hinted names per exercise, notes
@@ -162,49 +165,77 @@ def hinted_exercise(name: str, exercises: Sequence[Exercise]) -> str | None:
 # Folders
 
 
-def _folder_candidates(top: Path, exercises: Sequence[Exercise]) -> _Scan:
-    """Candidates, hinted names per exercise and notes for a folder, walked without recursion."""
+def _folder_candidates(top_fd: int, exercises: Sequence[Exercise]) -> _Scan:
+    """Candidates, hinted names per exercise and notes for the folder open as `top_fd`, walked without
+    recursion through folder descriptors: each sub-folder is opened relative to its parent's descriptor
+    without following a link (a folder swapped for a link while it is walked is skipped, never entered).
+    Only the descriptors of the folders on the current path are open (at most MAX_DEPTH + 1)."""
     candidates: list[_Candidate] = []
     hints: dict[str, list[str]] = {}
-    too_deep = unreadable = 0
+    too_deep = unreadable = links = 0
     seen = 0
-    stack: list[tuple[Path, tuple[str, ...]]] = [(top, ())]
-    while stack:
-        folder, rel = stack.pop()
-        try:
-            with os.scandir(folder) as it:
-                entries = []
-                for entry in it:  # counted while listing: a folder of millions of entries is not read whole
-                    seen += 1
-                    if seen > MAX_ENTRIES:
-                        stack.clear()
-                        break
-                    entries.append(entry)
-        except OSError:
-            unreadable += 1
-            continue
-        for entry in sorted(entries, key=lambda e: e.name, reverse=True):
-            name = entry.name
-            if _ignored(name):
-                continue
+    # the open folders on the current path: (descriptor, path inside the submission, sub-folders still to
+    # walk, last first: popped in name order)
+    frames: list[tuple[int, tuple[str, ...], list[str]]] = []
+    rel: tuple[str, ...] = ()
+    fd = os.dup(top_fd)
+    try:
+        while True:
+            subfolders: list[str] = []
+            frames.append((fd, rel, subfolders))
+            entries = []
             try:
-                if entry.is_symlink():
-                    continue
-                is_dir = entry.is_dir(follow_symlinks=False)
-                is_file = entry.is_file(follow_symlinks=False)
+                with os.scandir(fd) as it:
+                    for entry in it:  # counted while listing: a folder of millions of entries is not read whole
+                        seen += 1
+                        if seen > MAX_ENTRIES:
+                            break
+                        entries.append(entry)
             except OSError:
                 unreadable += 1
-                continue
-            if is_dir:
-                if len(rel) + 1 > MAX_DEPTH:
-                    too_deep += 1
-                else:
-                    stack.append((Path(entry.path), rel + (name,)))
-                continue
-            if not is_file:
-                continue
-            shown = clean_text("/".join(rel + (name,)))
-            _classify(name, shown, len(rel), Path(entry.path), exercises, candidates, hints)
+            for entry in sorted(entries, key=lambda e: e.name, reverse=True):
+                name = entry.name
+                if _ignored(name):
+                    continue
+                try:
+                    if entry.is_symlink():
+                        links += 1
+                        continue
+                    is_dir = entry.is_dir(follow_symlinks=False)
+                    is_file = entry.is_file(follow_symlinks=False)
+                except OSError:
+                    unreadable += 1
+                    continue
+                if is_dir:
+                    if len(rel) + 1 > MAX_DEPTH:
+                        too_deep += 1
+                    else:
+                        subfolders.append(name)
+                    continue
+                if not is_file:
+                    continue
+                shown = clean_text("/".join(rel + (name,)))
+                _classify(name, shown, len(rel), rel + (name,), exercises, candidates, hints)
+            if seen > MAX_ENTRIES:
+                break
+            following = None
+            while frames and following is None:
+                parent_fd, parent_rel, pending = frames[-1]
+                if not pending:
+                    os.close(parent_fd)
+                    frames.pop()
+                    continue
+                name = pending.pop()
+                try:
+                    following = (os.open(name, _DIR_FLAGS, dir_fd=parent_fd), parent_rel + (name,))
+                except OSError:  # ELOOP: swapped for a link since it was listed; or unreadable
+                    unreadable += 1
+            if following is None:
+                break
+            fd, rel = following
+    finally:
+        for frame_fd, _, _ in frames:
+            os.close(frame_fd)
     notes = []
     if seen > MAX_ENTRIES:
         notes.append(
@@ -215,6 +246,8 @@ def _folder_candidates(top: Path, exercises: Sequence[Exercise]) -> _Scan:
         notes.append(f"{too_deep} folder(s) deeper than {MAX_DEPTH} levels were not searched.")
     if unreadable:
         notes.append(f"{unreadable} entries of your submission could not be read and were skipped.")
+    if links:
+        notes.append(f"{links} symbolic link(s) in your submission were skipped: the grader does not follow links.")
     return candidates, hints, notes
 
 
@@ -222,7 +255,7 @@ def _classify(
     name: str,
     shown: str,
     depth: int,
-    source: Path | zipfile.ZipInfo,
+    source: tuple[str, ...] | zipfile.ZipInfo,
     exercises: Sequence[Exercise],
     candidates: list[_Candidate],
     hints: dict[str, list[str]],
@@ -239,11 +272,38 @@ def _classify(
         hints.setdefault(hinted, []).append(shown)
 
 
-def _copy_file(path: Path, target: Path, budget: _Budget) -> str:
-    """Copy a regular file without following links; '' on success, else why it was not copied."""
+def _open_beneath(top_fd: int, parts: tuple[str, ...]) -> int:
+    """A new descriptor for the file at `parts` under the folder `top_fd`, each component opened relative
+    to the one before without following a link (`()`: `top_fd` itself, a lone file, read from its start)."""
+    if not parts:
+        fd = os.dup(top_fd)
+        os.lseek(fd, 0, os.SEEK_SET)
+        return fd
+    opened: list[int] = []
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        folder = top_fd
+        for part in parts[:-1]:
+            try:
+                folder = os.open(part, _DIR_FLAGS, dir_fd=folder)
+            except NotADirectoryError:  # what O_DIRECTORY | O_NOFOLLOW says of a link: say it is one
+                if stat.S_ISLNK(os.stat(part, dir_fd=folder, follow_symlinks=False).st_mode):
+                    raise OSError(errno.ELOOP, os.strerror(errno.ELOOP)) from None
+                raise
+            opened.append(folder)
+        return os.open(parts[-1], _FILE_FLAGS, dir_fd=folder)
+    finally:
+        for fd in opened:
+            os.close(fd)
+
+
+def _copy_file(top_fd: int, parts: tuple[str, ...], target: Path, budget: _Budget) -> str:
+    """Copy a regular file from beneath `top_fd` without following links; '' on success, else why it was not
+    copied."""
+    try:
+        fd = _open_beneath(top_fd, parts)
     except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return "is reached through a symbolic link, which the grader does not follow, and was not graded"
         return f"could not be opened ({clean_text(exc.strerror or type(exc).__name__)})"
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
@@ -370,6 +430,12 @@ def zip_directory_problem(
     return ""
 
 
+def _is_zip(fd: int) -> bool:
+    """Whether the regular file open as `fd` has a zip's end record (read through a new descriptor)."""
+    with os.fdopen(os.dup(fd), "rb") as fh:
+        return zipfile.is_zipfile(fh)
+
+
 def _open_zip(fh: IO[bytes]) -> tuple[zipfile.ZipFile | None, str]:
     try:
         size = os.fstat(fh.fileno()).st_size
@@ -425,14 +491,16 @@ def _choose(candidates: list[_Candidate], ex: Exercise) -> tuple[_Candidate, str
     return best, note
 
 
-def _stage(cand: _Candidate, ex: Exercise, zf: zipfile.ZipFile | None, staging: Path, budget: _Budget) -> Found:
+def _stage(
+    cand: _Candidate, ex: Exercise, zf: zipfile.ZipFile | None, top_fd: int, staging: Path, budget: _Budget
+) -> Found:
     name = ex.filename if cand.kind == "py" else f"{ex.module}.ipynb"
     target = staging / "files" / ex.id / name
     if isinstance(cand.source, zipfile.ZipInfo):
         assert zf is not None
         problem = _extract_member(zf, cand.source, target, budget)
     else:
-        problem = _copy_file(cand.source, target, budget)
+        problem = _copy_file(top_fd, cand.source, target, budget)
     if problem:
         target.unlink(missing_ok=True)
         return Found(None, cand.shown, f"{cand.shown} {problem}.")
@@ -459,29 +527,50 @@ def from_notebook(found: Found, ex: Exercise, staging: Path) -> Found:
     return Found(target, found.shown, join(found.note, f"graded the code extracted from the notebook {found.shown}."))
 
 
-def locate(submission: Path, exercises: Sequence[Exercise], staging: Path) -> tuple[dict[str, Found], list[str]]:
-    """Exercise id -> Found (absent: nothing for it), and notes about the submission as a whole."""
+def locate(
+    submission: Path, exercises: Sequence[Exercise], staging: Path, *, follow_link: bool = True
+) -> tuple[dict[str, Found], list[str]]:
+    """Exercise id -> Found (absent: nothing for it), and notes about the submission as a whole.
+
+    `follow_link=False` (a batch: the submission is an entry of the class folder): a submission that is
+    itself a symbolic link is not read. Links beneath the submission are never followed.
+    """
+    shown_name = clean_text(submission.name)
+    try:
+        top_fd = os.open(submission, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (0 if follow_link else os.O_NOFOLLOW))
+    except OSError as exc:
+        if exc.errno == errno.ELOOP and not follow_link:
+            return {}, [
+                f"The submission {shown_name!r} is a symbolic link, which the grader does not follow; nothing was graded."
+            ]
+        return {}, [f"The submission could not be read ({clean_text(exc.strerror or exc)}); nothing was graded."]
+    try:
+        return _locate_open(top_fd, shown_name, submission.name, exercises, staging)
+    finally:
+        os.close(top_fd)
+
+
+def _locate_open(
+    top_fd: int, shown_name: str, name: str, exercises: Sequence[Exercise], staging: Path
+) -> tuple[dict[str, Found], list[str]]:
+    """`locate` on the submission open as `top_fd` (a folder or a regular file; anything else is a note)."""
     notes: list[str] = []
     zf: zipfile.ZipFile | None = None
     archive: IO[bytes] | None = None
     candidates: list[_Candidate] = []
     hints: dict[str, list[str]] = {}
-    shown_name = clean_text(submission.name)
-    if submission.is_dir():
-        candidates, hints, notes = _folder_candidates(submission, exercises)
-    elif submission.is_file() and submission.suffix.lower() != ".ipynb" and zipfile.is_zipfile(submission):
-        try:
-            archive = open(submission, "rb")
-        except OSError as exc:
-            notes.append(f"The submission could not be read ({clean_text(exc.strerror or exc)}); nothing was graded.")
+    mode = os.fstat(top_fd).st_mode
+    if stat.S_ISDIR(mode):
+        candidates, hints, notes = _folder_candidates(top_fd, exercises)
+    elif stat.S_ISREG(mode) and not name.lower().endswith(".ipynb") and _is_zip(top_fd):
+        archive = os.fdopen(os.dup(top_fd), "rb")
+        zf, problem = _open_zip(archive)
+        if zf is None:
+            notes.append(problem)
         else:
-            zf, problem = _open_zip(archive)
-            if zf is None:
-                notes.append(problem)
-            else:
-                candidates, hints, notes = _zip_candidates(zf, exercises)
-    elif submission.is_file() and match_name(submission.name, exercises) is not None:
-        _classify(submission.name, shown_name, 0, submission, exercises, candidates, hints)
+            candidates, hints, notes = _zip_candidates(zf, exercises)
+    elif stat.S_ISREG(mode) and match_name(name, exercises) is not None:
+        _classify(name, shown_name, 0, (), exercises, candidates, hints)
     else:
         notes.append(f"The submission {shown_name!r} is neither a folder nor a zip file; nothing was graded.")
     budget = _Budget(MAX_EXTRACT_BYTES)
@@ -501,7 +590,7 @@ def locate(submission: Path, exercises: Sequence[Exercise], staging: Path) -> tu
                     )
                 continue
             best, note = _choose(mine, ex)
-            staged = _stage(best, ex, zf, staging, budget)
+            staged = _stage(best, ex, zf, top_fd, staging, budget)
             staged = Found(staged.path, staged.shown, join(note, staged.note))
             found[ex.id] = from_notebook(staged, ex, staging) if best.kind == "ipynb" else staged
     finally:
