@@ -265,3 +265,19 @@ def test_a_batch_never_grades_a_submission_that_is_a_link(tmp_path):
     assert "is a symbolic link in the class folder" in grader.refusal(link, in_a_class=True)
     found, _ = intake.locate(link, [EX01], tmp_path / "staging2")  # `grade LINK` by hand still follows it
     assert found["ex01"].path is not None
+
+
+def test_a_hard_linked_file_is_not_graded(tmp_path):
+    import os
+
+    from autograder.runtime import intake
+
+    secret = tmp_path / "secret_dir" / "shadow_standin"
+    secret.parent.mkdir()
+    secret.write_text("root:$6$SECRET-HASH-OUTSIDE-THE-SUBMISSION:19000:0:99999:7:::\n")
+    top = tmp_path / "sub"
+    top.mkdir()
+    os.link(secret, top / EX01.filename)
+    found, _ = intake.locate(top, [EX01], tmp_path / "staging")
+    assert found["ex01"].path is None and "hard link" in found["ex01"].note, found["ex01"]
+    assert not any(b"SECRET" in p.read_bytes() for p in (tmp_path / "staging").rglob("*") if p.is_file())

@@ -11,9 +11,14 @@
   like an exercise's (`ex4_nic.py`, `my_ex04_nic_line_rate.py`) is not graded, but the feedback
   names it as the likely intended file.
 - **What is skipped.** Hidden entries (names starting with "."), `__MACOSX`, `__pycache__`,
-  symbolic links, anything that is not a regular file, anything deeper than `MAX_DEPTH` folder
-  levels, entries past the first `MAX_ENTRIES` of a folder tree; zip members with absolute paths
-  or `..`. Each limit that was reached is said in the notes.
+  symbolic links, anything that is not a regular file, a file with more than one hard link (another
+  of its names may lie outside the submission), anything deeper than `MAX_DEPTH` folder levels,
+  entries past the first `MAX_ENTRIES` of a folder tree; zip members with absolute paths or `..`,
+  and zip members stored as links. Each limit that was reached is said in the notes.
+- **No link is followed.** A folder is read through descriptors: the submission is opened once, and
+  every folder and file beneath it is opened relative to its parent's descriptor with O_NOFOLLOW, so
+  a folder swapped for a link while the submission is read is not entered. A zip is read from that
+  same descriptor. In a batch (`follow_link=False`) the submission itself must not be a link either.
 - **Caps.** A graded file larger than `MAX_FILE_BYTES` is not graded. A zip larger than
   `MAX_SUBMISSION_BYTES`, holding more than `MAX_ZIP_MEMBERS` entries or a central directory larger than
   `MAX_ZIP_DIRECTORY_BYTES` is not opened; the entries are counted from the end record and the records'
@@ -27,7 +32,7 @@
   lzma one: a 2 KB bzip2 member can be gigabytes in one read), a malformed notebook: that exercise
   scores 0 with a sentence saying why (for bzip2 or lzma: zip again with the usual compression); the
   other exercises are graded normally. A zip that cannot be opened at all is said in the notes.
-- **Snapshots.** Every chosen file is copied into `staging` (opened without following links) before
+- **Snapshots.** Every chosen file is copied into `staging` (opened as above) before
   any student code runs, so code graded for one exercise cannot swap the file of a later one.
 
 Every name shown in the feedback goes through `autograder.core.safetext.clean_text` (file names that are
@@ -306,8 +311,14 @@ def _copy_file(top_fd: int, parts: tuple[str, ...], target: Path, budget: _Budge
             return "is reached through a symbolic link, which the grader does not follow, and was not graded"
         return f"could not be opened ({clean_text(exc.strerror or type(exc).__name__)})"
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
             return "is not a regular file"
+        if parts and info.st_nlink > 1:  # another name of it may lie outside the submission (an instructor's file)
+            return (
+                "is a hard link (one file with more than one name), and hard-linked files are not graded: "
+                "save it as an ordinary copy and resubmit"
+            )
         with os.fdopen(fd, "rb", closefd=False) as src:
             return _write_capped(src, target, budget)
     except OSError as exc:
