@@ -281,3 +281,27 @@ def test_a_hard_linked_file_is_not_graded(tmp_path):
     found, _ = intake.locate(top, [EX01], tmp_path / "staging")
     assert found["ex01"].path is None and "hard link" in found["ex01"].note, found["ex01"]
     assert not any(b"SECRET" in p.read_bytes() for p in (tmp_path / "staging").rglob("*") if p.is_file())
+
+
+def test_skipped_zip_entries_and_hidden_class_entries_are_said(tmp_path):
+    from autograder.runtime import intake
+
+    archive = tmp_path / "sub.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        zf.writestr("../" + EX01.filename, b"x = 1\n")
+        zf.writestr("/abs/" + EX01.filename, b"x = 1\n")
+        link = zipfile.ZipInfo("work/" + EX01.filename)
+        link.external_attr = 0o120777 << 16
+        zf.writestr(link, "/etc/passwd")
+    found, notes = intake.locate(archive, [EX01], tmp_path / "staging")
+    assert found == {}, found
+    assert any("2 zip entries with a path starting at /" in n for n in notes), notes
+    assert any("1 zip entries stored as symbolic links" in n for n in notes), notes
+    cls = tmp_path / "class"
+    (cls / ".mallory").mkdir(parents=True)
+    (cls / "alice").mkdir()
+    (cls / ".git").mkdir()
+    (cls / "bob").symlink_to(cls / "alice")
+    subs, refused = submissions.discover(cls)
+    assert [s.student for s in subs] == ["alice"], subs
+    assert sorted(r.entry for r in refused) == [".mallory", "bob"], refused

@@ -17,7 +17,8 @@ damaged members skipped).
 
 An entry that cannot be graded as a student is refused with a sentence saying why, never stopping the
 batch: a name that collides with grade-all's own outputs (`gradebook.sqlite.zip`, ...), two entries for
-one student (`alice/` and `alice.zip`), the output folder itself.
+one student (`alice/` and `alice.zip`), the output folder itself, a hidden folder or zip (`.alice/`;
+not the folders tools leave, such as `.git`), a symbolic link.
 
 Output folders: every student's folder under DIR differs from every other student's and from every
 entry the batch writes into DIR, whatever the students are called. Names are compared ignoring case
@@ -175,17 +176,37 @@ def _within(path: Path, folder: Path) -> bool:
     return True
 
 
-def _entries(folder: Path) -> list[tuple[str, Path]]:
-    """(student, path) for each sub-folder or .zip of `folder`."""
+TOOL_HIDDEN_NAMES = (".git", ".ipynb_checkpoints", ".Trash", ".Trashes", ".fseventsd", ".Spotlight-V100", ".vscode")
+
+
+def _entries(folder: Path) -> tuple[list[tuple[str, Path]], list[Refused]]:
+    """(student, path) for each sub-folder or .zip of `folder`, and the entries refused: a hidden folder or
+    zip (name starting with "."; not the folders tools leave, TOOL_HIDDEN_NAMES) and a symbolic link."""
     found = []
+    refused = []
     for entry in sorted(folder.iterdir()):
-        if entry.name.startswith(".") or entry.name in IGNORED_NAMES or entry.is_symlink():
+        if entry.name in IGNORED_NAMES or entry.name in TOOL_HIDDEN_NAMES:
             continue
-        if entry.is_dir():
-            found.append((clean_text(entry.name), entry))
-        elif entry.is_file() and entry.suffix.lower() == ".zip":
+        shown = clean_text(entry.name)
+        is_zip = entry.suffix.lower() == ".zip"
+        if entry.is_symlink():
+            if entry.is_dir() or is_zip:
+                refused.append(
+                    Refused(
+                        shown,
+                        "it is a symbolic link, which grade-all does not follow: put the folder or zip itself here",
+                    )
+                )
+            continue
+        if not (entry.is_dir() or (entry.is_file() and is_zip)):
+            continue
+        if entry.name.startswith("."):
+            refused.append(Refused(shown, "its name starts with '.', which hides it: rename it without the dot"))
+        elif entry.is_dir():
+            found.append((shown, entry))
+        else:
             found.append((clean_text(entry.stem), entry))
-    return found
+    return found, refused
 
 
 def discover(
@@ -209,9 +230,8 @@ def discover(
         raise FileNotFoundError(f"{folder} is not a folder of submissions (nor a Gradescope export zip)")
     export_root = gradescope_root(folder)
     metadata = read_metadata(export_root / METADATA_NAME) if export_root is not None else {}
-    entries = _entries(export_root if export_root is not None else folder)
+    entries, refused = _entries(export_root if export_root is not None else folder)
     candidates: list[Submission] = []
-    refused: list[Refused] = []
     outs = [p for p in (out, *not_submissions) if p is not None]
     for student, path in entries:
         if any(_within(o, path) or path.resolve() == o.resolve() for o in outs):

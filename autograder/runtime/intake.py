@@ -355,14 +355,18 @@ def _write_capped(src: IO[bytes], target: Path, budget: _Budget) -> str:
 def _zip_candidates(zf: zipfile.ZipFile, exercises: Sequence[Exercise]) -> _Scan:
     candidates: list[_Candidate] = []
     hints: dict[str, list[str]] = {}
-    too_deep = 0
+    too_deep = unsafe = links = 0
     for info in zf.infolist():
         name = PurePosixPath(info.filename.replace("\\", "/"))
-        if info.is_dir() or name.is_absolute() or ".." in name.parts or not name.parts:
+        if info.is_dir() or not name.parts:
+            continue
+        if name.is_absolute() or ".." in name.parts:
+            unsafe += 1
             continue
         if any(_ignored(part) for part in name.parts):
             continue
         if (info.external_attr >> 16) & 0o170000 == 0o120000:  # a symbolic link stored in the zip
+            links += 1
             continue
         depth = len(name.parts) - 1
         if depth > MAX_DEPTH:
@@ -370,6 +374,13 @@ def _zip_candidates(zf: zipfile.ZipFile, exercises: Sequence[Exercise]) -> _Scan
             continue
         _classify(name.name, clean_text(name.as_posix()), depth, info, exercises, candidates, hints)
     notes = [f"{too_deep} zip entries deeper than {MAX_DEPTH} folder levels were not searched."] if too_deep else []
+    if unsafe:
+        notes.append(
+            f"{unsafe} zip entries with a path starting at / or going up with '..' were skipped: "
+            "zip your files from inside their folder."
+        )
+    if links:
+        notes.append(f"{links} zip entries stored as symbolic links were skipped: the grader does not follow links.")
     return candidates, hints, notes
 
 
