@@ -104,7 +104,7 @@ def fill(
     with tempfile.TemporaryDirectory(prefix="a2-fill-") as scratch:
         subs, refused = discover(submissions, Path(scratch) / "export")
         for n, sub in enumerate(subs):
-            found, _ = intake.locate(sub.path, exercises, Path(scratch) / f"s{n}")
+            found, _ = intake.locate(sub.path, exercises, Path(scratch) / f"s{n}", follow_link=False)
             item = Filled(sub.student, sub.out_folder)
             for ex in exercises:
                 where = found.get(ex.id)

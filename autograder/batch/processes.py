@@ -327,9 +327,14 @@ def _ended_results(
 
 def _grade_command(python: str, sub: Submission) -> list[str]:
     """The grader's command line; --unsafe-no-sandbox only when this process was allowed it (grade-all's own
-    flag: never on a Dask worker, which never calls `ladder.allow_unsafe`)."""
+    flag: never on a Dask worker, which never calls `ladder.allow_unsafe`).
+
+    The submission is named by its class folder's real path and its own entry's name, never resolved: an
+    entry swapped for a symbolic link after discovery reaches the grader as a link, which it refuses
+    (`grader.refusal` with in_a_class, `intake.locate` with follow_link=False)."""
     unsafe = ["--unsafe-no-sandbox"] if ladder.unsafe_allowed() else []
-    return [python, "-m", "autograder", "grade", str(sub.path.resolve()), *unsafe]
+    path = Path(os.path.abspath(sub.path))
+    return [python, "-m", "autograder", "grade", str(path.parent.resolve() / path.name), *unsafe]
 
 
 def grade_one(

@@ -88,7 +88,7 @@ def read_sources(folder: Path, exercises: Sequence[Exercise], term: str = "") ->
         sources: list[Source] = []
         for n, sub in enumerate(subs):
             staging = Path(scratch) / f"s{n}"
-            found, _ = intake.locate(sub.path, exercises, staging)
+            found, _ = intake.locate(sub.path, exercises, staging, follow_link=False)
             for ex in exercises:
                 item = found.get(ex.id)
                 if item is None or item.path is None:

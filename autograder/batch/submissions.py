@@ -5,7 +5,9 @@ SUBMISSIONS is one of:
 - a folder with one entry per student: a folder or a .zip (the student is the folder name or the
   zip's stem), e.g. a flat folder of per-student zips;
 - Gradescope's "export submissions" zip, or that zip unpacked: a top folder holding
-  `submission_metadata.yml` and one folder per submission (`submission_123456/`). The yml maps each
+  `submission_metadata.yml` and one folder per submission (`submission_123456/`); the top folder is
+  SUBMISSIONS itself, or its only entry when that is named like Gradescope's `assignment_<id>_export/`
+  (a yml in any other sub-folder is a student's file, never a roster). The yml maps each
   folder to its submitters; the student is the submitters' e-mail (else their SID, else the folder
   name), so a resubmission, which Gradescope exports under a new folder name, lands on the same
   student; names and e-mails go to the gradebook and the CSV;
@@ -15,7 +17,8 @@ damaged members skipped).
 
 An entry that cannot be graded as a student is refused with a sentence saying why, never stopping the
 batch: a name that collides with grade-all's own outputs (`gradebook.sqlite.zip`, ...), two entries for
-one student (`alice/` and `alice.zip`), the output folder itself.
+one student (`alice/` and `alice.zip`), the output folder itself, a hidden folder or zip (`.alice/`;
+not the folders tools leave, such as `.git`), a symbolic link.
 
 Output folders: every student's folder under DIR differs from every other student's and from every
 entry the batch writes into DIR, whatever the students are called. Names are compared ignoring case
@@ -75,6 +78,8 @@ HASH_MAX_ENTRIES = 100000  # files and folders a folder's content hash looks at
 EXPORT_MAX_MEMBERS = 200000
 
 EXPORT_MAX_BYTES = 2 * 2**30  # bytes unpacked from one Gradescope export, counted while reading
+
+EXPORT_MAX_DIRECTORY_BYTES = 128 * 2**20  # an export zip's central directory (read whole by zipfile)
 
 
 @dataclass(frozen=True)
@@ -171,17 +176,37 @@ def _within(path: Path, folder: Path) -> bool:
     return True
 
 
-def _entries(folder: Path) -> list[tuple[str, Path]]:
-    """(student, path) for each sub-folder or .zip of `folder`."""
+TOOL_HIDDEN_NAMES = (".git", ".ipynb_checkpoints", ".Trash", ".Trashes", ".fseventsd", ".Spotlight-V100", ".vscode")
+
+
+def _entries(folder: Path) -> tuple[list[tuple[str, Path]], list[Refused]]:
+    """(student, path) for each sub-folder or .zip of `folder`, and the entries refused: a hidden folder or
+    zip (name starting with "."; not the folders tools leave, TOOL_HIDDEN_NAMES) and a symbolic link."""
     found = []
+    refused = []
     for entry in sorted(folder.iterdir()):
-        if entry.name.startswith(".") or entry.name in IGNORED_NAMES or entry.is_symlink():
+        if entry.name in IGNORED_NAMES or entry.name in TOOL_HIDDEN_NAMES:
             continue
-        if entry.is_dir():
-            found.append((clean_text(entry.name), entry))
-        elif entry.is_file() and entry.suffix.lower() == ".zip":
+        shown = clean_text(entry.name)
+        is_zip = entry.suffix.lower() == ".zip"
+        if entry.is_symlink():
+            if entry.is_dir() or is_zip:
+                refused.append(
+                    Refused(
+                        shown,
+                        "it is a symbolic link, which grade-all does not follow: put the folder or zip itself here",
+                    )
+                )
+            continue
+        if not (entry.is_dir() or (entry.is_file() and is_zip)):
+            continue
+        if entry.name.startswith("."):
+            refused.append(Refused(shown, "its name starts with '.', which hides it: rename it without the dot"))
+        elif entry.is_dir():
+            found.append((shown, entry))
+        else:
             found.append((clean_text(entry.stem), entry))
-    return found
+    return found, refused
 
 
 def discover(
@@ -205,9 +230,8 @@ def discover(
         raise FileNotFoundError(f"{folder} is not a folder of submissions (nor a Gradescope export zip)")
     export_root = gradescope_root(folder)
     metadata = read_metadata(export_root / METADATA_NAME) if export_root is not None else {}
-    entries = _entries(export_root if export_root is not None else folder)
+    entries, refused = _entries(export_root if export_root is not None else folder)
     candidates: list[Submission] = []
-    refused: list[Refused] = []
     outs = [p for p in (out, *not_submissions) if p is not None]
     for student, path in entries:
         if any(_within(o, path) or path.resolve() == o.resolve() for o in outs):
@@ -248,14 +272,31 @@ def discover(
     return sorted(subs, key=lambda s: s.student), refused
 
 
+EXPORT_ROOT_NAME = re.compile(r"assignment_\d+_export")  # the folder Gradescope's export zip holds
+
+METADATA_MAX_BYTES = 16 * 2**20  # a larger submission_metadata.yml is not parsed
+
+
 def gradescope_root(folder: Path) -> Path | None:
-    """The folder holding Gradescope's submission_metadata.yml: `folder` itself or its only sub-folder."""
+    """The folder holding Gradescope's submission_metadata.yml: `folder` itself, or its only entry (beside
+    hidden and ignored ones) when that is a folder named like Gradescope's export (`assignment_<id>_export`).
+
+    A sub-folder with any other name, or one beside other entries (students' zips), is a student's own
+    submission: a yml in it names no one.
+    """
     if (folder / METADATA_NAME).is_file():
         return folder
-    subdirs = [p for p in folder.iterdir() if p.is_dir() and not p.name.startswith(".") and p.name not in IGNORED_NAMES]
-    if len(subdirs) == 1 and (subdirs[0] / METADATA_NAME).is_file():
-        return subdirs[0]
+    inside = [p for p in folder.iterdir() if not p.name.startswith(".") and p.name not in IGNORED_NAMES]
+    if len(inside) != 1 or not EXPORT_ROOT_NAME.fullmatch(inside[0].name):
+        return None
+    only = inside[0]
+    if only.is_dir() and not only.is_symlink() and (only / METADATA_NAME).is_file():
+        return only
     return None
+
+
+class YamlAliasError(ValueError):
+    """A YAML document using anchors or aliases (a "billion laughs" expands them without bound)."""
 
 
 def _plain_yaml(loader: Any, suffix: str, node: Any) -> Any:
@@ -272,6 +313,8 @@ def _plain_yaml(loader: Any, suffix: str, node: Any) -> Any:
 def read_metadata(path: Path) -> dict[str, tuple[str, str, str]]:
     """Gradescope's submission_metadata.yml as {folder: (names, e-mails, student key)}; {} when unreadable.
 
+    A file larger than METADATA_MAX_BYTES, or using YAML anchors or aliases (which Gradescope does not
+    write, and which let a few lines expand into billions of nodes), is not parsed: {} with a warning.
     The file maps each submission folder to a record whose `:submitters:` list holds `:name:`,
     `:email:` and `:sid:` (keys are Ruby symbols, written with a leading colon).
     """
@@ -279,13 +322,21 @@ def read_metadata(path: Path) -> dict[str, tuple[str, str, str]]:
         import yaml
 
         class Loader(yaml.SafeLoader):
-            pass
+            def compose_node(self, parent: Any, index: Any) -> Any:
+                if self.check_event(yaml.AliasEvent) or getattr(self.peek_event(), "anchor", None) is not None:
+                    raise YamlAliasError("it uses YAML anchors or aliases, which are not read")
+                return super().compose_node(parent, index)
 
         Loader.add_multi_constructor("!", _plain_yaml)
-        data = yaml.load(path.read_text(encoding="utf-8", errors="replace"), Loader=Loader)
-    except Exception as exc:  # PyYAML missing, or a malformed file: grade by folder name
+        with open(path, "rb") as fh:
+            raw = fh.read(METADATA_MAX_BYTES + 1)
+        if len(raw) > METADATA_MAX_BYTES:
+            raise ValueError(f"larger than {METADATA_MAX_BYTES // 2**20} MiB")
+        data = yaml.load(raw.decode("utf-8", errors="replace"), Loader=Loader)
+    except Exception as exc:  # PyYAML missing, a malformed, aliased or oversized file: grade by folder name
         print(
-            f"grade-all: {terminal_text(path)} could not be read ({type(exc).__name__}); students are named "
+            f"grade-all: {terminal_text(path)} could not be read ({type(exc).__name__}: {terminal_text(exc)}); "
+            "students are named "
             "by their submission folders",
             file=sys.stderr,
         )
@@ -312,18 +363,31 @@ def read_metadata(path: Path) -> dict[str, tuple[str, str, str]]:
 def unpack_export(archive: Path, dest: Path) -> Path:
     """Unpack a Gradescope export zip into `dest` (replaced) with the intake caps; return `dest`.
 
-    Links, absolute or `..` paths, hidden entries, files larger than intake.MAX_FILE_BYTES (zips:
+    Links, absolute or `..` paths, hidden entries, encrypted members and members compressed other than
+    stored or deflate (`intake.member_problem`), files larger than intake.MAX_FILE_BYTES (zips:
     intake.MAX_SUBMISSION_BYTES), entries deeper than intake.MAX_DEPTH + 2 and damaged members are
-    skipped (counted on stderr); bytes are counted while reading, at most EXPORT_MAX_BYTES in all.
+    skipped (counted on stderr); bytes are counted while reading, at most EXPORT_MAX_BYTES in all. A
+    member this file system cannot hold (a name too long, a file named like a folder made before it) is
+    skipped too, with its own count on stderr: one student's odd name never stops the batch.
     Folder entries (names ending in "/", one per folder in a `zip -r` archive) are passed over
     silently: the folders are made for the files inside them.
     """
     if dest.exists():
         shutil.rmtree(dest)
     dest.mkdir(parents=True)
-    skipped = 0
+    with open(archive, "rb") as fh:
+        problem = intake.zip_directory_problem(fh, EXPORT_MAX_MEMBERS, EXPORT_MAX_DIRECTORY_BYTES)
+        if problem:
+            raise ValueError(f"{archive} {problem}")
+        fh.seek(0)
+        _unpack_members(zipfile.ZipFile(fh), archive, dest)
+    return dest
+
+
+def _unpack_members(zf: zipfile.ZipFile, archive: Path, dest: Path) -> None:
+    skipped = unwritable = 0
     left_bytes = EXPORT_MAX_BYTES
-    with zipfile.ZipFile(archive) as zf:
+    with zf:
         members = zf.infolist()
         if len(members) > EXPORT_MAX_MEMBERS:
             raise ValueError(f"{archive} holds {len(members)} entries, more than {EXPORT_MAX_MEMBERS}")
@@ -339,7 +403,7 @@ def unpack_export(archive: Path, dest: Path) -> Path:
                 or any(p.startswith(".") or p in IGNORED_NAMES for p in parts)
                 or len(parts) > intake.MAX_DEPTH + 2
                 or (info.external_attr >> 16) & 0o170000 == 0o120000
-                or info.flag_bits & 0x1
+                or intake.member_problem(info)  # encrypted, or compressed other than stored or deflate
             ):
                 skipped += 1
                 continue
@@ -355,16 +419,33 @@ def unpack_export(archive: Path, dest: Path) -> Path:
                             raise ValueError("too large")
                         dst.write(chunk)
                 left_bytes -= written
+            except OSError:  # a name too long here, a file named like a folder ...: skip it, keep the others
+                _remove_partial(target)
+                unwritable += 1
             except Exception:  # damaged or oversized member: skip it, keep the others
-                target.unlink(missing_ok=True)
+                _remove_partial(target)
                 skipped += 1
     if skipped:
         print(
             f"grade-all: {skipped} entries of {terminal_text(archive.name)} were not unpacked (links, hidden, "
-            f"damaged, encrypted or larger than {intake.MAX_FILE_BYTES // 2**20} MiB)",
+            f"damaged, encrypted, compressed with bzip2 or lzma, or larger than {intake.MAX_FILE_BYTES // 2**20} MiB)",
             file=sys.stderr,
         )
-    return dest
+    if unwritable:
+        print(
+            f"grade-all: {unwritable} entries of {terminal_text(archive.name)} could not be written here (a name "
+            "too long for this file system, a file named like a folder, ...) and were skipped; the rest was unpacked",
+            file=sys.stderr,
+        )
+
+
+def _remove_partial(target: Path) -> None:
+    """Remove what an unpacked member left at `target`, if it is a file; a folder or an impossible name stays."""
+    try:
+        if target.is_file() and not target.is_symlink():
+            target.unlink()
+    except OSError:  # ENAMETOOLONG, ENOTDIR ...: nothing was written there
+        pass
 
 
 def _walk_files(top: Path) -> Iterator[tuple[str, Path | None]]:
@@ -447,10 +528,15 @@ def content_hash(path: Path) -> str:
 
 
 def zip_is_readable(path: Path) -> bool:
-    """Whether the zip's directory can be read (its members are not decompressed: that is the grader's job)."""
+    """Whether the zip's directory can be read within intake's caps (its members are not decompressed: that is
+    the grader's job)."""
     try:
-        with zipfile.ZipFile(path) as zf:
-            zf.infolist()
+        with open(path, "rb") as fh:
+            if intake.zip_directory_problem(fh):  # too many entries to parse here: the grader said so
+                return False
+            fh.seek(0)
+            with zipfile.ZipFile(fh) as zf:
+                zf.infolist()
         return True
     except Exception:  # a damaged central directory raises many types
         return False

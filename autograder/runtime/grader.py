@@ -71,9 +71,12 @@ class ConfigError(RuntimeError):
     """The grader's own data (cases, expected values) is missing or inconsistent."""
 
 
-def locate(submission: Path, exercises: Sequence[Exercise], staging: Path) -> tuple[dict[str, Found], list[str]]:
-    """Exercise id -> Found, and notes about the submission as a whole (rules in autograder.runtime.intake)."""
-    return intake.locate(submission, exercises, staging)
+def locate(
+    submission: Path, exercises: Sequence[Exercise], staging: Path, *, follow_link: bool = True
+) -> tuple[dict[str, Found], list[str]]:
+    """Exercise id -> Found, and notes about the submission as a whole (rules in autograder.runtime.intake;
+    `follow_link=False` in a batch: a submission that is itself a link is not read)."""
+    return intake.locate(submission, exercises, staging, follow_link=follow_link)
 
 
 _join = intake.join
@@ -350,7 +353,14 @@ def refusal(submission: Path | None = None, in_a_class: bool = False) -> str:
     grader then writes a results.json that says so (for the staff) and runs no student code. `submission`:
     refused too where other users, a student's code among them, could reach it (`ladder.exposed`); and with
     `in_a_class` (a batch's grader, whose submission lies in the class folder, on this or another machine of a
-    cluster) where they could reach the folder holding it, the other students' submissions."""
+    cluster) where they could reach the folder holding it, the other students' submissions, and where the
+    submission is itself a symbolic link (an entry swapped for a link after the batch listed the class folder
+    would have a student graded on whatever it points to)."""
+    if submission is not None and in_a_class and os.path.islink(submission):
+        return (
+            f"grading refused: the submission {safetext.clean_text(Path(submission).name)!r} is a symbolic link in "
+            "the class folder; a batch grades only the folders and zips themselves"
+        )
     try:
         ladder.current()
     except ladder.Refused as exc:
@@ -483,7 +493,7 @@ def grade_public_phase(
     failure = refusal(Path(submission), in_a_class=True)
     try:
         if not failure:
-            found, notes = locate(Path(submission), selected, files)
+            found, notes = locate(Path(submission), selected, files, follow_link=False)
             reports = _public_phases(selected, found, root, time_scale, specs, digests)
     except Exception:
         failure = traceback.format_exc()

@@ -11,18 +11,28 @@
   like an exercise's (`ex4_nic.py`, `my_ex04_nic_line_rate.py`) is not graded, but the feedback
   names it as the likely intended file.
 - **What is skipped.** Hidden entries (names starting with "."), `__MACOSX`, `__pycache__`,
-  symbolic links, anything that is not a regular file, anything deeper than `MAX_DEPTH` folder
-  levels, entries past the first `MAX_ENTRIES` of a folder tree; zip members with absolute paths
-  or `..`. Each limit that was reached is said in the notes.
+  symbolic links, anything that is not a regular file, a file with more than one hard link (another
+  of its names may lie outside the submission), anything deeper than `MAX_DEPTH` folder levels,
+  entries past the first `MAX_ENTRIES` of a folder tree; zip members with absolute paths or `..`,
+  and zip members stored as links. Each limit that was reached is said in the notes.
+- **No link is followed.** A folder is read through descriptors: the submission is opened once, and
+  every folder and file beneath it is opened relative to its parent's descriptor with O_NOFOLLOW, so
+  a folder swapped for a link while the submission is read is not entered. A zip is read from that
+  same descriptor. In a batch (`follow_link=False`) the submission itself must not be a link either.
 - **Caps.** A graded file larger than `MAX_FILE_BYTES` is not graded. A zip larger than
-  `MAX_SUBMISSION_BYTES` or holding more than `MAX_ZIP_MEMBERS` entries is not opened. Only the one
+  `MAX_SUBMISSION_BYTES`, holding more than `MAX_ZIP_MEMBERS` entries or a central directory larger than
+  `MAX_ZIP_DIRECTORY_BYTES` is not opened; the entries are counted from the end record and the records'
+  fixed headers before zipfile builds its member list. A name longer than `MAX_NAME_BYTES` is no
+  exercise's (and no pattern is run on it). Only the one
   chosen member per exercise is extracted, and bytes are counted while they are read (never taken
   from the zip's declared sizes): at most `MAX_FILE_BYTES + 1` per member and `MAX_EXTRACT_BYTES`
   per submission reach the disk.
-- **Damage costs only its exercise.** An encrypted member, a member with a bad CRC or an unknown
-  compression method, a malformed notebook: that exercise scores 0 with a sentence saying why; the
+- **Damage costs only its exercise.** An encrypted member, a member with a bad CRC or a compression
+  method other than stored and deflate (zipfile bounds the output of a deflate read, not of a bzip2 or
+  lzma one: a 2 KB bzip2 member can be gigabytes in one read), a malformed notebook: that exercise
+  scores 0 with a sentence saying why (for bzip2 or lzma: zip again with the usual compression); the
   other exercises are graded normally. A zip that cannot be opened at all is said in the notes.
-- **Snapshots.** Every chosen file is copied into `staging` (opened without following links) before
+- **Snapshots.** Every chosen file is copied into `staging` (opened as above) before
   any student code runs, so code graded for one exercise cannot swap the file of a later one.
 
 Every name shown in the feedback goes through `autograder.core.safetext.clean_text` (file names that are
@@ -31,9 +41,11 @@ not UTF-8 are escaped, never a crash).
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import stat
+import struct
 import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -46,20 +58,26 @@ from autograder.core.safetext import clean_text
 MAX_FILE_BYTES = 2 * 2**20  # an exercise file (or notebook) larger than this is not graded
 MAX_SUBMISSION_BYTES = 256 * 2**20  # a zip larger than this is not opened
 MAX_ZIP_MEMBERS = 20000  # a zip with more entries is not opened (its directory alone costs memory)
+MAX_ZIP_DIRECTORY_BYTES = 16 * 2**20  # a zip whose central directory is larger is not opened
+MAX_NAME_BYTES = 255  # a longer file name (a zip's may be 65,535 bytes) is never an exercise's
 MAX_EXTRACT_BYTES = 32 * 2**20  # bytes extracted from one submission in total, counted while reading
 MAX_DEPTH = 32  # folder levels below the submission's top that are searched
 MAX_ENTRIES = 50000  # folder entries (files and folders) looked at in one folder submission
 SKIPPED_DIRS = ("__MACOSX", "__pycache__")
 READ_CHUNK_BYTES = 2**16
-ZIP_METHODS = {
-    zipfile.ZIP_STORED: "stored",
-    zipfile.ZIP_DEFLATED: "deflate",
-    zipfile.ZIP_BZIP2: "bzip2",
-    zipfile.ZIP_LZMA: "lzma",
-}
+# the zip methods read: zipfile bounds what deflate returns per read, not what bzip2 or lzma return (one
+# read of 64 KiB of bzip2 can be gigabytes), so a member compressed otherwise is not read
+ZIP_METHODS = {zipfile.ZIP_STORED: "stored", zipfile.ZIP_DEFLATED: "deflate"}
+OTHER_ZIP_METHODS = {zipfile.ZIP_BZIP2: "bzip2", zipfile.ZIP_LZMA: "lzma"}  # named in the sentence, never read
 _COPY_SUFFIX = re.compile(r"(?:\s*\(\d{1,3}\)|\s*-\s*copy(?:\s*\(\d{1,3}\))?|\s+copy(?:\s+\d{1,3})?)$")
 _EXERCISE_NUMBER = re.compile(r"^ex0*(\d{1,2})(?!\d)")
 _EXACT, _NEAR = 0, 1
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC  # a folder beneath the top
+_FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC  # a file beneath the top (a FIFO: no wait)
+# zipfile's own reader of the end-of-central-directory record (zip64 included): the pre-check reads what
+# zipfile will read. Private, so looked up here once: a Python without it fails at import, not silently.
+_END_RECORD = vars(zipfile)["_EndRecData"]
+_ZIP64_END_BYTES = 56 + 20  # the zip64 end record and its locator, between the directory and the end record
 
 
 @dataclass(frozen=True)
@@ -78,7 +96,7 @@ class _Candidate:
     ex_id: str
     kind: str  # "py" or "ipynb"
     rank: int  # _EXACT or _NEAR
-    source: Path | zipfile.ZipInfo
+    source: tuple[str, ...] | zipfile.ZipInfo  # the path's parts under the submission's folder (() for a lone file)
 
 
 _Scan = tuple[list[_Candidate], dict[str, list[str]], list[str]]  # candidates, hinted names per exercise, notes
@@ -103,9 +121,17 @@ def _ignored(part: str) -> bool:
 # Names
 
 
+def too_long(name: str) -> bool:
+    """Whether `name` is longer than a file name can be on common file systems (MAX_NAME_BYTES in UTF-8)."""
+    return len(name) > MAX_NAME_BYTES or len(name.encode("utf-8", "surrogatepass")) > MAX_NAME_BYTES
+
+
 def normalised_name(name: str) -> str:
-    """The name with case, a copy suffix before the extension and an appended `.txt` taken away."""
+    """The name with case, a copy suffix before the extension and an appended `.txt` taken away (a name
+    longer than MAX_NAME_BYTES only lower-cased: the suffix pattern is never run on unbounded text)."""
     lowered = name.lower()
+    if too_long(name):
+        return lowered
     if lowered.endswith((".py.txt", ".ipynb.txt")):
         lowered = lowered[:-4]
     for ext in (".py", ".ipynb"):
@@ -144,49 +170,77 @@ def hinted_exercise(name: str, exercises: Sequence[Exercise]) -> str | None:
 # Folders
 
 
-def _folder_candidates(top: Path, exercises: Sequence[Exercise]) -> _Scan:
-    """Candidates, hinted names per exercise and notes for a folder, walked without recursion."""
+def _folder_candidates(top_fd: int, exercises: Sequence[Exercise]) -> _Scan:
+    """Candidates, hinted names per exercise and notes for the folder open as `top_fd`, walked without
+    recursion through folder descriptors: each sub-folder is opened relative to its parent's descriptor
+    without following a link (a folder swapped for a link while it is walked is skipped, never entered).
+    Only the descriptors of the folders on the current path are open (at most MAX_DEPTH + 1)."""
     candidates: list[_Candidate] = []
     hints: dict[str, list[str]] = {}
-    too_deep = unreadable = 0
+    too_deep = unreadable = links = 0
     seen = 0
-    stack: list[tuple[Path, tuple[str, ...]]] = [(top, ())]
-    while stack:
-        folder, rel = stack.pop()
-        try:
-            with os.scandir(folder) as it:
-                entries = []
-                for entry in it:  # counted while listing: a folder of millions of entries is not read whole
-                    seen += 1
-                    if seen > MAX_ENTRIES:
-                        stack.clear()
-                        break
-                    entries.append(entry)
-        except OSError:
-            unreadable += 1
-            continue
-        for entry in sorted(entries, key=lambda e: e.name, reverse=True):
-            name = entry.name
-            if _ignored(name):
-                continue
+    # the open folders on the current path: (descriptor, path inside the submission, sub-folders still to
+    # walk, last first: popped in name order)
+    frames: list[tuple[int, tuple[str, ...], list[str]]] = []
+    rel: tuple[str, ...] = ()
+    fd = os.dup(top_fd)
+    try:
+        while True:
+            subfolders: list[str] = []
+            frames.append((fd, rel, subfolders))
+            entries = []
             try:
-                if entry.is_symlink():
-                    continue
-                is_dir = entry.is_dir(follow_symlinks=False)
-                is_file = entry.is_file(follow_symlinks=False)
+                with os.scandir(fd) as it:
+                    for entry in it:  # counted while listing: a folder of millions of entries is not read whole
+                        seen += 1
+                        if seen > MAX_ENTRIES:
+                            break
+                        entries.append(entry)
             except OSError:
                 unreadable += 1
-                continue
-            if is_dir:
-                if len(rel) + 1 > MAX_DEPTH:
-                    too_deep += 1
-                else:
-                    stack.append((Path(entry.path), rel + (name,)))
-                continue
-            if not is_file:
-                continue
-            shown = clean_text("/".join(rel + (name,)))
-            _classify(name, shown, len(rel), Path(entry.path), exercises, candidates, hints)
+            for entry in sorted(entries, key=lambda e: e.name, reverse=True):
+                name = entry.name
+                if _ignored(name):
+                    continue
+                try:
+                    if entry.is_symlink():
+                        links += 1
+                        continue
+                    is_dir = entry.is_dir(follow_symlinks=False)
+                    is_file = entry.is_file(follow_symlinks=False)
+                except OSError:
+                    unreadable += 1
+                    continue
+                if is_dir:
+                    if len(rel) + 1 > MAX_DEPTH:
+                        too_deep += 1
+                    else:
+                        subfolders.append(name)
+                    continue
+                if not is_file:
+                    continue
+                shown = clean_text("/".join(rel + (name,)))
+                _classify(name, shown, len(rel), rel + (name,), exercises, candidates, hints)
+            if seen > MAX_ENTRIES:
+                break
+            following = None
+            while frames and following is None:
+                parent_fd, parent_rel, pending = frames[-1]
+                if not pending:
+                    os.close(parent_fd)
+                    frames.pop()
+                    continue
+                name = pending.pop()
+                try:
+                    following = (os.open(name, _DIR_FLAGS, dir_fd=parent_fd), parent_rel + (name,))
+                except OSError:  # ELOOP: swapped for a link since it was listed; or unreadable
+                    unreadable += 1
+            if following is None:
+                break
+            fd, rel = following
+    finally:
+        for frame_fd, _, _ in frames:
+            os.close(frame_fd)
     notes = []
     if seen > MAX_ENTRIES:
         notes.append(
@@ -197,6 +251,8 @@ def _folder_candidates(top: Path, exercises: Sequence[Exercise]) -> _Scan:
         notes.append(f"{too_deep} folder(s) deeper than {MAX_DEPTH} levels were not searched.")
     if unreadable:
         notes.append(f"{unreadable} entries of your submission could not be read and were skipped.")
+    if links:
+        notes.append(f"{links} symbolic link(s) in your submission were skipped: the grader does not follow links.")
     return candidates, hints, notes
 
 
@@ -204,11 +260,13 @@ def _classify(
     name: str,
     shown: str,
     depth: int,
-    source: Path | zipfile.ZipInfo,
+    source: tuple[str, ...] | zipfile.ZipInfo,
     exercises: Sequence[Exercise],
     candidates: list[_Candidate],
     hints: dict[str, list[str]],
 ) -> None:
+    if too_long(name):  # no exercise's name, nor a hint of one
+        return
     matched = match_name(name, exercises)
     if matched is not None:
         ex_id, kind, rank = matched
@@ -219,15 +277,48 @@ def _classify(
         hints.setdefault(hinted, []).append(shown)
 
 
-def _copy_file(path: Path, target: Path, budget: _Budget) -> str:
-    """Copy a regular file without following links; '' on success, else why it was not copied."""
+def _open_beneath(top_fd: int, parts: tuple[str, ...]) -> int:
+    """A new descriptor for the file at `parts` under the folder `top_fd`, each component opened relative
+    to the one before without following a link (`()`: `top_fd` itself, a lone file, read from its start)."""
+    if not parts:
+        fd = os.dup(top_fd)
+        os.lseek(fd, 0, os.SEEK_SET)
+        return fd
+    opened: list[int] = []
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        folder = top_fd
+        for part in parts[:-1]:
+            try:
+                folder = os.open(part, _DIR_FLAGS, dir_fd=folder)
+            except NotADirectoryError:  # what O_DIRECTORY | O_NOFOLLOW says of a link: say it is one
+                if stat.S_ISLNK(os.stat(part, dir_fd=folder, follow_symlinks=False).st_mode):
+                    raise OSError(errno.ELOOP, os.strerror(errno.ELOOP)) from None
+                raise
+            opened.append(folder)
+        return os.open(parts[-1], _FILE_FLAGS, dir_fd=folder)
+    finally:
+        for fd in opened:
+            os.close(fd)
+
+
+def _copy_file(top_fd: int, parts: tuple[str, ...], target: Path, budget: _Budget) -> str:
+    """Copy a regular file from beneath `top_fd` without following links; '' on success, else why it was not
+    copied."""
+    try:
+        fd = _open_beneath(top_fd, parts)
     except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return "is reached through a symbolic link, which the grader does not follow, and was not graded"
         return f"could not be opened ({clean_text(exc.strerror or type(exc).__name__)})"
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
             return "is not a regular file"
+        if parts and info.st_nlink > 1:  # another name of it may lie outside the submission (an instructor's file)
+            return (
+                "is a hard link (one file with more than one name), and hard-linked files are not graded: "
+                "save it as an ordinary copy and resubmit"
+            )
         with os.fdopen(fd, "rb", closefd=False) as src:
             return _write_capped(src, target, budget)
     except OSError as exc:
@@ -264,14 +355,18 @@ def _write_capped(src: IO[bytes], target: Path, budget: _Budget) -> str:
 def _zip_candidates(zf: zipfile.ZipFile, exercises: Sequence[Exercise]) -> _Scan:
     candidates: list[_Candidate] = []
     hints: dict[str, list[str]] = {}
-    too_deep = 0
+    too_deep = unsafe = links = 0
     for info in zf.infolist():
         name = PurePosixPath(info.filename.replace("\\", "/"))
-        if info.is_dir() or name.is_absolute() or ".." in name.parts or not name.parts:
+        if info.is_dir() or not name.parts:
+            continue
+        if name.is_absolute() or ".." in name.parts:
+            unsafe += 1
             continue
         if any(_ignored(part) for part in name.parts):
             continue
         if (info.external_attr >> 16) & 0o170000 == 0o120000:  # a symbolic link stored in the zip
+            links += 1
             continue
         depth = len(name.parts) - 1
         if depth > MAX_DEPTH:
@@ -279,18 +374,36 @@ def _zip_candidates(zf: zipfile.ZipFile, exercises: Sequence[Exercise]) -> _Scan
             continue
         _classify(name.name, clean_text(name.as_posix()), depth, info, exercises, candidates, hints)
     notes = [f"{too_deep} zip entries deeper than {MAX_DEPTH} folder levels were not searched."] if too_deep else []
+    if unsafe:
+        notes.append(
+            f"{unsafe} zip entries with a path starting at / or going up with '..' were skipped: "
+            "zip your files from inside their folder."
+        )
+    if links:
+        notes.append(f"{links} zip entries stored as symbolic links were skipped: the grader does not follow links.")
     return candidates, hints, notes
+
+
+def member_problem(info: zipfile.ZipInfo) -> str:
+    """'' when a zip member may be read (not encrypted, stored or deflate), else why not (words after its name)."""
+    if info.flag_bits & 0x1:
+        return "is encrypted (password-protected) in the zip; zip your files again without a password"
+    if info.compress_type not in ZIP_METHODS:
+        method = f"zip method {info.compress_type}"
+        if info.compress_type in OTHER_ZIP_METHODS:
+            method += f", {OTHER_ZIP_METHODS[info.compress_type]}"
+        return (
+            f"is compressed with a method the grader does not read ({method}); "
+            "zip your files again with the usual (deflate) compression"
+        )
+    return ""
 
 
 def _extract_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, target: Path, budget: _Budget) -> str:
     """Extract one member with the caps; '' on success, else why it was not extracted."""
-    if info.flag_bits & 0x1:
-        return "is encrypted (password-protected) in the zip; zip your files again without a password"
-    if info.compress_type not in ZIP_METHODS:
-        return (
-            f"is compressed with a method the grader cannot read (zip method {info.compress_type}); "
-            "zip your files again with ordinary (deflate) compression"
-        )
+    problem = member_problem(info)
+    if problem:
+        return problem
     try:
         with zf.open(info) as src:
             return _write_capped(src, target, budget)
@@ -301,9 +414,53 @@ def _extract_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, target: Path, bu
         )
 
 
-def _open_zip(archive: Path) -> tuple[zipfile.ZipFile | None, str]:
+def zip_directory_problem(
+    fh: IO[bytes], max_members: int = MAX_ZIP_MEMBERS, max_bytes: int = MAX_ZIP_DIRECTORY_BYTES
+) -> str:
+    """'' when zipfile may read this zip's central directory, else why not (words after "The zip").
+
+    zipfile builds a member object for every record of the directory before anyone can count them (5
+    million records: 2.6 GB and 37 s), and reads the directory whole. So the end record (zip64 included)
+    is read first: more than `max_members` entries declared, or a directory larger than `max_bytes`, is
+    refused; then the records' fixed headers are stepped over, at most `max_members` + 1 of them (the
+    declared count need not be true). A zip whose end record is unreadable is left to zipfile to refuse.
+    """
     try:
-        size = archive.stat().st_size
+        end = _END_RECORD(fh)
+        if not end:
+            return ""
+        entries, size, location = end[4], end[5], end[9]
+        if entries > max_members:
+            return f"holds {entries} entries, more than the {max_members} the grader opens"
+        if size > max_bytes:
+            return f"has a directory of {size / 2**20:.0f} MiB, more than the {max_bytes // 2**20} MiB the grader reads"
+        start = location - size - (_ZIP64_END_BYTES if end[0] == b"PK\x06\x06" else 0)  # where zipfile reads it
+        if start < 0:
+            return ""
+        seen = done = 0
+        while done < size:
+            fh.seek(start + done)
+            head = fh.read(46)
+            if len(head) < 46 or head[:4] != b"PK\x01\x02":
+                return ""  # damaged: zipfile says so
+            seen += 1
+            if seen > max_members:
+                return f"holds more than the {max_members} entries the grader opens"
+            done += 46 + sum(struct.unpack_from("<HHH", head, 28))  # name, extra field and comment lengths
+    except (OSError, ValueError, struct.error, zipfile.BadZipFile):
+        return ""
+    return ""
+
+
+def _is_zip(fd: int) -> bool:
+    """Whether the regular file open as `fd` has a zip's end record (read through a new descriptor)."""
+    with os.fdopen(os.dup(fd), "rb") as fh:
+        return zipfile.is_zipfile(fh)
+
+
+def _open_zip(fh: IO[bytes]) -> tuple[zipfile.ZipFile | None, str]:
+    try:
+        size = os.fstat(fh.fileno()).st_size
     except OSError as exc:
         return None, f"The submission could not be read ({clean_text(exc.strerror or exc)}); nothing was graded."
     if size > MAX_SUBMISSION_BYTES:
@@ -311,15 +468,19 @@ def _open_zip(archive: Path) -> tuple[zipfile.ZipFile | None, str]:
             f"The zip is {size / 2**20:.0f} MiB, more than the {MAX_SUBMISSION_BYTES // 2**20} MiB "
             "the grader opens; nothing was graded. Submit only the exercise files."
         )
+    problem = zip_directory_problem(fh)
+    if problem:
+        return None, f"The zip {problem}; nothing was graded. Submit only the exercise files."
     try:
-        zf = zipfile.ZipFile(archive)
+        fh.seek(0)
+        zf = zipfile.ZipFile(fh)
     except Exception as exc:  # a damaged or hostile central directory: many exception types
         return None, (
             f"The zip could not be opened ({type(exc).__name__}: {clean_text(exc)}); nothing was "
             "graded. Zip your files again and resubmit."
         )
     count = len(zf.infolist())
-    if count > MAX_ZIP_MEMBERS:
+    if count > MAX_ZIP_MEMBERS:  # the pre-check's walk stops at a damaged record: zipfile may read on
         zf.close()
         return None, (
             f"The zip holds {count} entries, more than the {MAX_ZIP_MEMBERS} the grader opens; "
@@ -352,14 +513,16 @@ def _choose(candidates: list[_Candidate], ex: Exercise) -> tuple[_Candidate, str
     return best, note
 
 
-def _stage(cand: _Candidate, ex: Exercise, zf: zipfile.ZipFile | None, staging: Path, budget: _Budget) -> Found:
+def _stage(
+    cand: _Candidate, ex: Exercise, zf: zipfile.ZipFile | None, top_fd: int, staging: Path, budget: _Budget
+) -> Found:
     name = ex.filename if cand.kind == "py" else f"{ex.module}.ipynb"
     target = staging / "files" / ex.id / name
     if isinstance(cand.source, zipfile.ZipInfo):
         assert zf is not None
         problem = _extract_member(zf, cand.source, target, budget)
     else:
-        problem = _copy_file(cand.source, target, budget)
+        problem = _copy_file(top_fd, cand.source, target, budget)
     if problem:
         target.unlink(missing_ok=True)
         return Found(None, cand.shown, f"{cand.shown} {problem}.")
@@ -386,23 +549,50 @@ def from_notebook(found: Found, ex: Exercise, staging: Path) -> Found:
     return Found(target, found.shown, join(found.note, f"graded the code extracted from the notebook {found.shown}."))
 
 
-def locate(submission: Path, exercises: Sequence[Exercise], staging: Path) -> tuple[dict[str, Found], list[str]]:
-    """Exercise id -> Found (absent: nothing for it), and notes about the submission as a whole."""
+def locate(
+    submission: Path, exercises: Sequence[Exercise], staging: Path, *, follow_link: bool = True
+) -> tuple[dict[str, Found], list[str]]:
+    """Exercise id -> Found (absent: nothing for it), and notes about the submission as a whole.
+
+    `follow_link=False` (a batch: the submission is an entry of the class folder): a submission that is
+    itself a symbolic link is not read. Links beneath the submission are never followed.
+    """
+    shown_name = clean_text(submission.name)
+    try:
+        top_fd = os.open(submission, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (0 if follow_link else os.O_NOFOLLOW))
+    except OSError as exc:
+        if exc.errno == errno.ELOOP and not follow_link:
+            return {}, [
+                f"The submission {shown_name!r} is a symbolic link, which the grader does not follow; nothing was graded."
+            ]
+        return {}, [f"The submission could not be read ({clean_text(exc.strerror or exc)}); nothing was graded."]
+    try:
+        return _locate_open(top_fd, shown_name, submission.name, exercises, staging)
+    finally:
+        os.close(top_fd)
+
+
+def _locate_open(
+    top_fd: int, shown_name: str, name: str, exercises: Sequence[Exercise], staging: Path
+) -> tuple[dict[str, Found], list[str]]:
+    """`locate` on the submission open as `top_fd` (a folder or a regular file; anything else is a note)."""
     notes: list[str] = []
     zf: zipfile.ZipFile | None = None
+    archive: IO[bytes] | None = None
     candidates: list[_Candidate] = []
     hints: dict[str, list[str]] = {}
-    shown_name = clean_text(submission.name)
-    if submission.is_dir():
-        candidates, hints, notes = _folder_candidates(submission, exercises)
-    elif submission.is_file() and submission.suffix.lower() != ".ipynb" and zipfile.is_zipfile(submission):
-        zf, problem = _open_zip(submission)
+    mode = os.fstat(top_fd).st_mode
+    if stat.S_ISDIR(mode):
+        candidates, hints, notes = _folder_candidates(top_fd, exercises)
+    elif stat.S_ISREG(mode) and not name.lower().endswith(".ipynb") and _is_zip(top_fd):
+        archive = os.fdopen(os.dup(top_fd), "rb")
+        zf, problem = _open_zip(archive)
         if zf is None:
             notes.append(problem)
         else:
             candidates, hints, notes = _zip_candidates(zf, exercises)
-    elif submission.is_file() and match_name(submission.name, exercises) is not None:
-        _classify(submission.name, shown_name, 0, submission, exercises, candidates, hints)
+    elif stat.S_ISREG(mode) and match_name(name, exercises) is not None:
+        _classify(name, shown_name, 0, (), exercises, candidates, hints)
     else:
         notes.append(f"The submission {shown_name!r} is neither a folder nor a zip file; nothing was graded.")
     budget = _Budget(MAX_EXTRACT_BYTES)
@@ -422,10 +612,12 @@ def locate(submission: Path, exercises: Sequence[Exercise], staging: Path) -> tu
                     )
                 continue
             best, note = _choose(mine, ex)
-            staged = _stage(best, ex, zf, staging, budget)
+            staged = _stage(best, ex, zf, top_fd, staging, budget)
             staged = Found(staged.path, staged.shown, join(note, staged.note))
             found[ex.id] = from_notebook(staged, ex, staging) if best.kind == "ipynb" else staged
     finally:
         if zf is not None:
             zf.close()
+        if archive is not None:
+            archive.close()  # ZipFile leaves a file object it was handed open
     return found, notes
