@@ -25,8 +25,8 @@
 - **Snapshots.** Every chosen file is copied into `staging` (opened without following links) before
   any student code runs, so code graded for one exercise cannot swap the file of a later one.
 
-Every name shown in the feedback goes through `autograder.core.safetext.clean_text` (file names that are
-not UTF-8 are escaped, never a crash).
+Every name shown in the feedback goes through `autograder.core.safetext.one_line` (file names that are
+not UTF-8, control characters, line breaks and bidi controls are escaped: one visible line, never a crash).
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ from pathlib import Path, PurePosixPath
 from typing import IO
 
 from autograder.core.manifest import Exercise
-from autograder.core.safetext import clean_text
+from autograder.core.safetext import clean_text, one_line
 
 MAX_FILE_BYTES = 2 * 2**20  # an exercise file (or notebook) larger than this is not graded
 MAX_SUBMISSION_BYTES = 256 * 2**20  # a zip larger than this is not opened
@@ -185,7 +185,7 @@ def _folder_candidates(top: Path, exercises: Sequence[Exercise]) -> _Scan:
                 continue
             if not is_file:
                 continue
-            shown = clean_text("/".join(rel + (name,)))
+            shown = one_line("/".join(rel + (name,)))
             _classify(name, shown, len(rel), Path(entry.path), exercises, candidates, hints)
     notes = []
     if seen > MAX_ENTRIES:
@@ -277,7 +277,7 @@ def _zip_candidates(zf: zipfile.ZipFile, exercises: Sequence[Exercise]) -> _Scan
         if depth > MAX_DEPTH:
             too_deep += 1
             continue
-        _classify(name.name, clean_text(name.as_posix()), depth, info, exercises, candidates, hints)
+        _classify(name.name, one_line(name.as_posix()), depth, info, exercises, candidates, hints)
     notes = [f"{too_deep} zip entries deeper than {MAX_DEPTH} folder levels were not searched."] if too_deep else []
     return candidates, hints, notes
 
@@ -392,7 +392,7 @@ def locate(submission: Path, exercises: Sequence[Exercise], staging: Path) -> tu
     zf: zipfile.ZipFile | None = None
     candidates: list[_Candidate] = []
     hints: dict[str, list[str]] = {}
-    shown_name = clean_text(submission.name)
+    shown_name = one_line(submission.name)
     if submission.is_dir():
         candidates, hints, notes = _folder_candidates(submission, exercises)
     elif submission.is_file() and submission.suffix.lower() != ".ipynb" and zipfile.is_zipfile(submission):
