@@ -11,6 +11,8 @@ readable. `markup_everywhere` (autograder/fixtures/adversarial/) is the attack g
 
 from __future__ import annotations
 
+import csv
+import io
 import re
 import shutil
 import unicodedata
@@ -22,8 +24,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
-from autograder.batch import cli, outputs, submissions
-from autograder.batch.gradebook import Record
+from autograder.batch import cli, lms, outputs, submissions
+from autograder.batch.gradebook import Gradebook, Record
 from autograder.core import safetext
 from autograder.core.manifest import BY_ID, ROOT
 from autograder.gradescope.fallback import failure_results
@@ -315,3 +317,30 @@ def test_refusals_name_the_entries_on_one_line(tmp_path):
     assert not found and len(refused) == 2, (found, refused)
     for item in refused:
         assert not _one_visible_line(item.entry + item.reason), f"a refusal broke its line: {item!r}"
+
+
+# ---------------------------------------------------------------------------------------------
+# CSV files: grade-all --csv (the gradebook's export) and export-lms.
+
+CSV_NAMES = ["evil\n\x1b[2J\x1b[31mSCORE 100\x1b[0m\r", "\u202eevil\u202c", "\rx", "\tx", '=HYPERLINK("x","y")', "al\x85ice"]
+
+
+def test_csv_cells_are_one_visible_line_and_never_formulas(tmp_path):
+    graded = tmp_path / "graded"
+    graded.mkdir()
+    with Gradebook(graded / "gradebook.sqlite") as book:
+        for n, name in enumerate(CSV_NAMES):
+            book.record(name, "src", f"h{n}", {"score": 1.0, "tests": []}, 1.0, False)
+            book.set_identity(name, name, name + "@x.edu")
+        book.export_csv(tmp_path / "grades.csv")
+    lms.export(graded, "gradescope", tmp_path / "gradescope.csv")
+    lms.export(graded, "canvas", tmp_path / "canvas.csv")
+    for name in ("grades.csv", "gradescope.csv", "canvas.csv"):
+        text = (tmp_path / name).read_bytes().decode("utf-8")  # as written: csv's own CRLF line ends
+        lines = text.split("\r\n")
+        assert lines[-1] == "" and len(lines) == len(CSV_NAMES) + (2 if name != "canvas.csv" else 3), (name, text)
+        assert not [c for line in lines if (c := _one_visible_line(line))], f"{name} obeys a name: {text!r}"
+        cells = [row[0] for row in csv.reader(io.StringIO(text))]
+        for raw in CSV_NAMES:
+            shown = safetext.one_line(raw)
+            assert ("'" + shown if raw[0] in "=\r\t" else shown) in cells, (name, raw, cells)

@@ -8,7 +8,9 @@ each such character by its backslash escape, so the text stays readable and ever
 
 A CSV cell that begins with `=`, `+`, `-`, `@`, a tab or a carriage return is read as a formula by
 spreadsheet programs (`=HYPERLINK(...)` as a student name); `csv_cell` prefixes such a cell with an
-apostrophe, which spreadsheets display as plain text.
+apostrophe, which spreadsheets display as plain text. It also makes the cell one visible line (`one_line`
+below): `cat grades.csv` shows a name's ESC sequences, carriage returns and bidi controls as escapes
+instead of obeying them.
 
 feedback.md is rendered as HTML by Markdown viewers, so student text must not become markup there.
 `markdown_inline` makes a text one inert line of inline Markdown: `&`, `<`, `>` become HTML entities
@@ -74,9 +76,10 @@ def clean_data(value: Any) -> Any:
 
 
 def csv_cell(text: Any) -> str:
-    """A CSV text cell that no spreadsheet reads as a formula (and that encodes to UTF-8)."""
+    """A CSV text cell that no spreadsheet reads as a formula: one line of visible text (`one_line`), with an
+    apostrophe before it when the text starts like a formula (judged before escaping: a leading tab or CR)."""
     value = clean_text(text)
-    return "'" + value if value.startswith(FORMULA_STARTS) else value
+    return "'" + one_line(value) if value.startswith(FORMULA_STARTS) else one_line(value)
 
 
 def markdown_inline(text: Any) -> str:
