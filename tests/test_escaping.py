@@ -344,3 +344,25 @@ def test_csv_cells_are_one_visible_line_and_never_formulas(tmp_path):
         for raw in CSV_NAMES:
             shown = safetext.one_line(raw)
             assert ("'" + shown if raw[0] in "=\r\t" else shown) in cells, (name, raw, cells)
+
+
+# ---------------------------------------------------------------------------------------------
+# Output folder names.
+
+
+def test_output_folder_names_hold_no_control_or_bidi_character_and_stay_distinct(tmp_path):
+    subs = tmp_path / "subs"
+    names = ["\u202eevil\u202c", "_evil_", "a\x85b", "a\x9bb", "a_b", "x\u2066y\u2069", "l\u200fr\u061c", "tab\tnl\u2028"]
+    for name in names:
+        (subs / name).mkdir(parents=True)
+    found, refused = submissions.discover(subs)
+    assert sorted(s.student for s in found) == sorted(names) and not refused, (found, refused)
+    folders = [s.out_folder for s in found]
+    assert not [f for f in folders if _one_visible_line(f)], f"a folder name keeps a control: {folders!r}"
+    keys = [submissions._name_keys(f) for f in folders]
+    assert all(not (a & b) for i, a in enumerate(keys) for b in keys[i + 1 :]), f"folders collide: {folders}"
+    by_student = {s.student: s.out_folder for s in found}
+    assert by_student["\u202eevil\u202c"].startswith("_evil_-") and by_student["_evil_"].startswith("_evil_-"), (
+        f"two students whose safe names agree both get hashed folders: {by_student}"
+    )
+    assert by_student["x\u2066y\u2069"] == "x_y_", "a name that collides with no other keeps its safe form"

@@ -46,7 +46,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from autograder.core.manifest import ROOT
-from autograder.core.safetext import clean_text, one_line, terminal_text
+from autograder.core.safetext import UNSHOWN, clean_text, one_line, terminal_text
 from autograder.runtime import intake
 
 IGNORED_NAMES = ("__pycache__", "__MACOSX", ".DS_Store")
@@ -97,9 +97,10 @@ class Refused:
 
 
 def folder_name(student: str) -> str:
-    """A safe output folder name for a student: printable, no separators or control characters,
-    not hidden, at most FOLDER_NAME_CHARS long (a cut name keeps a hash of the whole)."""
-    name = re.sub(r"[\x00-\x1f\x7f/\\]", "_", clean_text(student)).strip()
+    """A safe output folder name for a student: printable, no separators, control characters (C0, C1),
+    line separators or bidi controls (safetext.UNSHOWN), not hidden, at most FOLDER_NAME_CHARS long (a cut
+    name keeps a hash of the whole)."""
+    name = re.sub(f"[{UNSHOWN}/\\\\]", "_", clean_text(student)).strip()
     if not name or name.startswith(".") or name in ("..", "."):
         name = "_" + name
     if len(name) > FOLDER_NAME_CHARS:

@@ -51,7 +51,8 @@ MARKDOWN_BLOCK_START = re.compile(r"^(?:(\d+)(?=[.)])|(?=[#+=-]))")  # a heading
 CONTROLS = r"\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"  # C0 but \t \n, DEL, C1, bidi
 TERMINAL_LINE = re.compile(f"[{CONTROLS}\n]")
 TERMINAL_LINES = re.compile(f"[{CONTROLS}]")
-ONE_LINE = re.compile(f"[{CONTROLS}\t\n\u2028\u2029]")  # every control, line break and bidi control
+UNSHOWN = f"{CONTROLS}\t\n\u2028\u2029"  # every control, line break and bidi control: never shown as it is
+ONE_LINE = re.compile(f"[{UNSHOWN}]")
 
 
 def clean_text(text: Any) -> str:
