@@ -282,9 +282,8 @@ def _one_visible_line(text: str) -> list[str]:
 def test_one_line_shows_every_control_and_bidi_character_escaped():
     shown = safetext.one_line(FORGED + "\udcff")
     assert not _one_visible_line(shown), f"one_line left {_one_visible_line(shown)} in {shown!r}"
-    assert shown == (
-        "x\\n\\nScore: 6 / 6\\n\\r\\x1b[8m\\x85\\u2028\\u202e\\u2066\\tex01_cost_per_gb (1).py\\udcff"
-    ), shown
+    expected = "x\\n\\nScore: 6 / 6\\n\\r\\x1b[8m\\x85\\u2028\\u202e\\u2066\\tex01_cost_per_gb (1).py\\udcff"
+    assert shown == expected, shown
 
 
 def test_a_file_name_cannot_forge_lines_under_the_score(tmp_path, capsys):
@@ -322,7 +321,14 @@ def test_refusals_name_the_entries_on_one_line(tmp_path):
 # ---------------------------------------------------------------------------------------------
 # CSV files: grade-all --csv (the gradebook's export) and export-lms.
 
-CSV_NAMES = ["evil\n\x1b[2J\x1b[31mSCORE 100\x1b[0m\r", "\u202eevil\u202c", "\rx", "\tx", '=HYPERLINK("x","y")', "al\x85ice"]
+CSV_NAMES = [
+    "evil\n\x1b[2J\x1b[31mSCORE 100\x1b[0m\r",
+    "\u202eevil\u202c",
+    "\rx",
+    "\tx",
+    '=HYPERLINK("x","y")',
+    "al\x85ice",
+]
 
 
 def test_csv_cells_are_one_visible_line_and_never_formulas(tmp_path):
@@ -352,7 +358,16 @@ def test_csv_cells_are_one_visible_line_and_never_formulas(tmp_path):
 
 def test_output_folder_names_hold_no_control_or_bidi_character_and_stay_distinct(tmp_path):
     subs = tmp_path / "subs"
-    names = ["\u202eevil\u202c", "_evil_", "a\x85b", "a\x9bb", "a_b", "x\u2066y\u2069", "l\u200fr\u061c", "tab\tnl\u2028"]
+    names = [
+        "\u202eevil\u202c",
+        "_evil_",
+        "a\x85b",
+        "a\x9bb",
+        "a_b",
+        "x\u2066y\u2069",
+        "l\u200fr\u061c",
+        "tab\tnl\u2028",
+    ]
     for name in names:
         (subs / name).mkdir(parents=True)
     found, refused = submissions.discover(subs)
