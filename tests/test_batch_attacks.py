@@ -419,8 +419,9 @@ def test_names_colliding_with_outputs_are_refused_and_formulas_neutralised(tmp_p
         students = sorted(r.student for r in book.records())
     assert students == sorted(["alice", formula, "+tab\there"]), students
     cells = [row[0] for row in csv.reader((tmp_path / "g.csv").open(encoding="utf-8"))][1:]
-    assert sorted(cells) == sorted(["alice", "'" + formula, "'+tab\there"]), (
-        f"cells starting with = + - @ tab or CR must be neutralised with a leading apostrophe: {cells}"
+    assert sorted(cells) == sorted(["alice", "'" + formula, "'+tab\\there"]), (
+        f"cells starting with = + - @ tab or CR must be neutralised with a leading apostrophe (a tab shown as \\t): "
+        f"{cells}"
     )
     report = bulk.grade_all(subs, out, progress=False, python=fake_python)
     refused = sorted(r.entry for r in report.refused)

@@ -11,9 +11,12 @@ readable. `markup_everywhere` (autograder/fixtures/adversarial/) is the attack g
 
 from __future__ import annotations
 
+import csv
+import io
 import re
 import shutil
 import unicodedata
+import zipfile
 from html import unescape
 
 import pytest
@@ -21,10 +24,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
-from autograder.batch import cli, outputs, submissions
-from autograder.batch.gradebook import Record
+from autograder.batch import cli, lms, outputs, submissions
+from autograder.batch.gradebook import Gradebook, Record
 from autograder.core import safetext
-from autograder.core.manifest import ROOT
+from autograder.core.manifest import BY_ID, ROOT
 from autograder.gradescope.fallback import failure_results
 from autograder.runtime import grader
 
@@ -262,3 +265,119 @@ def test_no_command_prints_text_that_is_only_clean_text():
                     if isinstance(inner, ast.Call) and getattr(inner.func, "id", None) == "clean_text":
                         offenders.append(f"{path.relative_to(ROOT)}:{node.lineno}")
     assert not offenders, f"print() of clean_text(...) (use safetext.terminal_text): {offenders}"
+
+
+# ---------------------------------------------------------------------------------------------
+# Names inside sentences: the intake's notes, the batch's refusals.
+
+FORGED = "x\n\nScore: 6 / 6\n\r\x1b[8m\x85\u2028\u202e\u2066\tex01_cost_per_gb (1).py"
+BIDI = {"LRE", "RLE", "LRO", "RLO", "PDF", "LRI", "RLI", "FSI", "PDI"}  # embeddings, overrides, isolates
+
+
+def _one_visible_line(text: str) -> list[str]:
+    """The characters of `text` that break its line or act instead of showing (controls, bidi controls)."""
+    return [c for c in text if unicodedata.category(c) in ("Cc", "Zl", "Zp") or unicodedata.bidirectional(c) in BIDI]
+
+
+def test_one_line_shows_every_control_and_bidi_character_escaped():
+    shown = safetext.one_line(FORGED + "\udcff")
+    assert not _one_visible_line(shown), f"one_line left {_one_visible_line(shown)} in {shown!r}"
+    expected = "x\\n\\nScore: 6 / 6\\n\\r\\x1b[8m\\x85\\u2028\\u202e\\u2066\\tex01_cost_per_gb (1).py\\udcff"
+    assert shown == expected, shown
+
+
+def test_a_file_name_cannot_forge_lines_under_the_score(tmp_path, capsys):
+    # A zip entry (and a folder) whose name holds line breaks, controls and bidi controls: the note naming
+    # the near miss it holds is one line, so `grade` prints no second "Score:" line (mk_newline_names.py).
+    key = (ROOT / "solutions" / "ex01_cost_per_gb.py").read_bytes()
+    with zipfile.ZipFile(tmp_path / "sub.zip", "w") as zf:
+        zf.writestr(FORGED.replace("ex01_cost_per_gb (1).py", "") + "/ex01_cost_per_gb (1).py", key)
+    (tmp_path / "folder" / FORGED).mkdir(parents=True)  # "6 / 6": two folders, both named in the note
+    (tmp_path / "folder" / FORGED / "ex01_cost_per_gb (1).py").write_bytes(key)
+    for sub in (tmp_path / "sub.zip", tmp_path / "folder"):
+        staging = tmp_path / f"staging-{sub.name}"
+        staging.mkdir()
+        found, notes = grader.locate(sub, [BY_ID["ex01"]], staging)
+        texts = [*notes, found["ex01"].shown, found["ex01"].note]
+        assert "Score: 6 / 6" in found["ex01"].note, "the name stays recognisable"
+        assert not [t for t in texts if _one_visible_line(t)], f"a name broke its sentence: {texts!r}"
+    assert grader.main([str(tmp_path / "sub.zip"), "--out", str(tmp_path / "r.json"), "--exercises", "ex01"]) == 0
+    out = capsys.readouterr().out
+    scores = [line for line in out.splitlines() if line.lstrip().startswith("Score:")]
+    assert scores == ["Score: 6 / 6"], f"the student's name forged a line of its own: {out!r}"
+    assert not _no_controls(out), f"control characters printed: {_no_controls(out)}"
+
+
+def test_refusals_name_the_entries_on_one_line(tmp_path):
+    subs, name = tmp_path / "subs", FORGED.replace("/", "of")  # one folder, not nested ones
+    (subs / name).mkdir(parents=True)
+    (subs / (name + ".zip")).write_bytes(b"PK\x05\x06" + b"\0" * 18)
+    found, refused = submissions.discover(subs)
+    assert not found and len(refused) == 2, (found, refused)
+    for item in refused:
+        assert not _one_visible_line(item.entry + item.reason), f"a refusal broke its line: {item!r}"
+
+
+# ---------------------------------------------------------------------------------------------
+# CSV files: grade-all --csv (the gradebook's export) and export-lms.
+
+CSV_NAMES = [
+    "evil\n\x1b[2J\x1b[31mSCORE 100\x1b[0m\r",
+    "\u202eevil\u202c",
+    "\rx",
+    "\tx",
+    '=HYPERLINK("x","y")',
+    "al\x85ice",
+]
+
+
+def test_csv_cells_are_one_visible_line_and_never_formulas(tmp_path):
+    graded = tmp_path / "graded"
+    graded.mkdir()
+    with Gradebook(graded / "gradebook.sqlite") as book:
+        for n, name in enumerate(CSV_NAMES):
+            book.record(name, "src", f"h{n}", {"score": 1.0, "tests": []}, 1.0, False)
+            book.set_identity(name, name, name + "@x.edu")
+        book.export_csv(tmp_path / "grades.csv")
+    lms.export(graded, "gradescope", tmp_path / "gradescope.csv")
+    lms.export(graded, "canvas", tmp_path / "canvas.csv")
+    for name in ("grades.csv", "gradescope.csv", "canvas.csv"):
+        text = (tmp_path / name).read_bytes().decode("utf-8")  # as written: csv's own CRLF line ends
+        lines = text.split("\r\n")
+        assert lines[-1] == "" and len(lines) == len(CSV_NAMES) + (2 if name != "canvas.csv" else 3), (name, text)
+        assert not [c for line in lines if (c := _one_visible_line(line))], f"{name} obeys a name: {text!r}"
+        cells = [row[0] for row in csv.reader(io.StringIO(text))]
+        for raw in CSV_NAMES:
+            shown = safetext.one_line(raw)
+            assert ("'" + shown if raw[0] in "=\r\t" else shown) in cells, (name, raw, cells)
+
+
+# ---------------------------------------------------------------------------------------------
+# Output folder names.
+
+
+def test_output_folder_names_hold_no_control_or_bidi_character_and_stay_distinct(tmp_path):
+    subs = tmp_path / "subs"
+    names = [
+        "\u202eevil\u202c",
+        "_evil_",
+        "a\x85b",
+        "a\x9bb",
+        "a_b",
+        "x\u2066y\u2069",
+        "l\u200fr\u061c",
+        "tab\tnl\u2028",
+    ]
+    for name in names:
+        (subs / name).mkdir(parents=True)
+    found, refused = submissions.discover(subs)
+    assert sorted(s.student for s in found) == sorted(names) and not refused, (found, refused)
+    folders = [s.out_folder for s in found]
+    assert not [f for f in folders if _one_visible_line(f)], f"a folder name keeps a control: {folders!r}"
+    keys = [submissions._name_keys(f) for f in folders]
+    assert all(not (a & b) for i, a in enumerate(keys) for b in keys[i + 1 :]), f"folders collide: {folders}"
+    by_student = {s.student: s.out_folder for s in found}
+    assert by_student["\u202eevil\u202c"].startswith("_evil_-") and by_student["_evil_"].startswith("_evil_-"), (
+        f"two students whose safe names agree both get hashed folders: {by_student}"
+    )
+    assert by_student["x\u2066y\u2069"] == "x_y_", "a name that collides with no other keeps its safe form"

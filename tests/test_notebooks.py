@@ -188,6 +188,43 @@ def test_extract_code_ignores_outputs_markdown_and_other_cells(sources, tmp_path
     assert code.replace("# (notebook only) %load_ext autoreload\n", "") == sources.solution.rstrip("\n") + "\n"
 
 
+STRING_WITH_MAGIC_LINES = '''TEMPLATE = """
+%.2f USD per GB
+!not a shell command
+%%not a cell magic either
+"""
+'''
+
+
+def test_extract_code_comments_magics_but_not_string_lines_that_look_like_them(tmp_path):
+    # IPython (Otter's and nbgrader's kernel) runs `%`/`!` lines as magics only where a statement begins:
+    # the lines of a triple-quoted string, a bracket or a backslash continuation are code, kept exactly.
+    cell = (
+        "# a2-exercise ex01\n%matplotlib inline\n!pip list\n"
+        + STRING_WITH_MAGIC_LINES
+        + "!echo don't\nMOD = (7\n% 4)\nREST = 9 \\\n% 5\n%time TEMPLATE % 1.0\n"
+    )
+    note = {
+        "nbformat": 4,
+        "nbformat_minor": 5,
+        "metadata": {},
+        "cells": [{"cell_type": "code", "metadata": {"tags": [notebook_code.EXERCISE_TAG]}, "source": cell}],
+    }
+    code = notebook_code.extract_code(_write(tmp_path, note), "ex01")
+    commented = [line for line in code.splitlines() if line.startswith("# (notebook only) ")]
+    assert commented == [
+        "# (notebook only) %matplotlib inline",
+        "# (notebook only) !pip list",
+        "# (notebook only) !echo don't",
+        "# (notebook only) %time TEMPLATE % 1.0",
+    ], code
+    assert STRING_WITH_MAGIC_LINES in code, f"the string's lines must survive exactly: {code}"
+    namespace: dict[str, Any] = {}
+    exec(code, namespace)
+    assert namespace["TEMPLATE"] == "\n%.2f USD per GB\n!not a shell command\n%%not a cell magic either\n"
+    assert (namespace["MOD"], namespace["REST"]) == (3, 4), "a % continuing an expression is code"
+
+
 def test_extract_code_falls_back_to_the_marker_when_tags_are_lost(sources, tmp_path):
     note = nb.student_notebook(sources, code=sources.solution)
     for cell in note["cells"]:

@@ -27,6 +27,7 @@ import sys
 import tempfile
 import textwrap
 import time
+import unicodedata
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import quote
@@ -36,6 +37,7 @@ import pytest
 from autograder.__main__ import main as cli
 from autograder.batch import bulk, report, report_data
 from autograder.batch.gradebook import Gradebook
+from autograder.core import safetext
 from autograder.core.manifest import BY_ID, ROOT
 from hetero.impl import load_module_from_path
 
@@ -56,6 +58,7 @@ LINE_RATE = HIDDEN["line_rate_gb_per_s"]  # 12 hidden cases
 EFFICIENCY = HIDDEN["link_efficiency"]
 TRANSFER = HIDDEN["transfer_time_s"]
 XSS = "<img src=x onerror=alert(1)>"
+CONTROL_NAME = "Carol\x1b[2J\x1b]0;owned\x07\r\u202eC.\x9b31m"  # a display name that works a terminal
 
 
 def known(name: str) -> str:
@@ -201,6 +204,7 @@ def graded_class(tmp_path_factory, fake_python) -> tuple[Path, Tags, str]:
     bulk.grade_all(subs, out, workers=2, progress=False, python=fake_python)
     with Gradebook(out / "gradebook.sqlite") as book:
         book.set_identity("alice", "<b>Alice</b> A.", "alice@example.edu")
+        book.set_identity("carol", CONTROL_NAME, "carol@example.edu")
     page_path = tmp_path / "report.html"
     assert cli(["report", str(out), "--html", str(page_path)]) == 0
     page = page_path.read_text(encoding="utf-8")
@@ -439,6 +443,14 @@ def test_student_text_is_escaped(graded_class):
         a["content"] for t, a in tags.tags if t == "meta" and a.get("http-equiv") == "Content-Security-Policy"
     )
     assert f"script-src 'sha256-{digest}'" in policy and "default-src 'none'" in policy, policy
+
+
+def test_control_characters_of_names_are_shown_escaped(graded_class):
+    _, _, page = graded_class
+    raw = [c for c in page if (unicodedata.category(c) == "Cc" and c not in "\n\t") or c in "\u202e\u2066"]
+    assert not raw, f"the page holds raw control or bidi characters: {raw}"
+    assert html_escaped(safetext.terminal_text(CONTROL_NAME)) in page, "the name stays readable, escaped"
+    assert report.esc("a\x1b[2J\rb\u202ec\x9b<i>\n") == "a\\x1b[2J\\rb\\u202ec\\x9b&lt;i&gt;\n"
 
 
 def html_escaped(text: str) -> str:

@@ -117,7 +117,8 @@ def num(x: float) -> str:
 
 
 def esc(text: Any) -> str:
-    return html.escape(clean_text(text), quote=True)
+    """`text` as inert HTML text: markup escaped, control and bidi characters shown as escapes (`terminal_text`)."""
+    return html.escape(terminal_text(text, lines=True), quote=True)
 
 
 def href(target: Path, base: Path) -> str:

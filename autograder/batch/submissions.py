@@ -49,7 +49,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from autograder.core.manifest import ROOT
-from autograder.core.safetext import clean_text, terminal_text
+from autograder.core.safetext import UNSHOWN, clean_text, one_line, terminal_text
 from autograder.runtime import intake
 
 IGNORED_NAMES = ("__pycache__", "__MACOSX", ".DS_Store")
@@ -97,14 +97,15 @@ class Submission:
 
 @dataclass(frozen=True)
 class Refused:
-    entry: str  # the entry of SUBMISSIONS (printable)
+    entry: str  # the entry of SUBMISSIONS (one line: safetext.one_line)
     reason: str
 
 
 def folder_name(student: str) -> str:
-    """A safe output folder name for a student: printable, no separators or control characters,
-    not hidden, at most FOLDER_NAME_CHARS long (a cut name keeps a hash of the whole)."""
-    name = re.sub(r"[\x00-\x1f\x7f/\\]", "_", clean_text(student)).strip()
+    """A safe output folder name for a student: printable, no separators, control characters (C0, C1),
+    line separators or bidi controls (safetext.UNSHOWN), not hidden, at most FOLDER_NAME_CHARS long (a cut
+    name keeps a hash of the whole)."""
+    name = re.sub(f"[{UNSHOWN}/\\\\]", "_", clean_text(student)).strip()
     if not name or name.startswith(".") or name in ("..", "."):
         name = "_" + name
     if len(name) > FOLDER_NAME_CHARS:
@@ -235,7 +236,7 @@ def discover(
     outs = [p for p in (out, *not_submissions) if p is not None]
     for student, path in entries:
         if any(_within(o, path) or path.resolve() == o.resolve() for o in outs):
-            refused.append(Refused(clean_text(path.name), "this is grade-all's own output folder, not a submission"))
+            refused.append(Refused(one_line(path.name), "this is grade-all's own output folder, not a submission"))
             continue
         record = metadata.get(clean_text(path.name)) or metadata.get(clean_text(path.stem))
         if record is not None:
@@ -249,11 +250,11 @@ def discover(
     reserved = _name_keys(*RESERVED_NAMES)
     sole: list[Submission] = []
     for _student, group in sorted(by_student.items()):
-        shown = ", ".join(clean_text(s.path.name) for s in group)
+        shown = ", ".join(one_line(s.path.name) for s in group)
         if len(group) > 1:
             refused += [
                 Refused(
-                    clean_text(s.path.name),
+                    one_line(s.path.name),
                     f"more than one submission for one student ({shown}); none of them was graded: keep one",
                 )
                 for s in group
@@ -261,7 +262,7 @@ def discover(
         elif _name_keys(group[0].out_folder) & reserved:
             refused.append(
                 Refused(
-                    clean_text(group[0].path.name),
+                    one_line(group[0].path.name),
                     f"its name collides with grade-all's own output {group[0].out_folder!r}; "
                     "rename it and grade it again",
                 )

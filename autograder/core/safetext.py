@@ -8,7 +8,9 @@ each such character by its backslash escape, so the text stays readable and ever
 
 A CSV cell that begins with `=`, `+`, `-`, `@`, a tab or a carriage return is read as a formula by
 spreadsheet programs (`=HYPERLINK(...)` as a student name); `csv_cell` prefixes such a cell with an
-apostrophe, which spreadsheets display as plain text.
+apostrophe, which spreadsheets display as plain text. It also makes the cell one visible line (`one_line`
+below): `cat grades.csv` shows a name's ESC sequences, carriage returns and bidi controls as escapes
+instead of obeying them.
 
 feedback.md is rendered as HTML by Markdown viewers, so student text must not become markup there.
 `markdown_inline` makes a text one inert line of inline Markdown: `&`, `<`, `>` become HTML entities
@@ -27,6 +29,12 @@ A terminal obeys the control characters in what it prints: ESC and CSI start ANS
 recolour, move the cursor, clear the screen or retitle the window, `\\r` overwrites a line, bidi
 controls reorder what follows. `terminal_text` shows each such character as its escape (`\\x1b`,
 `\\r`, `\\u202e`; newlines too unless `lines`), so printed student text is seen, never obeyed.
+
+A name the student chose (a file, zip entry or folder name, a student's name) is embedded in sentences:
+the intake's notes, the batch's refusals, results.json's output that `grade` prints with its newlines.
+`one_line` renders such a name as one line of visible characters: every control character (tab and
+newline included), line and paragraph separator and bidi control is shown as its escape, so a name can
+neither forge a line under the real score nor reorder or hide the sentence around it.
 """
 
 from __future__ import annotations
@@ -43,6 +51,8 @@ MARKDOWN_BLOCK_START = re.compile(r"^(?:(\d+)(?=[.)])|(?=[#+=-]))")  # a heading
 CONTROLS = r"\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"  # C0 but \t \n, DEL, C1, bidi
 TERMINAL_LINE = re.compile(f"[{CONTROLS}\n]")
 TERMINAL_LINES = re.compile(f"[{CONTROLS}]")
+UNSHOWN = f"{CONTROLS}\t\n\u2028\u2029"  # every control, line break and bidi control: never shown as it is
+ONE_LINE = re.compile(f"[{UNSHOWN}]")
 
 
 def clean_text(text: Any) -> str:
@@ -67,9 +77,10 @@ def clean_data(value: Any) -> Any:
 
 
 def csv_cell(text: Any) -> str:
-    """A CSV text cell that no spreadsheet reads as a formula (and that encodes to UTF-8)."""
+    """A CSV text cell that no spreadsheet reads as a formula: one line of visible text (`one_line`), with an
+    apostrophe before it when the text starts like a formula (judged before escaping: a leading tab or CR)."""
     value = clean_text(text)
-    return "'" + value if value.startswith(FORMULA_STARTS) else value
+    return "'" + one_line(value) if value.startswith(FORMULA_STARTS) else one_line(value)
 
 
 def markdown_inline(text: Any) -> str:
@@ -89,5 +100,15 @@ def markdown_fence(text: Any, info: str = "text") -> str:
 
 def terminal_text(text: Any, lines: bool = False) -> str:
     """`text` safe to print on a terminal: control and bidi characters shown as escapes (newlines kept if `lines`)."""
-    unsafe = TERMINAL_LINES if lines else TERMINAL_LINE
+    return _shown_escaped(TERMINAL_LINES if lines else TERMINAL_LINE, text)
+
+
+def one_line(text: Any) -> str:
+    """A student-chosen name (file, entry, folder, student) as one line of visible text: every control
+    character (tab and newline included), line separator and bidi control shown as its escape."""
+    return _shown_escaped(ONE_LINE, text)
+
+
+def _shown_escaped(unsafe: re.Pattern[str], text: Any) -> str:
+    """`text` made encodable (`clean_text`) with each character `unsafe` matches shown as its escape."""
     return unsafe.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), clean_text(text))

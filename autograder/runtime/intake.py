@@ -35,8 +35,8 @@
 - **Snapshots.** Every chosen file is copied into `staging` (opened as above) before
   any student code runs, so code graded for one exercise cannot swap the file of a later one.
 
-Every name shown in the feedback goes through `autograder.core.safetext.clean_text` (file names that are
-not UTF-8 are escaped, never a crash).
+Every name shown in the feedback goes through `autograder.core.safetext.one_line` (file names that are
+not UTF-8, control characters, line breaks and bidi controls are escaped: one visible line, never a crash).
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ from pathlib import Path, PurePosixPath
 from typing import IO
 
 from autograder.core.manifest import Exercise
-from autograder.core.safetext import clean_text
+from autograder.core.safetext import one_line
 
 MAX_FILE_BYTES = 2 * 2**20  # an exercise file (or notebook) larger than this is not graded
 MAX_SUBMISSION_BYTES = 256 * 2**20  # a zip larger than this is not opened
@@ -219,7 +219,7 @@ def _folder_candidates(top_fd: int, exercises: Sequence[Exercise]) -> _Scan:
                     continue
                 if not is_file:
                     continue
-                shown = clean_text("/".join(rel + (name,)))
+                shown = one_line("/".join(rel + (name,)))
                 _classify(name, shown, len(rel), rel + (name,), exercises, candidates, hints)
             if seen > MAX_ENTRIES:
                 break
@@ -309,7 +309,7 @@ def _copy_file(top_fd: int, parts: tuple[str, ...], target: Path, budget: _Budge
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             return "is reached through a symbolic link, which the grader does not follow, and was not graded"
-        return f"could not be opened ({clean_text(exc.strerror or type(exc).__name__)})"
+        return f"could not be opened ({one_line(exc.strerror or type(exc).__name__)})"
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
@@ -322,7 +322,7 @@ def _copy_file(top_fd: int, parts: tuple[str, ...], target: Path, budget: _Budge
         with os.fdopen(fd, "rb", closefd=False) as src:
             return _write_capped(src, target, budget)
     except OSError as exc:
-        return f"could not be read ({clean_text(exc.strerror or type(exc).__name__)})"
+        return f"could not be read ({one_line(exc.strerror or type(exc).__name__)})"
     finally:
         os.close(fd)
 
@@ -372,7 +372,7 @@ def _zip_candidates(zf: zipfile.ZipFile, exercises: Sequence[Exercise]) -> _Scan
         if depth > MAX_DEPTH:
             too_deep += 1
             continue
-        _classify(name.name, clean_text(name.as_posix()), depth, info, exercises, candidates, hints)
+        _classify(name.name, one_line(name.as_posix()), depth, info, exercises, candidates, hints)
     notes = [f"{too_deep} zip entries deeper than {MAX_DEPTH} folder levels were not searched."] if too_deep else []
     if unsafe:
         notes.append(
@@ -409,7 +409,7 @@ def _extract_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, target: Path, bu
             return _write_capped(src, target, budget)
     except Exception as exc:  # zipfile raises many types on damaged data (BadZipFile, zlib.error, EOFError ...)
         return (
-            f"could not be read from the zip ({type(exc).__name__}: {clean_text(exc)}); "
+            f"could not be read from the zip ({type(exc).__name__}: {one_line(exc)}); "
             "the zip is damaged: zip your files again"
         )
 
@@ -462,7 +462,7 @@ def _open_zip(fh: IO[bytes]) -> tuple[zipfile.ZipFile | None, str]:
     try:
         size = os.fstat(fh.fileno()).st_size
     except OSError as exc:
-        return None, f"The submission could not be read ({clean_text(exc.strerror or exc)}); nothing was graded."
+        return None, f"The submission could not be read ({one_line(exc.strerror or exc)}); nothing was graded."
     if size > MAX_SUBMISSION_BYTES:
         return None, (
             f"The zip is {size / 2**20:.0f} MiB, more than the {MAX_SUBMISSION_BYTES // 2**20} MiB "
@@ -476,7 +476,7 @@ def _open_zip(fh: IO[bytes]) -> tuple[zipfile.ZipFile | None, str]:
         zf = zipfile.ZipFile(fh)
     except Exception as exc:  # a damaged or hostile central directory: many exception types
         return None, (
-            f"The zip could not be opened ({type(exc).__name__}: {clean_text(exc)}); nothing was "
+            f"The zip could not be opened ({type(exc).__name__}: {one_line(exc)}); nothing was "
             "graded. Zip your files again and resubmit."
         )
     count = len(zf.infolist())
@@ -541,7 +541,7 @@ def from_notebook(found: Found, ex: Exercise, staging: Path) -> Found:
         return Found(
             None,
             found.shown,
-            join(found.note, f"{found.shown} could not be read as this exercise's notebook: {clean_text(exc)}"),
+            join(found.note, f"{found.shown} could not be read as this exercise's notebook: {one_line(exc)}"),
         )
     target = staging / "notebooks" / ex.filename
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -557,7 +557,7 @@ def locate(
     `follow_link=False` (a batch: the submission is an entry of the class folder): a submission that is
     itself a symbolic link is not read. Links beneath the submission are never followed.
     """
-    shown_name = clean_text(submission.name)
+    shown_name = one_line(submission.name)
     try:
         top_fd = os.open(submission, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (0 if follow_link else os.O_NOFOLLOW))
     except OSError as exc:
@@ -565,7 +565,7 @@ def locate(
             return {}, [
                 f"The submission {shown_name!r} is a symbolic link, which the grader does not follow; nothing was graded."
             ]
-        return {}, [f"The submission could not be read ({clean_text(exc.strerror or exc)}); nothing was graded."]
+        return {}, [f"The submission could not be read ({one_line(exc.strerror or exc)}); nothing was graded."]
     try:
         return _locate_open(top_fd, shown_name, submission.name, exercises, staging)
     finally:

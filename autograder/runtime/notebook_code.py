@@ -3,8 +3,10 @@
 The rule (`extract_code`): the exercise code is the concatenation, in notebook order and separated by a
 blank line, of every code cell that carries the tag `a2-exercise`, or, when no cell carries the tag
 (some front-ends drop cell tags), of every code cell whose first line is the marker
-`# a2-exercise exNN...`. The marker line itself is dropped, and top-level IPython lines (`%magic`,
-`%%cell-magic`, `!shell`) are turned into comments. Outputs, markdown cells and any other cell are
+`# a2-exercise exNN...`. The marker line itself is dropped, and the lines IPython runs as magics or
+shell commands (`%magic`, `%%cell-magic`, `!shell` at the start of a line that begins a statement) are
+turned into comments; a line starting with `%` or `!` inside a string, brackets or after a backslash is
+code, kept as it is, as IPython (Otter's and nbgrader's kernel) keeps it (`_ipython_lines`). Outputs, markdown cells and any other cell are
 ignored; malformed metadata (tags that are not a list of strings, metadata that is not an object)
 counts as none, and a malformed cell outside the exercise cells is ignored too. The resulting text is
 graded exactly like the `.py` file. A file that is not a version-4 notebook, a notebook without any
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import json
 import re
+import tokenize
 from pathlib import Path
 from typing import Any
 
@@ -59,8 +62,51 @@ def _has_marker(cell: dict[str, Any]) -> re.Match | None:
         return None
 
 
-def _is_ipython_line(line: str) -> bool:
-    return line.startswith(("%", "!"))
+def _ipython_lines(lines: list[str]) -> set[int]:
+    """The indices of the lines of one cell that IPython runs as magics or shell commands: those starting
+    with `%` or `!` that begin a statement (not inside a string, brackets or a backslash continuation).
+
+    The cell is tokenized line by line with the standard tokenizer (IPython itself is not needed); a
+    magic line found is read by it as a blank line, so a shell command's quote (`!echo don't`) starts no
+    string. Where the code cannot be tokenized further (it cannot compile either), every later line
+    starting with `%` or `!` counts, as every such line did before.
+    """
+    found: set[int] = set()
+    last: tokenize.TokenInfo | None = None  # the last token the tokenizer produced
+    depth = 0  # open brackets
+    read = 0  # lines handed to the tokenizer
+    broken = False
+
+    def begins_statement() -> bool:
+        # the previous line (row `read`) ended a statement or was blank, outside brackets
+        if read == 0:
+            return True
+        return (
+            depth == 0 and last is not None and last.type in (tokenize.NEWLINE, tokenize.NL) and last.start[0] == read
+        )
+
+    def readline() -> str:
+        nonlocal read
+        if read >= len(lines):
+            return ""
+        line, magic = lines[read], lines[read].startswith(("%", "!")) and (broken or begins_statement())
+        if magic:
+            found.add(read)
+        read += 1
+        return "\n" if magic else line + "\n"
+
+    try:
+        for token in tokenize.generate_tokens(readline):
+            if token.type == tokenize.OP and token.string in ("(", "[", "{"):
+                depth += 1
+            elif token.type == tokenize.OP and token.string in (")", "]", "}"):
+                depth = max(depth - 1, 0)
+            last = token
+    except Exception:  # TokenError, SyntaxError (IndentationError) and what a hostile cell may provoke besides
+        broken = True
+        while readline():
+            pass
+    return found
 
 
 def _read_notebook(path: Path) -> dict[str, Any]:
@@ -131,7 +177,8 @@ def extract_code(ipynb_path: str | Path, ex_id: str | None = None) -> str:
                         f"but this submission is graded as {ex_id}"
                     )
                 lines = lines[1:]
-        lines = [f"# (notebook only) {line}" if _is_ipython_line(line) else line for line in lines]
+        magic = _ipython_lines(lines)
+        lines = [f"# (notebook only) {line}" if n in magic else line for n, line in enumerate(lines)]
         parts.append("\n".join(lines).strip("\n"))
     declared = notebook_exercise_id(path)
     if ex_id is not None and declared is not None and declared != ex_id:
