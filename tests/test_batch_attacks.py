@@ -815,3 +815,25 @@ def test_a_process_name_that_spoofs_a_parent_line_stays_in_the_tree():
     finally:
         child.kill()
         child.wait()
+
+
+def test_a_one_process_batch_grader_refuses_a_submission_swapped_for_a_link(tmp_path, monkeypatch):
+    """`grade_one` (a cluster worker's grader, and grade_all(sealed=False)) runs `grade SUB --in-class`: an entry
+    swapped for a link to the answer key after discovery is refused unread, as the sealed batch's public phase
+    refuses it (a review found the one-process grader still followed it)."""
+    klass = tmp_path / "class"
+    klass.mkdir()
+    (klass / "zmallory").symlink_to(ROOT / "solutions")
+    seen: list[list[str]] = []
+
+    def run_grader(argv, student_dir, log_path, timeout_s):
+        seen.append(list(argv))
+        log_path.write_text("")
+        return processes.Ended(finished=True, leftovers=0, status=0, duration_s=0.0)
+
+    monkeypatch.setattr(processes, "run_grader", run_grader)
+    processes.grade_one(submissions.Submission("zmallory", klass / "zmallory"), tmp_path / "out", 60.0)
+    assert "--in-class" in seen[0], seen
+    data = grader.grade_submission(klass / "zmallory", tmp_path / "results.json", exercises=["ex01"], in_a_class=True)
+    staff = json.dumps(data)  # the reason is in the staff-only entry; the student sees "the autograder failed"
+    assert abs(data["score"]) < 1e-9 and "is a symbolic link in the class folder" in staff, staff[-800:]

@@ -225,6 +225,23 @@ def test_extract_code_comments_magics_but_not_string_lines_that_look_like_them(t
     assert (namespace["MOD"], namespace["REST"]) == (3, 4), "a % continuing an expression is code"
 
 
+def test_an_indented_magic_is_a_magic_and_its_block_stays_a_block(tmp_path):
+    # IPython also runs an indented `!`/`%` line that begins a statement (Colab's `except ImportError:` over
+    # `    !pip install x`); as a bare comment its block would be empty, a SyntaxError costing the exercise.
+    cell = "# a2-exercise ex01\ntry:\n    import no_such_module_a2\nexcept ImportError:\n    !pip install x\nOK = 1\n"
+    note = {
+        "nbformat": 4,
+        "nbformat_minor": 5,
+        "metadata": {},
+        "cells": [{"cell_type": "code", "metadata": {"tags": [notebook_code.EXERCISE_TAG]}, "source": cell}],
+    }
+    code = notebook_code.extract_code(_write(tmp_path, note), "ex01")
+    assert "    pass  # (notebook only) !pip install x" in code, code
+    namespace: dict[str, Any] = {}
+    exec(code, namespace)
+    assert namespace["OK"] == 1
+
+
 def test_extract_code_falls_back_to_the_marker_when_tags_are_lost(sources, tmp_path):
     note = nb.student_notebook(sources, code=sources.solution)
     for cell in note["cells"]:

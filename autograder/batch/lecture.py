@@ -60,7 +60,11 @@ def run(experiment: str, submission: Path, plots: Path | None, as_json: bool) ->
             plots.mkdir(parents=True, exist_ok=True)
             for png in sorted(staging.glob("collected/plots/*.png")):
                 if png.is_file() and not png.is_symlink():
-                    fd = os.open(plots / png.name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o666)
+                    try:
+                        fd = os.open(plots / png.name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o666)
+                    except OSError as exc:  # a link or a folder of that name in --plots: left as it is
+                        notes.append(f"{plots / png.name} was not written: {exc.strerror or exc}")
+                        continue
                     with os.fdopen(fd, "wb") as out:
                         out.write(png.read_bytes())
         return done, notes

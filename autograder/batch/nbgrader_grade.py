@@ -7,8 +7,8 @@ beside them. This command runs, for each student folder COURSE/submitted/<studen
 `nbgrader autograde <assignment> --student <student> --create` inside the sandbox
 (`autograder.runtime.sandbox.command.run_command`: the machine's rung, a uid of its own where the grader is
 root, nothing of the machine writable, every process ended, time and memory capped) on a COPY of what
-autograde reads: nbgrader_config.py, the gradebook with that student alone (`private_gradebook`: the other
-students' names, e-mails, submissions and grades deleted, the file vacuumed), source/<assignment>/,
+autograde reads: nbgrader_config.py, the gradebook with no student in it (`studentless_gradebook`: every
+student's name, e-mail, submissions and grades deleted, the file vacuumed; autograde --create adds this one), source/<assignment>/,
 release/<assignment>/ and that student's submitted folder. The copy's course root and database are set on nbgrader's command line
 (whatever nbgrader_config.py says). Out of the sandbox come that student's autograded notebooks and the
 gradebook copy, into OUT/<student>/course/ (autograded/<student>/<assignment>/*.ipynb, gradebook.db), with
@@ -114,7 +114,7 @@ def course_exercises(course: Path, assignment: str) -> list[Exercise]:
 
 
 def _files(course: Path, assignment: str, student: str, gradebook: Path) -> dict[str, Path]:
-    """What the sandbox gets (as course/<path>): `gradebook` (`private_gradebook`), the instructor's other
+    """What the sandbox gets (as course/<path>): `gradebook` (a copy of `studentless_gradebook`), the instructor's other
     files, and the student's regular files only (a link in a submitted folder is not followed: it could point
     anywhere on this machine)."""
     files = {"course/gradebook.db": gradebook}
@@ -132,18 +132,19 @@ def _files(course: Path, assignment: str, student: str, gradebook: Path) -> dict
     return files
 
 
-def private_gradebook(course: Path, student: str, dest: Path) -> Path:
-    """A copy of the course's gradebook at `dest` that holds `student` alone: the other students (their names,
-    e-mails, submissions and grades: `Gradebook.remove_student`) are deleted and the file is vacuumed, so no
-    freed page still holds them. What a student's run is given instead of the instructor's gradebook."""
+def studentless_gradebook(course: Path, dest: Path) -> Path:
+    """A copy of the course's gradebook at `dest` with no student in it: every student (their names, e-mails,
+    submissions and grades: `Gradebook.remove_student`) deleted and the file vacuumed, so no freed page still
+    holds them. Made once per command; each student's run gets a copy of it, to which `nbgrader autograde
+    --create` adds that student alone."""
     import sqlite3
 
     from nbgrader.api import Gradebook
 
     shutil.copyfile(course / "gradebook.db", dest)
     with Gradebook(f"sqlite:///{dest}") as gradebook:
-        for other in [s.id for s in gradebook.students if s.id != student]:
-            gradebook.remove_student(other)
+        for student in [s.id for s in gradebook.students]:
+            gradebook.remove_student(student)
     with contextlib.closing(sqlite3.connect(dest)) as db:
         db.execute("VACUUM")
     return dest
@@ -178,27 +179,35 @@ def returned_points(
 
 
 def autograde_student(
-    course: Path, assignment: str, student: str, out: Path, exercises: list[Exercise]
+    course: Path, assignment: str, student: str, out: Path, exercises: list[Exercise], template: Path
 ) -> dict[str, tuple[float, str]]:
-    """`nbgrader autograde` of one student in the sandbox (module docstring): {exercise id: (points, why 0)}."""
+    """`nbgrader autograde` of one student in the sandbox (module docstring), beside a copy of `template`
+    (`studentless_gradebook`): {exercise id: (points, why 0)}."""
     where = out / student
     remove_tree(where)  # nothing of an earlier run mixes with this one
     where.mkdir(parents=True)
     staging = Path(tempfile.mkdtemp(prefix="a2nbgrader-"))
+    points: dict[str, float] | None = None
+    output = ""
     try:
-        given = private_gradebook(course, student, staging / "gradebook.db")
+        given = staging / "gradebook.db"
+        shutil.copyfile(template, given)
         given_schema = schema(given)
         run = _run_student(course, assignment, student, where, exercises, given)
-        points: dict[str, float] | None
+        output, ended, notes, wall_s = run.output, run.ended, run.notes, run.wall_s
         try:
             returned = returned_points(where / "course" / "gradebook.db", given_schema, assignment, staging)
             points = None if returned is None else returned.get(student)
         except Exception as exc:  # noqa: BLE001 - the copy is the student's to break: a broken one costs this student
-            points, run.output = None, f"{run.output}\nthe gradebook copy was not read: {type(exc).__name__}: {exc}"
+            output = f"{output}\nthe gradebook copy was not read: {type(exc).__name__}: {exc}"
+    except ladder.Refused:
+        raise  # no sandbox for nbgrader here: every run would refuse, so the command does, once
+    except Exception as exc:  # noqa: BLE001 - a failure around one student's run costs that student only
+        output, ended, notes, wall_s = f"{type(exc).__name__}: {exc}", "error", [], 0.0
     finally:
         remove_tree(staging)
     log = where / "nbgrader.log"
-    log.write_text(f"[sandbox] {'; '.join(run.notes)}\n[ended] {run.ended} after {run.wall_s:.1f} s\n{run.output}")
+    log.write_text(f"[sandbox] {'; '.join(notes)}\n[ended] {ended} after {wall_s:.1f} s\n{output}")
     submitted = course / "submitted" / student / assignment
     autograded = where / "course" / "autograded" / student / assignment
     row: dict[str, tuple[float, str]] = {}
@@ -206,8 +215,8 @@ def autograde_student(
         if not (submitted / f"{ex.module}.ipynb").is_file():
             row[ex.id] = (0.0, "missing")
         elif points is None or ex.id not in points or not (autograded / f"{ex.module}.ipynb").is_file():
-            last = ([ln for ln in run.output.strip().splitlines() if ln.strip()] or [""])[-1][:160]
-            row[ex.id] = (0.0, f"nbgrader autograde failed ({run.ended}): {last} (log: {log})")
+            last = ([ln for ln in output.strip().splitlines() if ln.strip()] or [""])[-1][:160]
+            row[ex.id] = (0.0, f"nbgrader autograde failed ({ended}): {last} (log: {log})")
         else:
             row[ex.id] = (points[ex.id], "")
     return row
@@ -240,8 +249,10 @@ def grade_course(course: Path, assignment: str, out: Path, workers: int = 2) -> 
     """{student: {exercise id: (points, why)}}: every student's sandboxed autograde (module docstring)."""
     exercises = course_exercises(course, assignment)
     names = students(course, assignment)
-    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        rows = list(pool.map(lambda s: autograde_student(course, assignment, s, out, exercises), names))
+    with tempfile.TemporaryDirectory(prefix="a2nbgrader-") as folder:
+        template = studentless_gradebook(course, Path(folder) / "gradebook.db")
+        with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+            rows = list(pool.map(lambda s: autograde_student(course, assignment, s, out, exercises, template), names))
     return dict(zip(names, rows, strict=True))
 
 

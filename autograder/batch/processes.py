@@ -352,7 +352,7 @@ def grade_one(
     results_path = student_dir / "results.json"
     log_path = student_dir / "grader.log"
     results_path.unlink(missing_ok=True)
-    grade = [*_grade_command(python, sub), "--out", str(results_path.resolve())]
+    grade = [*_grade_command(python, sub), "--in-class", "--out", str(results_path.resolve())]
     if exercises:
         grade += ["--exercises", *exercises]
     ended = run_grader(grade, student_dir, log_path, timeout_s)

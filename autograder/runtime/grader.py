@@ -358,7 +358,7 @@ def refusal(submission: Path | None = None, in_a_class: bool = False) -> str:
     would have a student graded on whatever it points to)."""
     if submission is not None and in_a_class and os.path.islink(submission):
         return (
-            f"grading refused: the submission {safetext.clean_text(Path(submission).name)!r} is a symbolic link in "
+            f"grading refused: the submission {safetext.one_line(Path(submission).name)!r} is a symbolic link in "
             "the class folder; a batch grades only the folders and zips themselves"
         )
     try:
@@ -437,23 +437,26 @@ def grade_submission(
     exercises: Iterable[str] | None = None,
     root: Path = ROOT,
     time_scale: float = 1.0,
+    in_a_class: bool = False,
 ) -> dict[str, Any]:
     """Grade `submission` (folder or zip); write results.json to `out` if given; return its content.
 
     Both phases in this process, one after the other (`grade_public_phase` and `grade_hidden_phase`
     split them across processes). exercises: ids to grade (default: every exercise of the manifest); root: where the cases
-    and expected values live (default: this package); time_scale multiplies the manifest's time limits.
+    and expected values live (default: this package); time_scale multiplies the manifest's time limits;
+    in_a_class: a batch's grader (`grade --in-class`), whose submission is an entry of a class folder: refused
+    as `refusal` says with in_a_class, and never read through a link.
     """
     start = time.monotonic()
     selected = _selected(exercises)
     max_score = sum(ex.points for ex in selected)
-    refused = refusal(Path(submission))
+    refused = refusal(Path(submission), in_a_class=in_a_class)
     if refused:
         return _finish(res.grader_failure(refused, max_score, time.monotonic() - start), out)
     try:
         staging = Path(tempfile.mkdtemp(prefix="a2submission-"))
         try:
-            found, notes = locate(Path(submission), selected, staging)
+            found, notes = locate(Path(submission), selected, staging, follow_link=not in_a_class)
             phase1 = _public_phases(selected, found, root, time_scale)
             graded = _hidden_phases(selected, found, phase1, root, time_scale)
         finally:
@@ -580,6 +583,12 @@ def main(argv: Sequence[str]) -> int:
     )
     parser.add_argument("--state", type=Path, help="with --phase: the public phase's sealed state (grader-only folder)")
     parser.add_argument(
+        "--in-class",
+        action="store_true",
+        help="a batch's grader (without --phase; --phase public always is one): the submission is an entry of a "
+        "class folder, so a link is refused, as is a class folder other users can reach on the seccomp-uid rung",
+    )
+    parser.add_argument(
         "--public-specs",
         type=Path,
         help="with --phase public: the public call specs (write_public_specs), not computed",
@@ -624,10 +633,12 @@ def main(argv: Sequence[str]) -> int:
         data = grade_hidden_phase(args.state, out, seal=args.seal, submission=args.submission)
     else:
         time_scale = 1.0 if args.time_scale is None else args.time_scale
-        data = grade_submission(args.submission, out, exercises=args.exercises, time_scale=time_scale)
+        data = grade_submission(
+            args.submission, out, exercises=args.exercises, time_scale=time_scale, in_a_class=args.in_class
+        )
     print(safetext.terminal_text(data["output"], lines=True))
     print(f"\nwrote {out}")
-    refused = refusal(args.submission if args.phase is None else None)
+    refused = refusal(args.submission if args.phase is None else None, in_a_class=args.in_class)
     if refused:
         print(refused, file=sys.stderr)
         return 2

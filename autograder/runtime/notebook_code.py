@@ -64,11 +64,12 @@ def _has_marker(cell: dict[str, Any]) -> re.Match | None:
 
 def _ipython_lines(lines: list[str]) -> set[int]:
     """The indices of the lines of one cell that IPython runs as magics or shell commands: those starting
-    with `%` or `!` that begin a statement (not inside a string, brackets or a backslash continuation).
+    with `%` or `!`, after any indentation, that begin a statement (not inside a string, brackets or a
+    backslash continuation): `    !pip install x` under an `except ImportError:` is one.
 
     The cell is tokenized line by line with the standard tokenizer (IPython itself is not needed); a
-    magic line found is read by it as a blank line, so a shell command's quote (`!echo don't`) starts no
-    string. Where the code cannot be tokenized further (it cannot compile either), every later line
+    magic line found is read by it as a blank line (an indented one as `pass` at its indentation, as
+    `extract_code` writes it), so a shell command's quote (`!echo don't`) starts no string. Where the code cannot be tokenized further (it cannot compile either), every later line
     starting with `%` or `!` counts, as every such line did before.
     """
     found: set[int] = set()
@@ -89,11 +90,13 @@ def _ipython_lines(lines: list[str]) -> set[int]:
         nonlocal read
         if read >= len(lines):
             return ""
-        line, magic = lines[read], lines[read].startswith(("%", "!")) and (broken or begins_statement())
+        line = lines[read]
+        body = line.lstrip(" \t")
+        magic = body.startswith(("%", "!")) and (broken or begins_statement())
         if magic:
             found.add(read)
         read += 1
-        return "\n" if magic else line + "\n"
+        return (line[: len(line) - len(body)] + "pass\n" if len(body) < len(line) else "\n") if magic else line + "\n"
 
     try:
         for token in tokenize.generate_tokens(readline):
@@ -107,6 +110,14 @@ def _ipython_lines(lines: list[str]) -> set[int]:
         while readline():
             pass
     return found
+
+
+def _commented(line: str) -> str:
+    """A magic or shell line as Python: a comment, after `pass` where it is indented (a block it alone
+    filled, `except ImportError:` over `!pip install x`, stays a block)."""
+    body = line.lstrip(" \t")
+    indent = line[: len(line) - len(body)]
+    return f"{indent}pass  # (notebook only) {body}" if indent else f"# (notebook only) {line}"
 
 
 def _read_notebook(path: Path) -> dict[str, Any]:
@@ -178,7 +189,7 @@ def extract_code(ipynb_path: str | Path, ex_id: str | None = None) -> str:
                     )
                 lines = lines[1:]
         magic = _ipython_lines(lines)
-        lines = [f"# (notebook only) {line}" if n in magic else line for n, line in enumerate(lines)]
+        lines = [_commented(line) if n in magic else line for n, line in enumerate(lines)]
         parts.append("\n".join(lines).strip("\n"))
     declared = notebook_exercise_id(path)
     if ex_id is not None and declared is not None and declared != ex_id:
