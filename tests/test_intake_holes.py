@@ -116,6 +116,26 @@ def test_a_class_zip_member_that_cannot_be_written_is_skipped_and_the_rest_unpac
     assert "could not be written here" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("code", ["ENOSPC", "EDQUOT", "EIO"])
+def test_a_full_or_failing_disk_while_unpacking_stops_the_batch(tmp_path, monkeypatch, code):
+    import builtins
+    import errno
+    import os
+
+    archive = _class_zip(tmp_path / "class.zip", {})
+    real_open = builtins.open
+
+    def failing_open(file, mode="r", *args, **kwargs):
+        if "w" in mode:
+            raise OSError(getattr(errno, code), os.strerror(getattr(errno, code)), str(file))
+        return real_open(file, mode, *args, **kwargs)
+
+    monkeypatch.setattr(submissions, "open", failing_open, raising=False)
+    with pytest.raises(OSError) as raised:
+        submissions.discover(archive, tmp_path / "out")
+    assert raised.value.errno == getattr(errno, code)
+
+
 def test_zip_members_compressed_with_bzip2_or_lzma_are_not_read(tmp_path, capsys):
     from autograder.runtime import intake
 

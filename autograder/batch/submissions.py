@@ -36,6 +36,7 @@ The gradebook is keyed by student, not by folder.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import re
@@ -80,6 +81,12 @@ EXPORT_MAX_MEMBERS = 200000
 EXPORT_MAX_BYTES = 2 * 2**30  # bytes unpacked from one Gradescope export, counted while reading
 
 EXPORT_MAX_DIRECTORY_BYTES = 128 * 2**20  # an export zip's central directory (read whole by zipfile)
+
+# the errors of a member's name or shape (too long, a file where a folder is or the reverse, a name the file
+# system refuses): that member is skipped; any other error (ENOSPC, EDQUOT, EIO ...) stops the unpacking
+NAME_ERRNOS = frozenset(
+    {errno.ENAMETOOLONG, errno.EISDIR, errno.ENOTDIR, errno.EEXIST, errno.EINVAL, errno.EILSEQ}
+)
 
 
 @dataclass(frozen=True)
@@ -368,8 +375,10 @@ def unpack_export(archive: Path, dest: Path) -> Path:
     stored or deflate (`intake.member_problem`), files larger than intake.MAX_FILE_BYTES (zips:
     intake.MAX_SUBMISSION_BYTES), entries deeper than intake.MAX_DEPTH + 2 and damaged members are
     skipped (counted on stderr); bytes are counted while reading, at most EXPORT_MAX_BYTES in all. A
-    member this file system cannot hold (a name too long, a file named like a folder made before it) is
-    skipped too, with its own count on stderr: one student's odd name never stops the batch.
+    member this file system cannot hold (a name too long, a file named like a folder made before it: the
+    errors in NAME_ERRNOS) is skipped too, with its own count on stderr: one student's odd name never stops
+    the batch. Any other error writing a member (a full disk, a quota, an I/O error) is raised: grading
+    never goes on with files missing.
     Folder entries (names ending in "/", one per folder in a `zip -r` archive) are passed over
     silently: the folders are made for the files inside them.
     """
@@ -420,8 +429,10 @@ def _unpack_members(zf: zipfile.ZipFile, archive: Path, dest: Path) -> None:
                             raise ValueError("too large")
                         dst.write(chunk)
                 left_bytes -= written
-            except OSError:  # a name too long here, a file named like a folder ...: skip it, keep the others
+            except OSError as exc:  # a name too long here, a file named like a folder ...: skip it, keep the others
                 _remove_partial(target)
+                if exc.errno not in NAME_ERRNOS:  # a full or failing disk: grade-all stops with its error
+                    raise
                 unwritable += 1
             except Exception:  # damaged or oversized member: skip it, keep the others
                 _remove_partial(target)
