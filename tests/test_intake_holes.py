@@ -7,7 +7,8 @@
 - A class or export zip with a member that cannot be written (a 300-byte name, a file named like a
   folder) skips that member and unpacks the rest.
 - Files beneath a submission are opened through folder descriptors, each component without following
-  links, and a batch's submission must not itself be a link; hard-linked files are not graded.
+  links, and a batch's submission must not itself be a link; a hard-linked file owned by someone other
+  than the submission's owner is not graded.
 - Names longer than a file name can be are never exercise names, and a zip's directory is measured
   before zipfile parses it.
 
@@ -16,6 +17,7 @@ All in-process (intake.locate and the submissions functions), a few seconds in a
 
 from __future__ import annotations
 
+import os
 import textwrap
 import zipfile
 from pathlib import Path
@@ -120,7 +122,6 @@ def test_a_class_zip_member_that_cannot_be_written_is_skipped_and_the_rest_unpac
 def test_a_full_or_failing_disk_while_unpacking_stops_the_batch(tmp_path, monkeypatch, code):
     import builtins
     import errno
-    import os
 
     archive = _class_zip(tmp_path / "class.zip", {})
     real_open = builtins.open
@@ -287,9 +288,8 @@ def test_a_batch_never_grades_a_submission_that_is_a_link(tmp_path):
     assert found["ex01"].path is not None
 
 
-def test_a_hard_linked_file_is_not_graded(tmp_path):
-    import os
-
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="chown to another owner needs root")
+def test_a_hard_link_to_another_owners_file_is_not_graded(tmp_path):
     from autograder.runtime import intake
 
     secret = tmp_path / "secret_dir" / "shadow_standin"
@@ -297,10 +297,25 @@ def test_a_hard_linked_file_is_not_graded(tmp_path):
     secret.write_text("root:$6$SECRET-HASH-OUTSIDE-THE-SUBMISSION:19000:0:99999:7:::\n")
     top = tmp_path / "sub"
     top.mkdir()
+    os.chown(secret, os.stat(top).st_uid + 4242, -1)  # the instructor's file, linked by a student
     os.link(secret, top / EX01.filename)
     found, _ = intake.locate(top, [EX01], tmp_path / "staging")
     assert found["ex01"].path is None and "hard link" in found["ex01"].note, found["ex01"]
     assert not any(b"SECRET" in p.read_bytes() for p in (tmp_path / "staging").rglob("*") if p.is_file())
+
+
+def test_a_hard_link_owned_by_the_submissions_owner_is_graded(tmp_path):
+    from autograder.runtime import intake
+
+    snapshot = tmp_path / "yesterday" / "alice"  # `cp -al yesterday today`: one file, two names, one owner
+    snapshot.mkdir(parents=True)
+    (snapshot / EX01.filename).write_text("x = 1\n")
+    top = tmp_path / "today" / "alice"
+    top.mkdir(parents=True)
+    os.link(snapshot / EX01.filename, top / EX01.filename)
+    assert os.stat(top / EX01.filename).st_nlink == 2 and os.stat(top / EX01.filename).st_uid == os.stat(top).st_uid
+    found, _ = intake.locate(top, [EX01], tmp_path / "staging")
+    assert found["ex01"].path is not None and found["ex01"].path.read_text() == "x = 1\n", found["ex01"]
 
 
 def test_skipped_zip_entries_and_hidden_class_entries_are_said(tmp_path):

@@ -11,10 +11,15 @@
   like an exercise's (`ex4_nic.py`, `my_ex04_nic_line_rate.py`) is not graded, but the feedback
   names it as the likely intended file.
 - **What is skipped.** Hidden entries (names starting with "."), `__MACOSX`, `__pycache__`,
-  symbolic links, anything that is not a regular file, a file with more than one hard link (another
-  of its names may lie outside the submission), anything deeper than `MAX_DEPTH` folder levels,
+  symbolic links, anything that is not a regular file, a file with more than one hard link whose owner
+  is not the owner of the submission's top folder (another of its names may lie outside the submission:
+  with Linux's protected_hardlinks a user can hard-link only files they own or may read and write, and
+  the link keeps the file's owner, so a link to an instructor's file, the answer key, keeps the
+  instructor as owner; a class folder an instructor built with `cp -al`, `rsync --link-dest` or a dedup
+  tool keeps its owner on file and folder alike and is graded), anything deeper than `MAX_DEPTH` folder levels,
   entries past the first `MAX_ENTRIES` of a folder tree; zip members with absolute paths or `..`,
-  and zip members stored as links. Each limit that was reached is said in the notes.
+  and zip members stored as links. Each limit that was reached is said in the notes. A submission that is
+  one file (not a folder or zip) is not checked for hard links: it is what was named, not found beneath.
 - **No link is followed.** A folder is read through descriptors: the submission is opened once, and
   every folder and file beneath it is opened relative to its parent's descriptor with O_NOFOLLOW, so
   a folder swapped for a link while the submission is read is not entered. A zip is read from that
@@ -314,10 +319,10 @@ def _copy_file(top_fd: int, parts: tuple[str, ...], target: Path, budget: _Budge
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             return "is not a regular file"
-        if parts and info.st_nlink > 1:  # another name of it may lie outside the submission (an instructor's file)
+        if parts and info.st_nlink > 1 and info.st_uid != os.fstat(top_fd).st_uid:  # see `locate`'s rules
             return (
-                "is a hard link (one file with more than one name), and hard-linked files are not graded: "
-                "save it as an ordinary copy and resubmit"
+                "is a hard link (one file with more than one name) to a file of another owner, which is not "
+                "graded: save it as an ordinary copy and resubmit"
             )
         with os.fdopen(fd, "rb", closefd=False) as src:
             return _write_capped(src, target, budget)
