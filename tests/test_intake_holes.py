@@ -72,6 +72,21 @@ def test_a_students_folder_holding_a_roster_is_not_an_export_root(tmp_path):
     assert [(s.student, s.name) for s in subs] == [("alice@uni.edu", "Alice")], subs
 
 
+def test_an_export_folder_beside_other_entries_stops_with_an_error_naming_it(tmp_path):
+    cls = tmp_path / "downloads"  # `unzip submissions.zip` in place: the zip stays beside its export folder
+    export = cls / "assignment_123_export"
+    (export / "a").mkdir(parents=True)
+    (export / submissions.METADATA_NAME).write_text(ROSTER)
+    _student_zip(cls / "submissions.zip")
+    with pytest.raises(ValueError, match="assignment_123_export") as raised:  # grade-all reports it and stops
+        submissions.discover(cls)
+    assert "submissions.zip" in str(raised.value) and "pass the export folder itself" in str(raised.value)
+    subs, _ = submissions.discover(export)  # the export folder itself is read as before
+    assert [s.student for s in subs] == ["alice@uni.edu"], subs
+    (cls / "submissions.zip").unlink()
+    assert submissions.gradescope_root(cls) == export
+
+
 def test_a_roster_with_yaml_aliases_or_too_large_is_not_parsed(tmp_path, capsys):
     laughs = tmp_path / "laughs.yml"
     lines = ['a0: &a0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol","lol"]']

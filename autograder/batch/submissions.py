@@ -7,7 +7,8 @@ SUBMISSIONS is one of:
 - Gradescope's "export submissions" zip, or that zip unpacked: a top folder holding
   `submission_metadata.yml` and one folder per submission (`submission_123456/`); the top folder is
   SUBMISSIONS itself, or its only entry when that is named like Gradescope's `assignment_<id>_export/`
-  (a yml in any other sub-folder is a student's file, never a roster). The yml maps each
+  (a yml in any other sub-folder is a student's file, never a roster; the export folder beside other
+  entries, such as the `submissions.zip` it was unzipped from, stops with an error naming it). The yml maps each
   folder to its submitters; the student is the submitters' e-mail (else their SID, else the folder
   name), so a resubmission, which Gradescope exports under a new folder name, lands on the same
   student; names and e-mails go to the gradebook and the CSV;
@@ -285,22 +286,33 @@ EXPORT_ROOT_NAME = re.compile(r"assignment_\d+_export")  # the folder Gradescope
 METADATA_MAX_BYTES = 16 * 2**20  # a larger submission_metadata.yml is not parsed
 
 
+class ExportLayoutError(ValueError):
+    """Gradescope's export folder lies in SUBMISSIONS beside other entries: which folder is the class is unclear."""
+
+
 def gradescope_root(folder: Path) -> Path | None:
     """The folder holding Gradescope's submission_metadata.yml: `folder` itself, or its only entry (beside
     hidden and ignored ones) when that is a folder named like Gradescope's export (`assignment_<id>_export`).
 
-    A sub-folder with any other name, or one beside other entries (students' zips), is a student's own
-    submission: a yml in it names no one.
+    A sub-folder with any other name is a student's own submission: a yml in it names no one. An entry
+    named like the export folder and holding the yml beside other entries (the export unzipped in place,
+    `submissions.zip` left beside it) raises ExportLayoutError: it is never graded as one student.
     """
     if (folder / METADATA_NAME).is_file():
         return folder
     inside = [p for p in folder.iterdir() if not p.name.startswith(".") and p.name not in IGNORED_NAMES]
-    if len(inside) != 1 or not EXPORT_ROOT_NAME.fullmatch(inside[0].name):
+    exports = [p for p in inside if EXPORT_ROOT_NAME.fullmatch(p.name) and (p / METADATA_NAME).is_file()]
+    if not exports:
         return None
     only = inside[0]
-    if only.is_dir() and not only.is_symlink() and (only / METADATA_NAME).is_file():
+    if len(inside) == 1 and only.is_dir() and not only.is_symlink():
         return only
-    return None
+    others = ", ".join(repr(one_line(p.name)) for p in sorted(inside) if p not in exports)
+    raise ExportLayoutError(
+        f"{one_line(folder)} holds Gradescope's export folder {one_line(exports[0].name)!r} beside other "
+        f"entries ({others or 'another export folder'}); it is not graded as a student: pass the export folder "
+        f"itself ({one_line(exports[0])}), or remove the other entries"
+    )
 
 
 class YamlAliasError(ValueError):
