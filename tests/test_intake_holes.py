@@ -248,6 +248,26 @@ def test_a_zip_directory_too_long_is_refused_before_zipfile_parses_it(tmp_path, 
     assert not submissions.zip_is_readable(archive)
 
 
+@pytest.mark.parametrize("fixed", [False, True], ids=["zipfile-before-cve-2025-8291", "zipfile-after"])
+@pytest.mark.parametrize("zip64", [False, True])
+def test_the_directory_walk_runs_whichever_location_zipfiles_end_record_gives(tmp_path, monkeypatch, fixed, zip64):
+    from autograder.runtime import intake
+
+    archive = _many_entries_zip(tmp_path / "many.zip", 6, declared=1, zip64=zip64)  # the end record lies
+    real = intake._END_RECORD
+
+    def end_record(fh):  # CPython's fix: the zip64 end record's own offset, not the end record's
+        end = list(real(fh))
+        if fixed and end[0] == b"PK\x06\x06":
+            end[9] -= intake._ZIP64_END_BYTES
+        return end
+
+    monkeypatch.setattr(intake, "_END_RECORD", end_record)
+    with open(archive, "rb") as fh:
+        assert intake.zip_directory_problem(fh, max_members=5) == "holds more than the 5 entries the grader opens"
+        assert intake.zip_directory_problem(fh, max_members=6) == ""
+
+
 def test_names_longer_than_a_file_name_are_never_exercise_names(tmp_path):
     import time
 

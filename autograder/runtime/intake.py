@@ -439,7 +439,7 @@ def zip_directory_problem(
             return f"holds {entries} entries, more than the {max_members} the grader opens"
         if size > max_bytes:
             return f"has a directory of {size / 2**20:.0f} MiB, more than the {max_bytes // 2**20} MiB the grader reads"
-        start = location - size - (_ZIP64_END_BYTES if end[0] == b"PK\x06\x06" else 0)  # where zipfile reads it
+        start = _directory_start(fh, location, size, zip64=end[0] == b"PK\x06\x06")
         if start < 0:
             return ""
         seen = done = 0
@@ -455,6 +455,26 @@ def zip_directory_problem(
     except (OSError, ValueError, struct.error, zipfile.BadZipFile):
         return ""
     return ""
+
+
+def _directory_start(fh: IO[bytes], location: int, size: int, *, zip64: bool) -> int:
+    """Where zipfile reads the central directory of `size` bytes, -1 when no record is there (damaged: left
+    to zipfile). `location` from `_EndRecData` is the end record's offset on a CPython before the
+    CVE-2025-8291 fix (October 2025 patch releases; its zipfile then subtracts the zip64 records itself)
+    and the zip64 end record's after it: both starts are tried, the first holding a directory record
+    (and, for zip64, followed by the zip64 end record, as the directory always is) is taken."""
+    starts = [location - size] + ([location - size - _ZIP64_END_BYTES] if zip64 else [])
+    for start in starts:
+        if start < 0:
+            continue
+        fh.seek(start)
+        if fh.read(4) != b"PK\x01\x02":
+            continue
+        fh.seek(start + size)
+        if zip64 and fh.read(4) != b"PK\x06\x06":
+            continue
+        return start
+    return -1
 
 
 def _is_zip(fd: int) -> bool:
