@@ -268,6 +268,30 @@ def test_the_directory_walk_runs_whichever_location_zipfiles_end_record_gives(tm
         assert intake.zip_directory_problem(fh, max_members=6) == ""
 
 
+def test_a_zip_opened_for_a_submission_is_closed_whatever_is_raised_while_it_is_read(tmp_path, monkeypatch):
+    from autograder.runtime import intake
+
+    archive = tmp_path / "sub.zip"
+    _student_zip(archive)
+    opened = []
+    open_zip = intake._open_zip
+
+    def recording_open_zip(fh):
+        zf, problem = open_zip(fh)
+        opened.append((fh, zf))
+        return zf, problem
+
+    def failing_candidates(zf, exercises):
+        raise RuntimeError("a bug while listing the zip")
+
+    monkeypatch.setattr(intake, "_open_zip", recording_open_zip)
+    monkeypatch.setattr(intake, "_zip_candidates", failing_candidates)
+    with pytest.raises(RuntimeError, match="a bug while listing"):
+        intake.locate(archive, [EX01], tmp_path / "staging")
+    [(fh, zf)] = opened
+    assert fh.closed and zf is not None and zf.fp is None, "the zip and its file object were left open"
+
+
 def test_names_longer_than_a_file_name_are_never_exercise_names(tmp_path):
     import time
 
