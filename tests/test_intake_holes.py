@@ -1,8 +1,8 @@
 """Holes a red-team pass found in the submission intake, each with the mechanism that closes it.
 
 - Gradescope's roster (`submission_metadata.yml`) is read only from SUBMISSIONS itself or from its only
-  entry named like Gradescope's export folder, never from a student's folder; a yml using YAML anchors
-  or aliases (a "billion laughs") or larger than the cap is not parsed.
+  entry named like Gradescope's export folder, never from a student's folder; a yml whose aliases
+  expand it beyond a node cap (a "billion laughs") or larger than the byte cap is not read.
 - Only stored and deflate zip members are read (zipfile bounds neither bzip2's nor lzma's output).
 - A class or export zip with a member that cannot be written (a 300-byte name, a file named like a
   folder) skips that member and unpacks the rest.
@@ -87,14 +87,22 @@ def test_an_export_folder_beside_other_entries_stops_with_an_error_naming_it(tmp
     assert submissions.gradescope_root(cls) == export
 
 
-def test_a_roster_with_yaml_aliases_or_too_large_is_not_parsed(tmp_path, capsys):
+def test_a_roster_expanding_too_far_or_too_large_is_not_parsed(tmp_path, capsys):
+    import time
+
     laughs = tmp_path / "laughs.yml"
     lines = ['a0: &a0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
-    lines += [f"a{i}: &a{i} [{','.join([f'*a{i - 1}'] * 10)}]" for i in range(1, 5)]  # 10^5 nodes: 10^9 with 9
-    lines += ['m: {":submitters": [{":name": *a4, ":email": "mallory"}]}']
+    lines += [f"a{i}: &a{i} [{','.join([f'*a{i - 1}'] * 10)}]" for i in range(1, 9)]  # 10^9 nodes written out
+    lines += ['m: {":submitters": [{":name": *a8, ":email": "mallory"}]}']
     laughs.write_text("\n".join(lines) + "\n")
+    start = time.perf_counter()
     assert submissions.read_metadata(laughs) == {}
-    assert "anchors or aliases" in capsys.readouterr().err
+    assert time.perf_counter() - start < 2.0, "the expanded size was not counted on the node graph"
+    assert "expand it to more than" in capsys.readouterr().err
+    itself = tmp_path / "itself.yml"
+    itself.write_text('a: &r {":submitters": [*r]}\n')
+    assert submissions.read_metadata(itself) == {}
+    assert "holds it" in capsys.readouterr().err
     big = tmp_path / "big.yml"
     big.write_text(ROSTER + "#" * (submissions.METADATA_MAX_BYTES + 1) + "\n")
     assert submissions.read_metadata(big) == {}
@@ -102,6 +110,30 @@ def test_a_roster_with_yaml_aliases_or_too_large_is_not_parsed(tmp_path, capsys)
     plain = tmp_path / "plain.yml"
     plain.write_text(ROSTER)
     assert submissions.read_metadata(plain)["a"] == ("Alice", "alice@uni.edu", "alice@uni.edu")
+
+
+def test_a_roster_with_ruby_style_aliases_is_read(tmp_path):
+    ruby = tmp_path / "ruby.yml"  # Ruby's YAML writer: `&1` on a Hash or Array met twice, `*1` after
+    ruby.write_text(
+        textwrap.dedent("""\
+            a:
+              :submitters: &1
+              - :name: Alice
+                :email: alice@uni.edu
+                :sid: &2 "1234"
+              :history: *1
+            b:
+              :submitters:
+              - :name: Bob
+                :email: bob@uni.edu
+                :sid: *2
+            """)
+    )
+    roster = submissions.read_metadata(ruby)
+    assert roster == {
+        "a": ("Alice", "alice@uni.edu", "alice@uni.edu"),
+        "b": ("Bob", "bob@uni.edu", "bob@uni.edu"),
+    }, roster
 
 
 def _class_zip(path: Path, extra: dict[str, bytes]) -> Path:

@@ -315,8 +315,48 @@ def gradescope_root(folder: Path) -> Path | None:
     )
 
 
-class YamlAliasError(ValueError):
-    """A YAML document using anchors or aliases (a "billion laughs" expands them without bound)."""
+METADATA_MAX_NODES = 1_000_000  # a roster expanding (its aliases followed) to more YAML nodes is not read
+
+
+class YamlTooLargeError(ValueError):
+    """A YAML document whose aliases expand it beyond METADATA_MAX_NODES nodes (a "billion laughs"), or
+    into itself."""
+
+
+def _expanded_nodes(root: Any) -> int:
+    """The nodes of a composed YAML document counted as if every alias were written out: count(node) =
+    1 + the counts of its children, memoised per node, so linear in the composed graph (a billion-laughs
+    DAG of a few hundred nodes costs a few hundred steps). YamlTooLargeError above METADATA_MAX_NODES or
+    for a node inside itself (an alias within its own anchor). Without recursion."""
+    import yaml
+
+    def children(node: Any) -> list[Any]:
+        if isinstance(node, yaml.MappingNode):
+            return [part for pair in node.value for part in pair]
+        if isinstance(node, yaml.SequenceNode):
+            return list(node.value)
+        return []
+
+    counts: dict[int, int] = {}
+    on_path: set[int] = set()
+    stack: list[tuple[Any, bool]] = [(root, False)]
+    while stack:
+        node, expanded = stack.pop()
+        key = id(node)
+        if expanded:
+            on_path.discard(key)
+            counts[key] = 1 + sum(counts[id(child)] for child in children(node))
+            if counts[key] > METADATA_MAX_NODES:
+                raise YamlTooLargeError(f"its aliases expand it to more than {METADATA_MAX_NODES} YAML nodes")
+            continue
+        if key in counts:
+            continue
+        if key in on_path:
+            raise YamlTooLargeError("an alias in it refers to a node that holds it (a document without end)")
+        on_path.add(key)
+        stack.append((node, True))
+        stack.extend((child, False) for child in children(node) if id(child) not in counts)
+    return counts[id(root)]
 
 
 def _plain_yaml(loader: Any, suffix: str, node: Any) -> Any:
@@ -333,8 +373,10 @@ def _plain_yaml(loader: Any, suffix: str, node: Any) -> Any:
 def read_metadata(path: Path) -> dict[str, tuple[str, str, str]]:
     """Gradescope's submission_metadata.yml as {folder: (names, e-mails, student key)}; {} when unreadable.
 
-    A file larger than METADATA_MAX_BYTES, or using YAML anchors or aliases (which Gradescope does not
-    write, and which let a few lines expand into billions of nodes), is not parsed: {} with a warning.
+    A file larger than METADATA_MAX_BYTES is not parsed, and one whose YAML aliases expand it to more than
+    METADATA_MAX_NODES nodes (a "billion laughs": a few lines, billions of nodes) or into itself is not
+    read: {} with a warning. Aliases within the cap are read (Ruby's YAML writer emits `&1`/`*1` for a
+    Hash or Array it meets twice). The size is counted on the composed node graph before anything is built.
     The file maps each submission folder to a record whose `:submitters:` list holds `:name:`,
     `:email:` and `:sid:` (keys are Ruby symbols, written with a leading colon).
     """
@@ -342,18 +384,22 @@ def read_metadata(path: Path) -> dict[str, tuple[str, str, str]]:
         import yaml
 
         class Loader(yaml.SafeLoader):
-            def compose_node(self, parent: Any, index: Any) -> Any:
-                if self.check_event(yaml.AliasEvent) or getattr(self.peek_event(), "anchor", None) is not None:
-                    raise YamlAliasError("it uses YAML anchors or aliases, which are not read")
-                return super().compose_node(parent, index)
+            pass
 
         Loader.add_multi_constructor("!", _plain_yaml)
         with open(path, "rb") as fh:
             raw = fh.read(METADATA_MAX_BYTES + 1)
         if len(raw) > METADATA_MAX_BYTES:
             raise ValueError(f"larger than {METADATA_MAX_BYTES // 2**20} MiB")
-        data = yaml.load(raw.decode("utf-8", errors="replace"), Loader=Loader)
-    except Exception as exc:  # PyYAML missing, a malformed, aliased or oversized file: grade by folder name
+        loader = Loader(raw.decode("utf-8", errors="replace"))
+        try:
+            root = loader.get_single_node()
+            if root is not None:
+                _expanded_nodes(root)
+            data = loader.construct_document(root) if root is not None else None
+        finally:
+            loader.dispose()
+    except Exception as exc:  # PyYAML missing, a malformed or oversized file: grade by folder name
         print(
             f"grade-all: {terminal_text(path)} could not be read ({type(exc).__name__}: {terminal_text(exc)}); "
             "students are named "
