@@ -431,3 +431,14 @@ def test_skipped_zip_entries_and_hidden_class_entries_are_said(tmp_path):
     subs, refused = submissions.discover(cls)
     assert [s.student for s in subs] == ["alice"], subs
     assert sorted(r.entry for r in refused) == [".mallory", "bob"], refused
+
+
+def test_refused_class_entries_are_named_on_one_line(tmp_path):
+    cls = tmp_path / "class"
+    (cls / ".mal\tlory").mkdir(parents=True)  # hidden, a tab in its name
+    (cls / "alice").mkdir()
+    (cls / "b\tob\nby.zip").symlink_to(cls / "alice")  # a link, a tab and a line break in its name
+    subs, refused = submissions.discover(cls)
+    assert [s.student for s in subs] == ["alice"], subs
+    entries = sorted(r.entry for r in refused)
+    assert entries == [".mal\\tlory", "b\\tob\\nby.zip"], entries

@@ -196,7 +196,7 @@ def _entries(folder: Path) -> tuple[list[tuple[str, Path]], list[Refused]]:
     for entry in sorted(folder.iterdir()):
         if entry.name in IGNORED_NAMES or entry.name in TOOL_HIDDEN_NAMES:
             continue
-        shown = clean_text(entry.name)
+        shown = one_line(entry.name)  # a refusal's entry: one line (refused.txt is tab-separated)
         is_zip = entry.suffix.lower() == ".zip"
         if entry.is_symlink():
             if entry.is_dir() or is_zip:
@@ -212,7 +212,7 @@ def _entries(folder: Path) -> tuple[list[tuple[str, Path]], list[Refused]]:
         if entry.name.startswith("."):
             refused.append(Refused(shown, "its name starts with '.', which hides it: rename it without the dot"))
         elif entry.is_dir():
-            found.append((shown, entry))
+            found.append((clean_text(entry.name), entry))
         else:
             found.append((clean_text(entry.stem), entry))
     return found, refused
