@@ -442,3 +442,17 @@ def test_refused_class_entries_are_named_on_one_line(tmp_path):
     assert [s.student for s in subs] == ["alice"], subs
     entries = sorted(r.entry for r in refused)
     assert entries == [".mal\\tlory", "b\\tob\\nby.zip"], entries
+
+
+def test_entries_tools_leave_in_a_class_folder_are_passed_over_silently(tmp_path):
+    cls = tmp_path / "class"
+    (cls / "alice").mkdir(parents=True)
+    _student_zip(cls / "bob.zip")
+    (cls / "._bob.zip").write_bytes(b"\x00\x05\x16\x07AppleDouble")  # macOS on SMB or exFAT
+    for name in (".snapshot", ".Trash-1000", ".TemporaryItems", ".AppleDouble", "._alice"):
+        (cls / name).mkdir()
+    (cls / ".DS_Store").write_bytes(b"Bud1")
+    (cls / ".mallory").mkdir()  # still refused: a student's folder hidden
+    subs, refused = submissions.discover(cls)
+    assert [s.student for s in subs] == ["alice", "bob"], subs
+    assert [r.entry for r in refused] == [".mallory"], refused

@@ -19,7 +19,8 @@ damaged members skipped).
 An entry that cannot be graded as a student is refused with a sentence saying why, never stopping the
 batch: a name that collides with grade-all's own outputs (`gradebook.sqlite.zip`, ...), two entries for
 one student (`alice/` and `alice.zip`), the output folder itself, a hidden folder or zip (`.alice/`;
-not the folders tools leave, such as `.git`), a symbolic link.
+not the entries tools leave, such as `.git`, `.snapshot`, `.Trash-1000` or macOS's AppleDouble `._alice.zip`,
+which are passed over silently), a symbolic link.
 
 Output folders: every student's folder under DIR differs from every other student's and from every
 entry the batch writes into DIR, whatever the students are called. Names are compared ignoring case
@@ -185,16 +186,34 @@ def _within(path: Path, folder: Path) -> bool:
     return True
 
 
-TOOL_HIDDEN_NAMES = (".git", ".ipynb_checkpoints", ".Trash", ".Trashes", ".fseventsd", ".Spotlight-V100", ".vscode")
+TOOL_HIDDEN_NAMES = (
+    ".git",
+    ".ipynb_checkpoints",
+    ".Trash",
+    ".Trashes",
+    ".fseventsd",
+    ".Spotlight-V100",
+    ".vscode",
+    ".snapshot",  # NetApp's snapshots
+    ".TemporaryItems",  # macOS on a network share
+    ".AppleDouble",  # netatalk's resource forks
+    ".DS_Store",
+)
+_TOOL_HIDDEN = re.compile(r"\._.*|\.Trash-\d+", re.DOTALL)  # AppleDouble `._alice.zip` (SMB, exFAT); `.Trash-1000`
+
+
+def _tool_entry(name: str) -> bool:
+    """Whether a class folder's entry is one tools leave (IGNORED_NAMES, TOOL_HIDDEN_NAMES, `._*`, `.Trash-<uid>`)."""
+    return name in IGNORED_NAMES or name in TOOL_HIDDEN_NAMES or _TOOL_HIDDEN.fullmatch(name) is not None
 
 
 def _entries(folder: Path) -> tuple[list[tuple[str, Path]], list[Refused]]:
     """(student, path) for each sub-folder or .zip of `folder`, and the entries refused: a hidden folder or
-    zip (name starting with "."; not the folders tools leave, TOOL_HIDDEN_NAMES) and a symbolic link."""
+    zip (name starting with "."; not the entries tools leave, `_tool_entry`) and a symbolic link."""
     found = []
     refused = []
     for entry in sorted(folder.iterdir()):
-        if entry.name in IGNORED_NAMES or entry.name in TOOL_HIDDEN_NAMES:
+        if _tool_entry(entry.name):
             continue
         shown = one_line(entry.name)  # a refusal's entry: one line (refused.txt is tab-separated)
         is_zip = entry.suffix.lower() == ".zip"
