@@ -86,9 +86,7 @@ EXPORT_MAX_DIRECTORY_BYTES = 128 * 2**20  # an export zip's central directory (r
 
 # the errors of a member's name or shape (too long, a file where a folder is or the reverse, a name the file
 # system refuses): that member is skipped; any other error (ENOSPC, EDQUOT, EIO ...) stops the unpacking
-NAME_ERRNOS = frozenset(
-    {errno.ENAMETOOLONG, errno.EISDIR, errno.ENOTDIR, errno.EEXIST, errno.EINVAL, errno.EILSEQ}
-)
+NAME_ERRNOS = frozenset({errno.ENAMETOOLONG, errno.EISDIR, errno.ENOTDIR, errno.EEXIST, errno.EINVAL, errno.EILSEQ})
 
 
 @dataclass(frozen=True)
