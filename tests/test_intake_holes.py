@@ -1,13 +1,14 @@
 """Holes a red-team pass found in the submission intake, each with the mechanism that closes it.
 
 - Gradescope's roster (`submission_metadata.yml`) is read only from SUBMISSIONS itself or from its only
-  entry named like Gradescope's export folder, never from a student's folder; a yml using YAML anchors
-  or aliases (a "billion laughs") or larger than the cap is not parsed.
+  entry named like Gradescope's export folder, never from a student's folder; a yml whose aliases
+  expand it beyond a node cap (a "billion laughs") or larger than the byte cap is not read.
 - Only stored and deflate zip members are read (zipfile bounds neither bzip2's nor lzma's output).
 - A class or export zip with a member that cannot be written (a 300-byte name, a file named like a
   folder) skips that member and unpacks the rest.
 - Files beneath a submission are opened through folder descriptors, each component without following
-  links, and a batch's submission must not itself be a link; hard-linked files are not graded.
+  links, and a batch's submission must not itself be a link; a hard-linked file owned by someone other
+  than the submission's owner is not graded.
 - Names longer than a file name can be are never exercise names, and a zip's directory is measured
   before zipfile parses it.
 
@@ -16,6 +17,7 @@ All in-process (intake.locate and the submissions functions), a few seconds in a
 
 from __future__ import annotations
 
+import os
 import textwrap
 import zipfile
 from pathlib import Path
@@ -70,14 +72,37 @@ def test_a_students_folder_holding_a_roster_is_not_an_export_root(tmp_path):
     assert [(s.student, s.name) for s in subs] == [("alice@uni.edu", "Alice")], subs
 
 
-def test_a_roster_with_yaml_aliases_or_too_large_is_not_parsed(tmp_path, capsys):
+def test_an_export_folder_beside_other_entries_stops_with_an_error_naming_it(tmp_path):
+    cls = tmp_path / "downloads"  # `unzip submissions.zip` in place: the zip stays beside its export folder
+    export = cls / "assignment_123_export"
+    (export / "a").mkdir(parents=True)
+    (export / submissions.METADATA_NAME).write_text(ROSTER)
+    _student_zip(cls / "submissions.zip")
+    with pytest.raises(ValueError, match="assignment_123_export") as raised:  # grade-all reports it and stops
+        submissions.discover(cls)
+    assert "submissions.zip" in str(raised.value) and "pass the export folder itself" in str(raised.value)
+    subs, _ = submissions.discover(export)  # the export folder itself is read as before
+    assert [s.student for s in subs] == ["alice@uni.edu"], subs
+    (cls / "submissions.zip").unlink()
+    assert submissions.gradescope_root(cls) == export
+
+
+def test_a_roster_expanding_too_far_or_too_large_is_not_parsed(tmp_path, capsys):
+    import time
+
     laughs = tmp_path / "laughs.yml"
     lines = ['a0: &a0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
-    lines += [f"a{i}: &a{i} [{','.join([f'*a{i - 1}'] * 10)}]" for i in range(1, 5)]  # 10^5 nodes: 10^9 with 9
-    lines += ['m: {":submitters": [{":name": *a4, ":email": "mallory"}]}']
+    lines += [f"a{i}: &a{i} [{','.join([f'*a{i - 1}'] * 10)}]" for i in range(1, 9)]  # 10^9 nodes written out
+    lines += ['m: {":submitters": [{":name": *a8, ":email": "mallory"}]}']
     laughs.write_text("\n".join(lines) + "\n")
+    start = time.perf_counter()
     assert submissions.read_metadata(laughs) == {}
-    assert "anchors or aliases" in capsys.readouterr().err
+    assert time.perf_counter() - start < 2.0, "the expanded size was not counted on the node graph"
+    assert "expand it to more than" in capsys.readouterr().err
+    itself = tmp_path / "itself.yml"
+    itself.write_text('a: &r {":submitters": [*r]}\n')
+    assert submissions.read_metadata(itself) == {}
+    assert "holds it" in capsys.readouterr().err
     big = tmp_path / "big.yml"
     big.write_text(ROSTER + "#" * (submissions.METADATA_MAX_BYTES + 1) + "\n")
     assert submissions.read_metadata(big) == {}
@@ -85,6 +110,30 @@ def test_a_roster_with_yaml_aliases_or_too_large_is_not_parsed(tmp_path, capsys)
     plain = tmp_path / "plain.yml"
     plain.write_text(ROSTER)
     assert submissions.read_metadata(plain)["a"] == ("Alice", "alice@uni.edu", "alice@uni.edu")
+
+
+def test_a_roster_with_ruby_style_aliases_is_read(tmp_path):
+    ruby = tmp_path / "ruby.yml"  # Ruby's YAML writer: `&1` on a Hash or Array met twice, `*1` after
+    ruby.write_text(
+        textwrap.dedent("""\
+            a:
+              :submitters: &1
+              - :name: Alice
+                :email: alice@uni.edu
+                :sid: &2 "1234"
+              :history: *1
+            b:
+              :submitters:
+              - :name: Bob
+                :email: bob@uni.edu
+                :sid: *2
+            """)
+    )
+    roster = submissions.read_metadata(ruby)
+    assert roster == {
+        "a": ("Alice", "alice@uni.edu", "alice@uni.edu"),
+        "b": ("Bob", "bob@uni.edu", "bob@uni.edu"),
+    }, roster
 
 
 def _class_zip(path: Path, extra: dict[str, bytes]) -> Path:
@@ -114,6 +163,25 @@ def test_a_class_zip_member_that_cannot_be_written_is_skipped_and_the_rest_unpac
     assert students[:2] == ["alice", "bob"] and not refused, students
     assert (out / submissions.EXPORT_DIR / "class" / "bob" / EX01.filename).is_file()
     assert "could not be written here" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("code", ["ENOSPC", "EDQUOT", "EIO"])
+def test_a_full_or_failing_disk_while_unpacking_stops_the_batch(tmp_path, monkeypatch, code):
+    import builtins
+    import errno
+
+    archive = _class_zip(tmp_path / "class.zip", {})
+    real_open = builtins.open
+
+    def failing_open(file, mode="r", *args, **kwargs):
+        if "w" in mode:
+            raise OSError(getattr(errno, code), os.strerror(getattr(errno, code)), str(file))
+        return real_open(file, mode, *args, **kwargs)
+
+    monkeypatch.setattr(submissions, "open", failing_open, raising=False)
+    with pytest.raises(OSError) as raised:
+        submissions.discover(archive, tmp_path / "out")
+    assert raised.value.errno == getattr(errno, code)
 
 
 def test_zip_members_compressed_with_bzip2_or_lzma_are_not_read(tmp_path, capsys):
@@ -212,6 +280,50 @@ def test_a_zip_directory_too_long_is_refused_before_zipfile_parses_it(tmp_path, 
     assert not submissions.zip_is_readable(archive)
 
 
+@pytest.mark.parametrize("fixed", [False, True], ids=["zipfile-before-cve-2025-8291", "zipfile-after"])
+@pytest.mark.parametrize("zip64", [False, True])
+def test_the_directory_walk_runs_whichever_location_zipfiles_end_record_gives(tmp_path, monkeypatch, fixed, zip64):
+    from autograder.runtime import intake
+
+    archive = _many_entries_zip(tmp_path / "many.zip", 6, declared=1, zip64=zip64)  # the end record lies
+    real = intake._END_RECORD
+
+    def end_record(fh):  # CPython's fix: the zip64 end record's own offset, not the end record's
+        end = list(real(fh))
+        if fixed and end[0] == b"PK\x06\x06":
+            end[9] -= intake._ZIP64_END_BYTES
+        return end
+
+    monkeypatch.setattr(intake, "_END_RECORD", end_record)
+    with open(archive, "rb") as fh:
+        assert intake.zip_directory_problem(fh, max_members=5) == "holds more than the 5 entries the grader opens"
+        assert intake.zip_directory_problem(fh, max_members=6) == ""
+
+
+def test_a_zip_opened_for_a_submission_is_closed_whatever_is_raised_while_it_is_read(tmp_path, monkeypatch):
+    from autograder.runtime import intake
+
+    archive = tmp_path / "sub.zip"
+    _student_zip(archive)
+    opened = []
+    open_zip = intake._open_zip
+
+    def recording_open_zip(fh):
+        zf, problem = open_zip(fh)
+        opened.append((fh, zf))
+        return zf, problem
+
+    def failing_candidates(zf, exercises):
+        raise RuntimeError("a bug while listing the zip")
+
+    monkeypatch.setattr(intake, "_open_zip", recording_open_zip)
+    monkeypatch.setattr(intake, "_zip_candidates", failing_candidates)
+    with pytest.raises(RuntimeError, match="a bug while listing"):
+        intake.locate(archive, [EX01], tmp_path / "staging")
+    [(fh, zf)] = opened
+    assert fh.closed and zf is not None and zf.fp is None, "the zip and its file object were left open"
+
+
 def test_names_longer_than_a_file_name_are_never_exercise_names(tmp_path):
     import time
 
@@ -267,9 +379,8 @@ def test_a_batch_never_grades_a_submission_that_is_a_link(tmp_path):
     assert found["ex01"].path is not None
 
 
-def test_a_hard_linked_file_is_not_graded(tmp_path):
-    import os
-
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="chown to another owner needs root")
+def test_a_hard_link_to_another_owners_file_is_not_graded(tmp_path):
     from autograder.runtime import intake
 
     secret = tmp_path / "secret_dir" / "shadow_standin"
@@ -277,10 +388,25 @@ def test_a_hard_linked_file_is_not_graded(tmp_path):
     secret.write_text("root:$6$SECRET-HASH-OUTSIDE-THE-SUBMISSION:19000:0:99999:7:::\n")
     top = tmp_path / "sub"
     top.mkdir()
+    os.chown(secret, os.stat(top).st_uid + 4242, -1)  # the instructor's file, linked by a student
     os.link(secret, top / EX01.filename)
     found, _ = intake.locate(top, [EX01], tmp_path / "staging")
     assert found["ex01"].path is None and "hard link" in found["ex01"].note, found["ex01"]
     assert not any(b"SECRET" in p.read_bytes() for p in (tmp_path / "staging").rglob("*") if p.is_file())
+
+
+def test_a_hard_link_owned_by_the_submissions_owner_is_graded(tmp_path):
+    from autograder.runtime import intake
+
+    snapshot = tmp_path / "yesterday" / "alice"  # `cp -al yesterday today`: one file, two names, one owner
+    snapshot.mkdir(parents=True)
+    (snapshot / EX01.filename).write_text("x = 1\n")
+    top = tmp_path / "today" / "alice"
+    top.mkdir(parents=True)
+    os.link(snapshot / EX01.filename, top / EX01.filename)
+    assert os.stat(top / EX01.filename).st_nlink == 2 and os.stat(top / EX01.filename).st_uid == os.stat(top).st_uid
+    found, _ = intake.locate(top, [EX01], tmp_path / "staging")
+    assert found["ex01"].path is not None and found["ex01"].path.read_text() == "x = 1\n", found["ex01"]
 
 
 def test_skipped_zip_entries_and_hidden_class_entries_are_said(tmp_path):
@@ -305,3 +431,28 @@ def test_skipped_zip_entries_and_hidden_class_entries_are_said(tmp_path):
     subs, refused = submissions.discover(cls)
     assert [s.student for s in subs] == ["alice"], subs
     assert sorted(r.entry for r in refused) == [".mallory", "bob"], refused
+
+
+def test_refused_class_entries_are_named_on_one_line(tmp_path):
+    cls = tmp_path / "class"
+    (cls / ".mal\tlory").mkdir(parents=True)  # hidden, a tab in its name
+    (cls / "alice").mkdir()
+    (cls / "b\tob\nby.zip").symlink_to(cls / "alice")  # a link, a tab and a line break in its name
+    subs, refused = submissions.discover(cls)
+    assert [s.student for s in subs] == ["alice"], subs
+    entries = sorted(r.entry for r in refused)
+    assert entries == [".mal\\tlory", "b\\tob\\nby.zip"], entries
+
+
+def test_entries_tools_leave_in_a_class_folder_are_passed_over_silently(tmp_path):
+    cls = tmp_path / "class"
+    (cls / "alice").mkdir(parents=True)
+    _student_zip(cls / "bob.zip")
+    (cls / "._bob.zip").write_bytes(b"\x00\x05\x16\x07AppleDouble")  # macOS on SMB or exFAT
+    for name in (".snapshot", ".Trash-1000", ".TemporaryItems", ".AppleDouble", "._alice"):
+        (cls / name).mkdir()
+    (cls / ".DS_Store").write_bytes(b"Bud1")
+    (cls / ".mallory").mkdir()  # still refused: a student's folder hidden
+    subs, refused = submissions.discover(cls)
+    assert [s.student for s in subs] == ["alice", "bob"], subs
+    assert [r.entry for r in refused] == [".mallory"], refused

@@ -37,7 +37,7 @@ from typing import Any
 
 from autograder.batch.submissions import discover
 from autograder.core.manifest import EXERCISES, Exercise
-from autograder.core.safetext import clean_text, terminal_text
+from autograder.core.safetext import clean_text, one_line, terminal_text
 from autograder.exports import notebooks as nb
 from autograder.runtime import intake
 
@@ -115,7 +115,7 @@ def fill(
                 filled = nb.fill_exercise_cell(notebooks[ex.id], ex, clean_text(code))
                 item.written.append(nb.write_notebook(filled, target(sub.out_folder, ex)))
             done.append(item)
-    return done, [f"{clean_text(r.entry)}: {r.reason}" for r in refused]
+    return done, [f"{one_line(r.entry)}: {r.reason}" for r in refused]
 
 
 def main(argv: Sequence[str]) -> int:

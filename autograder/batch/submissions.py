@@ -7,7 +7,8 @@ SUBMISSIONS is one of:
 - Gradescope's "export submissions" zip, or that zip unpacked: a top folder holding
   `submission_metadata.yml` and one folder per submission (`submission_123456/`); the top folder is
   SUBMISSIONS itself, or its only entry when that is named like Gradescope's `assignment_<id>_export/`
-  (a yml in any other sub-folder is a student's file, never a roster). The yml maps each
+  (a yml in any other sub-folder is a student's file, never a roster; the export folder beside other
+  entries, such as the `submissions.zip` it was unzipped from, stops with an error naming it). The yml maps each
   folder to its submitters; the student is the submitters' e-mail (else their SID, else the folder
   name), so a resubmission, which Gradescope exports under a new folder name, lands on the same
   student; names and e-mails go to the gradebook and the CSV;
@@ -18,7 +19,8 @@ damaged members skipped).
 An entry that cannot be graded as a student is refused with a sentence saying why, never stopping the
 batch: a name that collides with grade-all's own outputs (`gradebook.sqlite.zip`, ...), two entries for
 one student (`alice/` and `alice.zip`), the output folder itself, a hidden folder or zip (`.alice/`;
-not the folders tools leave, such as `.git`), a symbolic link.
+not the entries tools leave, such as `.git`, `.snapshot`, `.Trash-1000` or macOS's AppleDouble `._alice.zip`,
+which are passed over silently), a symbolic link.
 
 Output folders: every student's folder under DIR differs from every other student's and from every
 entry the batch writes into DIR, whatever the students are called. Names are compared ignoring case
@@ -36,6 +38,7 @@ The gradebook is keyed by student, not by folder.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import re
@@ -45,7 +48,7 @@ import unicodedata
 import zipfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
 from autograder.core.manifest import ROOT
@@ -80,6 +83,10 @@ EXPORT_MAX_MEMBERS = 200000
 EXPORT_MAX_BYTES = 2 * 2**30  # bytes unpacked from one Gradescope export, counted while reading
 
 EXPORT_MAX_DIRECTORY_BYTES = 128 * 2**20  # an export zip's central directory (read whole by zipfile)
+
+# the errors of a member's name or shape (too long, a file where a folder is or the reverse, a name the file
+# system refuses): that member is skipped; any other error (ENOSPC, EDQUOT, EIO ...) stops the unpacking
+NAME_ERRNOS = frozenset({errno.ENAMETOOLONG, errno.EISDIR, errno.ENOTDIR, errno.EEXIST, errno.EINVAL, errno.EILSEQ})
 
 
 @dataclass(frozen=True)
@@ -177,18 +184,36 @@ def _within(path: Path, folder: Path) -> bool:
     return True
 
 
-TOOL_HIDDEN_NAMES = (".git", ".ipynb_checkpoints", ".Trash", ".Trashes", ".fseventsd", ".Spotlight-V100", ".vscode")
+TOOL_HIDDEN_NAMES = (
+    ".git",
+    ".ipynb_checkpoints",
+    ".Trash",
+    ".Trashes",
+    ".fseventsd",
+    ".Spotlight-V100",
+    ".vscode",
+    ".snapshot",  # NetApp's snapshots
+    ".TemporaryItems",  # macOS on a network share
+    ".AppleDouble",  # netatalk's resource forks
+    ".DS_Store",
+)
+_TOOL_HIDDEN = re.compile(r"\._.*|\.Trash-\d+", re.DOTALL)  # AppleDouble `._alice.zip` (SMB, exFAT); `.Trash-1000`
+
+
+def _tool_entry(name: str) -> bool:
+    """Whether a class folder's entry is one tools leave (IGNORED_NAMES, TOOL_HIDDEN_NAMES, `._*`, `.Trash-<uid>`)."""
+    return name in IGNORED_NAMES or name in TOOL_HIDDEN_NAMES or _TOOL_HIDDEN.fullmatch(name) is not None
 
 
 def _entries(folder: Path) -> tuple[list[tuple[str, Path]], list[Refused]]:
     """(student, path) for each sub-folder or .zip of `folder`, and the entries refused: a hidden folder or
-    zip (name starting with "."; not the folders tools leave, TOOL_HIDDEN_NAMES) and a symbolic link."""
+    zip (name starting with "."; not the entries tools leave, `_tool_entry`) and a symbolic link."""
     found = []
     refused = []
     for entry in sorted(folder.iterdir()):
-        if entry.name in IGNORED_NAMES or entry.name in TOOL_HIDDEN_NAMES:
+        if _tool_entry(entry.name):
             continue
-        shown = clean_text(entry.name)
+        shown = one_line(entry.name)  # a refusal's entry: one line (refused.txt is tab-separated)
         is_zip = entry.suffix.lower() == ".zip"
         if entry.is_symlink():
             if entry.is_dir() or is_zip:
@@ -204,7 +229,7 @@ def _entries(folder: Path) -> tuple[list[tuple[str, Path]], list[Refused]]:
         if entry.name.startswith("."):
             refused.append(Refused(shown, "its name starts with '.', which hides it: rename it without the dot"))
         elif entry.is_dir():
-            found.append((shown, entry))
+            found.append((clean_text(entry.name), entry))
         else:
             found.append((clean_text(entry.stem), entry))
     return found, refused
@@ -278,26 +303,77 @@ EXPORT_ROOT_NAME = re.compile(r"assignment_\d+_export")  # the folder Gradescope
 METADATA_MAX_BYTES = 16 * 2**20  # a larger submission_metadata.yml is not parsed
 
 
+class ExportLayoutError(ValueError):
+    """Gradescope's export folder lies in SUBMISSIONS beside other entries: which folder is the class is unclear."""
+
+
 def gradescope_root(folder: Path) -> Path | None:
     """The folder holding Gradescope's submission_metadata.yml: `folder` itself, or its only entry (beside
     hidden and ignored ones) when that is a folder named like Gradescope's export (`assignment_<id>_export`).
 
-    A sub-folder with any other name, or one beside other entries (students' zips), is a student's own
-    submission: a yml in it names no one.
+    A sub-folder with any other name is a student's own submission: a yml in it names no one. An entry
+    named like the export folder and holding the yml beside other entries (the export unzipped in place,
+    `submissions.zip` left beside it) raises ExportLayoutError: it is never graded as one student.
     """
     if (folder / METADATA_NAME).is_file():
         return folder
     inside = [p for p in folder.iterdir() if not p.name.startswith(".") and p.name not in IGNORED_NAMES]
-    if len(inside) != 1 or not EXPORT_ROOT_NAME.fullmatch(inside[0].name):
+    exports = [p for p in inside if EXPORT_ROOT_NAME.fullmatch(p.name) and (p / METADATA_NAME).is_file()]
+    if not exports:
         return None
     only = inside[0]
-    if only.is_dir() and not only.is_symlink() and (only / METADATA_NAME).is_file():
+    if len(inside) == 1 and only.is_dir() and not only.is_symlink():
         return only
-    return None
+    others = ", ".join(repr(one_line(p.name)) for p in sorted(inside) if p not in exports)
+    raise ExportLayoutError(
+        f"{one_line(folder)} holds Gradescope's export folder {one_line(exports[0].name)!r} beside other "
+        f"entries ({others or 'another export folder'}); it is not graded as a student: pass the export folder "
+        f"itself ({one_line(exports[0])}), or remove the other entries"
+    )
 
 
-class YamlAliasError(ValueError):
-    """A YAML document using anchors or aliases (a "billion laughs" expands them without bound)."""
+METADATA_MAX_NODES = 1_000_000  # a roster expanding (its aliases followed) to more YAML nodes is not read
+
+
+class YamlTooLargeError(ValueError):
+    """A YAML document whose aliases expand it beyond METADATA_MAX_NODES nodes (a "billion laughs"), or
+    into itself."""
+
+
+def _expanded_nodes(root: Any) -> int:
+    """The nodes of a composed YAML document counted as if every alias were written out: count(node) =
+    1 + the counts of its children, memoised per node, so linear in the composed graph (a billion-laughs
+    DAG of a few hundred nodes costs a few hundred steps). YamlTooLargeError above METADATA_MAX_NODES or
+    for a node inside itself (an alias within its own anchor). Without recursion."""
+    import yaml
+
+    def children(node: Any) -> list[Any]:
+        if isinstance(node, yaml.MappingNode):
+            return [part for pair in node.value for part in pair]
+        if isinstance(node, yaml.SequenceNode):
+            return list(node.value)
+        return []
+
+    counts: dict[int, int] = {}
+    on_path: set[int] = set()
+    stack: list[tuple[Any, bool]] = [(root, False)]
+    while stack:
+        node, expanded = stack.pop()
+        key = id(node)
+        if expanded:
+            on_path.discard(key)
+            counts[key] = 1 + sum(counts[id(child)] for child in children(node))
+            if counts[key] > METADATA_MAX_NODES:
+                raise YamlTooLargeError(f"its aliases expand it to more than {METADATA_MAX_NODES} YAML nodes")
+            continue
+        if key in counts:
+            continue
+        if key in on_path:
+            raise YamlTooLargeError("an alias in it refers to a node that holds it (a document without end)")
+        on_path.add(key)
+        stack.append((node, True))
+        stack.extend((child, False) for child in children(node) if id(child) not in counts)
+    return counts[id(root)]
 
 
 def _plain_yaml(loader: Any, suffix: str, node: Any) -> Any:
@@ -314,8 +390,10 @@ def _plain_yaml(loader: Any, suffix: str, node: Any) -> Any:
 def read_metadata(path: Path) -> dict[str, tuple[str, str, str]]:
     """Gradescope's submission_metadata.yml as {folder: (names, e-mails, student key)}; {} when unreadable.
 
-    A file larger than METADATA_MAX_BYTES, or using YAML anchors or aliases (which Gradescope does not
-    write, and which let a few lines expand into billions of nodes), is not parsed: {} with a warning.
+    A file larger than METADATA_MAX_BYTES is not parsed, and one whose YAML aliases expand it to more than
+    METADATA_MAX_NODES nodes (a "billion laughs": a few lines, billions of nodes) or into itself is not
+    read: {} with a warning. Aliases within the cap are read (Ruby's YAML writer emits `&1`/`*1` for a
+    Hash or Array it meets twice). The size is counted on the composed node graph before anything is built.
     The file maps each submission folder to a record whose `:submitters:` list holds `:name:`,
     `:email:` and `:sid:` (keys are Ruby symbols, written with a leading colon).
     """
@@ -323,18 +401,22 @@ def read_metadata(path: Path) -> dict[str, tuple[str, str, str]]:
         import yaml
 
         class Loader(yaml.SafeLoader):
-            def compose_node(self, parent: Any, index: Any) -> Any:
-                if self.check_event(yaml.AliasEvent) or getattr(self.peek_event(), "anchor", None) is not None:
-                    raise YamlAliasError("it uses YAML anchors or aliases, which are not read")
-                return super().compose_node(parent, index)
+            pass
 
         Loader.add_multi_constructor("!", _plain_yaml)
         with open(path, "rb") as fh:
             raw = fh.read(METADATA_MAX_BYTES + 1)
         if len(raw) > METADATA_MAX_BYTES:
             raise ValueError(f"larger than {METADATA_MAX_BYTES // 2**20} MiB")
-        data = yaml.load(raw.decode("utf-8", errors="replace"), Loader=Loader)
-    except Exception as exc:  # PyYAML missing, a malformed, aliased or oversized file: grade by folder name
+        loader = Loader(raw.decode("utf-8", errors="replace"))
+        try:
+            root = loader.get_single_node()
+            if root is not None:
+                _expanded_nodes(root)
+            data = loader.construct_document(root) if root is not None else None
+        finally:
+            loader.dispose()
+    except Exception as exc:  # PyYAML missing, a malformed or oversized file: grade by folder name
         print(
             f"grade-all: {terminal_text(path)} could not be read ({type(exc).__name__}: {terminal_text(exc)}); "
             "students are named "
@@ -368,8 +450,10 @@ def unpack_export(archive: Path, dest: Path) -> Path:
     stored or deflate (`intake.member_problem`), files larger than intake.MAX_FILE_BYTES (zips:
     intake.MAX_SUBMISSION_BYTES), entries deeper than intake.MAX_DEPTH + 2 and damaged members are
     skipped (counted on stderr); bytes are counted while reading, at most EXPORT_MAX_BYTES in all. A
-    member this file system cannot hold (a name too long, a file named like a folder made before it) is
-    skipped too, with its own count on stderr: one student's odd name never stops the batch.
+    member this file system cannot hold (a name too long, a file named like a folder made before it: the
+    errors in NAME_ERRNOS) is skipped too, with its own count on stderr: one student's odd name never stops
+    the batch. Any other error writing a member (a full disk, a quota, an I/O error) is raised: grading
+    never goes on with files missing.
     Folder entries (names ending in "/", one per folder in a `zip -r` archive) are passed over
     silently: the folders are made for the files inside them.
     """
@@ -377,11 +461,11 @@ def unpack_export(archive: Path, dest: Path) -> Path:
         shutil.rmtree(dest)
     dest.mkdir(parents=True)
     with open(archive, "rb") as fh:
-        problem = intake.zip_directory_problem(fh, EXPORT_MAX_MEMBERS, EXPORT_MAX_DIRECTORY_BYTES)
-        if problem:
-            raise ValueError(f"{archive} {problem}")
-        fh.seek(0)
-        _unpack_members(zipfile.ZipFile(fh), archive, dest)
+        try:
+            zf = intake.open_zip(fh, EXPORT_MAX_MEMBERS, EXPORT_MAX_DIRECTORY_BYTES)
+        except intake.ZipRefused as exc:
+            raise ValueError(f"{archive} {exc}") from None
+        _unpack_members(zf, archive, dest)
     return dest
 
 
@@ -389,21 +473,15 @@ def _unpack_members(zf: zipfile.ZipFile, archive: Path, dest: Path) -> None:
     skipped = unwritable = 0
     left_bytes = EXPORT_MAX_BYTES
     with zf:
-        members = zf.infolist()
-        if len(members) > EXPORT_MAX_MEMBERS:
-            raise ValueError(f"{archive} holds {len(members)} entries, more than {EXPORT_MAX_MEMBERS}")
-        for info in members:
-            if info.filename.replace("\\", "/").endswith("/"):
+        for info in zf.infolist():
+            skip = intake.member_skip(info)  # absolute, '..', hidden, a link: intake's rule
+            if skip == "folder":
                 continue  # a folder entry (what `zip -r` writes for each folder): its files are members too
-            name = PurePosixPath(info.filename.replace("\\", "/"))
+            name = intake.member_path(info)
             parts = name.parts
             if (
-                not parts
-                or name.is_absolute()
-                or ".." in parts
-                or any(p.startswith(".") or p in IGNORED_NAMES for p in parts)
+                skip
                 or len(parts) > intake.MAX_DEPTH + 2
-                or (info.external_attr >> 16) & 0o170000 == 0o120000
                 or intake.member_problem(info)  # encrypted, or compressed other than stored or deflate
             ):
                 skipped += 1
@@ -420,8 +498,10 @@ def _unpack_members(zf: zipfile.ZipFile, archive: Path, dest: Path) -> None:
                             raise ValueError("too large")
                         dst.write(chunk)
                 left_bytes -= written
-            except OSError:  # a name too long here, a file named like a folder ...: skip it, keep the others
+            except OSError as exc:  # a name too long here, a file named like a folder ...: skip it, keep the others
                 _remove_partial(target)
+                if exc.errno not in NAME_ERRNOS:  # a full or failing disk: grade-all stops with its error
+                    raise
                 unwritable += 1
             except Exception:  # damaged or oversized member: skip it, keep the others
                 _remove_partial(target)
@@ -532,13 +612,8 @@ def zip_is_readable(path: Path) -> bool:
     """Whether the zip's directory can be read within intake's caps (its members are not decompressed: that is
     the grader's job)."""
     try:
-        with open(path, "rb") as fh:
-            if intake.zip_directory_problem(fh):  # too many entries to parse here: the grader said so
-                return False
-            fh.seek(0)
-            with zipfile.ZipFile(fh) as zf:
-                zf.infolist()
-        return True
+        with open(path, "rb") as fh, intake.open_zip(fh):  # too many entries to parse here: the grader said so
+            return True
     except Exception:  # a damaged central directory raises many types
         return False
 

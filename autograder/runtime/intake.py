@@ -11,10 +11,15 @@
   like an exercise's (`ex4_nic.py`, `my_ex04_nic_line_rate.py`) is not graded, but the feedback
   names it as the likely intended file.
 - **What is skipped.** Hidden entries (names starting with "."), `__MACOSX`, `__pycache__`,
-  symbolic links, anything that is not a regular file, a file with more than one hard link (another
-  of its names may lie outside the submission), anything deeper than `MAX_DEPTH` folder levels,
+  symbolic links, anything that is not a regular file, a file with more than one hard link whose owner
+  is not the owner of the submission's top folder (another of its names may lie outside the submission:
+  with Linux's protected_hardlinks a user can hard-link only files they own or may read and write, and
+  the link keeps the file's owner, so a link to an instructor's file, the answer key, keeps the
+  instructor as owner; a class folder an instructor built with `cp -al`, `rsync --link-dest` or a dedup
+  tool keeps its owner on file and folder alike and is graded), anything deeper than `MAX_DEPTH` folder levels,
   entries past the first `MAX_ENTRIES` of a folder tree; zip members with absolute paths or `..`,
-  and zip members stored as links. Each limit that was reached is said in the notes.
+  and zip members stored as links. Each limit that was reached is said in the notes. A submission that is
+  one file (not a folder or zip) is not checked for hard links: it is what was named, not found beneath.
 - **No link is followed.** A folder is read through descriptors: the submission is opened once, and
   every folder and file beneath it is opened relative to its parent's descriptor with O_NOFOLLOW, so
   a folder swapped for a link while the submission is read is not entered. A zip is read from that
@@ -314,10 +319,10 @@ def _copy_file(top_fd: int, parts: tuple[str, ...], target: Path, budget: _Budge
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             return "is not a regular file"
-        if parts and info.st_nlink > 1:  # another name of it may lie outside the submission (an instructor's file)
+        if parts and info.st_nlink > 1 and info.st_uid != os.fstat(top_fd).st_uid:  # see `locate`'s rules
             return (
-                "is a hard link (one file with more than one name), and hard-linked files are not graded: "
-                "save it as an ordinary copy and resubmit"
+                "is a hard link (one file with more than one name) to a file of another owner, which is not "
+                "graded: save it as an ordinary copy and resubmit"
             )
         with os.fdopen(fd, "rb", closefd=False) as src:
             return _write_capped(src, target, budget)
@@ -357,17 +362,14 @@ def _zip_candidates(zf: zipfile.ZipFile, exercises: Sequence[Exercise]) -> _Scan
     hints: dict[str, list[str]] = {}
     too_deep = unsafe = links = 0
     for info in zf.infolist():
-        name = PurePosixPath(info.filename.replace("\\", "/"))
-        if info.is_dir() or not name.parts:
-            continue
-        if name.is_absolute() or ".." in name.parts:
+        skip = member_skip(info)
+        if skip == "unsafe":
             unsafe += 1
-            continue
-        if any(_ignored(part) for part in name.parts):
-            continue
-        if (info.external_attr >> 16) & 0o170000 == 0o120000:  # a symbolic link stored in the zip
+        elif skip == "link":
             links += 1
+        if skip:
             continue
+        name = member_path(info)
         depth = len(name.parts) - 1
         if depth > MAX_DEPTH:
             too_deep += 1
@@ -382,6 +384,28 @@ def _zip_candidates(zf: zipfile.ZipFile, exercises: Sequence[Exercise]) -> _Scan
     if links:
         notes.append(f"{links} zip entries stored as symbolic links were skipped: the grader does not follow links.")
     return candidates, hints, notes
+
+
+def member_path(info: zipfile.ZipInfo) -> PurePosixPath:
+    """A zip member's path, with "\\" read as "/" (what zips made on Windows may hold)."""
+    return PurePosixPath(info.filename.replace("\\", "/"))
+
+
+def member_skip(info: zipfile.ZipInfo) -> str:
+    """Why a zip member is passed over whatever its name, else '': "folder" (a folder entry, or no name),
+    "unsafe" (an absolute path or a '..'), "hidden" (a part starting with "." or a SKIPPED_DIRS name),
+    "link" (stored as a symbolic link). The one rule of the intake and of a class zip's unpacking; a member
+    not skipped is still read only when `member_problem` says nothing."""
+    name = member_path(info)
+    if info.filename.replace("\\", "/").endswith("/") or not name.parts:
+        return "folder"
+    if name.is_absolute() or ".." in name.parts:
+        return "unsafe"
+    if any(_ignored(part) for part in name.parts):
+        return "hidden"
+    if (info.external_attr >> 16) & 0o170000 == 0o120000:  # a symbolic link stored in the zip
+        return "link"
+    return ""
 
 
 def member_problem(info: zipfile.ZipInfo) -> str:
@@ -434,7 +458,7 @@ def zip_directory_problem(
             return f"holds {entries} entries, more than the {max_members} the grader opens"
         if size > max_bytes:
             return f"has a directory of {size / 2**20:.0f} MiB, more than the {max_bytes // 2**20} MiB the grader reads"
-        start = location - size - (_ZIP64_END_BYTES if end[0] == b"PK\x06\x06" else 0)  # where zipfile reads it
+        start = _directory_start(fh, location, size, zip64=end[0] == b"PK\x06\x06")
         if start < 0:
             return ""
         seen = done = 0
@@ -452,10 +476,52 @@ def zip_directory_problem(
     return ""
 
 
+def _directory_start(fh: IO[bytes], location: int, size: int, *, zip64: bool) -> int:
+    """Where zipfile reads the central directory of `size` bytes, -1 when no record is there (damaged: left
+    to zipfile). `location` from `_EndRecData` is the end record's offset on a CPython before the
+    CVE-2025-8291 fix (October 2025 patch releases; its zipfile then subtracts the zip64 records itself)
+    and the zip64 end record's after it: both starts are tried, the first holding a directory record
+    (and, for zip64, followed by the zip64 end record, as the directory always is) is taken."""
+    starts = [location - size] + ([location - size - _ZIP64_END_BYTES] if zip64 else [])
+    for start in starts:
+        if start < 0:
+            continue
+        fh.seek(start)
+        if fh.read(4) != b"PK\x01\x02":
+            continue
+        fh.seek(start + size)
+        if zip64 and fh.read(4) != b"PK\x06\x06":
+            continue
+        return start
+    return -1
+
+
 def _is_zip(fd: int) -> bool:
     """Whether the regular file open as `fd` has a zip's end record (read through a new descriptor)."""
     with os.fdopen(os.dup(fd), "rb") as fh:
         return zipfile.is_zipfile(fh)
+
+
+class ZipRefused(ValueError):
+    """A zip whose directory is beyond the caps; the message is words after "The zip"."""
+
+
+def open_zip(
+    fh: IO[bytes], max_members: int = MAX_ZIP_MEMBERS, max_bytes: int = MAX_ZIP_DIRECTORY_BYTES
+) -> zipfile.ZipFile:
+    """A ZipFile on the open zip `fh`, its directory measured first (`zip_directory_problem`) and its members
+    counted after: ZipRefused beyond the caps; a damaged directory raises what zipfile raises (many types).
+    `fh` stays the caller's to close (ZipFile leaves a file object it was handed open)."""
+    problem = zip_directory_problem(fh, max_members, max_bytes)
+    if problem:
+        raise ZipRefused(problem)
+    fh.seek(0)
+    zf = zipfile.ZipFile(fh)
+    count = len(zf.infolist())
+    if count > max_members:  # the pre-check's walk stops at a damaged record: zipfile may read on
+        zf.close()
+        raise ZipRefused(f"holds {count} entries, more than the {max_members} the grader opens")
+    return zf
 
 
 def _open_zip(fh: IO[bytes]) -> tuple[zipfile.ZipFile | None, str]:
@@ -468,25 +534,15 @@ def _open_zip(fh: IO[bytes]) -> tuple[zipfile.ZipFile | None, str]:
             f"The zip is {size / 2**20:.0f} MiB, more than the {MAX_SUBMISSION_BYTES // 2**20} MiB "
             "the grader opens; nothing was graded. Submit only the exercise files."
         )
-    problem = zip_directory_problem(fh)
-    if problem:
-        return None, f"The zip {problem}; nothing was graded. Submit only the exercise files."
     try:
-        fh.seek(0)
-        zf = zipfile.ZipFile(fh)
+        return open_zip(fh), ""
+    except ZipRefused as exc:
+        return None, f"The zip {exc}; nothing was graded. Submit only the exercise files."
     except Exception as exc:  # a damaged or hostile central directory: many exception types
         return None, (
             f"The zip could not be opened ({type(exc).__name__}: {one_line(exc)}); nothing was "
             "graded. Zip your files again and resubmit."
         )
-    count = len(zf.infolist())
-    if count > MAX_ZIP_MEMBERS:  # the pre-check's walk stops at a damaged record: zipfile may read on
-        zf.close()
-        return None, (
-            f"The zip holds {count} entries, more than the {MAX_ZIP_MEMBERS} the grader opens; "
-            "nothing was graded. Submit only the exercise files."
-        )
-    return zf, ""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -581,23 +637,23 @@ def _locate_open(
     archive: IO[bytes] | None = None
     candidates: list[_Candidate] = []
     hints: dict[str, list[str]] = {}
-    mode = os.fstat(top_fd).st_mode
-    if stat.S_ISDIR(mode):
-        candidates, hints, notes = _folder_candidates(top_fd, exercises)
-    elif stat.S_ISREG(mode) and not name.lower().endswith(".ipynb") and _is_zip(top_fd):
-        archive = os.fdopen(os.dup(top_fd), "rb")
-        zf, problem = _open_zip(archive)
-        if zf is None:
-            notes.append(problem)
-        else:
-            candidates, hints, notes = _zip_candidates(zf, exercises)
-    elif stat.S_ISREG(mode) and match_name(name, exercises) is not None:
-        _classify(name, shown_name, 0, (), exercises, candidates, hints)
-    else:
-        notes.append(f"The submission {shown_name!r} is neither a folder nor a zip file; nothing was graded.")
     budget = _Budget(MAX_EXTRACT_BYTES)
     found: dict[str, Found] = {}
-    try:
+    try:  # from before the zip is opened: whatever is raised, the zip and its file object are closed
+        mode = os.fstat(top_fd).st_mode
+        if stat.S_ISDIR(mode):
+            candidates, hints, notes = _folder_candidates(top_fd, exercises)
+        elif stat.S_ISREG(mode) and not name.lower().endswith(".ipynb") and _is_zip(top_fd):
+            archive = os.fdopen(os.dup(top_fd), "rb")
+            zf, problem = _open_zip(archive)
+            if zf is None:
+                notes.append(problem)
+            else:
+                candidates, hints, notes = _zip_candidates(zf, exercises)
+        elif stat.S_ISREG(mode) and match_name(name, exercises) is not None:
+            _classify(name, shown_name, 0, (), exercises, candidates, hints)
+        else:
+            notes.append(f"The submission {shown_name!r} is neither a folder nor a zip file; nothing was graded.")
         for ex in exercises:
             mine = [c for c in candidates if c.ex_id == ex.id]
             if not mine:
