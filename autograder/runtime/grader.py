@@ -582,12 +582,7 @@ def main(argv: Sequence[str]) -> int:
         "--out); without it, both",
     )
     parser.add_argument("--state", type=Path, help="with --phase: the public phase's sealed state (grader-only folder)")
-    parser.add_argument(
-        "--in-class",
-        action="store_true",
-        help="a batch's grader (without --phase; --phase public always is one): the submission is an entry of a "
-        "class folder, so a link is refused, as is a class folder other users can reach on the seccomp-uid rung",
-    )
+    parser.add_argument("--in-class", action="store_true", help="a batch's grader: refused on a link or exposed class")
     parser.add_argument(
         "--public-specs",
         type=Path,
