@@ -196,6 +196,17 @@ STRING_WITH_MAGIC_LINES = '''TEMPLATE = """
 '''
 
 
+def _exercise_cell_code(tmp_path, cell: str) -> str:
+    """The code `extract_code` reads from a notebook whose one tagged exercise cell is `cell`."""
+    note = {
+        "nbformat": 4,
+        "nbformat_minor": 5,
+        "metadata": {},
+        "cells": [{"cell_type": "code", "metadata": {"tags": [notebook_code.EXERCISE_TAG]}, "source": cell}],
+    }
+    return notebook_code.extract_code(_write(tmp_path, note), "ex01")
+
+
 def test_extract_code_comments_magics_but_not_string_lines_that_look_like_them(tmp_path):
     # IPython (Otter's and nbgrader's kernel) runs `%`/`!` lines as magics only where a statement begins:
     # the lines of a triple-quoted string, a bracket or a backslash continuation are code, kept exactly.
@@ -204,13 +215,7 @@ def test_extract_code_comments_magics_but_not_string_lines_that_look_like_them(t
         + STRING_WITH_MAGIC_LINES
         + "!echo don't\nMOD = (7\n% 4)\nREST = 9 \\\n% 5\n%time TEMPLATE % 1.0\n"
     )
-    note = {
-        "nbformat": 4,
-        "nbformat_minor": 5,
-        "metadata": {},
-        "cells": [{"cell_type": "code", "metadata": {"tags": [notebook_code.EXERCISE_TAG]}, "source": cell}],
-    }
-    code = notebook_code.extract_code(_write(tmp_path, note), "ex01")
+    code = _exercise_cell_code(tmp_path, cell)
     commented = [line for line in code.splitlines() if line.startswith("# (notebook only) ")]
     assert commented == [
         "# (notebook only) %matplotlib inline",
@@ -229,13 +234,7 @@ def test_an_indented_magic_is_a_magic_and_its_block_stays_a_block(tmp_path):
     # IPython also runs an indented `!`/`%` line that begins a statement (Colab's `except ImportError:` over
     # `    !pip install x`); as a bare comment its block would be empty, a SyntaxError costing the exercise.
     cell = "# a2-exercise ex01\ntry:\n    import no_such_module_a2\nexcept ImportError:\n    !pip install x\nOK = 1\n"
-    note = {
-        "nbformat": 4,
-        "nbformat_minor": 5,
-        "metadata": {},
-        "cells": [{"cell_type": "code", "metadata": {"tags": [notebook_code.EXERCISE_TAG]}, "source": cell}],
-    }
-    code = notebook_code.extract_code(_write(tmp_path, note), "ex01")
+    code = _exercise_cell_code(tmp_path, cell)
     assert "    pass  # (notebook only) !pip install x" in code, code
     namespace: dict[str, Any] = {}
     exec(code, namespace)
