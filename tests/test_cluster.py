@@ -361,3 +361,23 @@ def test_the_real_grader_on_the_cluster_grades_as_the_process_pool(tmp_path):
     for student in ("key", "gib"):
         texts = [(tmp_path / route / student / "feedback.md").read_text() for route in ("pool", "dask")]
         assert texts[0] == texts[1], f"{student}'s feedback differs between the pool and the cluster"
+
+
+def test_a_barrier_that_cannot_close_fails_each_sealed_student_and_runs_no_hidden_phase(
+    tmp_path, grader_python, monkeypatch
+):
+    """When the cluster cannot confirm that no public task still runs (a hung or unreachable worker), no hidden
+    phase starts, and each student sealed so far gets the batch's own failure in a valid results.json instead of
+    the batch ending without writing (a red-team pass found the barrier's RuntimeError uncaught)."""
+
+    def hung(self, timeout_s):
+        raise RuntimeError("public phases still running on ['tcp://w1']: no hidden phase is started")
+
+    monkeypatch.setattr(cluster.Cluster, "close_public", hung)
+    subs = _batch(tmp_path, {"a": 6, "b": 3})
+    report = bulk.grade_all(subs, tmp_path / "out", progress=False, python=grader_python, cluster="local:1")
+    assert sorted(report.failed) == ["a", "b"], report
+    assert {phase for phase, *_ in _events(subs)} == {"public"}, "no hidden phase may run past a failed barrier"
+    for student in ("a", "b"):
+        results = json.loads((tmp_path / "out" / student / "results.json").read_text())
+        assert abs(results["score"]) < 1e-9 and "grade-all itself failed" in json.dumps(results), results

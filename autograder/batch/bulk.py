@@ -248,7 +248,13 @@ def _grade(todo: Sequence[Job], batch: Batch, store: Store, sealed: bool) -> Non
         )
         # the barrier: every public phase above has ended and is sealed; no hidden case ran before this line
         if cluster is not None:  # and none runs anywhere in the cluster (a worker's rerun, say)
-            cluster.close_public(batch.timeout_s)
+            try:
+                cluster.close_public(batch.timeout_s)
+            except Exception as exc:  # a hung or unreachable worker: no hidden phase may start, each sealed
+                # student gets the batch's own failure (a valid results.json) and a regrade grades them
+                for job in ready:
+                    hidden_done(job, _failure(job.sub.student, f"grade-all itself failed, not the submission: {exc}"))
+                return
         _each_in_pool(
             sorted(ready, key=lambda job: job.sub.student),
             hidden,
