@@ -74,14 +74,14 @@ def _cell(table: Table | None, student: str, ex_id: str) -> tuple[float, str]:
     return table.get(student, {}).get(ex_id, (0.0, "missing"))
 
 
-def valid_points(table: Table | None, tool_name: str) -> tuple[Table | None, dict[str, list[str]]]:
+def valid_points(table: Table | None, tool_name: str) -> tuple[Table | None, dict[str, dict[str, str]]]:
     """`table` with every cell that is not a score of its exercise (a finite number from 0 to the exercise's
-    points: a tool's results are the student's code to rewrite, NaN and 1e300 included) counted 0, and the
-    flags saying so, by student."""
+    points: a tool's results are the student's code to rewrite, NaN and 1e300 included) counted 0 with the
+    reason, and those cells' reasons by student and exercise."""
     if table is None:
         return None, {}
     clean: Table = {}
-    flags: dict[str, list[str]] = {}
+    invalid: dict[str, dict[str, str]] = {}
     for student, row in table.items():
         clean[student] = {}
         for e, (points, why) in row.items():
@@ -89,17 +89,15 @@ def valid_points(table: Table | None, tool_name: str) -> tuple[Table | None, dic
             if isinstance(points, (int, float)) and math.isfinite(points) and -0.005 <= points <= most + 0.005:
                 clean[student][e] = (float(points), why)
                 continue
-            clean[student][e] = (0.0, f"{tool_name} reported {points!r}, not a score from 0 to {most:g}")
-            flags.setdefault(student, []).append(
-                f"{e}: {tool_name} reported {points!r}, not a score from 0 to {most:g} (the notebook may have "
-                f"rewritten its results; counted 0)"
-            )
-    return clean, flags
+            reason = f"{tool_name} reported {points!r}, not a score from 0 to {most:g}"
+            clean[student][e] = (0.0, reason)
+            invalid.setdefault(student, {})[e] = reason
+    return clean, invalid
 
 
 def cross_check(tool: Table | None, native: Table | None, tool_name: str, source: str = "native") -> Checked:
     """Compare `tool` with `native` per student and exercise (hundredths) and pick the reported points. The
-    tool's cells go through `valid_points` first."""
+    tool's cells go through `valid_points` first: a cell that is not a score is flagged as such, not compared."""
     if source not in ("native", "tool"):
         raise ValueError(f"source must be 'native' or 'tool', not {source!r}")
     tool, invalid = valid_points(tool, tool_name)
@@ -111,13 +109,16 @@ def cross_check(tool: Table | None, native: Table | None, tool_name: str, source
     checked = Checked({}, native, tool, tool_name, source)
     for student in students:
         checked.reported[student] = {e: _cell(chosen, student, e) for e in ids}
-        if invalid.get(student):
-            checked.flags[student] = list(invalid[student])
+        not_scores = invalid.get(student, {})
+        for e, reason in not_scores.items():
+            checked.flags.setdefault(student, []).append(
+                f"{e}: {reason} (the notebook may have rewritten its results; counted 0)"
+            )
         if tool is None or native is None:
             continue
         for e in ids:
-            if any(flag.startswith(f"{e}: ") for flag in invalid.get(student, [])):
-                continue  # flagged once, by valid_points
+            if e in not_scores:
+                continue
             (t, t_why), (n, n_why) = _cell(tool, student, e), _cell(native, student, e)
             t, n = round(t, POINTS_DECIMALS), round(n, POINTS_DECIMALS)
             if t > n:
