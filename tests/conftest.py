@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import tempfile
 from collections import defaultdict
 from pathlib import Path
@@ -152,18 +153,40 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 
 
 _CONFIG: pytest.Config
+_LITTER = pytest.StashKey[frozenset[str] | None]()
+_LITTERED = pytest.StashKey[list[str]]()
+_REPO = Path(__file__).resolve().parents[1]
+
+
+def _untracked() -> frozenset[str] | None:
+    """The checkout's files that git neither tracks nor ignores (None outside a git checkout)."""
+    if not (_REPO / ".git").exists() or shutil.which("git") is None:
+        return None
+    listed = subprocess.run(
+        ["git", "-C", str(_REPO), "ls-files", "--others", "--exclude-standard", "-z"], capture_output=True, check=False
+    )
+    return frozenset(listed.stdout.decode(errors="replace").split("\0")) - {""} if listed.returncode == 0 else None
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_sessionstart(session: pytest.Session) -> None:
     global _CONFIG
     _CONFIG = session.config
+    if not _is_worker(session.config):
+        session.config.stash[_LITTER] = _untracked()
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
     config = session.config
     if _is_worker(config):
         return
+    # A test that writes into the checkout (a path taken by position from argv, a relative default) leaves a
+    # file the next commit picks up: the run fails on any file it added that git neither tracks nor ignores.
+    before, after = config.stash.get(_LITTER, None), _untracked()
+    litter = sorted(after - before) if before is not None and after is not None else []
+    config.stash[_LITTERED] = litter
+    if litter:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
     if _OWN_CACHE in config.stash:
         shutil.rmtree(config.stash[_OWN_CACHE], ignore_errors=True)
     state = config.stash[_STATE]
@@ -187,6 +210,10 @@ def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
         return
     state = config.stash[_STATE]
     tr = terminalreporter
+    litter = config.stash.get(_LITTERED, [])
+    if litter:
+        tr.section("files the tests wrote into the checkout: the run fails", red=True)
+        tr.write_line(f"{len(litter)} new, neither tracked nor ignored by git (write under tmp_path): {litter[:5]}")
     tr.section("slow proofs (tests/proofs.py)")
     for name, st in sorted(state["status"].items()):
         if st.holds:

@@ -72,12 +72,6 @@ def run(experiment: str, submission: Path, plots: Path | None, as_json: bool) ->
         remove_tree(staging)
 
 
-def _inside(path: Path, folder: Path) -> bool:
-    """Whether `path` (made or not) would lie in `folder` or be it, links resolved."""
-    real, top = Path(os.path.realpath(path)), Path(os.path.realpath(folder))
-    return real == top or top in real.parents
-
-
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m autograder lecture", description=__doc__.splitlines()[0])
     parser.add_argument("experiment", choices=["01", "02", "03", "all"])
@@ -87,7 +81,7 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     if not args.impl.exists():
         parser.error(f"--impl {args.impl}: no such folder or zip")
-    if args.plots is not None and _inside(args.plots, args.impl):
+    if args.plots is not None and intake.within(args.plots, args.impl):
         parser.error(f"--plots {args.plots} lies inside the student's folder {args.impl}: choose a folder of your own")
     exposed = ladder.exposed(args.impl, "the student's folder")
     if exposed:

@@ -176,14 +176,6 @@ def assign_folders(subs: Sequence[Submission], taken: set[str]) -> list[Submissi
     return assigned
 
 
-def _within(path: Path, folder: Path) -> bool:
-    try:
-        path.resolve().relative_to(folder.resolve())
-    except (ValueError, OSError):
-        return False
-    return True
-
-
 TOOL_HIDDEN_NAMES = (
     ".git",
     ".ipynb_checkpoints",
@@ -260,7 +252,7 @@ def discover(
     candidates: list[Submission] = []
     outs = [p for p in (out, *not_submissions) if p is not None]
     for student, path in entries:
-        if any(_within(o, path) or path.resolve() == o.resolve() for o in outs):
+        if any(intake.within(o, path) for o in outs):
             refused.append(Refused(one_line(path.name), "this is grade-all's own output folder, not a submission"))
             continue
         record = metadata.get(clean_text(path.name)) or metadata.get(clean_text(path.stem))

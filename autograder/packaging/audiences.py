@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-GRADESCOPE_IMAGE = "Gradescope base image Ubuntu 22.04 (python3 3.10, x86_64)"
 LINUX_X86_64 = ("manylinux_2_35_x86_64", "manylinux_2_28_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64")
 
 

@@ -126,6 +126,16 @@ def _ignored(part: str) -> bool:
 # Names
 
 
+def within(path: Path, folder: Path) -> bool:
+    """Whether `path` (made or not) is `folder` or lies in it, links resolved; False where a link cannot be
+    resolved (a loop)."""
+    try:
+        path.resolve().relative_to(folder.resolve())
+    except (ValueError, OSError, RuntimeError):
+        return False
+    return True
+
+
 def too_long(name: str) -> bool:
     """Whether `name` is longer than a file name can be on common file systems (MAX_NAME_BYTES in UTF-8)."""
     return len(name) > MAX_NAME_BYTES or len(name.encode("utf-8", "surrogatepass")) > MAX_NAME_BYTES

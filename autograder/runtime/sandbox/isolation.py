@@ -104,10 +104,6 @@ def probe_bwrap() -> tuple[dict | None, list[str]]:
     return None, failures
 
 
-def _inside(path: str, folder: str) -> bool:
-    return path == folder or path.startswith(folder.rstrip("/") + "/")
-
-
 def _folders_to(dest: str, made: set[str] | None = None) -> list[str]:
     """`--dir` for each folder above `dest` not in `made` yet (mode 0755: bwrap would make the folders on the
     way to a bind mode 0700, which the sandbox uid could not pass); adds them to `made`."""

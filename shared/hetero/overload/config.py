@@ -22,7 +22,6 @@ TOY_CONTEXT_TOKENS = 131_072
 # of 13.1 requests of 131,072 tokens. An instance's load (decode.py) is max(TBT / SLO, KV / HBM): 13
 # requests read 27.3 ms per step (0.76 of the SLO) and fill 98.96 % of the KV room, 14 would need 106.6 %
 # of it: the KV memory, not the TBT SLO, ends an instance's batch at 13.
-TOY_KV_CAPACITY_REQUESTS = 13
 TOY_TBT_SLO_S = paper_rule_tbt_slo_s(TOY_MODEL, "H20", 8, TOY_CONTEXT_TOKENS)
 
 
