@@ -234,6 +234,10 @@ def attack_checks(data: dict, attack: str, rung) -> None:  # type: ignore[no-unt
         assert "SyntaxError" in first and "line" in first, f"the syntax error must be shown: {first}"
     if attack == "missing_import":
         assert "numpyy_not_installed" in first, f"the failed import must be named: {first}"
+    if attack in ("syntax_error", "missing_import"):
+        assert "Stopped:" not in data["output"] and "exited with status" not in data["output"], (
+            f"a file that does not import is said to be so, not to have stopped: {data['output'][-1500:]}"
+        )
     if attack == "infinite_loop":
         assert "time limit" in data["output"] or "CPU-time limit" in data["output"], data["output"]
     if attack == "stdout_flood":

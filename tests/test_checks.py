@@ -225,6 +225,15 @@ def test_judge_raises_cases():
     case = Case("ex99.twice.bad", "twice", (None,), raises="ValueError", hint="validate the input")
     verdict = judge(case, run_call(case, _Module))  # TypeError, not ValueError
     assert not verdict.passed and "ValueError" in verdict.message and "validate" in verdict.message
+    # What came back instead, in the student's own terms (a public case: the value is theirs to see).
+    assert "but it returned None (no `raise`" in judge(case, Outcome(None)).message
+    assert "but it returned a value." in judge(case, Outcome(encode(3.0))).message
+
+
+def test_a_type_fix_names_the_type_with_its_article():
+    case = Case("ex99.count.x", "count", (), expect=3, unit="tokens")
+    said = judge(case, Outcome(encode([3]))).message
+    assert "return an int" in said and "return a int" not in said, said
 
 
 def test_gen_specs_encode():

@@ -95,6 +95,10 @@ def test_the_index_page_is_read_before_pip(monkeypatch):
     text = it.no_wheel_message(caught.value, PIN, "make setup", "rm -rf .venv && make setup PYTHON=python{v}")
     assert "no torch 2.13.0 wheel for CPython 3.10 on linux x86_64" in text
     assert "rm -rf .venv && make setup PYTHON=python3.11" in text and "A2_TORCH_INDEX_URL= make setup" in text
+    assert "set for it, as now" not in text, "no index was named: nothing to keep"
+    monkeypatch.setenv("A2_TORCH_INDEX_URL", "file:///srv/torch index")
+    text = it.no_wheel_message(caught.value, PIN, "make setup", "rm -rf .venv && make setup PYTHON=python{v}")
+    assert "with A2_TORCH_INDEX_URL='file:///srv/torch index' set for it, as now" in text, text
 
 
 @pytest.mark.parametrize(

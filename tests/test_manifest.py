@@ -144,6 +144,22 @@ def test_derived_files_are_current():
     )
 
 
+def test_the_handout_says_when_hidden_inputs_are_shown_as_the_manifest_sets_it():
+    """Gradescope shows a hidden case's inputs and expected values only through the opt-in entry
+    (`hidden_detail_visibility`); the handout's sentence follows the manifest, whatever it is."""
+    handout = (ROOT / "assignments" / "README.md").read_text(encoding="utf-8")
+    assert f"<!-- a2:hidden_detail -->{derived.hidden_detail_text()}<!-- /a2 -->" in handout
+    with_level = lambda level: tuple(dataclasses.replace(e, hidden_detail_visibility=level) for e in EXERCISES)  # noqa: E731
+    assert derived.hidden_detail_text(with_level(None)).endswith(
+        "are not shown unless your instructor chooses to release them"
+    )
+    assert derived.hidden_detail_text(with_level("after_due_date")).endswith("are shown after the due date")
+    mixed = (dataclasses.replace(EXERCISES[0], hidden_detail_visibility="visible"), *EXERCISES[1:])
+    assert "depends on the exercise" in derived.hidden_detail_text(with_level(None)[:1] + mixed[:1])
+    for level in manifest.VISIBILITY_LEVELS:
+        assert derived.hidden_detail_text(with_level(level)), level
+
+
 def test_spans_are_filled_and_unknown_keys_named():
     values = {"count": "eleven"}
     assert derived.fill_spans("in <!-- a2:count -->ten<!-- /a2 --> files", "X.md", values) == (

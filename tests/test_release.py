@@ -96,6 +96,17 @@ def test_handout_names_every_function_the_student_fills():
     assert "Helper (optional, not graded on its own): `def _check_cluster(" in handout
 
 
+def test_handout_quotes_the_released_models_training_run_and_its_deferral_figures():
+    from autograder.authoring import reference_figures
+    from hetero.moe.checkpoint import load_checkpoint
+
+    handout = (ROOT / "assignments" / "README.md").read_text(encoding="utf-8")
+    assert reference_figures.TRAINING_SLOT not in handout and reference_figures.DEFERRAL_SLOT not in handout
+    meta = load_checkpoint(ROOT / "assignments" / "reference_moe.pt")[1]
+    said = f"its {int(meta['steps']):,} steps took {float(meta['train_seconds']):.0f} s there"
+    assert said in handout, f"the handout must quote the shipped model's own training run ({said!r})"
+
+
 def test_handout_states_the_manifests_case_limits():
     handout = (ROOT / "assignments" / "README.md").read_text(encoding="utf-8")
     assert f"({case_limits_text()})" in handout and LIMITS_SLOT not in handout

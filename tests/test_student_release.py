@@ -1,7 +1,8 @@
 """What a student gets: the unfilled release fails every public test with NotImplementedError (said at the
 top) and prints the per-exercise summary last; the same tests pass once the answer key's files are copied
-in; a loop costs one case ("stopped after N s"); a failure is one short block naming the call, the
-expected value with its unit, what came back and, for an exception, the student's own file:line."""
+in; a loop costs its case ("stopped after N s") and the later cases of its function ("not run"), the same
+public cases the grader fails; a failure is one short block naming the call, the expected value with its
+unit, what came back and, for an exception, the student's own file:line."""
 
 from __future__ import annotations
 
@@ -15,7 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from autograder.core.manifest import EXERCISES
+from autograder.core.manifest import BY_ID, EXERCISES
+from autograder.runtime import grader
+from hetero.impl import load_module_from_path
 
 ROOT = Path(__file__).resolve().parents[1]
 FAILURE_HEADER = re.compile(r"\n_{3,} test_public\[([^\]]+)\] _{3,}\n")
@@ -110,7 +113,7 @@ LOOP = "\n    while True:\n        pass\n"
 
 
 @pytest.mark.slow
-def test_a_loop_costs_only_its_cases_and_mistakes_are_one_block_each(release_copy, tmp_path):
+def test_a_loop_costs_its_functions_later_cases_as_in_grading_and_mistakes_are_one_block_each(release_copy, tmp_path):
     filled = tmp_path / "mistakes"
     shutil.copytree(release_copy, filled)
     for ex in EXERCISES[:3]:
@@ -142,10 +145,35 @@ def test_a_loop_costs_only_its_cases_and_mistakes_are_one_block_each(release_cop
     listing_path.write_text(json.dumps(listing), encoding="utf-8")
     result = run_pytest(filled, "-m", "ex01 or ex02 or ex03")
     blocks = failure_blocks(result.stdout)
+    looping = [c.id for c in load_module_from_path(filled / "tests" / "public_ex01.py", "_p01").CASES]
+    looping = [c for c in looping if c.startswith("ex01.usd_per_gb.")]
     loops = {k for k, b in blocks.items() if "stopped after 1 s" in b}
-    assert loops and loops == {k for k in blocks if k.startswith("ex01.usd_per_gb.")}, (
-        f"every usd_per_gb case must stop after 1 s and nothing else; stopped: {sorted(loops)}"
+    not_run = {k for k, b in blocks.items() if "no result: not run" in b}
+    assert loops == set(looping[:1]) and not_run == set(looping[1:]), (
+        f"the first usd_per_gb case ({looping[0]}) must stop after 1 s and its later cases not run, as in "
+        f"grading; stopped: {sorted(loops)}, not run: {sorted(not_run)}"
     )
+    assert "ran longer than the per-case time limit on an earlier case" in blocks[looping[-1]], blocks[looping[-1]]
+    # The grader (its own 10 s limit) fails exactly the public cases pytest failed, and pays the public points
+    # the summary shows (ex02: kv_bytes_per_token's value cases all fail, so its passed invalid-input cases
+    # pay nothing).
+    staging = tmp_path / "staging"
+    staging.mkdir()
+    found, _ = grader.locate(filled, [BY_ID["ex01"], BY_ID["ex02"]], staging)
+    for ex_id in ("ex01", "ex02"):
+        graded = grader.grade_exercise(BY_ID[ex_id], found.get(ex_id))
+        graded_failed = {c.case_id for c in graded.cases if not c.hidden and not c.passed}
+        pytest_failed = {k for k in blocks if k.startswith(f"{ex_id}.")}
+        assert graded_failed == pytest_failed, (
+            f"the public tests and the grader must fail the same public cases of {ex_id}; grader only: "
+            f"{sorted(graded_failed - pytest_failed)}, pytest only: {sorted(pytest_failed - graded_failed)}"
+        )
+        paid = sum(c.cents for c in graded.cases if not c.hidden and c.paid) / 100
+        shown = re.search(rf"^{ex_id}\s+\d+\s+\d+\s+([\d.]+) / ", result.stdout, flags=re.M)
+        assert shown and abs(float(shown.group(1)) - paid) < 0.006, (
+            f"{ex_id}: the summary's public points must be what grading pays for the public cases ({paid:.2f}); "
+            f"shown: {shown.group(0) if shown else result.stdout[-1500:]}"
+        )
     # columns: exercise, public cases passed, failed, public points passed / max, exercise max, status
     assert re.search(r"^ex01\s+[1-9]\d*\s+\d+\s+[1-9][\d.]* / 2\.4\s+6\s+FAILING$", result.stdout, flags=re.M), (
         "after the loop the other ex01 cases must still run and pass:\n" + result.stdout[-2000:]

@@ -5,7 +5,8 @@
 - Marked spans in hand-written prose (README.md, solutions/HANDOUT.md, the student copy's README
   template): `<!-- a2:KEY -->...<!-- /a2 -->`, the text between the markers replaced by the manifest's
   value for KEY — `count` ("ten"), `Count` ("Ten"), `files` (`ex01_x.py` … `ex10_y.py`), `range`
-  (ex01 … ex10). A maintainer who adds an exercise edits none of them; `make release` rewrites the spans
+  (ex01 … ex10), `hidden_detail` (when a hidden case's inputs and expected values reach the student:
+  `hidden_detail_visibility`). A maintainer who adds an exercise edits none of them; `make release` rewrites the spans
   and `release --check` reports a file whose spans are stale.
 """
 
@@ -44,6 +45,24 @@ def hetero_list_text(exercises: tuple[Exercise, ...] = EXERCISES) -> str:
     )
 
 
+# When the hidden cases' inputs and expected values are shown, by `Exercise.hidden_detail_visibility`.
+HIDDEN_DETAIL_WORDS = {
+    None: "are not shown unless your instructor chooses to release them",
+    "hidden": "are not shown unless your instructor chooses to release them",
+    "after_due_date": "are shown after the due date",
+    "after_published": "are shown once the grades are published",
+    "visible": "are shown as soon as the submission is graded",
+}
+
+
+def hidden_detail_text(exercises: tuple[Exercise, ...] = EXERCISES) -> str:
+    """What the handout says of when a hidden case's inputs and expected values are shown."""
+    words = {HIDDEN_DETAIL_WORDS[e.hidden_detail_visibility] for e in exercises}
+    if len(words) == 1:
+        return f"its inputs and expected values {words.pop()}"
+    return "whether and when its inputs and expected values are shown depends on the exercise"
+
+
 def span_values(exercises: tuple[Exercise, ...] = EXERCISES) -> dict[str, str]:
     n = len(exercises)
     word = WORDS[n] if n < len(WORDS) else str(n)
@@ -53,6 +72,7 @@ def span_values(exercises: tuple[Exercise, ...] = EXERCISES) -> dict[str, str]:
         "Count": word.capitalize(),
         "files": f"`{first.filename}` … `{last.filename}`",
         "range": f"{first.id} … {last.id}",
+        "hidden_detail": hidden_detail_text(exercises),
     }
 
 

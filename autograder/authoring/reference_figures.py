@@ -199,6 +199,17 @@ def deferral_text(figures_text: str) -> str:
     )
 
 
+TRAINING_SLOT = "<!-- MOE_TRAINING -->"  # in the handout: the release's model's training run, in words
+
+
+def training_text(figures_text: str, assignments: Path, root: Path = ROOT) -> str:
+    """The training run of the deferral figures' checkpoint as the handout quotes it (steps and seconds)."""
+    from hetero.moe.checkpoint import load_checkpoint
+
+    meta = load_checkpoint(model_file(figures_text, assignments, root))[1]
+    return f"its {int(meta['steps']):,} steps took {float(meta['train_seconds']):.0f} s there (the release's own run)"
+
+
 def model_file(figures_text: str, assignments: Path, root: Path = ROOT) -> Path:
     """The checkpoint the deferral figures of `figures_text` come from: the stored one in `assignments`, else
     the answer key's run's in `.cache/moe/`; StaleReference when neither holds those weights."""

@@ -185,6 +185,10 @@ def build_release(
     text = text.replace(EXERCISE_SLOT, sections).replace(LIMITS_SLOT, case_limits_text())
     deferral = "(the deferral figures)" if placeholder else reference_figures.deferral_text(figures)
     text = text.replace(reference_figures.DEFERRAL_SLOT, deferral)
+    training = (
+        "(the training run)" if placeholder else reference_figures.training_text(figures, root / "assignments", root)
+    )
+    text = text.replace(reference_figures.TRAINING_SLOT, training)
     (dest / "README.md").write_text(text, encoding="utf-8")
     written.append(dest / "README.md")
     (dest / REFERENCE_FILE).write_text(figures, encoding="utf-8")

@@ -211,6 +211,13 @@ _INVALID = (
     ("requests_that_fit", "negative_capacity", (-5, 8590.0)),
     ("requests_that_fit", "zero_mean", (1370544, 0.0)),
 )
+_RULES = {  # what each function rejects, in its docstring's words
+    "kv_bytes_per_token": "counts that are not ints >= 1, bytes_per_elem not a finite number > 0",
+    "hbm_for_kv_bytes": "num_gpus not an int >= 1, hbm_per_gpu_gb not > 0, weight_bytes < 0 or larger than the "
+    "total HBM, headroom_frac outside [0, 1)",
+    "kv_capacity_tokens": "free_bytes < 0, kv_bytes_per_token <= 0 or not finite",
+    "requests_that_fit": "capacity_tokens not an int >= 0, mean_tokens_per_request not a finite number > 0",
+}
 CASES += [
     Case(
         f"ex02.{func}.invalid_{what}",
@@ -218,8 +225,7 @@ CASES += [
         args,
         raises="ValueError",
         points=0.5,
-        hint="check the argument ranges in the docstring and raise ValueError naming the argument "
-        "(weights larger than the HBM, headroom outside [0, 1), zero or negative sizes)",
+        hint=f"check the argument ranges in the docstring and raise ValueError naming the argument ({_RULES[func]})",
     )
     for func, what, args in _INVALID
 ]

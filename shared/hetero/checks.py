@@ -248,7 +248,7 @@ def _number_fix(got: Any, target: str) -> str:
         return f"return {target}(x.item()) instead of the 0-d {got.tag}"
     if target == "int" and type(got) is float:
         return "a count of whole things is an int: round as the docstring says, then int(...)"
-    return f"return a {target}"
+    return f"return {'an' if target[0] in 'aeiou' else 'a'} {target}"
 
 
 def _compare(expected: Any, got: Any, rel_tol: float, abs_tol: float, path: str = "") -> tuple[str | None, bool]:
@@ -527,7 +527,12 @@ def judge(
     if case.raises:
         if outcome.error_type == case.raises:
             return Verdict(True, f"{what}: raised {case.raises} as required")
-        got = f"raised {outcome.error_type}: {outcome.error_message}" if outcome.error_type else "returned a value"
+        if outcome.error_type:
+            got = f"raised {outcome.error_type}: {outcome.error_message}"
+        else:
+            got = "returned None (no `raise`, or a check that lets this input through?)"
+            if outcome.value is not None:
+                got = "returned a value"
         message = f"{what}: expected {case.raises} for this invalid input, but it {got}."
         return _failed(message, outcome, case, mistakes)
     if outcome.error_type:

@@ -36,6 +36,7 @@ import importlib.metadata
 import os
 import platform
 import re
+import shlex
 import ssl
 import subprocess
 import sys
@@ -344,6 +345,8 @@ def no_wheel_message(exc: NoWheel, pin: str, rerun: str, other_python: str) -> s
         version = f"{offered[-1][2]}.{offered[-1][3:]}"
         hint = other_python.format(v=version) if other_python else f"use Python {version} for this venv"
         lines += ["  1. use a Python the index has a wheel for, e.g.:", f"       {hint}"]
+        if os.environ.get(ENV_VAR):  # the index the user named: that command needs it again
+            lines += [f"     with {ENV_VAR}={shlex.quote(os.environ[ENV_VAR])} set for it, as now"]
     else:
         lines += ["  1. check that the index is the one you meant (a copy of PyTorch's CPU index)"]
     lines += [

@@ -72,7 +72,8 @@ class FileStatus:
         warned = f"; warning: {'; '.join(self.import_warnings)}" if self.import_warnings else ""
         if self.stubs:
             return f"UNFILLED: still raising NotImplementedError: {', '.join(self.stubs)}{warned}"
-        return f"ok ({len(self.functions)} functions){warned}"
+        n = len(self.functions)
+        return f"filled ({n} function{'s' if n != 1 else ''}; the public tests say whether they are right){warned}"
 
 
 def _is_stub_raise(node: ast.AST, ex_id: str) -> bool:

@@ -11,8 +11,9 @@ output (no harness source, no traceback into `hetero`):
 
 An exception from the student's code is shown as the exception and the student's own `file:line` and
 source line. A call that does not return within the exercise's per-case limit (`case_timeout_s`, the
-same limit each case has in Gradescope grading) is stopped with "stopped after N s" and the run goes
-on with the next case. The limit uses SIGALRM, so it holds on Linux and macOS; where SIGALRM does not
+same limit each case has in Gradescope grading) is stopped with "stopped after N s"; as in grading, the
+later cases of that function are then not run (they fail, saying so), and other functions' cases go on.
+The limit uses SIGALRM, so it holds on Linux and macOS; where SIGALRM does not
 exist (Windows) only pytest-timeout's global limit applies.
 
 The per-exercise limits and points come from `exercises.json` beside the public tests, which the release
@@ -41,6 +42,7 @@ from hetero.impl import EXERCISES, MissingExercise, load_exercise, student_locat
 DEFAULT_CASE_TIMEOUT_S = 10.0
 MISTAKES_FILE = "public_mistakes.json"  # {public case id: {mistake: [description, encoded output]}}
 _UNLOADABLE: dict[tuple[str, str], str] = {}  # (exercise, folder) -> why its file could not be loaded
+_TIMED_OUT: dict[tuple[str, str, str], str] = {}  # (exercise, function, folder) -> the case that ran out of time
 
 
 @dataclass(frozen=True)
@@ -197,11 +199,26 @@ def run_public_case(
     if key in _UNLOADABLE:
         return CaseReport(False, _UNLOADABLE[key])
     path = str(getattr(module, "__file__", "") or Path(impl_dir) / filename)
+    timed_out = (case.ex_id, case.func, key[1])
+    if timed_out in _TIMED_OUT:  # the grader's rule: a function that ran out of time runs no later case
+        return CaseReport(
+            False,
+            _block(
+                case,
+                "no result: not run",
+                (
+                    f"{case.func} already ran longer than the per-case time limit on an earlier case "
+                    f"({_TIMED_OUT[timed_out]}); Gradescope grading does not run the later cases of such a "
+                    "function either, public or hidden (they score 0). Make that case return in time first."
+                ),
+            ),
+        )
     error: BaseException | None = None
     try:
         with time_limit(limit_s):
             value = invoke(case, module)
     except CaseTimeout:
+        _TIMED_OUT[timed_out] = case.id
         return CaseReport(
             False,
             _block(
@@ -209,8 +226,8 @@ def run_public_case(
                 f"no result: stopped after {limit_s:g} s",
                 (
                     f"{case.func} did not return within this exercise's per-case limit of {limit_s:g} s (Gradescope "
-                    "stops each case at the same limit). Look for a loop whose condition never changes, or work that "
-                    "grows much faster than the input."
+                    f"stops each case at the same limit, and then runs no later case of {case.func}). Look for a "
+                    "loop whose condition never changes, or work that grows much faster than the input."
                 ),
             ),
         )

@@ -7,17 +7,19 @@ import functools
 from collections import defaultdict
 from pathlib import Path
 
-from hetero.impl import EXERCISES
+from hetero.impl import EXERCISES, load_module_from_path
 from hetero.pack import inspect_folder
 from hetero.publictest import load_listing
 
 HERE = Path(__file__).resolve().parent
 IMPL_DIR = HERE.parent
-_RESULTS: dict[str, dict[str, float]] = defaultdict(lambda: {"passed": 0, "failed": 0, "points": 0.0})
+_RESULTS: dict[str, dict[str, int]] = defaultdict(lambda: {"passed": 0, "failed": 0})
 LEGEND = (
     "public points: what your passed public cases are worth / what all public cases give (points earned",
     "by public cases, not yet your score: a function's passed cases pay only once it also returns correct,",
-    "different answers on hidden inputs; README, Grading). exercise max: public and hidden cases together.",
+    "different answers on hidden inputs, so a function that passes none of its public cases that expect a",
+    "value counts 0 here, its invalid-input cases too; README, Grading). exercise max: public and hidden",
+    "cases together.",
     "ok: every public case passed, nothing more. Public tests are part of the grade; hidden tests on other",
     "inputs make up the rest.",
 )
@@ -59,6 +61,9 @@ def pytest_sessionstart(session):
         reporter.reportchars = reporter.reportchars.replace("f", "").replace("E", "")
 
 
+_PASSED: dict[str, set[str]] = defaultdict(set)  # exercise -> its passed public case ids
+
+
 def pytest_runtest_logreport(report):
     if report.when != "call" and not (report.when == "setup" and report.failed):
         return
@@ -66,14 +71,26 @@ def pytest_runtest_logreport(report):
         if f"[{ex_id}." in report.nodeid:
             _RESULTS[ex_id]["passed" if report.passed else "failed"] += 1
             if report.passed:
-                case_id = report.nodeid.rsplit("[", 1)[1].rstrip("]")
-                info = _listing().get(ex_id)
-                _RESULTS[ex_id]["points"] += info.case_points.get(case_id, 0.0) if info else 0.0
+                _PASSED[ex_id].add(report.nodeid.rsplit("[", 1)[1].rstrip("]"))
 
 
-@functools.lru_cache(maxsize=1)
-def _listing() -> dict:
-    return load_listing(HERE)
+@functools.lru_cache(maxsize=None)
+def _functions(ex_id: str) -> dict[str, tuple[str, bool]]:
+    """{public case id: (its function, whether it expects a value rather than an exception)}."""
+    path = HERE / f"public_{ex_id}.py"
+    if not path.is_file():
+        return {}
+    cases = load_module_from_path(path, f"_public_summary_{ex_id}").CASES
+    return {c.id: (c.func, not c.raises) for c in cases}
+
+
+def _public_points(ex_id: str, info) -> float:
+    """What the passed public cases of `ex_id` are worth, counting a function only once one of its public
+    cases that expect a value has passed (the grader pays nothing of a function that returns no right value)."""
+    functions = _functions(ex_id)
+    passed = _PASSED[ex_id]
+    valued = {functions[c][0] for c in passed if c in functions and functions[c][1]}
+    return sum(info.case_points.get(c, 0.0) for c in passed if c not in functions or functions[c][0] in valued)
 
 
 def _points(value: float) -> str:
@@ -95,7 +112,7 @@ def pytest_unconfigure(config):
         r = _RESULTS[ex_id]
         status = "ok" if r["failed"] == 0 else "FAILING"
         info = listing.get(ex_id)
-        public = f"{_points(r['points'])} / {_points(info.public_points)}" if info else ""
+        public = f"{_points(_public_points(ex_id, info))} / {_points(info.public_points)}" if info else ""
         most = f"{info.points:g}" if info else ""
         reporter.write_line(f"{ex_id:<10}{r['passed']:>8}{r['failed']:>8}{public:>16}{most:>10}  {status}")
     for line in LEGEND:

@@ -138,6 +138,8 @@ class Child:
                 f"the sandbox launcher ended (status {proc.returncode}) before setting up the child: "
                 f"{self.output.text(self.output.total, 2000)}"
             )
+        if self.launch.ended_by_jail != 1 and run.imported is False:
+            return None  # the harness reported the import failure and ended: no case was due, nothing stopped it
         if run.next_seq < len(run.specs) or run.imported is None:
             if self.launch.ended_by_jail == 1:  # jail.ENDED["memory"]: the watchdog ended it
                 self.stop("memory", self.memory_detail())
