@@ -117,5 +117,19 @@ def main(argv: list[str]) -> int:
             os.umask(before)  # a caller in the same process (a test) keeps its own
 
 
+def _not_from_the_current_folder() -> None:
+    """`python -m` put the current folder first on sys.path: run from inside a student's folder, its `hetero/`,
+    `numpy.py` or any module there would be imported into this process, with the instructor's rights. This
+    package and its libraries come from the venv (the editable install, or the Gradescope zip's .pth file), so
+    the current folder is taken off the path (the working folder stays as it is). A student's `autograder/`
+    there would still run before this file: never run a command from inside a student's folder, or use
+    `python -P -m autograder` (README)."""
+    if getattr(sys.flags, "safe_path", False) or not sys.path:
+        return  # -P / PYTHONSAFEPATH (3.11+): nothing was put first
+    if os.path.realpath(sys.path[0] or os.curdir) == os.path.realpath(os.getcwd()):
+        del sys.path[0]  # only the entry `-m` put first: the venv's own entries stay, even for this folder
+
+
 if __name__ == "__main__":
+    _not_from_the_current_folder()
     sys.exit(main(sys.argv[1:]))

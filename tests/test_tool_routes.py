@@ -451,3 +451,18 @@ def test_a_tampered_gradebook_copy_is_not_read(tmp_path, alembic_on_path):
         handle.truncate(nbgrader_grade.GRADEBOOK_MAX_BYTES + 1)
     with pytest.raises(ValueError, match="bytes"):
         nbgrader_grade.returned_points(big, before, "a2", tmp_path)
+
+
+@pytest.mark.parametrize("command", [["sandbox"], ["grade", "--help"], ["lecture", "--help"]])
+def test_a_command_run_from_a_students_folder_imports_none_of_its_modules(tmp_path, command):
+    """`python -m` puts the current folder first on sys.path: an instructor who runs a command from inside a
+    student's folder must not import its `hetero/` or `numpy.py` into the grader's own process."""
+    folder = tmp_path / "student"
+    (folder / "hetero").mkdir(parents=True)
+    (folder / "hetero" / "__init__.py").write_text('raise SystemExit("SHADOW-HETERO-RAN")\n')
+    (folder / "numpy.py").write_text('raise SystemExit("SHADOW-NUMPY-RAN")\n')
+    run = subprocess.run(
+        [sys.executable, "-m", "autograder", *command], cwd=folder, capture_output=True, text=True, timeout=300
+    )
+    said = run.stdout + run.stderr
+    assert "SHADOW" not in said and run.returncode == 0, f"the student's module ran in the grader: {said[-1500:]}"
