@@ -37,7 +37,7 @@ from autograder.batch import bulk, cli, outputs, processes, submissions
 from autograder.batch.gradebook import Gradebook
 from autograder.core.manifest import BY_ID, ROOT
 from autograder.core.safetext import clean_text, csv_cell
-from autograder.runtime import grader, intake
+from autograder.runtime import grader, intake, zips
 from autograder.runtime import results as res
 from autograder.selftest.attacks import BOMB_COPIES, bomb_zip, damaged_zip, deep_tree, remove_deep, very_deep_tree
 from hetero.impl import load_module_from_path
@@ -128,11 +128,11 @@ def test_zip_bomb_is_capped_while_extracting(tmp_path):
 def test_a_zip_with_too_many_entries_is_refused_with_a_note(tmp_path):
     archive = tmp_path / "many.zip"
     with zipfile.ZipFile(archive, "w") as zf:
-        for i in range(intake.MAX_ZIP_MEMBERS + 1):
+        for i in range(zips.MAX_ZIP_MEMBERS + 1):
             zf.writestr(f"f{i}", b"")
         zf.writestr(EX01.filename, _key(EX01))
     found, notes, _ = _locate(archive, tmp_path)
-    assert found == {} and len(notes) == 1 and f"more than the {intake.MAX_ZIP_MEMBERS}" in notes[0], notes
+    assert found == {} and len(notes) == 1 and f"more than the {zips.MAX_ZIP_MEMBERS}" in notes[0], notes
 
 
 def test_a_zip_that_cannot_be_opened_is_a_note_not_a_crash(tmp_path):

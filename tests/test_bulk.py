@@ -123,7 +123,7 @@ def test_feedback_respects_visibility(tmp_path, fake_python):
     assert "expected 187.5 $/GB" in student, "a visible failed test's message must reach the student"
     assert "SECRET-INPUT" not in student, "an after_due_date detail must not appear in the student copy"
     assert "SECRET-INPUT" in instructor and "after_due_date" in instructor
-    assert "1 further test entries are not visible to students yet" in student
+    assert "1 further test entry is not visible to students yet" in student
 
 
 def test_resume_skips_unchanged_and_force_regrades(tmp_path, fake_python):

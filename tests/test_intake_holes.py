@@ -262,18 +262,18 @@ def _many_entries_zip(path: Path, n: int, declared: int | None = None, zip64: bo
 
 @pytest.mark.parametrize("declared, zip64", [(None, False), (None, True), (1, False), (1, True)])
 def test_a_zip_directory_too_long_is_refused_before_zipfile_parses_it(tmp_path, monkeypatch, declared, zip64):
-    from autograder.runtime import intake
+    from autograder.runtime import intake, zips
 
-    archive = _many_entries_zip(tmp_path / "many.zip", intake.MAX_ZIP_MEMBERS + 1, declared, zip64)
+    archive = _many_entries_zip(tmp_path / "many.zip", zips.MAX_ZIP_MEMBERS + 1, declared, zip64)
     with zipfile.ZipFile(archive) as zf:
-        assert len(zf.infolist()) == intake.MAX_ZIP_MEMBERS + 1, "the fixture is a zip zipfile reads whole"
+        assert len(zf.infolist()) == zips.MAX_ZIP_MEMBERS + 1, "the fixture is a zip zipfile reads whole"
 
     def parsed(self):
         raise AssertionError("zipfile parsed the whole directory")
 
     monkeypatch.setattr(zipfile.ZipFile, "_RealGetContents", parsed)
     found, notes = intake.locate(archive, [EX01], tmp_path / "staging")
-    assert found == {} and len(notes) == 1 and f"more than the {intake.MAX_ZIP_MEMBERS}" in notes[0], notes
+    assert found == {} and len(notes) == 1 and f"more than the {zips.MAX_ZIP_MEMBERS}" in notes[0], notes
     with pytest.raises(ValueError, match="more than the 5 "):
         monkeypatch.setattr(submissions, "EXPORT_MAX_MEMBERS", 5)
         submissions.unpack_export(archive, tmp_path / "unpacked")
@@ -283,21 +283,21 @@ def test_a_zip_directory_too_long_is_refused_before_zipfile_parses_it(tmp_path, 
 @pytest.mark.parametrize("fixed", [False, True], ids=["zipfile-before-cve-2025-8291", "zipfile-after"])
 @pytest.mark.parametrize("zip64", [False, True])
 def test_the_directory_walk_runs_whichever_location_zipfiles_end_record_gives(tmp_path, monkeypatch, fixed, zip64):
-    from autograder.runtime import intake
+    from autograder.runtime import zips
 
     archive = _many_entries_zip(tmp_path / "many.zip", 6, declared=1, zip64=zip64)  # the end record lies
-    real = intake._END_RECORD
+    real = zips._END_RECORD
 
     def end_record(fh):  # CPython's fix: the zip64 end record's own offset, not the end record's
         end = list(real(fh))
         if fixed and end[0] == b"PK\x06\x06":
-            end[9] -= intake._ZIP64_END_BYTES
+            end[9] -= zips._ZIP64_END_BYTES
         return end
 
-    monkeypatch.setattr(intake, "_END_RECORD", end_record)
+    monkeypatch.setattr(zips, "_END_RECORD", end_record)
     with open(archive, "rb") as fh:
-        assert intake.zip_directory_problem(fh, max_members=5) == "holds more than the 5 entries the grader opens"
-        assert intake.zip_directory_problem(fh, max_members=6) == ""
+        assert zips.zip_directory_problem(fh, max_members=5) == "holds more than the 5 entries the grader opens"
+        assert zips.zip_directory_problem(fh, max_members=6) == ""
 
 
 def test_a_zip_opened_for_a_submission_is_closed_whatever_is_raised_while_it_is_read(tmp_path, monkeypatch):
@@ -456,3 +456,43 @@ def test_entries_tools_leave_in_a_class_folder_are_passed_over_silently(tmp_path
     subs, refused = submissions.discover(cls)
     assert [s.student for s in subs] == ["alice", "bob"], subs
     assert [r.entry for r in refused] == [".mallory"], refused
+
+
+def _zip_of_the_key(path: Path, *exercises) -> None:
+    with zipfile.ZipFile(path, "w") as zf:
+        for ex in exercises:
+            zf.write(SOLUTIONS / ex.filename, ex.filename)
+
+
+def test_a_folder_holding_only_the_packing_tools_zip_is_graded_from_the_zip(tmp_path):
+    """`python -m hetero.pack` writes submission.zip into the student's folder; a folder handed in with just
+    that zip (and no exercise file beside it) is read from the zip, and the note says so."""
+    from autograder.runtime import intake
+
+    ex02 = BY_ID["ex02"]
+    folder = tmp_path / "ivy"
+    folder.mkdir()
+    _zip_of_the_key(folder / "submission.zip", EX01, ex02)
+    (folder / "notes.txt").write_text("my notes\n")
+    found, notes = intake.locate(folder, [EX01, ex02], _staging(tmp_path, "a"))
+    assert set(found) == {"ex01", "ex02"} and all(f.path is not None for f in found.values()), (found, notes)
+    assert found["ex01"].path.read_bytes() == (SOLUTIONS / EX01.filename).read_bytes()
+    assert any("holding only the zip 'submission.zip'" in n for n in notes), notes
+    # Two zips, a linked zip, or an exercise file beside the zip: the folder is read as it is.
+    _zip_of_the_key(folder / "old.zip", EX01)
+    assert intake.locate(folder, [EX01], _staging(tmp_path, "b"))[0] == {}
+    (folder / "old.zip").unlink()
+    (folder / "submission.zip").rename(tmp_path / "elsewhere.zip")
+    (folder / "submission.zip").symlink_to(tmp_path / "elsewhere.zip")
+    assert intake.locate(folder, [EX01], _staging(tmp_path, "c"))[0] == {}
+    (folder / "submission.zip").unlink()
+    (tmp_path / "elsewhere.zip").rename(folder / "submission.zip")
+    (folder / EX01.filename).write_text("x = 1\n")
+    found, notes = intake.locate(folder, [EX01, ex02], _staging(tmp_path, "d"))
+    assert set(found) == {"ex01"} and found["ex01"].path.read_text() == "x = 1\n", (found, notes)
+
+
+def _staging(tmp_path: Path, name: str) -> Path:
+    staging = tmp_path / f"staging-{name}"
+    staging.mkdir()
+    return staging

@@ -9,6 +9,7 @@ the gradebook holds, including sums of tenths that are not exact in binary float
 from __future__ import annotations
 
 import csv
+import dataclasses
 import os
 import re
 import sys
@@ -293,3 +294,36 @@ def test_the_export_is_the_instructors_alone_and_the_callers_umask_is_kept(tmp_p
         "seccomp-uid rung a later batch's student could read the class's grades"
     )
     assert after == 0o022, f"the command left this process's umask at {after:o} (expected 022, the caller's)"
+
+
+def test_grades_not_out_of_the_manifests_points_are_not_exported(tmp_path, graded, fake_python, monkeypatch):
+    """A latest grading on some exercises only (`grade-all --exercises`) or made before an exercise's points
+    changed would reach the LMS as a grade out of 100 that is not: export-lms refuses and names who."""
+    dest = tmp_path / "c.csv"
+    ex01_only = [e for e in EXERCISES if e.id == "ex01"]
+    subset_grader = tmp_path / "subset.py"
+    subset_grader.write_text(
+        FAKE_GRADER.format(
+            public_phase=STANDINS.PUBLIC_PHASE, python=sys.executable, maxima={e.id: float(e.points) for e in ex01_only}
+        )
+    )
+    subset_grader.chmod(0o755)
+    bulk.grade_all(tmp_path / "subs", graded, progress=False, python=str(subset_grader), exercises=["ex01"])
+    with pytest.raises(
+        lms.ExportError, match=r"3 student\(s\).*alice \(graded out of 6, not 100: some exercises only\?\)"
+    ):
+        lms.export(graded, "canvas", dest)
+    assert not dest.exists(), "nothing is written when the export is refused"
+    bulk.grade_all(tmp_path / "subs", graded, progress=False, python=fake_python)  # every exercise again
+    lms.export(graded, "canvas", dest)
+    moved = tuple(
+        dataclasses.replace(e, points=e.points + 2)
+        if e.id == "ex09"
+        else dataclasses.replace(e, points=e.points - 2)
+        if e.id == "ex10"
+        else e
+        for e in EXERCISES
+    )
+    monkeypatch.setattr(lms, "EXERCISES", moved)
+    with pytest.raises(lms.ExportError, match=r"ex09 out of 6, now 8; ex10 out of 20, now 18"):
+        lms.export(graded, "gradescope", tmp_path / "g.csv")

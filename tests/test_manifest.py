@@ -55,7 +55,8 @@ def _replace(ex_id: str, **changes) -> tuple[Exercise, ...]:
 def test_a_bad_entry_is_named_with_the_manifest_file_and_line(changes, said):
     found = problems(_replace("ex02", **changes))
     assert any(said in p for p in found), f"expected a problem saying {said!r}, got {found}"
-    where = f"autograder/core/manifest.py:{manifest.entry_line('ex02')}" if "add up" not in said else "manifest.py"
+    line = manifest.entry_line("ex02")
+    where = f"autograder/core/manifest.py:{line}" if "add up" not in said else f"ex02 11 (line {line})"
     assert any(where in p for p in found), f"the problem should name {where}: {found}"
 
 

@@ -565,3 +565,23 @@ def test_search_selection_rule():
     assert fallback == search.Point(0.2, 1140, 32) and "fallback" in why
     with pytest.raises(ValueError, match="seeds 0-2"):
         search.select(three(0.4, 1480, 0, 2.4))
+
+
+def test_the_answer_keys_run_starts_from_the_shipped_checkpoint_not_a_training_of_its_own(tmp_path, monkeypatch):
+    """Training is deterministic on one machine only (docs/figures_moe.md): on another CPU the answer key's
+    `--impl solutions` run trained other weights than the release's and its figures were not the reference's.
+    With an empty cache it now takes the shipped checkpoint (trained with the same config, data, code and
+    torch) as its cache; a student's run evaluates on the shipped one directly."""
+    from pathlib import Path
+
+    from hetero.moe.experiment import REFERENCE_MODEL, choose_model
+
+    root = Path(__file__).resolve().parents[1]
+    shipped = root / "assignments" / REFERENCE_MODEL
+    monkeypatch.chdir(root)
+    monkeypatch.setenv("A2_CACHE_DIR", str(tmp_path / "cache"))
+    path, source = choose_model("solutions", progress=False)
+    assert source == "cached" and path.parent == tmp_path / "cache", (path, source)
+    assert path.read_bytes() == shipped.read_bytes(), "the answer key's cache must start as the shipped weights"
+    assert choose_model("solutions", progress=False) == (path, "cached")
+    assert choose_model("assignments", progress=False) == (shipped, "reference")

@@ -381,14 +381,19 @@ def due_exercises(records: dict[str, Any], stored: dict[str, str]) -> list[str]:
     return due
 
 
-def release(out: Path, jobs: int = 2, with_expected: bool = True, recompute: bool = False) -> list[str]:
+def release(
+    out: Path, jobs: int = 2, with_expected: bool = True, recompute: bool = False, *, settled: bool = False
+) -> list[str]:
     """Build the whole release and everything derived from the manifest in a temporary tree; replace
     `out`, the stored expected values (where they changed beyond float noise), their digests and the
     derived files only when all of it succeeded. Returns what was written, as lines.
 
     Fail-fast and incremental: `static_checks` first; then the expected values of the exercises whose
     inputs changed only (`due_exercises`), then the driver parts whose inputs changed only
-    (`reference_figures.compute`); `recompute`: every exercise and every part, whatever the records say."""
+    (`reference_figures.compute`); `recompute`: every exercise and every part, whatever the records say.
+    When the manifest's exercise list changed (a new exercise), hetero's list is written last, after the
+    digests that read it: the release then runs once more (`settled`), so that one `make release` leaves
+    nothing stale."""
     from autograder.authoring import derived, expected
 
     static_checks()
@@ -434,11 +439,16 @@ def release(out: Path, jobs: int = 2, with_expected: bool = True, recompute: boo
     if not digests.RECORD.is_file() or digests.RECORD.read_text(encoding="utf-8") != text:
         digests.RECORD.write_text(text, encoding="utf-8")
         written.append(f"wrote {digests.RECORD.relative_to(ROOT)}")
+    listed_anew = False
     for rel, text in derived_texts.items():
         path = ROOT / rel
         if not path.is_file() or path.read_text(encoding="utf-8") != text:
             path.write_text(text, encoding="utf-8")
             written.append(f"wrote {rel}")
+            listed_anew = listed_anew or rel == derived.HETERO_LIST
+    if listed_anew and not settled:  # every digest reads hetero's exercise list: compute them from the new one
+        written.append(f"{derived.HETERO_LIST} changed: the release runs once more on it")
+        return written + release(out, jobs, with_expected, settled=True)
     written += _grade_new_fixtures()
     return written
 

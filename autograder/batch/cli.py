@@ -206,4 +206,11 @@ def main(argv: list[str]) -> int:
     except (OSError, ValueError, zipfile.BadZipFile) as exc:
         print(f"grade-all: {terminal_text(exc)}", file=sys.stderr)
         return 2
+    if args.exercises:
+        print(
+            f"grade-all: each graded student's latest grade in {terminal_text(args.out)} is now this grading of "
+            f"{', '.join(args.exercises)} only (export-lms refuses such grades): grade every exercise again before "
+            "exporting, or give --exercises runs an --out of their own",
+            file=sys.stderr,
+        )
     return _print_report(report, args)

@@ -45,7 +45,7 @@ from pathlib import Path
 
 from autograder.batch.gradebook import Gradebook, Record
 from autograder.core.manifest import EXERCISES
-from autograder.core.safetext import clean_text, csv_cell, terminal_text
+from autograder.core.safetext import clean_text, csv_cell, one_line, terminal_text
 from autograder.runtime.statedir import created_mode
 
 GRADEBOOK_NAME = "gradebook.sqlite"  # as in autograder.batch.bulk (not imported: bulk pulls in the grader's stack)
@@ -270,6 +270,23 @@ def gradescope_table(rows: Sequence[ExportRow]) -> list[list[str]]:
     return [[csv_cell(cell) for cell in line] for line in table]
 
 
+def not_this_manifest(record: Record) -> str:
+    """Why `record`'s grading is not out of the manifest's exercises and points ("" when it is): graded on some
+    exercises only (`grade-all --exercises`), or before an exercise's points changed. A grading the grader
+    failed on is exported with its 0 points, as said elsewhere."""
+    if record.status != "graded":
+        return ""
+    total = sum(e.points for e in EXERCISES)
+    if abs(record.max_score - total) > 0.005:
+        return f"graded out of {points_text(record.max_score)}, not {points_text(total)}: some exercises only?"
+    moved = [
+        f"{e.id} out of {points_text(record.exercises[e.id][1])}, now {points_text(e.points)}"
+        for e in EXERCISES
+        if e.id in record.exercises and abs(record.exercises[e.id][1] - e.points) > 0.005
+    ]
+    return "; ".join(moved)
+
+
 def export(
     out_dir: Path,
     fmt: str,
@@ -301,6 +318,14 @@ def export(
     with Gradebook(book_path, read_only=True) as book:
         records = list(book.records())
         identities = {r.student: book.identity(r.student) for r in records}
+    stale = [f"{r.student} ({why})" for r in records if (why := not_this_manifest(r))]
+    if stale:
+        raise ExportError(
+            f"{len(stale)} student(s) were last graded on other exercises or points than the manifest's, so their "
+            f"grades would not be out of its {points_text(sum(e.points for e in EXERCISES))}: "
+            f"{', '.join(one_line(s) for s in stale[:5])}{' ...' if len(stale) > 5 else ''}. Grade them again with "
+            f"`python -m autograder grade-all SUBMISSIONS --out {out_dir}` (every exercise) and export then."
+        )
     rows, unmapped, unused = export_rows(records, identities, mapping)
     table = canvas_table(rows, assignment, per_exercise, exercises) if fmt == "canvas" else gradescope_table(rows)
     dest.parent.mkdir(parents=True, exist_ok=True)

@@ -47,7 +47,8 @@ def feedback_markdown(student: str, results: dict[str, Any], instructor: bool) -
         lines.append(f"**Score in the tests shown: {score:.2f} / {max_score:.2f}**")
     if hidden_count:
         lines.append(
-            f"\n{hidden_count} further test entries are not visible to students yet (shown after the due date, or to staff only)."
+            f"\n{hidden_count} further test {'entry is' if hidden_count == 1 else 'entries are'} not visible to students "
+            "yet (shown after the due date, or to staff only)."
         )
     if results.get("output"):
         lines += ["", markdown_fence(results["output"])]
@@ -115,7 +116,7 @@ def summary_table(records: list[Record], exercises: Sequence[str] | None = None)
     if not records:
         return "no graded submissions"
     head = (
-        f"{'exercise':<10}{'max':>6}{'mean':>8}{'median':>8}{'min':>7}{'max':>7}   "
+        f"{'exercise':<10}{'worth':>6}{'mean':>8}{'median':>8}{'min':>7}{'max':>7}   "
         f"{'=0':>4} {'<50%':>5} {'>=50%':>6} {'full':>5}"
     )
     lines = [head, "-" * len(head)]

@@ -204,8 +204,8 @@ def print_dry_run(diffs: Sequence[StudentDiff], graded: int, out: Path) -> None:
     new = sum(d.old_score is None for d in changed)
     print(
         f"dry run: {len(changed) - new} of {graded} students would change (their points), {new} graded for the "
-        f"first time; {len(worded)} more keep their points but their feedback differs (below); nothing was "
-        f"written to {out}"
+        f"first time; {len(worded)} more keep their points but their feedback differs"
+        f"{' (below)' if worded else ''}; nothing was written to {out}"
     )
     if worded:
         print("same points, other feedback:")

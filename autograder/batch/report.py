@@ -221,11 +221,15 @@ def _students(data: ClassData, out_dir: Path, base: Path) -> list[str]:
     return [*p, "</tbody></table>"]
 
 
+def _count(n: int, noun: str = "student") -> str:
+    return f"{n} {noun}" + ("" if n == 1 else "s")
+
+
 def _problems(data: ClassData) -> list[str]:
     rows = [(s, pr) for s in sorted(data.outcomes) for pr in data.outcomes[s].problems]
     p = [
-        f'<h2 id="problems">2. Submissions that could not be graded in full ({len({s for s, _ in rows})} '
-        'students)</h2><p class="note">Whom to contact, and about what: each exercise (or whole submission) the '
+        f'<h2 id="problems">2. Submissions that could not be graded in full ({_count(len({s for s, _ in rows}))})'
+        '</h2><p class="note">Whom to contact, and about what: each exercise (or whole submission) the '
         "grader could not grade in full, with its reason in the grader's words. Unfilled stubs are graded "
         "in full (0 points) and are not listed.</p>"
         '<table id="problem-table"><tr><th>student</th><th>exercise</th><th>problem</th><th>the grader says</th></tr>'
@@ -269,7 +273,7 @@ def _mistakes(data: ClassData, n: int, known: dict[str, Layout]) -> list[str]:
         f'<p class="rule" id="mistake-rule"><b>The rule.</b> {esc(MISTAKE_RULE)}</p><ol id="mistake-list">'
     ]
     for ex, name, desc, count, students in ranked:
-        pct = round(100 * count / n) if n else 0
+        pct = int(100 * count / n + 0.5) if n else 0  # half up: 1 of 8 is 13 %, not round()'s 12 %
         p.append(
             f'<li class="mistake" data-exercise="{ex}" data-fixture="{esc(name)}" data-students="{count}" '
             f'data-percent="{pct}" data-who="{esc(" ".join(students))}"><b>{ex}</b>: {esc(desc)} — '

@@ -53,7 +53,7 @@ from typing import Any
 
 from autograder.core.manifest import ROOT
 from autograder.core.safetext import UNSHOWN, clean_text, one_line, terminal_text
-from autograder.runtime import intake
+from autograder.runtime import intake, zips
 
 IGNORED_NAMES = ("__pycache__", "__MACOSX", ".DS_Store")
 
@@ -439,7 +439,7 @@ def unpack_export(archive: Path, dest: Path) -> Path:
     """Unpack a Gradescope export zip into `dest` (replaced) with the intake caps; return `dest`.
 
     Links, absolute or `..` paths, hidden entries, encrypted members and members compressed other than
-    stored or deflate (`intake.member_problem`), files larger than intake.MAX_FILE_BYTES (zips:
+    stored or deflate (`zips.member_problem`), files larger than intake.MAX_FILE_BYTES (zips:
     intake.MAX_SUBMISSION_BYTES), entries deeper than intake.MAX_DEPTH + 2 and damaged members are
     skipped (counted on stderr); bytes are counted while reading, at most EXPORT_MAX_BYTES in all. A
     member this file system cannot hold (a name too long, a file named like a folder made before it: the
@@ -454,8 +454,8 @@ def unpack_export(archive: Path, dest: Path) -> Path:
     dest.mkdir(parents=True)
     with open(archive, "rb") as fh:
         try:
-            zf = intake.open_zip(fh, EXPORT_MAX_MEMBERS, EXPORT_MAX_DIRECTORY_BYTES)
-        except intake.ZipRefused as exc:
+            zf = zips.open_zip(fh, EXPORT_MAX_MEMBERS, EXPORT_MAX_DIRECTORY_BYTES)
+        except zips.ZipRefused as exc:
             raise ValueError(f"{archive} {exc}") from None
         _unpack_members(zf, archive, dest)
     return dest
@@ -466,15 +466,15 @@ def _unpack_members(zf: zipfile.ZipFile, archive: Path, dest: Path) -> None:
     left_bytes = EXPORT_MAX_BYTES
     with zf:
         for info in zf.infolist():
-            skip = intake.member_skip(info)  # absolute, '..', hidden, a link: intake's rule
+            skip = zips.member_skip(info)  # absolute, '..', hidden, a link: intake's rule
             if skip == "folder":
                 continue  # a folder entry (what `zip -r` writes for each folder): its files are members too
-            name = intake.member_path(info)
+            name = zips.member_path(info)
             parts = name.parts
             if (
                 skip
                 or len(parts) > intake.MAX_DEPTH + 2
-                or intake.member_problem(info)  # encrypted, or compressed other than stored or deflate
+                or zips.member_problem(info)  # encrypted, or compressed other than stored or deflate
             ):
                 skipped += 1
                 continue
@@ -604,7 +604,7 @@ def zip_is_readable(path: Path) -> bool:
     """Whether the zip's directory can be read within intake's caps (its members are not decompressed: that is
     the grader's job)."""
     try:
-        with open(path, "rb") as fh, intake.open_zip(fh):  # too many entries to parse here: the grader said so
+        with open(path, "rb") as fh, zips.open_zip(fh):  # too many entries to parse here: the grader said so
             return True
     except Exception:  # a damaged central directory raises many types
         return False

@@ -272,7 +272,10 @@ def problems(exercises: tuple[Exercise, ...]) -> list[str]:
                 found.append(f"{here}: unknown visibility {level!r} (one of {', '.join(VISIBILITY_LEVELS)})")
     total = sum(e.points for e in exercises)
     if abs(total - POINTS_TOTAL) > 1e-9:
-        found.append(f"{where()}: the exercises' points add up to {total:g}, not {POINTS_TOTAL:g}")
+        entries = ", ".join(f"{e.id} {e.points:g} (line {entry_line(e.id)})" for e in exercises)
+        found.append(
+            f"{where()}: the exercises' points add up to {total:g}, not {POINTS_TOTAL:g}; the entries' points: {entries}"
+        )
     return found
 
 

@@ -25,8 +25,8 @@
   a folder swapped for a link while the submission is read is not entered. A zip is read from that
   same descriptor. In a batch (`follow_link=False`) the submission itself must not be a link either.
 - **Caps.** A graded file larger than `MAX_FILE_BYTES` is not graded. A zip larger than
-  `MAX_SUBMISSION_BYTES`, holding more than `MAX_ZIP_MEMBERS` entries or a central directory larger than
-  `MAX_ZIP_DIRECTORY_BYTES` is not opened; the entries are counted from the end record and the records'
+  `MAX_SUBMISSION_BYTES`, holding more than `zips.MAX_ZIP_MEMBERS` entries or a central directory larger than
+  `zips.MAX_ZIP_DIRECTORY_BYTES` is not opened; the entries are counted from the end record and the records'
   fixed headers before zipfile builds its member list. A name longer than `MAX_NAME_BYTES` is no
   exercise's (and no pattern is run on it). Only the one
   chosen member per exercise is extracted, and bytes are counted while they are read (never taken
@@ -50,39 +50,28 @@ import errno
 import os
 import re
 import stat
-import struct
 import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import IO
 
 from autograder.core.manifest import Exercise
 from autograder.core.safetext import one_line
+from autograder.runtime import zips
 
 MAX_FILE_BYTES = 2 * 2**20  # an exercise file (or notebook) larger than this is not graded
 MAX_SUBMISSION_BYTES = 256 * 2**20  # a zip larger than this is not opened
-MAX_ZIP_MEMBERS = 20000  # a zip with more entries is not opened (its directory alone costs memory)
-MAX_ZIP_DIRECTORY_BYTES = 16 * 2**20  # a zip whose central directory is larger is not opened
 MAX_NAME_BYTES = 255  # a longer file name (a zip's may be 65,535 bytes) is never an exercise's
 MAX_EXTRACT_BYTES = 32 * 2**20  # bytes extracted from one submission in total, counted while reading
 MAX_DEPTH = 32  # folder levels below the submission's top that are searched
 MAX_ENTRIES = 50000  # folder entries (files and folders) looked at in one folder submission
-SKIPPED_DIRS = ("__MACOSX", "__pycache__")
 READ_CHUNK_BYTES = 2**16
-# the zip methods read: zipfile bounds what deflate returns per read, not what bzip2 or lzma return (one
-# read of 64 KiB of bzip2 can be gigabytes), so a member compressed otherwise is not read
-ZIP_METHODS = {zipfile.ZIP_STORED: "stored", zipfile.ZIP_DEFLATED: "deflate"}
-OTHER_ZIP_METHODS = {zipfile.ZIP_BZIP2: "bzip2", zipfile.ZIP_LZMA: "lzma"}  # named in the sentence, never read
 _COPY_SUFFIX = re.compile(r"(?:\s*\(\d{1,3}\)|\s*-\s*copy(?:\s*\(\d{1,3}\))?|\s+copy(?:\s+\d{1,3})?)$")
 _EXERCISE_NUMBER = re.compile(r"^ex0*(\d{1,2})(?!\d)")
 _EXACT, _NEAR = 0, 1
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC  # a folder beneath the top
 _FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC  # a file beneath the top (a FIFO: no wait)
-# zipfile's own reader of the end-of-central-directory record (zip64 included): the pre-check reads what
-# zipfile will read. Private, so looked up here once: a Python without it fails at import, not silently.
-_END_RECORD = vars(zipfile)["_EndRecData"]
-_ZIP64_END_BYTES = 56 + 20  # the zip64 end record and its locator, between the directory and the end record
 
 
 @dataclass(frozen=True)
@@ -118,8 +107,7 @@ def join(*parts: str) -> str:
     return " ".join(p for p in parts if p)
 
 
-def _ignored(part: str) -> bool:
-    return part.startswith(".") or part in SKIPPED_DIRS
+_ignored = zips.hidden
 
 
 # ---------------------------------------------------------------------------------------------
@@ -372,14 +360,14 @@ def _zip_candidates(zf: zipfile.ZipFile, exercises: Sequence[Exercise]) -> _Scan
     hints: dict[str, list[str]] = {}
     too_deep = unsafe = links = 0
     for info in zf.infolist():
-        skip = member_skip(info)
+        skip = zips.member_skip(info)
         if skip == "unsafe":
             unsafe += 1
         elif skip == "link":
             links += 1
         if skip:
             continue
-        name = member_path(info)
+        name = zips.member_path(info)
         depth = len(name.parts) - 1
         if depth > MAX_DEPTH:
             too_deep += 1
@@ -396,46 +384,9 @@ def _zip_candidates(zf: zipfile.ZipFile, exercises: Sequence[Exercise]) -> _Scan
     return candidates, hints, notes
 
 
-def member_path(info: zipfile.ZipInfo) -> PurePosixPath:
-    """A zip member's path, with "\\" read as "/" (what zips made on Windows may hold)."""
-    return PurePosixPath(info.filename.replace("\\", "/"))
-
-
-def member_skip(info: zipfile.ZipInfo) -> str:
-    """Why a zip member is passed over whatever its name, else '': "folder" (a folder entry, or no name),
-    "unsafe" (an absolute path or a '..'), "hidden" (a part starting with "." or a SKIPPED_DIRS name),
-    "link" (stored as a symbolic link). The one rule of the intake and of a class zip's unpacking; a member
-    not skipped is still read only when `member_problem` says nothing."""
-    name = member_path(info)
-    if info.filename.replace("\\", "/").endswith("/") or not name.parts:
-        return "folder"
-    if name.is_absolute() or ".." in name.parts:
-        return "unsafe"
-    if any(_ignored(part) for part in name.parts):
-        return "hidden"
-    if (info.external_attr >> 16) & 0o170000 == 0o120000:  # a symbolic link stored in the zip
-        return "link"
-    return ""
-
-
-def member_problem(info: zipfile.ZipInfo) -> str:
-    """'' when a zip member may be read (not encrypted, stored or deflate), else why not (words after its name)."""
-    if info.flag_bits & 0x1:
-        return "is encrypted (password-protected) in the zip; zip your files again without a password"
-    if info.compress_type not in ZIP_METHODS:
-        method = f"zip method {info.compress_type}"
-        if info.compress_type in OTHER_ZIP_METHODS:
-            method += f", {OTHER_ZIP_METHODS[info.compress_type]}"
-        return (
-            f"is compressed with a method the grader does not read ({method}); "
-            "zip your files again with the usual (deflate) compression"
-        )
-    return ""
-
-
 def _extract_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, target: Path, budget: _Budget) -> str:
     """Extract one member with the caps; '' on success, else why it was not extracted."""
-    problem = member_problem(info)
+    problem = zips.member_problem(info)
     if problem:
         return problem
     try:
@@ -446,92 +397,6 @@ def _extract_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, target: Path, bu
             f"could not be read from the zip ({type(exc).__name__}: {one_line(exc)}); "
             "the zip is damaged: zip your files again"
         )
-
-
-def zip_directory_problem(
-    fh: IO[bytes], max_members: int = MAX_ZIP_MEMBERS, max_bytes: int = MAX_ZIP_DIRECTORY_BYTES
-) -> str:
-    """'' when zipfile may read this zip's central directory, else why not (words after "The zip").
-
-    zipfile builds a member object for every record of the directory before anyone can count them (5
-    million records: 2.6 GB and 37 s), and reads the directory whole. So the end record (zip64 included)
-    is read first: more than `max_members` entries declared, or a directory larger than `max_bytes`, is
-    refused; then the records' fixed headers are stepped over, at most `max_members` + 1 of them (the
-    declared count need not be true). A zip whose end record is unreadable is left to zipfile to refuse.
-    """
-    try:
-        end = _END_RECORD(fh)
-        if not end:
-            return ""
-        entries, size, location = end[4], end[5], end[9]
-        if entries > max_members:
-            return f"holds {entries} entries, more than the {max_members} the grader opens"
-        if size > max_bytes:
-            return f"has a directory of {size / 2**20:.0f} MiB, more than the {max_bytes // 2**20} MiB the grader reads"
-        start = _directory_start(fh, location, size, zip64=end[0] == b"PK\x06\x06")
-        if start < 0:
-            return ""
-        seen = done = 0
-        while done < size:
-            fh.seek(start + done)
-            head = fh.read(46)
-            if len(head) < 46 or head[:4] != b"PK\x01\x02":
-                return ""  # damaged: zipfile says so
-            seen += 1
-            if seen > max_members:
-                return f"holds more than the {max_members} entries the grader opens"
-            done += 46 + sum(struct.unpack_from("<HHH", head, 28))  # name, extra field and comment lengths
-    except (OSError, ValueError, struct.error, zipfile.BadZipFile):
-        return ""
-    return ""
-
-
-def _directory_start(fh: IO[bytes], location: int, size: int, *, zip64: bool) -> int:
-    """Where zipfile reads the central directory of `size` bytes, -1 when no record is there (damaged: left
-    to zipfile). `location` from `_EndRecData` is the end record's offset on a CPython before the
-    CVE-2025-8291 fix (October 2025 patch releases; its zipfile then subtracts the zip64 records itself)
-    and the zip64 end record's after it: both starts are tried, the first holding a directory record
-    (and, for zip64, followed by the zip64 end record, as the directory always is) is taken."""
-    starts = [location - size] + ([location - size - _ZIP64_END_BYTES] if zip64 else [])
-    for start in starts:
-        if start < 0:
-            continue
-        fh.seek(start)
-        if fh.read(4) != b"PK\x01\x02":
-            continue
-        fh.seek(start + size)
-        if zip64 and fh.read(4) != b"PK\x06\x06":
-            continue
-        return start
-    return -1
-
-
-def _is_zip(fd: int) -> bool:
-    """Whether the regular file open as `fd` has a zip's end record (read through a new descriptor)."""
-    with os.fdopen(os.dup(fd), "rb") as fh:
-        return zipfile.is_zipfile(fh)
-
-
-class ZipRefused(ValueError):
-    """A zip whose directory is beyond the caps; the message is words after "The zip"."""
-
-
-def open_zip(
-    fh: IO[bytes], max_members: int = MAX_ZIP_MEMBERS, max_bytes: int = MAX_ZIP_DIRECTORY_BYTES
-) -> zipfile.ZipFile:
-    """A ZipFile on the open zip `fh`, its directory measured first (`zip_directory_problem`) and its members
-    counted after: ZipRefused beyond the caps; a damaged directory raises what zipfile raises (many types).
-    `fh` stays the caller's to close (ZipFile leaves a file object it was handed open)."""
-    problem = zip_directory_problem(fh, max_members, max_bytes)
-    if problem:
-        raise ZipRefused(problem)
-    fh.seek(0)
-    zf = zipfile.ZipFile(fh)
-    count = len(zf.infolist())
-    if count > max_members:  # the pre-check's walk stops at a damaged record: zipfile may read on
-        zf.close()
-        raise ZipRefused(f"holds {count} entries, more than the {max_members} the grader opens")
-    return zf
 
 
 def _open_zip(fh: IO[bytes]) -> tuple[zipfile.ZipFile | None, str]:
@@ -545,8 +410,8 @@ def _open_zip(fh: IO[bytes]) -> tuple[zipfile.ZipFile | None, str]:
             "the grader opens; nothing was graded. Submit only the exercise files."
         )
     try:
-        return open_zip(fh), ""
-    except ZipRefused as exc:
+        return zips.open_zip(fh), ""
+    except zips.ZipRefused as exc:
         return None, f"The zip {exc}; nothing was graded. Submit only the exercise files."
     except Exception as exc:  # a damaged or hostile central directory: many exception types
         return None, (
@@ -638,6 +503,47 @@ def locate(
         os.close(top_fd)
 
 
+NESTED_ZIP_SCAN = 64  # entries of a folder without exercise files looked at for a single zip inside it
+
+
+def _only_zip(top_fd: int) -> str | None:
+    """The name of the one zip file (no link) directly in the folder open as `top_fd` when it holds exactly
+    one and at most NESTED_ZIP_SCAN entries; else None."""
+    zips: list[str] = []
+    try:
+        with os.scandir(top_fd) as it:
+            for n, entry in enumerate(it):
+                if n >= NESTED_ZIP_SCAN:
+                    return None
+                if entry.name.lower().endswith(".zip") and not _ignored(entry.name):
+                    if entry.is_file(follow_symlinks=False):
+                        zips.append(entry.name)
+    except OSError:
+        return None
+    return zips[0] if len(zips) == 1 else None
+
+
+def _inner_zip(
+    top_fd: int, name: str, exercises: Sequence[Exercise], staging: Path
+) -> tuple[dict[str, Found], list[str]]:
+    """`locate` on the zip `name` inside the folder open as `top_fd` (opened without following a link; a hard
+    link to another owner's file is not read, as in the folder walk); one level only: a zip is not searched
+    for further zips."""
+    shown = one_line(name)
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOFOLLOW, dir_fd=top_fd)
+    except OSError as exc:
+        return {}, [f"The zip {shown!r} in your submission could not be read ({one_line(exc.strerror or exc)})."]
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or (info.st_nlink > 1 and info.st_uid != os.fstat(top_fd).st_uid):
+            return {}, [f"The zip {shown!r} in your submission is not a file of your own; nothing was graded."]
+        found, notes = _locate_open(fd, shown, name, exercises, staging)
+    finally:
+        os.close(fd)
+    return found, [f"Your submission is a folder holding only the zip {shown!r}: graded the files inside it.", *notes]
+
+
 def _locate_open(
     top_fd: int, shown_name: str, name: str, exercises: Sequence[Exercise], staging: Path
 ) -> tuple[dict[str, Found], list[str]]:
@@ -653,7 +559,10 @@ def _locate_open(
         mode = os.fstat(top_fd).st_mode
         if stat.S_ISDIR(mode):
             candidates, hints, notes = _folder_candidates(top_fd, exercises)
-        elif stat.S_ISREG(mode) and not name.lower().endswith(".ipynb") and _is_zip(top_fd):
+            inner = _only_zip(top_fd) if not candidates and not hints else None
+            if inner is not None:  # a folder holding just the zip the packing tool made: read the zip
+                return _inner_zip(top_fd, inner, exercises, staging)
+        elif stat.S_ISREG(mode) and not name.lower().endswith(".ipynb") and zips.is_zip(top_fd):
             archive = os.fdopen(os.dup(top_fd), "rb")
             zf, problem = _open_zip(archive)
             if zf is None:

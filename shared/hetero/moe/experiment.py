@@ -8,13 +8,16 @@ training noise. So the release ships the checkpoint its answer-key figures come 
 `reference_moe.pt` beside `reference_figures.json`), and a run on anyone's exercises evaluates them on
 that very model: its table is the one the handout quotes and the reference holds, and a correct ex10
 reproduces it on any machine (to float32 evaluation rounding, `Part.abs_gap`). The answer key's own run
-(`--impl solutions`, what the release records) trains the model, or takes it from the cache in
-`.cache/moe/`; so does a run where no shipped model fits the training configuration (its figures are then
+(`--impl solutions`, what the release records) takes it from the cache in `.cache/moe/`, which starts as a
+copy of the shipped checkpoint where that was trained with the same configuration, data, code and torch
+(else the run trains the model, as after a change of the trainer); so does a run where no shipped model fits the training configuration (its figures are then
 shown but not compared: `deferral_comparable`). `python -m hetero.moe train` trains a model of one's own.
 """
 
 from __future__ import annotations
 
+import os
+import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -81,19 +84,32 @@ def reference_model_path(impl_dir: str | Path) -> Path | None:
 def choose_model(impl: str, config: TrainConfig = DEFAULT_CONFIG, progress: bool = True) -> tuple[Path, str]:
     """(checkpoint, source) for a run on `impl`: "reference" (the release's shipped checkpoint, for anyone's
     exercises when it was trained with `config`), else "trained now" or "cached" (`.cache/moe/`; the answer
-    key's own run always)."""
+    key's own run). The answer key's run with an empty cache takes the release's checkpoint as its cache when
+    that was trained with this very config, data, code and torch: training again on another CPU would give
+    other weights (docs/figures_moe.md, "Reproducibility") and figures that are not the reference's."""
     from hetero.lecture import is_answer_key  # the driver's rule; imported here: the driver imports this module
 
     impl_dir = resolve_impl_dir(impl)
-    shipped = None if is_answer_key(impl_dir) else reference_model_path(impl_dir)
+    answer_key = is_answer_key(impl_dir)
+    shipped = reference_model_path(impl_dir)
+    usable = False
     if shipped is not None:
         key = cache_key(config, build_data(config.min_char_count, config.max_len))
         try:
             load_checkpoint(shipped, key)
-            return shipped, "reference"
+            usable = True
         except CheckpointError as exc:
-            print(f"hetero.moe: {exc}: training a model here instead (figures not compared)", file=sys.stderr)
+            if not answer_key:
+                print(f"hetero.moe: {exc}: training a model here instead (figures not compared)", file=sys.stderr)
+    if usable and shipped is not None and not answer_key:
+        return shipped, "reference"
     path = checkpoint_path(config)
+    if usable and shipped is not None and not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_name(f"{path.name}.{os.getpid()}.part")
+        shutil.copyfile(shipped, partial)
+        os.replace(partial, path)
+        return path, "cached"
     before = path.stat().st_mtime_ns if path.exists() else None
     path = ensure_checkpoint(config, progress=progress)
     return path, "trained now" if before is None or path.stat().st_mtime_ns != before else "cached"
