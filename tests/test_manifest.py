@@ -9,6 +9,7 @@ types and the answer key's grading as it stands.
 from __future__ import annotations
 
 import dataclasses
+import os
 import shutil
 import subprocess
 import sys
@@ -222,3 +223,33 @@ def test_new_exercise_writes_an_entry_and_three_files_that_pass_lint_types_and_t
     for case in public.CASES:
         verdict = check_call(case, solution)
         assert verdict.passed, f"the answer key must pass its own public case {case.id}: {verdict.message}"
+
+
+@pytest.mark.slow
+def test_one_release_after_new_exercise_leaves_nothing_stale(tmp_path):
+    """README, "Adding an exercise": new-exercise, points taken from another entry, one `make release`; then
+    the release and the expected values hold (before: hetero's exercise list was written after the digests
+    that read it, and a second release was needed)."""
+    root = tmp_path / "course"
+    skip = shutil.ignore_patterns(".git", ".venv", "out", "dist", "__pycache__", ".pytest_cache", ".mypy_cache")
+    shutil.copytree(ROOT, root, ignore=skip, symlinks=True)
+    env = {**os.environ, "PYTHONPATH": f"{root}{os.pathsep}{root / 'shared'}", "A2_CACHE_DIR": str(tmp_path / "moe")}
+    new_id = next(f"ex{n:02d}" for n in range(11, 100) if f"ex{n:02d}" not in manifest.BY_ID)
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        done = subprocess.run(
+            [sys.executable, "-m", "autograder", *args], cwd=root, env=env, capture_output=True, text=True, timeout=1200
+        )
+        assert done.returncode == 0, f"{args}: {done.stdout[-2000:]}{done.stderr[-2000:]}"
+        return done
+
+    run("new-exercise", f"{new_id}_kv_offload", "--points", "5")
+    path = root / "autograder" / "core" / "manifest.py"
+    text = path.read_text(encoding="utf-8")
+    at = text.index("points=", text.index(f'id="{EXERCISES[-1].id}"'))
+    old = text[at : text.index(",", at)]
+    path.write_text(text[:at] + f"points={float(old.split('=')[1]) - 5:g}" + text[at + len(old) :], encoding="utf-8")
+    said = run("release").stdout
+    assert "the release runs once more" in said, said[-2000:]
+    run("release", "--check")
+    run("expected", "--check", "--jobs", "2")
