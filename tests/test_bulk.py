@@ -12,6 +12,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import json
+import re
 import os
 import shutil
 import sqlite3
@@ -357,6 +358,17 @@ def test_dry_run_prints_what_a_regrade_would_change_and_writes_nothing(tmp_path,
     with Gradebook(out / "gradebook.sqlite") as book:
         assert book.version_results("bob")["score"] == 2.0 and book.version_results("bob", -2) is None
     assert cli.main([str(subs), "--out", str(out), "--dry-run", "--csv", str(tmp_path / "g.csv")]) == 2
+    # The real regrade says whose grade moved and why, as the dry run did.
+    capsys.readouterr()
+    args = [str(subs), "--out", str(out), "--workers", "2", "--no-progress", "--python", fake_python, "--force"]
+    assert cli.main(args) == 0
+    printed = capsys.readouterr().out
+    assert re.search(r"^  bob: 2\.00 / [\d.]+ -> 3\.00 / [\d.]+ \(same files, graded again\)$", printed, re.M), printed
+    assert "grades that moved since each student's previous grading (1;" in printed and "  alice:" not in printed
+    (subs / "carol" / "f2.py").write_text("x = 2\n")  # carol resubmits
+    assert cli.main(args) == 0
+    printed = capsys.readouterr().out
+    assert re.search(r"^  carol: 1\.00 / [\d.]+ -> 2\.00 / [\d.]+ \(new files\)$", printed, re.M), printed
 
 
 def test_points_change_and_rewording_are_told_apart():

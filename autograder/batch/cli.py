@@ -20,7 +20,7 @@ from autograder.batch.gradebook import Gradebook
 from autograder.batch.outputs import isolation_summary, summary_table
 from autograder.batch.submissions import RESERVED_NAMES
 from autograder.core.manifest import BY_ID
-from autograder.core.safetext import terminal_text
+from autograder.core.safetext import one_line, terminal_text
 from autograder.runtime.grader import refusal
 from autograder.runtime.sandbox import ladder
 
@@ -156,11 +156,39 @@ def _check_options(parser: argparse.ArgumentParser, args: argparse.Namespace) ->
     return None
 
 
+def changed_grades(book: Gradebook, students: list[str]) -> list[str]:
+    """One line per student graded in this run whose total moved from their previous grading, saying whether
+    the submission changed or the same files were graded again (a changed grader, cases or expected values),
+    and a count; nothing when no student had a previous grading."""
+    lines = []
+    for student in students:
+        versions = book.history(student)
+        if len(versions) < 2:
+            continue
+        before, now = versions[-2], versions[-1]
+        if abs(before.score - now.score) < 0.005 and abs(before.max_score - now.max_score) < 0.005:
+            continue
+        why = "new files" if before.content_hash != now.content_hash else "same files, graded again"
+        lines.append(
+            f"  {terminal_text(one_line(student))}: {before.score:.2f} / {before.max_score:g} -> "
+            f"{now.score:.2f} / {now.max_score:g} ({why})"
+        )
+    if lines:
+        lines.insert(
+            0,
+            f"grades that moved since each student's previous grading ({len(lines)}; every version is kept "
+            "in the gradebook's history):",
+        )
+    return lines
+
+
 def _print_report(report: bulk.BatchReport, args: argparse.Namespace) -> int:
     """The batch's summary table, isolation, counts and refusals; the CSV export when asked. Exit status."""
     print(summary_table(report.records, args.exercises))
     with Gradebook(args.out / bulk.GRADEBOOK_NAME) as book:
         print(isolation_summary(book.results(r.student) for r in report.records))
+        for line in changed_grades(book, report.graded):
+            print(line)
     print(
         f"graded {len(report.graded)}, skipped {len(report.skipped)} unchanged, "
         f"grader failed on {len(report.failed)}, refused {len(report.refused)}; {report.wall_s:.1f} s; "

@@ -374,7 +374,12 @@ def main(argv: list[str]) -> int:
         return 1
     if args.map is None:
         print(
-            "export-lms: no --map: the ID column is empty for every student (the LMS must match rows by name)",
+            "export-lms: no --map: the ID column is empty for every student ("
+            + (
+                "Canvas must match rows by name)"
+                if args.format == "canvas"
+                else "match rows by the Email column, where the gradebook has one)"
+            ),
             file=sys.stderr,
         )
     for student in report.unmapped:
