@@ -12,8 +12,8 @@ from __future__ import annotations
 import csv
 import hashlib
 import json
-import re
 import os
+import re
 import shutil
 import sqlite3
 import sys
