@@ -126,7 +126,11 @@ def _not_from_the_current_folder() -> None:
     `python -P -m autograder` (README)."""
     if getattr(sys.flags, "safe_path", False) or not sys.path:
         return  # -P / PYTHONSAFEPATH (3.11+): nothing was put first
-    if os.path.realpath(sys.path[0] or os.curdir) == os.path.realpath(os.getcwd()):
+    try:
+        here = os.path.realpath(os.getcwd())
+    except OSError:  # the working folder was deleted: nothing there to import
+        return
+    if os.path.realpath(sys.path[0] or os.curdir) == here:
         del sys.path[0]  # only the entry `-m` put first: the venv's own entries stay, even for this folder
 
 

@@ -477,7 +477,11 @@ def test_a_folder_holding_only_the_packing_tools_zip_is_graded_from_the_zip(tmp_
     found, notes = intake.locate(folder, [EX01, ex02], _staging(tmp_path, "a"))
     assert set(found) == {"ex01", "ex02"} and all(f.path is not None for f in found.values()), (found, notes)
     assert found["ex01"].path.read_bytes() == (SOLUTIONS / EX01.filename).read_bytes()
-    assert any("holding only the zip 'submission.zip'" in n for n in notes), notes
+    assert any("no exercise file but the zip 'submission.zip': graded the exercise files" in n for n in notes), notes
+    (folder / "loose").symlink_to(tmp_path)  # what the folder walk says is kept beside the zip's notes
+    found, notes = intake.locate(folder, [EX01, ex02], _staging(tmp_path, "a2"))
+    assert set(found) == {"ex01", "ex02"} and any("symbolic link" in n for n in notes), notes
+    (folder / "loose").unlink()
     # Two zips, a linked zip, or an exercise file beside the zip: the folder is read as it is.
     _zip_of_the_key(folder / "old.zip", EX01)
     assert intake.locate(folder, [EX01], _staging(tmp_path, "b"))[0] == {}

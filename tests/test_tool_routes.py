@@ -466,3 +466,29 @@ def test_a_command_run_from_a_students_folder_imports_none_of_its_modules(tmp_pa
     )
     said = run.stdout + run.stderr
     assert "SHADOW" not in said and run.returncode == 0, f"the student's module ran in the grader: {said[-1500:]}"
+
+
+def test_lecture_refuses_plots_inside_the_students_folder_even_through_a_link_loop(tmp_path, capsys):
+    """Plots are copied into --plots by the grader: inside the student's folder, links planted there would steer
+    those writes. A path whose links cannot be resolved (a loop) is refused too, not passed over."""
+    from autograder.batch import lecture
+
+    student = tmp_path / "student"
+    student.mkdir()
+    (student / "loop").symlink_to(student / "loop")
+    for plots in (student / "plots", student / "loop" / "x"):
+        with pytest.raises(SystemExit) as stopped:
+            lecture.main(["01", "--impl", str(student), "--plots", str(plots)])
+        assert stopped.value.code == 2 and "lies inside the student's folder" in capsys.readouterr().err, plots
+
+
+def test_a_command_run_from_a_deleted_folder_runs(tmp_path):
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    run = subprocess.run(
+        ["sh", "-c", f'cd "{gone}" && rmdir "{gone}" && exec "{sys.executable}" -m autograder --help'],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 0 and "Traceback" not in run.stderr, run.stderr[-1500:]

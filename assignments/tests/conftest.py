@@ -74,7 +74,7 @@ def pytest_runtest_logreport(report):
                 _PASSED[ex_id].add(report.nodeid.rsplit("[", 1)[1].rstrip("]"))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _functions(ex_id: str) -> dict[str, tuple[str, bool]]:
     """{public case id: (its function, whether it expects a value rather than an exception)}."""
     path = HERE / f"public_{ex_id}.py"

@@ -48,7 +48,7 @@ def hetero_list_text(exercises: tuple[Exercise, ...] = EXERCISES) -> str:
 # When the hidden cases' inputs and expected values are shown, by `Exercise.hidden_detail_visibility`.
 HIDDEN_DETAIL_WORDS = {
     None: "are not shown unless your instructor chooses to release them",
-    "hidden": "are not shown unless your instructor chooses to release them",
+    "hidden": "are not shown",
     "after_due_date": "are shown after the due date",
     "after_published": "are shown once the grades are published",
     "visible": "are shown as soon as the submission is graded",

@@ -81,7 +81,7 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     if not args.impl.exists():
         parser.error(f"--impl {args.impl}: no such folder or zip")
-    if args.plots is not None and intake.within(args.plots, args.impl):
+    if args.plots is not None and intake.within(args.plots, args.impl, unresolved=True):
         parser.error(f"--plots {args.plots} lies inside the student's folder {args.impl}: choose a folder of your own")
     exposed = ladder.exposed(args.impl, "the student's folder")
     if exposed:

@@ -48,7 +48,7 @@ def feedback_markdown(student: str, results: dict[str, Any], instructor: bool) -
     if hidden_count:
         lines.append(
             f"\n{hidden_count} further test {'entry is' if hidden_count == 1 else 'entries are'} not visible to students "
-            "yet (shown after the due date, or to staff only)."
+            "yet (shown later, as the course set them, or to staff only)."
         )
     if results.get("output"):
         lines += ["", markdown_fence(results["output"])]

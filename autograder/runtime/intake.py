@@ -37,6 +37,10 @@
   lzma one: a 2 KB bzip2 member can be gigabytes in one read), a malformed notebook: that exercise
   scores 0 with a sentence saying why (for bzip2 or lzma: zip again with the usual compression); the
   other exercises are graded normally. A zip that cannot be opened at all is said in the notes.
+- **A folder holding the packing tool's zip.** A folder with no exercise file (nor a near-miss name) and
+  exactly one `.zip` among its first `NESTED_ZIP_SCAN` entries is read from that zip, as a zip submission
+  is (opened without following a link, not another owner's hard link; one level: a zip inside it is not
+  opened); the folder walk's notes are kept beside the zip's.
 - **Snapshots.** Every chosen file is copied into `staging` (opened as above) before
   any student code runs, so code graded for one exercise cannot swap the file of a later one.
 
@@ -114,13 +118,15 @@ _ignored = zips.hidden
 # Names
 
 
-def within(path: Path, folder: Path) -> bool:
-    """Whether `path` (made or not) is `folder` or lies in it, links resolved; False where a link cannot be
-    resolved (a loop)."""
+def within(path: Path, folder: Path, *, unresolved: bool = False) -> bool:
+    """Whether `path` (made or not) is `folder` or lies in it, links resolved; `unresolved` where a link cannot
+    be resolved (a loop): False to pass such a path over, True where the answer guards a write."""
     try:
         path.resolve().relative_to(folder.resolve())
-    except (ValueError, OSError, RuntimeError):
+    except ValueError:
         return False
+    except (OSError, RuntimeError):
+        return unresolved
     return True
 
 
@@ -541,7 +547,8 @@ def _inner_zip(
         found, notes = _locate_open(fd, shown, name, exercises, staging)
     finally:
         os.close(fd)
-    return found, [f"Your submission is a folder holding only the zip {shown!r}: graded the files inside it.", *notes]
+    said = "graded the exercise files inside it" if found else "read it"
+    return found, [f"Your submission is a folder with no exercise file but the zip {shown!r}: {said}.", *notes]
 
 
 def _locate_open(
@@ -560,8 +567,9 @@ def _locate_open(
         if stat.S_ISDIR(mode):
             candidates, hints, notes = _folder_candidates(top_fd, exercises)
             inner = _only_zip(top_fd) if not candidates and not hints else None
-            if inner is not None:  # a folder holding just the zip the packing tool made: read the zip
-                return _inner_zip(top_fd, inner, exercises, staging)
+            if inner is not None:  # a folder holding no exercise file but the zip the packing tool made: read it
+                found, zip_notes = _inner_zip(top_fd, inner, exercises, staging)
+                return found, [*notes, *zip_notes]
         elif stat.S_ISREG(mode) and not name.lower().endswith(".ipynb") and zips.is_zip(top_fd):
             archive = os.fdopen(os.dup(top_fd), "rb")
             zf, problem = _open_zip(archive)
